@@ -1,0 +1,49 @@
+# wap5 — build, test and demo.
+#   make          bin/wap5 and bin/libsockcap.so
+#   make test     every test (Go unit, C, integration with real programs)
+#   make demo     trace a small real multi-process system and show the analysis
+GO      ?= go
+CC      ?= $(shell $(GO) env CC)
+CFLAGS  ?= -O2 -g
+WARN     = -Wall -Wextra -Werror
+export GOFLAGS ?= -mod=mod
+
+LIBSRC  := $(wildcard libsockcap/c/*.c)
+LIBHDR  := $(wildcard libsockcap/c/*.h)
+
+.PHONY: all test test-go test-c test-long demo bench clean fuzz
+
+all: bin/wap5 bin/libsockcap.so
+
+bin/wap5: $(shell find . -name '*.go' -not -path './bin/*') go.mod
+	@mkdir -p bin
+	$(GO) build -o $@ ./cmd/wap5
+
+bin/libsockcap.so: $(LIBSRC) $(LIBHDR)
+	@mkdir -p bin
+	$(CC) $(CFLAGS) $(WARN) -fPIC -shared -fvisibility=hidden \
+	  -Wl,--version-script=libsockcap/c/exports.map \
+	  -o $@ $(LIBSRC) -ldl -lpthread
+
+# Tests that need real servers find bin/ via WAP5_BIN; they skip with a clear
+# message only when run outside `make test` and a program is missing.
+test: all
+	WAP5_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout 25m ./...
+	$(MAKE) test-c
+
+test-c:
+	@if [ -f libsockcap/c/tests/Makefile ]; then $(MAKE) -C libsockcap/c/tests CC=$(CC); fi
+
+# Long runs (fuzzing, big benchmarks) are not part of `make test`.
+FUZZTIME ?= 30s
+fuzz:
+	scripts/fuzz-all.sh $(FUZZTIME)
+
+bench: all
+	scripts/bench-all.sh
+
+demo: all
+	scripts/demo.sh
+
+clean:
+	rm -rf bin
