@@ -11,7 +11,7 @@ export GOFLAGS ?= -mod=mod
 LIBSRC  := $(wildcard libsockcap/c/*.c)
 LIBHDR  := $(wildcard libsockcap/c/*.h)
 
-.PHONY: all test test-go test-c test-long demo bench clean fuzz
+.PHONY: all deps test test-go test-c test-long demo bench clean fuzz
 
 all: bin/wap5 bin/libsockcap.so
 
@@ -27,7 +27,11 @@ bin/libsockcap.so: $(LIBSRC) $(LIBHDR)
 
 # Tests that need real servers find bin/ via WAP5_BIN; they skip with a clear
 # message only when run outside `make test` and a program is missing.
-test: all
+# deps installs the Debian packages tests and demo use (quick when present).
+deps:
+	scripts/install-deps.sh
+
+test: deps all
 	WAP5_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout 25m ./...
 	$(MAKE) test-c
 
@@ -42,7 +46,7 @@ fuzz:
 bench: all
 	scripts/bench-all.sh
 
-demo: all
+demo: deps all
 	scripts/demo.sh
 
 clean:
