@@ -1,0 +1,304 @@
+package trace
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// BinaryMagic opens a binary trace; a zstd stream of varint-encoded tables and
+// delta-encoded messages follows (see WriteBinary).
+const BinaryMagic = "WAP5TRC\x01"
+
+const binaryVersion = 1
+
+// Message flag bits in the binary form.
+const (
+	bfSendUnknown = 1 << iota
+	bfRecvUnknown
+	bfID
+	bfCall
+	bfTruth
+	bfExtra
+	bfKindShift = 6 // two bits
+)
+
+type binWriter struct {
+	w   *bufio.Writer
+	buf [binary.MaxVarintLen64]byte
+}
+
+func (b *binWriter) uv(v uint64) { n := binary.PutUvarint(b.buf[:], v); b.w.Write(b.buf[:n]) }
+func (b *binWriter) sv(v int64)  { n := binary.PutVarint(b.buf[:], v); b.w.Write(b.buf[:n]) }
+func (b *binWriter) str(s string) {
+	b.uv(uint64(len(s)))
+	b.w.WriteString(s)
+}
+
+// WriteBinary writes the trace in the compact binary form (zstd-compressed).
+// Times are delta-encoded against the previous message, so a time-sorted
+// trace compresses best.
+func WriteBinary(w io.Writer, t *Trace) error {
+	if _, err := io.WriteString(w, BinaryMagic); err != nil {
+		return err
+	}
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault))
+	if err != nil {
+		return err
+	}
+	b := &binWriter{w: bufio.NewWriterSize(zw, 256*1024)}
+	b.uv(binaryVersion)
+	b.uv(uint64(len(t.Nodes)))
+	for _, n := range t.Nodes {
+		b.str(n.Name)
+		b.uv(uint64(b2i(n.Untraced)))
+	}
+	b.uv(uint64(len(t.Endpoints)))
+	for _, e := range t.Endpoints {
+		b.str(e)
+	}
+	b.uv(uint64(len(t.Labels)))
+	for _, l := range t.Labels {
+		b.str(l)
+	}
+	b.uv(uint64(len(t.Clock)))
+	for _, c := range t.Clock {
+		b.uv(uint64(c.Node))
+		b.sv(c.Offset)
+		b.uv(math.Float64bits(c.DriftPPM))
+		b.sv(c.At)
+		b.sv(c.Error)
+		b.uv(uint64(b2i(c.Applied)))
+	}
+	b.uv(uint64(len(t.Warnings)))
+	for _, s := range t.Warnings {
+		b.str(s)
+	}
+	b.uv(uint64(len(t.Messages)))
+	var prevTime, prevID int64
+	for i := range t.Messages {
+		m := &t.Messages[i]
+		var fl uint64
+		if m.Send == Unknown {
+			fl |= bfSendUnknown
+		}
+		if m.Recv == Unknown {
+			fl |= bfRecvUnknown
+		}
+		if m.ID != NoRef {
+			fl |= bfID
+		}
+		if m.Call != NoRef {
+			fl |= bfCall
+		}
+		if m.Truth != NoRef {
+			fl |= bfTruth
+		}
+		x, hasExtra := t.Extra[int32(i)]
+		if hasExtra {
+			fl |= bfExtra
+		}
+		fl |= uint64(m.Kind) << bfKindShift
+		b.uv(fl)
+		if m.Send != Unknown {
+			b.sv(m.Send - prevTime)
+			prevTime = m.Send
+			if m.Recv != Unknown {
+				b.sv(m.Recv - m.Send)
+			}
+		} else {
+			b.sv(m.Recv - prevTime)
+			prevTime = m.Recv
+		}
+		b.uv(uint64(m.Src))
+		b.uv(uint64(m.Dst))
+		b.uv(uint64(m.SrcEP))
+		b.uv(uint64(m.DstEP))
+		b.uv(uint64(m.Bytes))
+		if fl&bfID != 0 {
+			b.sv(m.ID - prevID)
+			prevID = m.ID
+		}
+		if fl&bfCall != 0 {
+			b.sv(int64(m.Call))
+		}
+		if fl&bfTruth != 0 {
+			b.sv(int64(m.Truth))
+		}
+		if hasExtra {
+			b.str(x)
+		}
+	}
+	if err := b.w.Flush(); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+type binReader struct {
+	r    *bufio.Reader
+	file string
+	err  error
+}
+
+func (b *binReader) fail(format string, a ...any) {
+	if b.err == nil {
+		b.err = fmt.Errorf("%s: binary trace: "+format, append([]any{b.file}, a...)...)
+	}
+}
+
+func (b *binReader) uv() uint64 {
+	if b.err != nil {
+		return 0
+	}
+	v, err := binary.ReadUvarint(b.r)
+	if err != nil {
+		b.fail("truncated or corrupt: %v", err)
+	}
+	return v
+}
+
+func (b *binReader) sv() int64 {
+	if b.err != nil {
+		return 0
+	}
+	v, err := binary.ReadVarint(b.r)
+	if err != nil {
+		b.fail("truncated or corrupt: %v", err)
+	}
+	return v
+}
+
+func (b *binReader) count(what string, max uint64) int {
+	n := b.uv()
+	if n > max {
+		b.fail("implausible %s count %d", what, n)
+		return 0
+	}
+	return int(n)
+}
+
+func (b *binReader) str() string {
+	n := b.count("string length", 1<<24)
+	if b.err != nil {
+		return ""
+	}
+	p := make([]byte, n)
+	if _, err := io.ReadFull(b.r, p); err != nil {
+		b.fail("truncated string: %v", err)
+	}
+	return string(p)
+}
+
+// ReadBinary reads a binary trace (starting with BinaryMagic). A truncated or
+// corrupt message section keeps the messages read so far and records a
+// warning naming the message index; corrupt tables are an error.
+func ReadBinary(r io.Reader, file string) (*Trace, error) {
+	magic := make([]byte, len(BinaryMagic))
+	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != BinaryMagic {
+		return nil, fmt.Errorf("%s: not a wap5 binary trace", file)
+	}
+	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<34))
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	b := &binReader{r: bufio.NewReaderSize(zr, 256*1024), file: file}
+	if v := b.uv(); b.err == nil && v != binaryVersion {
+		return nil, fmt.Errorf("%s: binary trace version %d, want %d", file, v, binaryVersion)
+	}
+	t := &Trace{}
+	const maxTable = 1 << 28
+	for n := b.count("node", maxTable); n > 0 && b.err == nil; n-- {
+		name := b.str()
+		t.Nodes = append(t.Nodes, Node{Name: name, Untraced: b.uv() == 1})
+	}
+	for n := b.count("endpoint", maxTable); n > 0 && b.err == nil; n-- {
+		t.Endpoints = append(t.Endpoints, b.str())
+	}
+	for n := b.count("label", maxTable); n > 0 && b.err == nil; n-- {
+		t.Labels = append(t.Labels, b.str())
+	}
+	for n := b.count("clock", maxTable); n > 0 && b.err == nil; n-- {
+		var c Correction
+		c.Node = NodeID(b.uv())
+		c.Offset = b.sv()
+		c.DriftPPM = math.Float64frombits(b.uv())
+		c.At = b.sv()
+		c.Error = b.sv()
+		c.Applied = b.uv() == 1
+		t.Clock = append(t.Clock, c)
+	}
+	for n := b.count("warning", maxTable); n > 0 && b.err == nil; n-- {
+		t.Warnings = append(t.Warnings, b.str())
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+	t.ensureIndex()
+	if len(t.Endpoints) == 0 || t.Endpoints[0] != "-" {
+		return nil, fmt.Errorf("%s: binary trace: endpoint table does not start with -", file)
+	}
+	n := b.count("message", 1<<40)
+	t.Messages = make([]Message, 0, min(n, 1<<24))
+	var prevTime, prevID int64
+	for i := 0; i < n && b.err == nil; i++ {
+		var m Message
+		fl := b.uv()
+		m.Send, m.Recv, m.ID, m.Call, m.Truth = Unknown, Unknown, NoRef, NoRef, NoRef
+		if fl&bfSendUnknown == 0 {
+			m.Send = prevTime + b.sv()
+			prevTime = m.Send
+			if fl&bfRecvUnknown == 0 {
+				m.Recv = m.Send + b.sv()
+			}
+		} else {
+			m.Recv = prevTime + b.sv()
+			prevTime = m.Recv
+		}
+		m.Src = NodeID(b.uv())
+		m.Dst = NodeID(b.uv())
+		m.SrcEP = EndpointID(b.uv())
+		m.DstEP = EndpointID(b.uv())
+		m.Bytes = int64(b.uv())
+		if fl&bfID != 0 {
+			m.ID = prevID + b.sv()
+			prevID = m.ID
+		}
+		if fl&bfCall != 0 {
+			m.Call = int32(b.sv())
+		}
+		if fl&bfTruth != 0 {
+			m.Truth = int32(b.sv())
+		}
+		m.Kind = Kind(fl >> bfKindShift & 3)
+		var extra string
+		if fl&bfExtra != 0 {
+			extra = b.str()
+		}
+		if b.err != nil {
+			break
+		}
+		if extra != "" {
+			if t.Extra == nil {
+				t.Extra = map[int32]string{}
+			}
+			t.Extra[int32(len(t.Messages))] = extra
+		}
+		t.Messages = append(t.Messages, m)
+	}
+	if b.err != nil {
+		if errors.Is(b.err, io.ErrUnexpectedEOF) || len(t.Messages) > 0 || n > 0 {
+			t.Warnf("%v (kept the %d messages before message %d)", b.err, len(t.Messages), len(t.Messages))
+		}
+	}
+	if err := t.CheckValid(); err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
+	return t, nil
+}

@@ -1,0 +1,73 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Read reads a trace in any of the forms wap5 knows, recognised by content:
+// the binary form, the text form, or Project 5's format. file names the
+// input in errors and warnings.
+func Read(r io.Reader, file string) (*Trace, error) {
+	br := bufio.NewReaderSize(r, 64*1024)
+	head, _ := br.Peek(4096)
+	switch {
+	case bytes.HasPrefix(head, []byte(BinaryMagic)):
+		return ReadBinary(br, file)
+	case len(head) > 0 && !isText(head):
+		return nil, fmt.Errorf("%s: not a wap5 trace (binary data without the wap5 header)", file)
+	case isProject5(head):
+		return ReadProject5(br, file)
+	}
+	return ReadText(br, file)
+}
+
+func isText(head []byte) bool {
+	if i := bytes.LastIndexByte(head, '\n'); i > 0 && len(head) == 4096 {
+		head = head[:i] // a cut multi-byte character at the end is fine
+	}
+	return !bytes.ContainsRune(head, 0) && strings.ToValidUTF8(string(head), "\uFFFD") == string(head)
+}
+
+// ReadFile reads the trace in the named file ("-" for standard input).
+func ReadFile(path string) (*Trace, error) {
+	if path == "-" {
+		return Read(os.Stdin, "<stdin>")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Read(f, path)
+}
+
+// WriteFile writes the trace to the named file, in binary form when binary
+// is set and in text form otherwise ("-" for standard output).
+func WriteFile(path string, t *Trace, binary bool) error {
+	var w io.Writer = os.Stdout
+	var f *os.File
+	if path != "-" {
+		var err error
+		if f, err = os.Create(path); err != nil {
+			return err
+		}
+		w = f
+	}
+	var err error
+	if binary {
+		err = WriteBinary(w, t)
+	} else {
+		err = WriteText(w, t)
+	}
+	if f != nil {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}

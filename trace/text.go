@@ -1,0 +1,340 @@
+package trace
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// TextHeader is the first line of the text format.
+const TextHeader = "# wap5 message trace v1"
+
+// SyntaxError is a non-fatal error in one line of a text trace.
+type SyntaxError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *SyntaxError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+
+// ParseTime parses a timestamp in decimal seconds ("1700000000.000123456",
+// "-3.5") exactly into nanoseconds; "-" is Unknown.
+func ParseTime(s string) (int64, error) {
+	if s == "-" {
+		return Unknown, nil
+	}
+	neg := false
+	if strings.HasPrefix(s, "-") {
+		neg, s = true, s[1:]
+	} else if strings.HasPrefix(s, "+") {
+		s = s[1:]
+	}
+	ip, fp, _ := strings.Cut(s, ".")
+	if ip == "" && fp == "" {
+		return 0, fmt.Errorf("bad timestamp %q", s)
+	}
+	var sec int64
+	if ip != "" {
+		v, err := strconv.ParseUint(ip, 10, 63)
+		if err != nil || v > 9_000_000_000 {
+			return 0, fmt.Errorf("bad timestamp seconds %q", ip)
+		}
+		sec = int64(v)
+	}
+	var ns int64
+	for i := 0; i < len(fp); i++ {
+		c := fp[i]
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("bad timestamp fraction %q", fp)
+		}
+		if i < 9 {
+			ns = ns*10 + int64(c-'0')
+		}
+	}
+	for i := len(fp); i < 9; i++ {
+		ns *= 10
+	}
+	v := sec*1e9 + ns
+	if neg {
+		v = -v
+	}
+	return v, nil
+}
+
+// FormatTime formats nanoseconds as decimal seconds with nine places; Unknown
+// as "-".
+func FormatTime(ns int64) string {
+	if ns == Unknown {
+		return "-"
+	}
+	var b [32]byte
+	return string(appendTime(b[:0], ns))
+}
+
+func appendTime(b []byte, ns int64) []byte {
+	if ns == Unknown {
+		return append(b, '-')
+	}
+	if ns < 0 {
+		b = append(b, '-')
+		ns = -ns
+	}
+	b = strconv.AppendInt(b, ns/1e9, 10)
+	b = append(b, '.')
+	frac := ns % 1e9
+	var d [9]byte
+	for i := 8; i >= 0; i-- {
+		d[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	return append(b, d[:]...)
+}
+
+// TextScanner reads the contract's text format line by line into a trace,
+// in the manner of bufio.Scanner. Bad lines become SyntaxErrors (kept in
+// Errors and as trace warnings); only I/O errors stop the scan.
+type TextScanner struct {
+	t      *Trace
+	file   string
+	sc     *bufio.Scanner
+	line   int
+	msg    Message
+	extra  string
+	err    error
+	Errors []*SyntaxError
+}
+
+// NewTextScanner reads from r; file names the input in errors. Messages are
+// interned into t's tables (but not appended to it).
+func NewTextScanner(r io.Reader, file string, t *Trace) *TextScanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	return &TextScanner{t: t, file: file, sc: sc}
+}
+
+func (s *TextScanner) syntax(format string, a ...any) {
+	e := &SyntaxError{File: s.file, Line: s.line, Msg: fmt.Sprintf(format, a...)}
+	s.Errors = append(s.Errors, e)
+	s.t.Warnings = append(s.t.Warnings, e.Error())
+}
+
+// Scan advances to the next message.
+func (s *TextScanner) Scan() bool {
+	for s.sc.Scan() {
+		s.line++
+		line := s.sc.Text()
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" {
+			continue
+		}
+		if trimmed[0] == '#' {
+			if strings.HasPrefix(trimmed, clockDirective) {
+				s.parseClock(trimmed)
+			}
+			continue
+		}
+		if s.parse(trimmed) {
+			return true
+		}
+	}
+	if err := s.sc.Err(); err != nil {
+		s.err = fmt.Errorf("%s:%d: %w", s.file, s.line+1, err)
+	}
+	return false
+}
+
+// Message returns the last message scanned.
+func (s *TextScanner) Message() Message { return s.msg }
+
+// Extra returns the unknown key=value text of the last message ("" if none).
+func (s *TextScanner) Extra() string { return s.extra }
+
+// Line returns the line number of the last message scanned.
+func (s *TextScanner) Line() int { return s.line }
+
+// Err returns the I/O error that stopped the scan, if any.
+func (s *TextScanner) Err() error { return s.err }
+
+func (s *TextScanner) parse(line string) bool {
+	f := strings.Fields(line)
+	if len(f) < 7 {
+		s.syntax("want at least 7 fields (send_ts src_node src_ep recv_ts dst_node dst_ep bytes), got %d", len(f))
+		return false
+	}
+	var m Message
+	var err error
+	if m.Send, err = ParseTime(f[0]); err != nil {
+		s.syntax("send_ts: %v", err)
+		return false
+	}
+	if m.Recv, err = ParseTime(f[3]); err != nil {
+		s.syntax("recv_ts: %v", err)
+		return false
+	}
+	if m.Send == Unknown && m.Recv == Unknown {
+		s.syntax("both timestamps are -")
+		return false
+	}
+	if f[1] == "-" || f[4] == "-" {
+		s.syntax("node names must not be -")
+		return false
+	}
+	n, err := strconv.ParseInt(f[6], 10, 64)
+	if err != nil || n < 0 {
+		s.syntax("bytes: bad size %q", f[6])
+		return false
+	}
+	m.Bytes = n
+	m.Src, m.Dst = s.t.Node(f[1]), s.t.Node(f[4])
+	m.SrcEP, m.DstEP = s.t.Endpoint(f[2]), s.t.Endpoint(f[5])
+	m.ID, m.Call, m.Truth = NoRef, NoRef, NoRef
+	var extra []string
+	for _, kv := range f[7:] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			s.syntax("%q is not key=value", kv)
+			return false
+		}
+		switch k {
+		case "id":
+			m.ID = s.t.Ref(v)
+		case "call":
+			m.Call = s.t.Ref32(v)
+		case "truth":
+			m.Truth = s.t.Ref32(v)
+		case "kind":
+			switch v {
+			case "call":
+				m.Kind = KindCall
+			case "return":
+				m.Kind = KindReturn
+			default:
+				s.syntax("kind=%s: want call or return", v)
+				return false
+			}
+		default:
+			extra = append(extra, kv)
+		}
+	}
+	s.msg = m
+	s.extra = strings.Join(extra, " ")
+	return true
+}
+
+const clockDirective = "# wap5 clock "
+
+// parseClock reads "# wap5 clock NODE offset_s=F drift_ppm=F at=T error_s=F applied=0|1".
+func (s *TextScanner) parseClock(line string) {
+	f := strings.Fields(strings.TrimPrefix(line, clockDirective))
+	if len(f) < 1 {
+		s.syntax("clock directive without a node")
+		return
+	}
+	c := Correction{Node: s.t.Node(f[0])}
+	for _, kv := range f[1:] {
+		k, v, _ := strings.Cut(kv, "=")
+		var err error
+		switch k {
+		case "offset_s":
+			c.Offset, err = ParseTime(v)
+		case "at":
+			c.At, err = ParseTime(v)
+		case "error_s":
+			c.Error, err = ParseTime(v)
+		case "drift_ppm":
+			c.DriftPPM, err = strconv.ParseFloat(v, 64)
+		case "applied":
+			c.Applied = v == "1"
+		}
+		if err != nil {
+			s.syntax("clock directive: %s: %v", k, err)
+			return
+		}
+	}
+	s.t.Clock = append(s.t.Clock, c)
+}
+
+// ReadText reads a whole text trace. Syntax errors become warnings; the
+// returned error is an I/O error.
+func ReadText(r io.Reader, file string) (*Trace, error) {
+	t := New()
+	s := NewTextScanner(r, file, t)
+	for s.Scan() {
+		if x := s.Extra(); x != "" {
+			if t.Extra == nil {
+				t.Extra = map[int32]string{}
+			}
+			t.Extra[int32(len(t.Messages))] = x
+		}
+		t.Messages = append(t.Messages, s.Message())
+	}
+	return t, s.Err()
+}
+
+// WriteText writes the trace in the contract's text format.
+func WriteText(w io.Writer, t *Trace) error {
+	bw := bufio.NewWriterSize(w, 256*1024)
+	bw.WriteString(TextHeader + "\n")
+	for _, c := range t.Clock {
+		fmt.Fprintf(bw, "%s%s offset_s=%s drift_ppm=%g at=%s error_s=%s applied=%d\n", clockDirective,
+			t.NodeName(c.Node), FormatTime(c.Offset), c.DriftPPM, FormatTime(c.At), FormatTime(c.Error), b2i(c.Applied))
+	}
+	var b []byte
+	for i := range t.Messages {
+		b = AppendTextLine(b[:0], t, i)
+		b = append(b, '\n')
+		if _, err := bw.Write(b); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// AppendTextLine appends message i of t in text form, without a newline.
+func AppendTextLine(b []byte, t *Trace, i int) []byte {
+	m := &t.Messages[i]
+	b = appendTime(b, m.Send)
+	b = append(b, ' ')
+	b = append(b, t.NodeName(m.Src)...)
+	b = append(b, ' ')
+	b = append(b, t.EndpointName(m.SrcEP)...)
+	b = append(b, ' ')
+	b = appendTime(b, m.Recv)
+	b = append(b, ' ')
+	b = append(b, t.NodeName(m.Dst)...)
+	b = append(b, ' ')
+	b = append(b, t.EndpointName(m.DstEP)...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, m.Bytes, 10)
+	if m.ID != NoRef {
+		b = append(b, " id="...)
+		b = append(b, t.RefString(m.ID)...)
+	}
+	if m.Kind != KindNone {
+		b = append(b, " kind="...)
+		b = append(b, m.Kind.String()...)
+	}
+	if m.Call != NoRef {
+		b = append(b, " call="...)
+		b = append(b, t.RefString(int64(m.Call))...)
+	}
+	if m.Truth != NoRef {
+		b = append(b, " truth="...)
+		b = append(b, t.RefString(int64(m.Truth))...)
+	}
+	if x, ok := t.Extra[int32(i)]; ok && x != "" {
+		b = append(b, ' ')
+		b = append(b, x...)
+	}
+	return b
+}

@@ -1,0 +1,325 @@
+package trace
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+)
+
+// Unknown marks a timestamp that was not observed (an untraced end).
+const Unknown int64 = math.MinInt64
+
+// NoRef marks an absent message id, call id or truth id.
+const NoRef = -1
+
+// NodeID indexes Trace.Nodes.
+type NodeID int32
+
+// EndpointID indexes Trace.Endpoints; 0 is the unknown endpoint "-".
+type EndpointID int32
+
+// NoEndpoint is the unknown endpoint, printed as "-".
+const NoEndpoint EndpointID = 0
+
+// Kind says whether a message is an RPC call, a return, or neither.
+type Kind uint8
+
+const (
+	KindNone Kind = iota
+	KindCall
+	KindReturn
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindCall:
+		return "call"
+	case KindReturn:
+		return "return"
+	}
+	return ""
+}
+
+// Message is one logical message: bytes sent by one node and received by
+// another. Times are nanoseconds since the Unix epoch on the sender's and the
+// receiver's own clocks (uncorrected), or Unknown. ID, Call and Truth are
+// references: a non-negative number as written in the input, NoRef, or a
+// label (see Trace.Ref and Trace.RefString).
+type Message struct {
+	Send, Recv   int64
+	ID           int64
+	Bytes        int64
+	Src, Dst     NodeID
+	SrcEP, DstEP EndpointID
+	Call         int32
+	Truth        int32
+	Kind         Kind
+}
+
+// Time is the message's send time, or its receive time when the sender was
+// not traced.
+func (m *Message) Time() int64 {
+	if m.Send != Unknown {
+		return m.Send
+	}
+	return m.Recv
+}
+
+// Node is a communicating entity: a host, a program on a host, or a process,
+// depending on the granularity the trace was built at; or a peer that was not
+// traced, named by its address.
+type Node struct {
+	Name     string
+	Untraced bool
+}
+
+// Correction is a clock correction of one node relative to the reference
+// node: at time t (on the node's clock) the node reads
+// reference + Offset + DriftPPM·1e-6·(t − At).
+type Correction struct {
+	Node     NodeID
+	Offset   int64   // ns at At
+	DriftPPM float64 // parts per million
+	At       int64   // ns, the time the offset refers to
+	Error    int64   // ns, estimated error bound (0 if unknown)
+	Applied  bool    // the message times of this trace already include it
+}
+
+// Trace is a message trace. Build one with New and the intern methods, or
+// read one with ReadFile.
+type Trace struct {
+	Messages  []Message
+	Nodes     []Node
+	Endpoints []string // Endpoints[0] == "-"
+	Labels    []string // non-numeric id, call and truth values
+	Clock     []Correction
+	// Extra keeps unknown key=value text of a message, by message index.
+	Extra    map[int32]string
+	Warnings []string
+
+	nodeIdx  map[string]NodeID
+	epIdx    map[string]EndpointID
+	labelIdx map[string]int
+}
+
+// New returns an empty trace.
+func New() *Trace {
+	t := &Trace{}
+	t.ensureIndex()
+	return t
+}
+
+func (t *Trace) ensureIndex() {
+	if t.nodeIdx != nil {
+		return
+	}
+	t.nodeIdx = make(map[string]NodeID, len(t.Nodes))
+	for i, n := range t.Nodes {
+		t.nodeIdx[n.Name] = NodeID(i)
+	}
+	if len(t.Endpoints) == 0 {
+		t.Endpoints = append(t.Endpoints, "-")
+	}
+	t.epIdx = make(map[string]EndpointID, len(t.Endpoints))
+	for i, e := range t.Endpoints {
+		t.epIdx[e] = EndpointID(i)
+	}
+	t.labelIdx = make(map[string]int, len(t.Labels))
+	for i, l := range t.Labels {
+		t.labelIdx[l] = i
+	}
+}
+
+// Node returns the id of the named node, adding it if new.
+func (t *Trace) Node(name string) NodeID {
+	t.ensureIndex()
+	if id, ok := t.nodeIdx[name]; ok {
+		return id
+	}
+	id := NodeID(len(t.Nodes))
+	t.Nodes = append(t.Nodes, Node{Name: name})
+	t.nodeIdx[name] = id
+	return id
+}
+
+// LookupNode returns the id of the named node, if present.
+func (t *Trace) LookupNode(name string) (NodeID, bool) {
+	t.ensureIndex()
+	id, ok := t.nodeIdx[name]
+	return id, ok
+}
+
+// NodeName returns the node's name.
+func (t *Trace) NodeName(id NodeID) string {
+	if id < 0 || int(id) >= len(t.Nodes) {
+		return fmt.Sprintf("node#%d", id)
+	}
+	return t.Nodes[id].Name
+}
+
+// Endpoint returns the id of the endpoint (ip:port, [v6]:port, unix:PATH or
+// "-"), adding it if new.
+func (t *Trace) Endpoint(name string) EndpointID {
+	t.ensureIndex()
+	if id, ok := t.epIdx[name]; ok {
+		return id
+	}
+	id := EndpointID(len(t.Endpoints))
+	t.Endpoints = append(t.Endpoints, name)
+	t.epIdx[name] = id
+	return id
+}
+
+// EndpointName returns the endpoint's text form.
+func (t *Trace) EndpointName(id EndpointID) string {
+	if id < 0 || int(id) >= len(t.Endpoints) {
+		return "-"
+	}
+	return t.Endpoints[id]
+}
+
+// Ref converts an id, call or truth value as written in a trace to its
+// stored form: a non-negative integer is kept as is; anything else becomes a
+// label, stored as −2 − index. "" gives NoRef.
+func (t *Trace) Ref(s string) int64 {
+	if s == "" {
+		return NoRef
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 && strconv.FormatInt(n, 10) == s {
+		return n
+	}
+	t.ensureIndex()
+	i, ok := t.labelIdx[s]
+	if !ok {
+		i = len(t.Labels)
+		t.Labels = append(t.Labels, s)
+		t.labelIdx[s] = i
+	}
+	return -2 - int64(i)
+}
+
+// Ref32 is Ref for the 32-bit call and truth fields; numbers that do not fit
+// become labels.
+func (t *Trace) Ref32(s string) int32 {
+	v := t.Ref(s)
+	if v > math.MaxInt32 {
+		t.ensureIndex()
+		i, ok := t.labelIdx[s]
+		if !ok {
+			i = len(t.Labels)
+			t.Labels = append(t.Labels, s)
+			t.labelIdx[s] = i
+		}
+		v = -2 - int64(i)
+	}
+	return int32(v)
+}
+
+// RefString is the text form of a stored reference ("" for NoRef).
+func (t *Trace) RefString(v int64) string {
+	switch {
+	case v == NoRef:
+		return ""
+	case v >= 0:
+		return strconv.FormatInt(v, 10)
+	}
+	i := -2 - v
+	if i < int64(len(t.Labels)) {
+		return t.Labels[i]
+	}
+	return fmt.Sprintf("label#%d", i)
+}
+
+// Add appends a message.
+func (t *Trace) Add(m Message) { t.Messages = append(t.Messages, m) }
+
+// Warnf records a non-fatal warning.
+func (t *Trace) Warnf(format string, a ...any) {
+	t.Warnings = append(t.Warnings, fmt.Sprintf(format, a...))
+}
+
+// Sort orders messages by Time (send time, else receive time), stably, and
+// keeps Extra attached to its messages.
+func (t *Trace) Sort() {
+	if sort.SliceIsSorted(t.Messages, func(i, j int) bool { return t.Messages[i].Time() < t.Messages[j].Time() }) {
+		return
+	}
+	if len(t.Extra) == 0 {
+		sort.SliceStable(t.Messages, func(i, j int) bool { return t.Messages[i].Time() < t.Messages[j].Time() })
+		return
+	}
+	perm := make([]int32, len(t.Messages))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	sort.SliceStable(perm, func(i, j int) bool { return t.Messages[perm[i]].Time() < t.Messages[perm[j]].Time() })
+	msgs := make([]Message, len(t.Messages))
+	extra := make(map[int32]string, len(t.Extra))
+	for newI, oldI := range perm {
+		msgs[newI] = t.Messages[oldI]
+		if s, ok := t.Extra[oldI]; ok {
+			extra[int32(newI)] = s
+		}
+	}
+	t.Messages, t.Extra = msgs, extra
+}
+
+// Correction returns the clock correction recorded for a node, if any.
+func (t *Trace) Correction(n NodeID) (Correction, bool) {
+	for _, c := range t.Clock {
+		if c.Node == n {
+			return c, true
+		}
+	}
+	return Correction{}, false
+}
+
+// CheckValid reports the first inconsistency, naming the message or table
+// entry at fault.
+func (t *Trace) CheckValid() error {
+	if len(t.Endpoints) == 0 || t.Endpoints[0] != "-" {
+		return fmt.Errorf("endpoint 0 must be %q", "-")
+	}
+	seen := make(map[string]int, len(t.Nodes))
+	for i, n := range t.Nodes {
+		if n.Name == "" {
+			return fmt.Errorf("node %d has no name", i)
+		}
+		if j, dup := seen[n.Name]; dup {
+			return fmt.Errorf("nodes %d and %d are both named %q", j, i, n.Name)
+		}
+		seen[n.Name] = i
+	}
+	nn, ne := NodeID(len(t.Nodes)), EndpointID(len(t.Endpoints))
+	for i := range t.Messages {
+		m := &t.Messages[i]
+		switch {
+		case m.Src < 0 || m.Src >= nn:
+			return fmt.Errorf("message %d: source node %d out of range [0,%d)", i, m.Src, nn)
+		case m.Dst < 0 || m.Dst >= nn:
+			return fmt.Errorf("message %d: destination node %d out of range [0,%d)", i, m.Dst, nn)
+		case m.SrcEP < 0 || m.SrcEP >= ne:
+			return fmt.Errorf("message %d: source endpoint %d out of range [0,%d)", i, m.SrcEP, ne)
+		case m.DstEP < 0 || m.DstEP >= ne:
+			return fmt.Errorf("message %d: destination endpoint %d out of range [0,%d)", i, m.DstEP, ne)
+		case m.Send == Unknown && m.Recv == Unknown:
+			return fmt.Errorf("message %d: neither send nor receive time is known", i)
+		case m.Bytes < 0:
+			return fmt.Errorf("message %d: negative size %d", i, m.Bytes)
+		case m.Kind > KindReturn:
+			return fmt.Errorf("message %d: bad kind %d", i, m.Kind)
+		}
+		for _, r := range [...]int64{m.ID, int64(m.Call), int64(m.Truth)} {
+			if r < -1 && -2-r >= int64(len(t.Labels)) {
+				return fmt.Errorf("message %d: label reference %d out of range", i, r)
+			}
+		}
+	}
+	for _, c := range t.Clock {
+		if c.Node < 0 || c.Node >= nn {
+			return fmt.Errorf("clock correction for node %d out of range [0,%d)", c.Node, nn)
+		}
+	}
+	return nil
+}
