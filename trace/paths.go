@@ -113,7 +113,7 @@ type Histogram struct {
 }
 
 // NewLogHistogram returns n bins from lo growing by ratio (Project 5 uses
-// lo = 1 ms, ratio = 1.05, n = 340, reaching about 2 h).
+// lo = 1 ms, ratio = 1.05, n = 340: 2 h falls in bin 323).
 func NewLogHistogram(lo, ratio float64, n int) *Histogram {
 	return &Histogram{Lo: lo, Ratio: ratio, Counts: make([]float64, n)}
 }

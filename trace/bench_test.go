@@ -1,0 +1,58 @@
+package trace
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+// synthetic builds n messages among 115 nodes, as a reconciled trace would hold.
+func synthetic(n int) *Trace {
+	t := New()
+	for i := 0; i < 115; i++ {
+		t.Node(fmt.Sprintf("host%03d", i))
+		t.Endpoint(fmt.Sprintf("10.0.%d.%d:80", i/256, i%256))
+	}
+	ts := int64(1700000000e9)
+	for i := 0; i < n; i++ {
+		ts += 766e3
+		src, dst := NodeID(i%115), NodeID((i*7+3)%115)
+		t.Add(Message{Send: ts, Recv: ts + 20e6, ID: int64(i), Bytes: int64(200 + i%1500), Src: src, Dst: dst,
+			SrcEP: EndpointID(src + 1), DstEP: EndpointID(dst + 1), Call: NoRef, Truth: int32(i / 6)})
+	}
+	return t
+}
+
+func BenchmarkWriteText(b *testing.B) {
+	t := synthetic(100000)
+	var buf bytes.Buffer
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		buf.Reset()
+		WriteText(&buf, t)
+	}
+	b.ReportMetric(float64(b.N*len(t.Messages))/b.Elapsed().Seconds(), "msgs/s")
+}
+
+func BenchmarkReadText(b *testing.B) {
+	var buf bytes.Buffer
+	WriteText(&buf, synthetic(100000))
+	b.SetBytes(int64(buf.Len()))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ReadText(bytes.NewReader(buf.Bytes()), "bench")
+	}
+	b.ReportMetric(float64(b.N*100000)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+func BenchmarkBinary(b *testing.B) {
+	t := synthetic(100000)
+	var buf bytes.Buffer
+	WriteBinary(&buf, t)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ReadBinary(bytes.NewReader(buf.Bytes()), "bench")
+	}
+	b.ReportMetric(float64(buf.Len())/100000, "B/msg-on-disk")
+	b.ReportMetric(float64(b.N*100000)/b.Elapsed().Seconds(), "msgs/s")
+}

@@ -1,0 +1,35 @@
+package trace
+
+import (
+	"bytes"
+	"testing"
+)
+
+// FuzzRead feeds arbitrary bytes to the format-sniffing reader: it must never
+// panic, and whatever it accepts must be valid and survive a text round trip.
+func FuzzRead(f *testing.F) {
+	f.Add([]byte(sample))
+	f.Add([]byte("1.000 CALL_SENT client web 17\n1.020 RET_SENT web client 17\n"))
+	tr, _ := ReadText(bytes.NewReader([]byte(sample)), "s")
+	var bin bytes.Buffer
+	WriteBinary(&bin, tr)
+	f.Add(bin.Bytes())
+	f.Add([]byte(BinaryMagic + "garbage"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := Read(bytes.NewReader(data), "fuzz")
+		if err != nil {
+			return
+		}
+		if err := tr.CheckValid(); err != nil {
+			t.Fatalf("accepted an invalid trace: %v", err)
+		}
+		var out bytes.Buffer
+		if err := WriteText(&out, tr); err != nil {
+			t.Fatal(err)
+		}
+		back, err := ReadText(&out, "again")
+		if err != nil || len(back.Messages) != len(tr.Messages) {
+			t.Fatalf("text round trip: %d → %d messages, %v (warnings %v)", len(tr.Messages), len(back.Messages), err, back.Warnings)
+		}
+	})
+}
