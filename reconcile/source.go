@@ -1,0 +1,195 @@
+package reconcile
+
+import (
+	"fmt"
+	"time"
+
+	"wap5/libsockcap"
+)
+
+// Op is what an observation records.
+type Op uint8
+
+const (
+	OpNone Op = iota
+	// OpOpen: a connection end came into use (connect, accept, socketpair,
+	// a SYN on the wire). Role says which end it is.
+	OpOpen
+	// OpSend: Bytes bytes left this end (one write, or one segment or
+	// datagram seen leaving the observer's host).
+	OpSend
+	// OpRecv: Bytes bytes arrived at this end.
+	OpRecv
+	// OpClose: the end went away (close of the last descriptor, FIN/RST).
+	OpClose
+)
+
+var opNames = [...]string{"none", "open", "send", "recv", "close"}
+
+func (o Op) String() string {
+	if int(o) < len(opNames) {
+		return opNames[o]
+	}
+	return fmt.Sprintf("op%d", o)
+}
+
+// Role is the part an end plays in its connection.
+type Role uint8
+
+const (
+	RoleUnknown Role = iota
+	RoleClient       // it connected
+	RoleServer       // it accepted
+	RolePair         // socketpair: neither
+)
+
+// Origin says what kind of input produced an observation; when the same
+// bytes are seen by both, logs win over packets.
+type Origin uint8
+
+const (
+	OriginLog Origin = iota
+	OriginPacket
+)
+
+// Observer is who observed: the process whose log it is, or for packets the
+// host the packet left or reached. One Observer value is shared by all
+// observations of that process or host (the matcher keys on the pointer).
+type Observer struct {
+	Host   string // node name of the host: SOCKCAP_NODE/hostname, or for packets the capture's host name or the IP address
+	Exe    string // program path or name ("" for packets)
+	Pid    int32  // 0 for packets
+	BootID string // scopes Unix-domain sockets to one running kernel ("" = Host)
+	File   string // input file, for warnings
+}
+
+// Observation is one socket event as seen by one observer; see the package
+// documentation. Sources fill a caller-provided Observation, so a source may
+// reuse its own buffers between calls but must not keep a pointer to it.
+type Observation struct {
+	Time     int64 // ns since the Unix epoch, observer's clock
+	Op       Op
+	Proto    libsockcap.Proto // ProtoTCP, ProtoUDP, ProtoUnix
+	Stream   bool             // true for TCP and Unix SOCK_STREAM/SOCK_SEQPACKET, false for datagrams
+	Role     Role             // OpOpen: which end; later observations may leave it unknown
+	Origin   Origin
+	Observer *Observer
+	// Socket identifies the observer's socket (connection end) within its
+	// source: the same non-zero value on every observation of one end for
+	// its lifetime, so the matcher need not look the end up by address.
+	// 0 means unknown: the end is found by Local/Remote.
+	Socket uint64
+	// Local is this end's address, Remote the peer's as this end saw it.
+	// For datagrams, Remote is the destination of a send and the source of a
+	// receive; Local may be a wildcard (0.0.0.0:port).
+	Local, Remote libsockcap.Endpoint
+	// Offset is the stream offset of the first byte of a send or receive in
+	// its direction (0 = the first data byte), or -1 when unknown (logs:
+	// the matcher counts bytes per end).
+	Offset int64
+	Bytes  int64  // bytes sent or received (> 0 for OpSend and OpRecv)
+	Sum    uint32 // datagram checksum (HasSum), as libsockcap computes it
+	HasSum bool
+	Loc    int64 // where in File the observation came from (byte offset, record or packet number), for warnings
+}
+
+// Source is a time-ordered stream of observations from one input (one
+// process's log, one capture file).
+type Source interface {
+	// Next fills o with the next observation and reports whether there was
+	// one. Observations come in nondecreasing Time order, as far as the
+	// source's clock goes.
+	Next(o *Observation) bool
+	// Err is the error that ended the stream early, if any (damage that
+	// made the rest unreadable). Everything before it was delivered.
+	Err() error
+	// Warnings lists non-fatal problems (with file and offset).
+	Warnings() []string
+	// Name names the source in messages (usually its file).
+	Name() string
+}
+
+// OpenPcap opens one capture file as sources (one per capture, or one per
+// host seen in it). It is set by the packet-capture part of this package
+// (pcap*.go); Reconcile fails on pcap inputs while it is nil.
+var OpenPcap func(path string, opts Options) ([]Source, error)
+
+// Granularity is how finely nodes are named.
+type Granularity uint8
+
+const (
+	ByHost    Granularity = iota // HOST
+	ByProgram                    // HOST/EXE
+	ByProcess                    // HOST/EXE/PID
+)
+
+// ParseGranularity parses "host", "program" or "process".
+func ParseGranularity(s string) (Granularity, error) {
+	switch s {
+	case "host":
+		return ByHost, nil
+	case "program":
+		return ByProgram, nil
+	case "process":
+		return ByProcess, nil
+	}
+	return 0, fmt.Errorf("unknown granularity %q (want host, program or process)", s)
+}
+
+func (g Granularity) String() string {
+	switch g {
+	case ByProgram:
+		return "program"
+	case ByProcess:
+		return "process"
+	}
+	return "host"
+}
+
+// RecvAt chooses which read gives a stream message its receive time.
+type RecvAt uint8
+
+const (
+	RecvFirst RecvAt = iota // the read that delivered the message's first byte (default)
+	RecvLast                // the read that delivered its last byte
+)
+
+// Options control reconciliation. The zero value is usable (host
+// granularity, first-byte receive times, 5 s window, no gap splitting).
+type Options struct {
+	Granularity      Granularity
+	AggregateClients bool
+	// SplitGap, when > 0, also ends a message when the sender pauses longer
+	// than this between two writes in the same direction.
+	SplitGap time.Duration
+	RecvAt   RecvAt
+	// Window is how long (observation time) an end waits for its peer, a
+	// datagram for its receive, before it is declared untraced or lost; it
+	// must exceed the clock differences between hosts. 0 means 5 s.
+	Window time.Duration
+	// NAT lists known address translations (wap5 nat --json, --nat FILE).
+	NAT []Translation
+	// DisableNATDetection turns off step 6.
+	DisableNATDetection bool
+}
+
+// Inputs are the files to reconcile: libsockcap log files or directories
+// (searched recursively: each host's logs under its node directory), pcap
+// or pcapng files, and sources built by the caller.
+type Inputs struct {
+	Logs    []string
+	Pcaps   []string
+	Sources []Source
+}
+
+// Translation is one address translation, as in the contract's `wap5 nat
+// --json`: Before is the address as the sender wrote it, After as the
+// receiver saw it; a port of "*" keeps or rewrites every port of the address.
+type Translation struct {
+	Kind    string `json:"kind"` // "dnat" or "snat"
+	Before  string `json:"before"`
+	After   string `json:"after"`
+	Proto   string `json:"proto"` // "tcp" or "udp"
+	Flows   int    `json:"flows"`
+	Packets int    `json:"packets"`
+}
