@@ -1,0 +1,49 @@
+// Package nesting infers causal call trees from RPC traces with Project 5's
+// nesting algorithm (Aguilera et al., SOSP 2003, §5.1; Figure 4).
+//
+// The steps, numbered as in the code:
+//
+//  1. Find call pairs (§5.1.1.1, FindCallPairs). Messages marked kind=call
+//     and kind=return are matched on (caller, callee, call id); without a
+//     call id each return takes the earliest open call between the same
+//     nodes. Messages without a kind are paired from their connection: the
+//     two endpoints of a connection (or of a UDP socket pair) are told apart
+//     as caller and callee by, in order, (a) an ephemeral port (≥ 32768, "*"
+//     or an unnamed Unix socket) is the caller's; (b) the endpoint seen on
+//     more connections is the callee's (a listening socket is shared by all
+//     its connections); (c) a well-known port (< 1024) is the callee's; (d)
+//     the side that receives the connection's first message is the callee.
+//     Messages from caller to callee are calls, the others returns; request
+//     and response alternate, so each return closes the earliest open call
+//     of its connection. Messages that pair with nothing are counted and
+//     reported in a warning.
+//  2. Score possible nestings (§5.1.1.2, ScoreNestings). A call B→C is
+//     nested in every call A→B that was open at B when it was made and
+//     returned after it; the comparison is loosened by the skew window. Each
+//     candidate adds 1/N (N = the child's number of candidates) to the
+//     scoreboard histogram of (A, B, C) at its nesting delay, on log-1.05
+//     bins from 1 ms (340 bins, to about 2 h; delays below the first bin
+//     share one bin, as do those above the last). The histograms are
+//     optionally smoothed with a Gaussian.
+//  3. Choose one parent per call (§5.1.1.3, FindNestedPairs): the candidate
+//     with the highest scoreboard value, scaled by the overlapping-child,
+//     same-child and generic-child penalties (1+c)^-x, (1+c)^-y, (1+c)^-z,
+//     where c counts the children already given to that parent (x = 2,
+//     y = z = 0 by default). Ties go to the earliest parent.
+//  4. Build call paths from the calls without a parent and aggregate them
+//     into patterns (§5.1.1.4, FindCallPaths): each step keeps the call
+//     delay (Step.Wait) and the latency (Step.Latency) as weighted
+//     statistics, and the most frequent patterns also as histograms.
+//
+// Times. Project 5's sniffed traces carry one timestamp per message. wap5
+// traces carry both the send and the receive time, each on its own node's
+// clock, so by default (TimeLocal) every comparison of step 2 and every
+// delay of step 4 is made on the clock of the node concerned: a nesting at B
+// compares B's receipt of the parent call, B's sending of the child call,
+// B's receipt of the child's return and B's sending of the parent's return.
+// Clock offsets between nodes then do not matter. TimeSend uses the sending
+// time only, as Project 5 did; the skew window and smoothing exist for it.
+//
+// Cost is linear in the number of messages times the mean per-node
+// parallelism (§5.1.2), plus sorting when the input is not in time order.
+package nesting

@@ -1,0 +1,137 @@
+package nesting
+
+import (
+	"fmt"
+	"time"
+
+	"wap5/trace"
+)
+
+// TimeMode says which timestamps the algorithm compares.
+type TimeMode int
+
+const (
+	// TimeLocal compares the times each node recorded itself (send times of
+	// the messages a node sends, receive times of those it receives).
+	TimeLocal TimeMode = iota
+	// TimeSend uses each message's send time only (receive time when the
+	// sender was not traced), like Project 5's single-timestamp traces.
+	TimeSend
+)
+
+// Options tunes the algorithm. The zero value is not useful; start from
+// DefaultOptions.
+type Options struct {
+	Time TimeMode
+	// SkewWindow loosens the nesting test of step 2: a call counts as
+	// nested if it starts no more than SkewWindow before its parent and ends
+	// no more than SkewWindow after it.
+	SkewWindow time.Duration
+	// Smooth is the standard deviation, in bins, of the Gaussian the
+	// scoreboard histograms are convolved with (0: no smoothing).
+	Smooth float64
+	// X, Y, Z are the exponents of the overlapping-, same- and generic-child
+	// penalties.
+	X, Y, Z float64
+	// BinLo, BinRatio and Bins shape the scoreboard histograms.
+	BinLo    time.Duration
+	BinRatio float64
+	Bins     int
+	// HistPatterns is how many of the most frequent patterns get delay
+	// histograms in their steps (they cost 340 bins per delay each).
+	HistPatterns int
+	// NoInstances leaves Paths.Instances empty.
+	NoInstances bool
+}
+
+// DefaultOptions returns Project 5's defaults: x = 2, y = z = 0, no skew
+// window, no smoothing, 340 bins of ratio 1.05 from 1 ms.
+func DefaultOptions() Options {
+	return Options{X: 2, BinLo: time.Millisecond, BinRatio: 1.05, Bins: 340, HistPatterns: 100}
+}
+
+// Result is the output of Nest: the paths, and what the run saw.
+type Result struct {
+	trace.Paths
+	Messages  int // messages in the trace
+	CallPairs int // calls matched with their returns
+	Unpaired  int // messages that matched nothing
+	// Parallelism is the mean number of candidate parents per call that had
+	// any (Project 5's "mean per-node parallelism").
+	Parallelism float64
+	Roots       int // calls without a parent: one per path instance
+}
+
+// Nest runs the nesting algorithm on t; t is not modified.
+func Nest(t *trace.Trace, opt Options) *Result {
+	if opt.BinRatio <= 1 {
+		opt.BinRatio = 1.05
+	}
+	if opt.Bins <= 0 {
+		opt.Bins = 340
+	}
+	if opt.BinLo <= 0 {
+		opt.BinLo = time.Millisecond
+	}
+	r := &Result{Messages: len(t.Messages)}
+	r.Algorithm = "nesting"
+	s := &state{t: t, opt: opt}
+	// 1. Call pairs.
+	s.findCallPairs()
+	r.CallPairs, r.Unpaired = len(s.calls), s.unpaired
+	if s.unpaired > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d of %d messages could not be paired into a call and its return", s.unpaired, len(t.Messages)))
+	}
+	r.Warnings = append(r.Warnings, s.warnings...)
+	if len(s.calls) == 0 {
+		if len(t.Messages) > 0 {
+			r.Warnings = append(r.Warnings, "no call pairs: the trace has neither kind=call/return nor endpoints to pair messages by")
+		}
+		return r
+	}
+	// 2. Candidate parents and the scoreboard.
+	s.scoreNestings()
+	if s.withCand > 0 {
+		r.Parallelism = float64(len(s.cands)) / float64(s.withCand)
+	}
+	// 3. One parent per call.
+	s.findNestedPairs()
+	// 4. Paths and patterns.
+	s.findCallPaths(&r.Paths)
+	r.Roots = s.roots
+	return r
+}
+
+// call is one call pair. Times are nanoseconds: cs the call leaving the
+// caller, ca it reaching the callee, rd the return leaving the callee, cr it
+// reaching the caller (each on the clock TimeMode selects).
+type call struct {
+	caller, callee  trace.NodeID
+	callMsg, retMsg int32
+	cs, ca, rd, cr  int64
+	parent          int32 // −1: a root
+	first, last     int32 // children, in order of their cs
+	next            int32 // next sibling
+	candOff         int32 // candidates are cands[candOff : candOff+candN]
+	candN           int32
+}
+
+type candidate struct {
+	parent int32
+	hist   int32 // scoreboard histogram of (A, B, C)
+	bin    int32 // 0: below BinLo; 1..Bins; Bins+1: above
+}
+
+type state struct {
+	t        *trace.Trace
+	opt      Options
+	calls    []call
+	unpaired int
+	warnings []string
+
+	g        *byNode
+	cands    []candidate
+	withCand int
+	board    [][]float64
+	roots    int
+}

@@ -1,0 +1,337 @@
+package nesting
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"wap5/trace"
+)
+
+// findCallPairs is step 1: it fills s.calls and counts unpaired messages.
+func (s *state) findCallPairs() {
+	msgs := s.t.Messages
+	order := timeOrder(msgs)
+	s.calls = make([]call, 0, len(msgs)/2)
+	none := 0
+	// 1a. Messages marked call/return, matched on (caller, callee, call id);
+	// open calls with the same key queue up and returns take the earliest.
+	type key struct {
+		a, b trace.NodeID
+		id   int32
+	}
+	type queue struct{ head, tail int32 }
+	open := make(map[key]queue)
+	link := make([]int32, 0)
+	for _, i := range s.pairingOrder(order) {
+		m := &msgs[i]
+		switch m.Kind {
+		case trace.KindCall:
+			if link == nil || len(link) == 0 {
+				link = make([]int32, len(msgs))
+			}
+			k := key{m.Src, m.Dst, m.Call}
+			link[i] = -1
+			if q, ok := open[k]; ok {
+				link[q.tail] = i
+				open[k] = queue{q.head, i}
+			} else {
+				open[k] = queue{i, i}
+			}
+		case trace.KindReturn:
+			k := key{m.Dst, m.Src, m.Call}
+			q, ok := open[k]
+			if !ok {
+				s.unpaired++
+				continue
+			}
+			if nx := link[q.head]; nx >= 0 {
+				open[k] = queue{nx, q.tail}
+			} else {
+				delete(open, k)
+			}
+			s.addCall(q.head, i)
+		default:
+			none++
+		}
+	}
+	for _, q := range open {
+		for j := q.head; j >= 0; j = link[j] {
+			s.unpaired++
+		}
+	}
+	if none > 0 {
+		s.pairByConnection(order, none)
+	}
+}
+
+// pairingOrder orders call and return messages on the callee's clock: a
+// call when it reached the callee, a return when it left it, so clock
+// offsets between caller and callee cannot put a return before its call.
+// With sender times only, calls are moved earlier by the skew window
+// instead. Other messages keep their place in order.
+func (s *state) pairingOrder(order []int32) []int32 {
+	msgs := s.t.Messages
+	w := int64(s.opt.SkewWindow)
+	key := func(i int32) int64 {
+		m := &msgs[i]
+		switch {
+		case s.opt.Time == TimeSend && m.Kind == trace.KindCall:
+			return m.Time() - w
+		case s.opt.Time == TimeSend:
+			return m.Time()
+		case m.Kind == trace.KindCall:
+			return either(m.Recv, m.Send)
+		case m.Kind == trace.KindReturn:
+			return either(m.Send, m.Recv)
+		}
+		return m.Time()
+	}
+	po := slices.Clone(order)
+	for j := 1; j < len(po); j++ {
+		if key(po[j]) < key(po[j-1]) {
+			slices.SortStableFunc(po, func(a, b int32) int {
+				ka, kb := key(a), key(b)
+				switch {
+				case ka < kb:
+					return -1
+				case ka > kb:
+					return 1
+				}
+				// A call before a return at the same time.
+				return int(msgs[a].Kind) - int(msgs[b].Kind)
+			})
+			break
+		}
+	}
+	return po
+}
+
+// timeOrder returns message indices by Time (stable).
+func timeOrder(msgs []trace.Message) []int32 {
+	order := make([]int32, len(msgs))
+	sorted := true
+	for i := range order {
+		order[i] = int32(i)
+		if i > 0 && msgs[i].Time() < msgs[i-1].Time() {
+			sorted = false
+		}
+	}
+	if !sorted {
+		slices.SortStableFunc(order, func(a, b int32) int {
+			ta, tb := msgs[a].Time(), msgs[b].Time()
+			switch {
+			case ta < tb:
+				return -1
+			case ta > tb:
+				return 1
+			}
+			return 0
+		})
+	}
+	return order
+}
+
+func (s *state) addCall(ci, ri int32) {
+	c, r := &s.t.Messages[ci], &s.t.Messages[ri]
+	k := call{caller: c.Src, callee: c.Dst, callMsg: ci, retMsg: ri, parent: -1, first: -1, last: -1, next: -1}
+	if s.opt.Time == TimeSend {
+		k.cs, k.rd = c.Time(), r.Time()
+		k.ca, k.cr = k.cs, k.rd
+	} else {
+		k.cs, k.ca = either(c.Send, c.Recv), either(c.Recv, c.Send)
+		k.rd, k.cr = either(r.Send, r.Recv), either(r.Recv, r.Send)
+	}
+	s.calls = append(s.calls, k)
+}
+
+func either(a, b int64) int64 {
+	if a != trace.Unknown {
+		return a
+	}
+	return b
+}
+
+// end is one side of a connection: a node and its endpoint.
+type end uint64
+
+func mkEnd(n trace.NodeID, e trace.EndpointID) end { return end(uint64(uint32(n))<<32 | uint64(uint32(e))) }
+func (e end) node() trace.NodeID                  { return trace.NodeID(uint32(e >> 32)) }
+func (e end) ep() trace.EndpointID                { return trace.EndpointID(uint32(e)) }
+
+type conn struct {
+	ends   [2]end // ends[0] < ends[1]
+	callee int    // index into ends
+	first  int32  // earliest message
+}
+
+// epClass is what an endpoint's text says about its role.
+type epClass struct {
+	port      int  // −1 when not an ip:port
+	ephemeral bool // an ephemeral port, "*", or an unnamed Unix socket
+}
+
+func classify(s string) epClass {
+	if p, ok := strings.CutPrefix(s, "unix:"); ok {
+		return epClass{port: -1, ephemeral: p == "" || p == "@"}
+	}
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return epClass{port: -1}
+	}
+	p := s[i+1:]
+	if p == "*" {
+		return epClass{port: -1, ephemeral: true}
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 0 || n > 65535 {
+		return epClass{port: -1}
+	}
+	return epClass{port: n, ephemeral: n >= 32768}
+}
+
+// pairByConnection is step 1 for messages without kind=: it derives calls
+// and returns from the roles of the two ends of each connection.
+func (s *state) pairByConnection(order []int32, n int) {
+	msgs := s.t.Messages
+	type connKey struct{ a, b end }
+	connIdx := make(map[connKey]int32)
+	var conns []conn
+	noEP := 0
+	connOf := make([]int32, len(msgs))
+	for _, i := range order {
+		m := &msgs[i]
+		if m.Kind != trace.KindNone {
+			continue
+		}
+		if m.SrcEP == trace.NoEndpoint || m.DstEP == trace.NoEndpoint {
+			noEP++
+			connOf[i] = -1
+			continue
+		}
+		a, b := mkEnd(m.Src, m.SrcEP), mkEnd(m.Dst, m.DstEP)
+		if b < a {
+			a, b = b, a
+		}
+		k := connKey{a, b}
+		ci, ok := connIdx[k]
+		if !ok {
+			ci = int32(len(conns))
+			connIdx[k] = ci
+			conns = append(conns, conn{ends: [2]end{a, b}, first: i})
+		}
+		connOf[i] = ci
+	}
+	s.unpaired += noEP
+	if noEP > 0 {
+		s.warnings = append(s.warnings, fmt.Sprintf("%d messages have neither kind= nor both endpoints; they cannot be paired", noEP))
+	}
+	if len(conns) == 0 {
+		return
+	}
+	// Roles: (a) ephemeral port, (b) fan-in, (c) well-known port, (d) first receiver.
+	perEnd := make(map[end]int32, 2*len(conns))
+	for _, c := range conns {
+		perEnd[c.ends[0]]++
+		perEnd[c.ends[1]]++
+	}
+	classes := make(map[trace.EndpointID]epClass)
+	class := func(e end) epClass {
+		c, ok := classes[e.ep()]
+		if !ok {
+			c = classify(s.t.EndpointName(e.ep()))
+			classes[e.ep()] = c
+		}
+		return c
+	}
+	var byRule [4]int
+	for ci := range conns {
+		c := &conns[ci]
+		x, y := class(c.ends[0]), class(c.ends[1])
+		fx, fy := perEnd[c.ends[0]], perEnd[c.ends[1]]
+		switch {
+		case x.ephemeral != y.ephemeral:
+			c.callee = b2i(x.ephemeral)
+			byRule[0]++
+		case fx != fy:
+			c.callee = b2i(fy > fx)
+			byRule[1]++
+		case (x.port >= 0 && x.port < 1024) != (y.port >= 0 && y.port < 1024):
+			c.callee = b2i(y.port >= 0 && y.port < 1024)
+			byRule[2]++
+		default:
+			f := &msgs[c.first]
+			c.callee = b2i(mkEnd(f.Dst, f.DstEP) == c.ends[1])
+			byRule[3]++
+		}
+	}
+	if byRule[3] > 0 {
+		s.warnings = append(s.warnings, fmt.Sprintf("%d of %d connections: caller and callee told apart only by who sent first", byRule[3], len(conns)))
+	}
+	// Order each connection's messages on the callee's clock (call
+	// arrivals, return departures) and pair by alternation.
+	type item struct {
+		conn int32
+		msg  int32
+		at   int64
+	}
+	items := make([]item, 0, n-noEP)
+	for _, i := range order {
+		m := &msgs[i]
+		if m.Kind != trace.KindNone || connOf[i] < 0 {
+			continue
+		}
+		c := &conns[connOf[i]]
+		at := m.Time()
+		if s.opt.Time == TimeLocal {
+			if mkEnd(m.Dst, m.DstEP) == c.ends[c.callee] {
+				at = either(m.Recv, m.Send)
+			} else {
+				at = either(m.Send, m.Recv)
+			}
+		}
+		items = append(items, item{connOf[i], i, at})
+	}
+	slices.SortStableFunc(items, func(a, b item) int {
+		if a.conn != b.conn {
+			return int(a.conn - b.conn)
+		}
+		switch {
+		case a.at < b.at:
+			return -1
+		case a.at > b.at:
+			return 1
+		}
+		return 0
+	})
+	var fifo []int32
+	for j := 0; j < len(items); {
+		ci := items[j].conn
+		c := &conns[ci]
+		fifo = fifo[:0]
+		head := 0
+		for ; j < len(items) && items[j].conn == ci; j++ {
+			i := items[j].msg
+			m := &msgs[i]
+			if mkEnd(m.Dst, m.DstEP) == c.ends[c.callee] {
+				fifo = append(fifo, i)
+				continue
+			}
+			if head == len(fifo) {
+				s.unpaired++
+				continue
+			}
+			s.addCall(fifo[head], i)
+			head++
+		}
+		s.unpaired += len(fifo) - head
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,216 @@
+package nesting
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"wap5/trace"
+)
+
+// pattern is a call-path pattern under construction: its shape (the calls
+// of a depth-first walk, each with its number of children) and per-step
+// delay accumulators.
+type pattern struct {
+	shape      []shapeStep
+	wait, lat  []trace.Accumulator
+	roots      []int32
+	count      int
+	rank       int
+	sig        string
+	rootLatSum float64
+}
+
+type shapeStep struct {
+	caller, callee trace.NodeID
+	children       int32
+}
+
+// walker does depth-first walks of call trees.
+type walker struct {
+	calls []call
+	order []int32 // calls of the last walk, preorder
+	shape []shapeStep
+	hash  uint64
+}
+
+func (w *walker) walk(root int32) {
+	w.order, w.shape, w.hash = w.order[:0], w.shape[:0], 1469598103934665603
+	w.visit(root)
+}
+
+func (w *walker) visit(ci int32) {
+	c := &w.calls[ci]
+	n := int32(0)
+	for k := c.first; k >= 0; k = w.calls[k].next {
+		n++
+	}
+	w.order = append(w.order, ci)
+	w.shape = append(w.shape, shapeStep{c.caller, c.callee, n})
+	for _, v := range [3]uint64{uint64(c.caller), uint64(c.callee), uint64(n)} {
+		w.hash = (w.hash ^ v) * 1099511628211
+	}
+	for k := c.first; k >= 0; k = w.calls[k].next {
+		w.visit(k)
+	}
+}
+
+// findCallPaths is step 4: a call path from every call without a parent,
+// aggregated into patterns ranked by count.
+func (s *state) findCallPaths(out *trace.Paths) {
+	calls := s.calls
+	var roots []int32
+	for i := range calls {
+		if calls[i].parent < 0 {
+			roots = append(roots, int32(i))
+		}
+	}
+	s.roots = len(roots)
+	slices.SortFunc(roots, func(a, b int32) int { return cmp.Compare(calls[a].cs, calls[b].cs) })
+	table := make(map[uint64][]*pattern)
+	var pats []*pattern
+	w := &walker{calls: calls}
+	var instPat []*pattern
+	var instOff []int32
+	var instMsgs []int32
+	if !s.opt.NoInstances {
+		instPat = make([]*pattern, 0, len(roots))
+		instOff = make([]int32, 0, len(roots)+1)
+		instMsgs = make([]int32, 0, 2*len(calls))
+	}
+	for _, r := range roots {
+		// 4a. Walk the tree and find (or start) its pattern.
+		w.walk(r)
+		var pat *pattern
+		for _, p := range table[w.hash] {
+			if slices.Equal(p.shape, w.shape) {
+				pat = p
+				break
+			}
+		}
+		if pat == nil {
+			pat = &pattern{shape: slices.Clone(w.shape), wait: make([]trace.Accumulator, len(w.shape)), lat: make([]trace.Accumulator, len(w.shape))}
+			table[w.hash] = append(table[w.hash], pat)
+			pats = append(pats, pat)
+		}
+		// 4b. Call delays and latencies of every step.
+		pat.count++
+		pat.roots = append(pat.roots, r)
+		for k, ci := range w.order {
+			c := &calls[ci]
+			if k > 0 {
+				pat.wait[k].Add(float64(c.cs-calls[c.parent].ca)/1e9, 1)
+			}
+			pat.lat[k].Add(float64(c.cr-c.cs)/1e9, 1)
+		}
+		pat.rootLatSum += float64(calls[r].cr-calls[r].cs) / 1e9
+		if !s.opt.NoInstances {
+			instPat = append(instPat, pat)
+			instOff = append(instOff, int32(len(instMsgs)))
+			for _, ci := range w.order {
+				instMsgs = append(instMsgs, calls[ci].callMsg, calls[ci].retMsg)
+			}
+		}
+	}
+	// 4c. Rank by count, then by total latency, then by shape.
+	names := s.t.Nodes
+	for _, p := range pats {
+		p.sig = signature(p.shape, names)
+	}
+	slices.SortFunc(pats, func(a, b *pattern) int {
+		if c := cmp.Compare(b.count, a.count); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.rootLatSum, a.rootLatSum); c != 0 {
+			return c
+		}
+		return strings.Compare(a.sig, b.sig)
+	})
+	// 4d. Histograms of both delays for the most frequent patterns.
+	for i, p := range pats {
+		p.rank = i + 1
+		if i < s.opt.HistPatterns {
+			s.histograms(p, w)
+		}
+	}
+	out.Patterns = make([]*trace.Pattern, len(pats))
+	for i, p := range pats {
+		out.Patterns[i] = p.export(s.t)
+	}
+	if !s.opt.NoInstances {
+		out.Instances = make([]trace.Instance, len(instPat))
+		instOff = append(instOff, int32(len(instMsgs)))
+		for i, p := range instPat {
+			out.Instances[i] = trace.Instance{Pattern: p.rank, Prob: 1, Messages: instMsgs[instOff[i]:instOff[i+1]:instOff[i+1]]}
+		}
+	}
+}
+
+func (s *state) histograms(p *pattern, w *walker) {
+	o := s.opt
+	for k := range p.shape {
+		if k > 0 {
+			p.wait[k].WithHistogram(trace.NewLogHistogram(o.BinLo.Seconds(), o.BinRatio, o.Bins))
+		}
+		p.lat[k].WithHistogram(trace.NewLogHistogram(o.BinLo.Seconds(), o.BinRatio, o.Bins))
+	}
+	// The accumulators already hold the samples; only the histograms fill.
+	calls := s.calls
+	for _, r := range p.roots {
+		w.walk(r)
+		for k, ci := range w.order {
+			c := &calls[ci]
+			if k > 0 {
+				p.wait[k].Stats().Hist.Add(float64(c.cs-calls[c.parent].ca)/1e9, 1)
+			}
+			p.lat[k].Stats().Hist.Add(float64(c.cr-c.cs)/1e9, 1)
+		}
+	}
+}
+
+// export builds the pattern's step tree.
+func (p *pattern) export(t *trace.Trace) *trace.Pattern {
+	k := 0
+	depth := 0
+	var build func(d int) *trace.Step
+	build = func(d int) *trace.Step {
+		sh := p.shape[k]
+		st := &trace.Step{From: t.NodeName(sh.caller), To: t.NodeName(sh.callee), Kind: trace.KindCall, Count: p.count,
+			Wait: p.wait[k].Stats(), Latency: p.lat[k].Stats()}
+		depth = max(depth, d)
+		k++
+		for range sh.children {
+			st.Children = append(st.Children, build(d+1))
+		}
+		return st
+	}
+	root := build(1)
+	return &trace.Pattern{Rank: p.rank, Count: p.count, Expected: float64(p.count), MaxProb: 1, Root: root,
+		Metrics: map[string]float64{"depth": float64(depth), "calls": float64(len(p.shape)), "latency_s": root.Latency.Mean}}
+}
+
+// signature is a readable form of a shape: A>B(B>C,B>D).
+func signature(shape []shapeStep, nodes []trace.Node) string {
+	var b strings.Builder
+	k := 0
+	var rec func()
+	rec = func() {
+		sh := shape[k]
+		k++
+		b.WriteString(nodes[sh.caller].Name)
+		b.WriteByte('>')
+		b.WriteString(nodes[sh.callee].Name)
+		if sh.children > 0 {
+			b.WriteByte('(')
+			for i := int32(0); i < sh.children; i++ {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				rec()
+			}
+			b.WriteByte(')')
+		}
+	}
+	rec()
+	return b.String()
+}

@@ -1,0 +1,190 @@
+package nesting
+
+import (
+	"math"
+	"slices"
+
+	"wap5/trace"
+)
+
+// byNode groups call indices by node: calls into each node sorted by their
+// arrival there, and calls out of it sorted by their departure.
+type byNode struct {
+	inOff, outOff []int32
+	in, out       []int32
+}
+
+func (s *state) group() *byNode {
+	n := len(s.t.Nodes)
+	g := &byNode{inOff: make([]int32, n+1), outOff: make([]int32, n+1), in: make([]int32, len(s.calls)), out: make([]int32, len(s.calls))}
+	for i := range s.calls {
+		g.inOff[s.calls[i].callee+1]++
+		g.outOff[s.calls[i].caller+1]++
+	}
+	for i := 0; i < n; i++ {
+		g.inOff[i+1] += g.inOff[i]
+		g.outOff[i+1] += g.outOff[i]
+	}
+	fi, fo := slices.Clone(g.inOff[:n]), slices.Clone(g.outOff[:n])
+	for i := range s.calls {
+		c := &s.calls[i]
+		g.in[fi[c.callee]] = int32(i)
+		fi[c.callee]++
+		g.out[fo[c.caller]] = int32(i)
+		fo[c.caller]++
+	}
+	calls := s.calls
+	for b := 0; b < n; b++ {
+		sortBy(g.in[g.inOff[b]:g.inOff[b+1]], func(i int32) int64 { return calls[i].ca })
+		sortBy(g.out[g.outOff[b]:g.outOff[b+1]], func(i int32) int64 { return calls[i].cs })
+	}
+	return g
+}
+
+// sortBy sorts ids by key, stably, skipping the sort when already in order
+// (the usual case: traces come sorted by time).
+func sortBy(ids []int32, key func(int32) int64) {
+	for i := 1; i < len(ids); i++ {
+		if key(ids[i]) < key(ids[i-1]) {
+			slices.SortStableFunc(ids, func(a, b int32) int {
+				ka, kb := key(a), key(b)
+				switch {
+				case ka < kb:
+					return -1
+				case ka > kb:
+					return 1
+				}
+				return 0
+			})
+			return
+		}
+	}
+}
+
+type triple struct{ a, b, c trace.NodeID }
+
+// scoreNestings is step 2: candidate parents for every call, and the
+// scoreboard of nesting delays.
+func (s *state) scoreNestings() {
+	g := s.group()
+	s.g = g
+	calls := s.calls
+	w := int64(s.opt.SkewWindow)
+	lo := s.opt.BinLo.Seconds()
+	inv := 1 / math.Log(s.opt.BinRatio)
+	nb := s.opt.Bins
+	boardIdx := make(map[triple]int32)
+	s.cands = make([]candidate, 0, len(calls))
+	var active []int32
+	for b := range s.t.Nodes {
+		ins := g.in[g.inOff[b]:g.inOff[b+1]]
+		outs := g.out[g.outOff[b]:g.outOff[b+1]]
+		if len(ins) == 0 || len(outs) == 0 {
+			continue
+		}
+		active = active[:0]
+		p := 0
+		for _, ci := range outs {
+			c := &calls[ci]
+			// 2a. Calls into b open when c left: arrived before it (within
+			// the window) and not yet returned.
+			for p < len(ins) && calls[ins[p]].ca <= c.cs+w {
+				active = append(active, ins[p])
+				p++
+			}
+			start := len(s.cands)
+			k := 0
+			for _, pi := range active {
+				pc := &calls[pi]
+				if pc.rd+w < c.cs {
+					continue // returned before c left: no later call nests in it either
+				}
+				active[k] = pi
+				k++
+				if pc.rd+w >= c.cr && pi != ci {
+					s.cands = append(s.cands, candidate{parent: pi})
+				}
+			}
+			active = active[:k]
+			c.candOff, c.candN = int32(start), int32(len(s.cands)-start)
+			if c.candN == 0 {
+				continue
+			}
+			s.withCand++
+			// 2b. Each of the N candidates scores 1/N at its nesting delay.
+			wt := 1 / float64(c.candN)
+			for j := start; j < len(s.cands); j++ {
+				cd := &s.cands[j]
+				pc := &calls[cd.parent]
+				key := triple{pc.caller, c.caller, c.callee}
+				h, ok := boardIdx[key]
+				if !ok {
+					h = int32(len(s.board))
+					boardIdx[key] = h
+					s.board = append(s.board, make([]float64, nb+2))
+				}
+				cd.hist = h
+				cd.bin = int32(binOf(float64(c.cs-pc.ca)/1e9, lo, inv, nb))
+				s.board[h][cd.bin] += wt
+			}
+		}
+	}
+	// 2c. Optional Gaussian smoothing of every histogram.
+	if s.opt.Smooth > 0 {
+		kern := gaussian(s.opt.Smooth)
+		buf := make([]float64, nb+2)
+		for _, h := range s.board {
+			smooth(h, kern, buf)
+		}
+	}
+}
+
+// binOf maps a delay in seconds to a scoreboard bin: 0 below lo, 1..nb on
+// the log scale, nb+1 above.
+func binOf(x, lo, invLogRatio float64, nb int) int {
+	if !(x >= lo) {
+		return 0
+	}
+	i := 1 + int(math.Log(x/lo)*invLogRatio)
+	if i > nb {
+		return nb + 1
+	}
+	return i
+}
+
+// gaussian returns a normalised kernel of standard deviation sigma (bins),
+// cut at 3 sigma; kern[0] is the centre.
+func gaussian(sigma float64) []float64 {
+	n := int(math.Ceil(3 * sigma))
+	k := make([]float64, n+1)
+	sum := 0.0
+	for i := range k {
+		k[i] = math.Exp(-float64(i*i) / (2 * sigma * sigma))
+		if i == 0 {
+			sum += k[i]
+		} else {
+			sum += 2 * k[i]
+		}
+	}
+	for i := range k {
+		k[i] /= sum
+	}
+	return k
+}
+
+// smooth convolves h with the symmetric kernel in place.
+func smooth(h, kern, buf []float64) {
+	copy(buf, h)
+	for i := range h {
+		v := buf[i] * kern[0]
+		for d := 1; d < len(kern); d++ {
+			if i-d >= 0 {
+				v += buf[i-d] * kern[d]
+			}
+			if i+d < len(h) {
+				v += buf[i+d] * kern[d]
+			}
+		}
+		h[i] = v
+	}
+}
