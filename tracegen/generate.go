@@ -1,0 +1,637 @@
+package tracegen
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+
+	"wap5/trace"
+)
+
+// Summary describes a generated trace.
+type Summary struct {
+	Config          string          `json:"config"`
+	Seed            uint64          `json:"seed"`
+	Messages        int64           `json:"messages"`  // written to the trace
+	Generated       int64           `json:"generated"` // made by instances, before loss
+	Lost            int64           `json:"lost"`      // dropped by loss= or the sniffer
+	Unobservable    int64           `json:"unobservable"`
+	Instances       int64           `json:"instances"`
+	Nodes           int             `json:"nodes"`
+	Traced          int             `json:"traced"`
+	StartS          float64         `json:"start_s"`
+	EndS            float64         `json:"end_s"` // true time of the last message
+	MeanParallelism float64         `json:"mean_parallelism"`
+	Tracelets       []TraceletStats `json:"tracelets"`
+	Clocks          []NodeClock     `json:"clocks"`
+}
+
+// TraceletStats counts one tracelet's instances and, per variant (the
+// nodes chosen and the optional steps taken), how many instances took it.
+type TraceletStats struct {
+	Name      string         `json:"name"`
+	Instances int64          `json:"instances"`
+	Messages  int64          `json:"messages"`
+	Variants  map[string]int `json:"variants"`
+}
+
+// NodeClock is the true clock of a node: its clock reads true time +
+// OffsetS + DriftPPM·1e-6·(t − start).
+type NodeClock struct {
+	Node     string  `json:"node"`
+	OffsetS  float64 `json:"offset_s"`
+	DriftPPM float64 `json:"drift_ppm"`
+	Untraced bool    `json:"untraced,omitempty"`
+}
+
+// maxVariants bounds the variants kept per tracelet in a summary.
+const maxVariants = 200
+
+// Generate builds the whole trace in memory.
+func Generate(cfg *Config) (*trace.Trace, error) {
+	t, _, err := GenerateSummary(cfg)
+	return t, err
+}
+
+// GenerateSummary is Generate that also returns the summary.
+func GenerateSummary(cfg *Config) (*trace.Trace, *Summary, error) {
+	e, err := newEngine(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := e.t
+	e.emit = func(m *trace.Message) error {
+		t.Messages = append(t.Messages, *m)
+		return nil
+	}
+	if err := e.run(); err != nil {
+		return nil, nil, err
+	}
+	return t, e.summary(), nil
+}
+
+// Write streams the trace in the contract's text format to w, time-sorted,
+// holding only the messages of instances still in flight.
+func Write(w io.Writer, cfg *Config) (*Summary, error) {
+	e, err := newEngine(cfg)
+	if err != nil {
+		return nil, err
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	if _, err := bw.WriteString(trace.TextHeader + "\n"); err != nil {
+		return nil, err
+	}
+	t := e.t
+	t.Messages = make([]trace.Message, 1)
+	var line []byte
+	e.emit = func(m *trace.Message) error {
+		t.Messages[0] = *m
+		line = trace.AppendTextLine(line[:0], t, 0)
+		line = append(line, '\n')
+		_, err := bw.Write(line)
+		return err
+	}
+	if err := e.run(); err != nil {
+		return nil, err
+	}
+	t.Messages = nil
+	if err := bw.Flush(); err != nil {
+		return nil, err
+	}
+	return e.summary(), nil
+}
+
+type genNode struct {
+	*Node
+	offNs  int64
+	ep     trace.EndpointID // listening endpoint
+	eph    int              // next ephemeral port
+	ephEP  map[int]trace.EndpointID
+	ipText string
+}
+
+type worker struct {
+	tl   int
+	root int
+	next int64 // true start time of the next instance, ns since start
+	seq  int
+}
+
+type rawMsg struct {
+	send, recv int64 // true times, ns since start
+	src, dst   int32
+	srcEP      trace.EndpointID
+	dstEP      trace.EndpointID
+	bytes      int64
+	kind       trace.Kind
+	call       int32
+}
+
+type engine struct {
+	cfg     *Config
+	r       *rand.Rand
+	t       *trace.Trace
+	nodes   []genNode
+	links   map[uint64]Dist
+	startNs int64
+	emit    func(*trace.Message) error
+
+	workers  []*worker
+	inst     []rawMsg
+	variant  []byte
+	nextID   int64
+	nextCall int32
+	truth    int32
+
+	snif     outHeap // by true send time, before the sniffer (only with a sniffer)
+	out      outHeap // by observed time
+	seq      uint64
+	depart   []int64 // sniffer: departure times of the last Queue accepted messages (ring)
+	departI  int
+	minOff   int64
+	minDrift float64
+
+	sum       Summary
+	tstats    []TraceletStats
+	busyNs    float64 // sum of instance durations
+	lastTrue  int64
+	sameCache map[*Target]map[string]*Target
+}
+
+func newEngine(cfg *Config) (*engine, error) {
+	if cfg.Duration <= 0 && cfg.Messages <= 0 {
+		return nil, fmt.Errorf("%s: give a duration or a message count (the generator would never stop)", cfg.File)
+	}
+	e := &engine{cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)), t: trace.New(),
+		links: map[uint64]Dist{}, startNs: int64(math.Round(cfg.Start * 1e9)), nextID: 1, nextCall: 1, truth: 1,
+		sameCache: map[*Target]map[string]*Target{}}
+	e.minOff = math.MaxInt64
+	for i, n := range cfg.Nodes {
+		id := e.t.Node(n.Name)
+		if int(id) != i {
+			return nil, fmt.Errorf("%s:%d: node %q declared twice", cfg.File, n.Line, n.Name)
+		}
+		e.t.Nodes[id].Untraced = n.Untraced
+		g := genNode{Node: n, offNs: int64(math.Round(n.Offset * 1e9)), ipText: n.IP.String(), ephEP: map[int]trace.EndpointID{}}
+		if n.IP.Is6() {
+			g.ipText = "[" + g.ipText + "]"
+		}
+		g.ep = e.t.Endpoint(g.ipText + ":" + strconv.Itoa(n.Port))
+		g.eph = 32768 + (i*7919)%28000
+		if !n.Untraced {
+			e.minOff = min(e.minOff, g.offNs)
+			e.minDrift = min(e.minDrift, n.DriftPPM)
+		}
+		e.nodes = append(e.nodes, g)
+	}
+	if e.minOff == math.MaxInt64 {
+		return nil, fmt.Errorf("%s: every node is untraced: no message could have a timestamp", cfg.File)
+	}
+	if s := cfg.Sniffer; s != nil {
+		e.depart = make([]int64, s.Queue)
+		for i := range e.depart {
+			e.depart[i] = math.MinInt64
+		}
+	}
+	e.sum = Summary{Config: cfg.File, Seed: cfg.Seed, Nodes: len(cfg.Nodes), StartS: cfg.Start}
+	for _, n := range cfg.Nodes {
+		if !n.Untraced {
+			e.sum.Traced++
+		}
+		e.sum.Clocks = append(e.sum.Clocks, NodeClock{Node: n.Name, OffsetS: n.Offset, DriftPPM: n.DriftPPM, Untraced: n.Untraced})
+	}
+	for ti, tl := range cfg.Tracelets {
+		e.tstats = append(e.tstats, TraceletStats{Name: tl.Name, Variants: map[string]int{}})
+		for k := 0; k < tl.Parallel; k++ {
+			root := tl.From.Choices[k%len(tl.From.Choices)]
+			// Workers start spread over one think time so they do not move in lockstep.
+			start := int64(tl.Think.Sample(e.r, 1) * e.r.Float64() * 1e9)
+			e.workers = append(e.workers, &worker{tl: ti, root: root, next: start, seq: len(e.workers)})
+		}
+	}
+	if len(e.workers) == 0 {
+		return nil, fmt.Errorf("%s: no tracelet has parallel ≥ 1", cfg.File)
+	}
+	sort.Slice(e.workers, func(i, j int) bool { return wless(e.workers[i], e.workers[j]) })
+	return e, nil
+}
+
+func wless(a, b *worker) bool { return a.next < b.next || a.next == b.next && a.seq < b.seq }
+
+// run is the generator's main loop (see doc.go for the numbered steps).
+func (e *engine) run() error {
+	durNs := int64(e.cfg.Duration * 1e9)
+	stalls := 0
+	for {
+		// 1. The worker due next starts an instance at true time T, unless
+		//    the duration or message budget is spent.
+		w := e.workers[0]
+		T := w.next
+		if e.cfg.Duration > 0 && T >= durNs || e.cfg.Messages > 0 && e.sum.Generated >= e.cfg.Messages {
+			break
+		}
+		// 2. Every message of a later instance happens at true time ≥ T, so
+		//    messages observed before the earliest clock reading of T are final.
+		if err := e.release(T, false); err != nil {
+			return err
+		}
+		// 3. Instantiate the tracelet with sampled delays and node choices.
+		end, n := e.instance(w, T)
+		// 4. The worker thinks, then starts again.
+		w.next = end + int64(e.cfg.Tracelets[w.tl].Think.Sample(e.r, 1)*1e9)
+		if w.next <= T && n == 0 {
+			if stalls++; stalls > 1_000_000 {
+				return fmt.Errorf("%s: time does not advance (tracelets with no messages and no think time)", e.cfg.File)
+			}
+		} else {
+			stalls = 0
+		}
+		e.siftWorker()
+	}
+	return e.release(math.MaxInt64, true)
+}
+
+// siftWorker restores heap order after workers[0].next grew.
+func (e *engine) siftWorker() {
+	h := e.workers
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			break
+		}
+		j := l
+		if r := l + 1; r < len(h) && wless(h[r], h[l]) {
+			j = r
+		}
+		if !wless(h[j], h[i]) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}
+
+// instance runs one tracelet instance starting at true time T and queues its
+// messages; it returns the true time of its last event and its message count.
+func (e *engine) instance(w *worker, T int64) (int64, int) {
+	tl := e.cfg.Tracelets[w.tl]
+	e.inst = e.inst[:0]
+	e.variant = e.variant[:0]
+	e.exec(w.root, T, tl.Steps)
+	end := T
+	for i := range e.inst {
+		end = max(end, e.inst[i].recv)
+	}
+	truth := e.truth
+	e.truth++
+	e.sum.Instances++
+	e.busyNs += float64(end - T)
+	st := &e.tstats[w.tl]
+	st.Instances++
+	st.Messages += int64(len(e.inst))
+	if v := string(e.variant); len(st.Variants) < maxVariants || st.Variants[v] > 0 {
+		st.Variants[v]++
+	}
+	for i := range e.inst {
+		e.queue(&e.inst[i], truth)
+	}
+	e.sum.Generated += int64(len(e.inst))
+	e.lastTrue = max(e.lastTrue, end)
+	return end, len(e.inst)
+}
+
+// exec runs steps at node cur whose last event on this path was at t, and
+// returns the time of cur's last event.
+func (e *engine) exec(cur int, t int64, steps []*Step) int64 {
+	for _, s := range steps {
+		if s.Prob < 1 && e.r.Float64() >= s.Prob {
+			e.variant = append(e.variant, '-')
+			continue
+		}
+		t = e.step(cur, t, s)
+	}
+	return t
+}
+
+func (e *engine) step(cur int, t int64, s *Step) int64 {
+	switch s.Op {
+	case OpPar:
+		e.variant = append(e.variant, '{')
+		end := t
+		for _, c := range s.Children {
+			if c.Prob < 1 && e.r.Float64() >= c.Prob {
+				e.variant = append(e.variant, '-')
+				continue
+			}
+			end = max(end, e.step(cur, t, c))
+		}
+		e.variant = append(e.variant, '}')
+		return end
+	case OpCall:
+		x := e.pick(&s.To, cur)
+		e.variant = append(e.variant, '>')
+		e.variant = append(e.variant, e.nodes[x].Name...)
+		e.variant = append(e.variant, '(')
+		send := t + e.delay(s.Wait, s.WaitAt, cur)
+		recv := send + e.net(cur, x)
+		call := e.nextCall
+		e.nextCall++
+		if e.nextCall < 0 { // wrapped: ids only need to pair within a window
+			e.nextCall = 1
+		}
+		cep := e.ephemeral(cur)
+		e.inst = append(e.inst, rawMsg{send: send, recv: recv, src: int32(cur), dst: int32(x), srcEP: cep,
+			dstEP: e.nodes[x].ep, bytes: int64(s.Bytes.Sample(e.r, 1)), kind: trace.KindCall, call: call})
+		tx := e.exec(x, recv, s.Children)
+		rsend := tx + e.delay(s.Reply, s.ReplyAt, x)
+		rrecv := rsend + e.net(x, cur)
+		e.inst = append(e.inst, rawMsg{send: rsend, recv: rrecv, src: int32(x), dst: int32(cur), srcEP: e.nodes[x].ep,
+			dstEP: cep, bytes: int64(s.RBytes.Sample(e.r, 1)), kind: trace.KindReturn, call: call})
+		e.variant = append(e.variant, ')')
+		return rrecv
+	default: // OpSend
+		x := e.pick(&s.To, cur)
+		e.variant = append(e.variant, '.')
+		e.variant = append(e.variant, e.nodes[x].Name...)
+		e.variant = append(e.variant, '(')
+		send := t + e.delay(s.Wait, s.WaitAt, cur)
+		recv := send + e.net(cur, x)
+		sep := e.nodes[cur].ep
+		if e.nodes[cur].Client {
+			sep = e.ephemeral(cur)
+		}
+		e.inst = append(e.inst, rawMsg{send: send, recv: recv, src: int32(cur), dst: int32(x), srcEP: sep,
+			dstEP: e.nodes[x].ep, bytes: int64(s.Bytes.Sample(e.r, 1)), call: trace.NoRef})
+		e.exec(x, recv, s.Children)
+		e.variant = append(e.variant, ')')
+		return send
+	}
+}
+
+func (e *engine) delay(d Dist, at map[string]Dist, node int) int64 {
+	if at != nil {
+		if o, ok := at[e.nodes[node].Name]; ok {
+			d = o
+		}
+	}
+	return int64(d.Sample(e.r, e.cfg.StdScale) * 1e9)
+}
+
+// pick chooses the receiver among the target's nodes, avoiding the sender
+// itself when there is another choice.
+func (e *engine) pick(tg *Target, cur int) int {
+	if tg.Same && e.nodes[cur].Region != "" {
+		m := e.sameCache[tg]
+		if m == nil {
+			m = map[string]*Target{}
+			e.sameCache[tg] = m
+		}
+		reg := e.nodes[cur].Region
+		sub, ok := m[reg]
+		if !ok {
+			sub = &Target{Text: tg.Text}
+			prev := 0.0
+			for i, c := range tg.Choices {
+				w := tg.Weights[i] - prev
+				prev = tg.Weights[i]
+				if e.nodes[c].Region == reg {
+					sum := w
+					if n := len(sub.Weights); n > 0 {
+						sum += sub.Weights[n-1]
+					}
+					sub.Choices = append(sub.Choices, c)
+					sub.Weights = append(sub.Weights, sum)
+				}
+			}
+			if len(sub.Choices) == 0 {
+				sub = tg // nobody in the region: any member
+			}
+			m[reg] = sub
+		}
+		tg = sub
+	}
+	n := len(tg.Choices)
+	if n == 1 {
+		return tg.Choices[0]
+	}
+	total := tg.Weights[n-1]
+	for try := 0; try < 8; try++ {
+		u := e.r.Float64() * total
+		i := sort.SearchFloat64s(tg.Weights, u)
+		if i >= n {
+			i = n - 1
+		}
+		if tg.Choices[i] != cur {
+			return tg.Choices[i]
+		}
+	}
+	for _, c := range tg.Choices {
+		if c != cur {
+			return c
+		}
+	}
+	return cur
+}
+
+// net samples the one-way network delay from a to b.
+func (e *engine) net(a, b int) int64 {
+	key := uint64(a)<<32 | uint64(uint32(b))
+	d, ok := e.links[key]
+	if !ok {
+		d = e.linkFor(a, b)
+		e.links[key] = d
+	}
+	return int64(d.Sample(e.r, 1) * 1e9)
+}
+
+// DefaultNetDelay is the one-way delay between nodes no link line covers.
+var DefaultNetDelay = Dist{Kind: Const, A: 100e-6}
+
+func (e *engine) linkFor(a, b int) Dist {
+	score := func(end string, n int) int {
+		switch {
+		case end == "*":
+			return 0
+		case strings.HasPrefix(end, "@"):
+			if e.nodes[n].Region == end[1:] {
+				return 1
+			}
+			return -1
+		case end == e.nodes[n].Name:
+			return 3
+		case end == e.nodes[n].Group:
+			return 2
+		}
+		return -1
+	}
+	best, bestScore := DefaultNetDelay, -1
+	for _, l := range e.cfg.Links {
+		sa, sb := score(l.From, a), score(l.To, b)
+		if sa < 0 || sb < 0 {
+			continue
+		}
+		if sa+sb >= bestScore {
+			best, bestScore = l.Delay, sa+sb
+		}
+	}
+	return best
+}
+
+// ephemeral returns a fresh client-side endpoint of node n.
+func (e *engine) ephemeral(n int) trace.EndpointID {
+	g := &e.nodes[n]
+	p := g.eph
+	g.eph++
+	if g.eph > 60999 {
+		g.eph = 32768
+	}
+	id, ok := g.ephEP[p]
+	if !ok {
+		id = e.t.Endpoint(g.ipText + ":" + strconv.Itoa(p))
+		g.ephEP[p] = id
+	}
+	return id
+}
+
+// clock converts true time (ns since start) to node n's clock, ns since the
+// epoch; Unknown for untraced nodes.
+func (e *engine) clock(n int32, t int64) int64 {
+	g := &e.nodes[n]
+	if g.Untraced {
+		return trace.Unknown
+	}
+	c := e.startNs + t + g.offNs
+	if g.DriftPPM != 0 {
+		c += int64(g.DriftPPM * 1e-6 * float64(t))
+	}
+	return c
+}
+
+func (e *engine) queue(r *rawMsg, truth int32) {
+	if e.nodes[r.src].Untraced && e.nodes[r.dst].Untraced {
+		e.sum.Unobservable++
+		return
+	}
+	if e.cfg.Loss > 0 && e.r.Float64() < e.cfg.Loss {
+		e.sum.Lost++
+		return
+	}
+	m := trace.Message{Send: e.clock(r.src, r.send), Recv: e.clock(r.dst, r.recv), ID: trace.NoRef, Bytes: r.bytes,
+		Src: trace.NodeID(r.src), Dst: trace.NodeID(r.dst), SrcEP: r.srcEP, DstEP: r.dstEP, Call: r.call, Truth: truth, Kind: r.kind}
+	if r.kind == trace.KindNone {
+		m.Call = trace.NoRef
+	}
+	e.seq++
+	if e.cfg.Sniffer != nil {
+		e.snif.push(outItem{key: r.send, seq: e.seq, m: m})
+		return
+	}
+	e.out.push(outItem{key: m.Time(), seq: e.seq, m: m})
+}
+
+// release moves messages that no later instance can precede out of the
+// queues: through the sniffer (true time < T) and to the output (observed
+// time below the earliest clock reading of true time T).
+func (e *engine) release(T int64, all bool) error {
+	if e.cfg.Sniffer != nil {
+		gap := int64(1e9 / e.cfg.Sniffer.Rate)
+		for len(e.snif) > 0 && (all || e.snif[0].key < T) {
+			it := e.snif.pop()
+			// The sniffer queue holds the accepted messages not yet departed;
+			// the oldest of the last Queue departures tells whether it is full.
+			oldest := e.depart[e.departI]
+			if oldest > it.key {
+				e.sum.Lost++
+				continue
+			}
+			last := e.depart[(e.departI+len(e.depart)-1)%len(e.depart)]
+			e.depart[e.departI] = max(it.key, last) + gap
+			e.departI = (e.departI + 1) % len(e.depart)
+			e.out.push(outItem{key: it.m.Time(), seq: it.seq, m: it.m})
+		}
+	}
+	bound := int64(math.MaxInt64)
+	if !all {
+		bound = e.startNs + T + e.minOff + int64(math.Floor(e.minDrift*1e-6*float64(T))) - 1
+	}
+	for len(e.out) > 0 && e.out[0].key < bound {
+		it := e.out.pop()
+		it.m.ID = e.nextID
+		e.nextID++
+		if err := e.emit(&it.m); err != nil {
+			return err
+		}
+		e.sum.Messages++
+	}
+	return nil
+}
+
+func (e *engine) summary() *Summary {
+	s := e.sum
+	s.Tracelets = e.tstats
+	s.EndS = e.cfg.Start + float64(e.lastTrue)/1e9
+	if e.lastTrue > 0 {
+		s.MeanParallelism = e.busyNs / float64(e.lastTrue)
+	}
+	return &s
+}
+
+// outItem is a queued message with its sort key.
+type outItem struct {
+	key int64
+	seq uint64
+	m   trace.Message
+}
+
+// outHeap is a binary min-heap by (key, seq).
+type outHeap []outItem
+
+func (h outHeap) less(i, j int) bool {
+	return h[i].key < h[j].key || h[i].key == h[j].key && h[i].seq < h[j].seq
+}
+
+func (h *outHeap) push(x outItem) {
+	*h = append(*h, x)
+	a := *h
+	i := len(a) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !a.less(i, p) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+func (h *outHeap) pop() outItem {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		j := l
+		if r := l + 1; r < n && a.less(r, l) {
+			j = r
+		}
+		if !a.less(j, i) {
+			break
+		}
+		a[i], a[j] = a[j], a[i]
+		i = j
+	}
+	*h = a
+	return top
+}
