@@ -99,6 +99,9 @@ type Process struct {
 	ClockSource string // e.g. "CLOCK_REALTIME", "CLOCK_MONOTONIC"
 	BootID      string
 	File        string // log file it came from
+	Clock       uint32 // clock id of record timestamps (FORMAT.md): 0 CLOCK_REALTIME, 1 CLOCK_MONOTONIC
+	Dropped     int64  // events the library could not record (full disk, ...), from the header
+	Sealed      bool   // read from a zstd-sealed file
 }
 
 // Event is one recorded socket call. Time is wall-clock nanoseconds since the
@@ -121,4 +124,6 @@ type Event struct {
 	PeerPid int32  // Unix-domain peer's pid (SO_PEERCRED)
 	Child   int32  // fork: child's pid
 	Name    string // resolver: the name looked up; exec: the new program
+	Arg     int64  // op-specific argument: shutdown how, exit status, listen backlog, socket type
+	SoType  int32  // socket type (SOCK_STREAM 1, SOCK_DGRAM 2, SOCK_SEQPACKET 5), 0 when unknown
 }

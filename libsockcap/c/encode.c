@@ -1,0 +1,152 @@
+/* encode.c — varint and record encoding (format.h). Pure functions over a
+ * caller-owned buffer: no allocation, async-signal-safe. */
+#include "sockcap.h"
+
+#include <string.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+
+void sc_put_u8(struct sc_buf *b, uint8_t v)
+{
+	if (b->n >= b->cap) {
+		b->overflow = 1;
+		return;
+	}
+	b->p[b->n++] = v;
+}
+
+void sc_put_uv(struct sc_buf *b, uint64_t v)
+{
+	if (b->n + 10 > b->cap) {
+		b->overflow = 1;
+		return;
+	}
+	while (v >= 0x80) {
+		b->p[b->n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	b->p[b->n++] = (uint8_t)v;
+}
+
+void sc_put_zz(struct sc_buf *b, int64_t v)
+{
+	sc_put_uv(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+void sc_put_bytes(struct sc_buf *b, const void *p, size_t n)
+{
+	if (n == 0)
+		return;
+	if (b->n + n > b->cap) {
+		b->overflow = 1;
+		return;
+	}
+	memcpy(b->p + b->n, p, n);
+	b->n += n;
+}
+
+void sc_put_addr(struct sc_buf *b, const struct sockaddr *sa, socklen_t len, uint64_t inode)
+{
+	if (sa && len >= sizeof(sa_family_t) && sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		sc_put_u8(b, SC_AF_INET);
+		sc_put_bytes(b, &in->sin_addr, 4);
+		sc_put_bytes(b, &in->sin_port, 2); /* already big-endian */
+		return;
+	}
+	if (sa && len >= sizeof(sa_family_t) && sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+		sc_put_u8(b, SC_AF_INET6);
+		sc_put_bytes(b, &in6->sin6_addr, 16);
+		sc_put_bytes(b, &in6->sin6_port, 2);
+		sc_put_uv(b, in6->sin6_scope_id);
+		return;
+	}
+	if (sa && len >= sizeof(sa_family_t) && sa->sa_family == AF_UNIX) {
+		const struct sockaddr_un *un = (const struct sockaddr_un *)sa;
+		size_t max = len > offsetof(struct sockaddr_un, sun_path) ? len - offsetof(struct sockaddr_un, sun_path) : 0;
+		if (max > SC_UNIX_PATH_MAX)
+			max = SC_UNIX_PATH_MAX;
+		char path[SC_UNIX_PATH_MAX];
+		size_t n = 0;
+		if (max > 0 && un->sun_path[0] == '\0') {
+			/* abstract: '@' then the name bytes (not NUL-terminated) */
+			path[n++] = '@';
+			for (size_t i = 1; i < max && n < SC_UNIX_PATH_MAX; i++)
+				path[n++] = un->sun_path[i] ? un->sun_path[i] : '@';
+		} else {
+			for (size_t i = 0; i < max && un->sun_path[i]; i++)
+				path[n++] = un->sun_path[i];
+		}
+		sc_put_u8(b, SC_AF_UNIX);
+		sc_put_uv(b, n);
+		sc_put_bytes(b, path, n);
+		sc_put_uv(b, inode);
+		return;
+	}
+	if (inode) {
+		/* unnamed Unix socket known only by inode */
+		sc_put_u8(b, SC_AF_UNIX);
+		sc_put_uv(b, 0);
+		sc_put_uv(b, inode);
+		return;
+	}
+	sc_put_u8(b, SC_AF_NONE);
+}
+
+uint32_t sc_sum_init(void) { return 2166136261u; }
+
+uint32_t sc_sum_update(uint32_t h, const void *p, size_t n)
+{
+	const uint8_t *s = p;
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+uint32_t sc_sum_final(uint32_t h, uint64_t total_len)
+{
+	uint8_t l[4] = {(uint8_t)total_len, (uint8_t)(total_len >> 8), (uint8_t)(total_len >> 16),
+			(uint8_t)(total_len >> 24)};
+	return sc_sum_update(h, l, 4);
+}
+
+void sc_encode_event(struct sc_buf *b, const struct sc_event *e)
+{
+	sc_put_u8(b, e->op);
+	sc_put_zz(b, e->fd);
+	sc_put_uv(b, e->mask & SC_F_ALL);
+	if (e->mask & SC_F_RET)
+		sc_put_zz(b, e->ret);
+	if (e->mask & SC_F_ERRNO)
+		sc_put_uv(b, (uint64_t)(uint32_t)e->err);
+	if (e->mask & SC_F_BYTES)
+		sc_put_uv(b, e->bytes);
+	if (e->mask & SC_F_FD2)
+		sc_put_zz(b, e->fd2);
+	if (e->mask & SC_F_CHILD)
+		sc_put_uv(b, (uint64_t)(uint32_t)e->child);
+	if (e->mask & SC_F_DUR)
+		sc_put_uv(b, e->dur);
+	if (e->mask & SC_F_NAME) {
+		size_t n = 0;
+		if (e->name)
+			while (n < SC_NAME_MAX && e->name[n])
+				n++;
+		sc_put_uv(b, n);
+		if (n)
+			sc_put_bytes(b, e->name, n);
+	}
+	if (e->mask & SC_F_SUM)
+		sc_put_uv(b, e->sum);
+	if (e->mask & SC_F_REMOTE)
+		sc_put_addr(b, e->remote, e->remote_len, 0);
+	if (e->mask & SC_F_LOCAL)
+		sc_put_addr(b, e->local, e->local_len, 0);
+	if (e->mask & SC_F_ARG)
+		sc_put_zz(b, e->arg);
+	if (e->mask & SC_F_PEERPID)
+		sc_put_uv(b, (uint64_t)(uint32_t)e->peerpid);
+}

@@ -1,0 +1,1198 @@
+/* intercept.c — the interposed socket API.
+ *
+ * Every wrapper: resolve the real function (once, at load; lazily if called
+ * before our constructor), call it, and when the fd is a socket and we are not
+ * inside the library itself (per-thread guard), append a record. errno is
+ * preserved. read/write/readv/writev on non-sockets cost one table lookup. */
+#undef _FORTIFY_SOURCE
+#include "sockcap.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* Fortified and recent glibc entry points, declared here so the file does not
+ * depend on _FORTIFY_SOURCE or header versions. */
+extern ssize_t __read_chk(int, void *, size_t, size_t);
+extern ssize_t __recv_chk(int, void *, size_t, size_t, int);
+extern ssize_t __recvfrom_chk(int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
+extern int fcntl64(int, int, ...);
+extern ssize_t sendfile64(int, int, off64_t *, size_t);
+extern char **environ;
+
+#define DECL(name, ret, ...) static ret (*real_##name)(__VA_ARGS__)
+DECL(socket, int, int, int, int);
+DECL(socketpair, int, int, int, int, int *);
+DECL(bind, int, int, const struct sockaddr *, socklen_t);
+DECL(listen, int, int, int);
+DECL(connect, int, int, const struct sockaddr *, socklen_t);
+DECL(accept, int, int, struct sockaddr *, socklen_t *);
+DECL(accept4, int, int, struct sockaddr *, socklen_t *, int);
+DECL(send, ssize_t, int, const void *, size_t, int);
+DECL(sendto, ssize_t, int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+DECL(sendmsg, ssize_t, int, const struct msghdr *, int);
+DECL(sendmmsg, int, int, struct mmsghdr *, unsigned int, int);
+DECL(recv, ssize_t, int, void *, size_t, int);
+DECL(recvfrom, ssize_t, int, void *, size_t, int, struct sockaddr *, socklen_t *);
+DECL(recvmsg, ssize_t, int, struct msghdr *, int);
+DECL(recvmmsg, int, int, struct mmsghdr *, unsigned int, int, struct timespec *);
+DECL(read, ssize_t, int, void *, size_t);
+DECL(write, ssize_t, int, const void *, size_t);
+DECL(readv, ssize_t, int, const struct iovec *, int);
+DECL(writev, ssize_t, int, const struct iovec *, int);
+DECL(sendfile, ssize_t, int, int, off_t *, size_t);
+DECL(sendfile64, ssize_t, int, int, off64_t *, size_t);
+DECL(splice, ssize_t, int, loff_t *, int, loff_t *, size_t, unsigned int);
+DECL(close, int, int);
+DECL(close_range, int, unsigned int, unsigned int, int);
+DECL(closefrom, void, int);
+DECL(shutdown, int, int, int);
+DECL(dup, int, int);
+DECL(dup2, int, int, int);
+DECL(dup3, int, int, int, int);
+DECL(fcntl, int, int, int, ...);
+DECL(fcntl64, int, int, int, ...);
+DECL(fork, pid_t, void);
+DECL(_Fork, pid_t, void);
+DECL(posix_spawn, int, pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+     char *const[], char *const[]);
+DECL(posix_spawnp, int, pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+     char *const[], char *const[]);
+DECL(execve, int, const char *, char *const[], char *const[]);
+DECL(execvpe, int, const char *, char *const[], char *const[]);
+DECL(fexecve, int, int, char *const[], char *const[]);
+DECL(execveat, int, int, const char *, char *const[], char *const[], int);
+DECL(exit, void, int);
+DECL(_exit, void, int);
+DECL(_Exit, void, int);
+DECL(__read_chk, ssize_t, int, void *, size_t, size_t);
+DECL(__recv_chk, ssize_t, int, void *, size_t, size_t, int);
+DECL(__recvfrom_chk, ssize_t, int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
+DECL(getaddrinfo, int, const char *, const char *, const struct addrinfo *, struct addrinfo **);
+DECL(gethostbyname, struct hostent *, const char *);
+DECL(gethostbyname2, struct hostent *, const char *, int);
+DECL(gethostbyname_r, int, const char *, struct hostent *, char *, size_t, struct hostent **, int *);
+
+static int sc_ready;
+static int exit_logged;
+
+void sc_resolve_real(void)
+{
+#define R(name) real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name)
+	R(socket); R(socketpair); R(bind); R(listen); R(connect); R(accept); R(accept4);
+	R(send); R(sendto); R(sendmsg); R(sendmmsg); R(recv); R(recvfrom); R(recvmsg); R(recvmmsg);
+	R(read); R(write); R(readv); R(writev); R(sendfile); R(sendfile64); R(splice);
+	R(close); R(close_range); R(closefrom); R(shutdown); R(dup); R(dup2); R(dup3);
+	R(fcntl); R(fcntl64); R(fork); R(_Fork); R(posix_spawn); R(posix_spawnp);
+	R(execve); R(execvpe); R(fexecve); R(execveat); R(exit); R(_exit); R(_Exit);
+	R(__read_chk); R(__recv_chk); R(__recvfrom_chk);
+	R(getaddrinfo); R(gethostbyname); R(gethostbyname2); R(gethostbyname_r);
+#undef R
+}
+
+static void atfork_child(void) { sc_after_fork_child(); }
+
+static void sc_init(void)
+{
+	int expect = 0;
+	if (!__atomic_compare_exchange_n(&sc_ready, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		if (!real_read)
+			sc_resolve_real(); /* another thread is initialising: resolve for ourselves */
+		return;
+	}
+	sc_t.guard++;
+	sc_resolve_real();
+	sc_config_load();
+	pthread_atfork(NULL, NULL, atfork_child);
+	sc_t.guard--;
+	if (sc_cfg.enabled)
+		sc_log_open();
+	__atomic_store_n(&sc_ready, 2, __ATOMIC_RELEASE);
+}
+
+__attribute__((constructor(102))) static void sc_ctor(void) { sc_init(); }
+
+__attribute__((destructor)) static void sc_dtor(void)
+{
+	/* returning from main: libc calls exit internally, past our wrapper */
+	if (sc_cfg.enabled && !exit_logged && !sc_t.guard) {
+		exit_logged = 1;
+		uint8_t body[16];
+		struct sc_buf b = {body, 0, sizeof body, 0};
+		struct sc_event e = {.op = SC_OP_EXIT, .fd = -1};
+		sc_encode_event(&b, &e);
+		sc_commit(SC_K_EVENT, sc_now(), body, b.n);
+	}
+}
+
+#define ENSURE()                                          \
+	do {                                              \
+		if (SC_UNLIKELY(sc_ready != 2))           \
+			sc_init();                        \
+	} while (0)
+
+static inline int active(void) { return sc_cfg.enabled && !sc_t.guard; }
+
+/* The socket state of fd if it is to be recorded, else NULL. */
+static inline struct sc_fd *sock_of(int fd, struct sc_fd *tmp)
+{
+	if (!active() || fd < 0)
+		return NULL;
+	if (SC_LIKELY(fd < SC_FDMAX)) {
+		uint8_t k = sc_fds[fd].kind;
+		if (SC_LIKELY(k == SC_FD_OTHER))
+			return NULL;
+		if (k == SC_FD_SOCKET)
+			return &sc_fds[fd];
+	}
+	struct sc_fd *f = sc_fd_get(fd, tmp);
+	return f->kind == SC_FD_SOCKET ? f : NULL;
+}
+
+static inline int is_dgram(const struct sc_fd *f)
+{
+	return f->sotype == SOCK_DGRAM || f->sotype == SOCK_SEQPACKET;
+}
+
+static void event(int64_t t, const struct sc_event *e)
+{
+	uint8_t body[SC_RECORD_MAX];
+	struct sc_buf b = {body, 0, sizeof body, 0};
+	sc_encode_event(&b, e);
+	if (!b.overflow)
+		sc_commit(SC_K_EVENT, t, body, b.n);
+}
+
+/* cap: bytes readable at p (a recv with MSG_TRUNC returns more than it stored) */
+static uint32_t sum_buf(const void *p, ssize_t n, size_t cap)
+{
+	size_t k = n < (ssize_t)SC_SUM_PREFIX ? (size_t)n : SC_SUM_PREFIX;
+	if (k > cap)
+		k = cap;
+	return sc_sum_final(sc_sum_update(sc_sum_init(), p, k), (uint64_t)n);
+}
+
+static uint32_t sum_iov(const struct iovec *iov, size_t cnt, ssize_t n)
+{
+	uint32_t h = sc_sum_init();
+	size_t want = n < (ssize_t)SC_SUM_PREFIX ? (size_t)n : SC_SUM_PREFIX;
+	for (size_t i = 0; i < cnt && want > 0; i++) {
+		size_t k = iov[i].iov_len < want ? iov[i].iov_len : want; /* iovs bound what was stored */
+		if (iov[i].iov_base)
+			h = sc_sum_update(h, iov[i].iov_base, k);
+		want -= k;
+	}
+	return sc_sum_final(h, (uint64_t)n);
+}
+
+/* log_io records one send or recv. For datagram sockets it adds the payload
+ * checksum and the address the call named. */
+static void log_io(int op, int fd, struct sc_fd *f, int64_t t, ssize_t r, int err, const struct sockaddr *ra,
+		   socklen_t rl, const void *buf, size_t cap, const struct iovec *iov, size_t iovcnt)
+{
+	if (SC_UNLIKELY(f->flags & SC_FDF_UNNAMED) && r >= 0)
+		sc_fd_describe(fd, f, t, NULL, 0); /* the kernel bound a port at the first send */
+	else
+		sc_fd_ensure(fd, f, t);
+	int dg = is_dgram(f);
+	if (SC_LIKELY(!dg && !ra)) {
+		uint8_t body[32];
+		struct sc_buf b = {body, 0, sizeof body, 0};
+		sc_put_zz(&b, fd);
+		sc_put_zz(&b, r);
+		if (r < 0)
+			sc_put_uv(&b, (uint64_t)(uint32_t)err);
+		sc_commit(op == SC_OP_SEND ? SC_K_SEND : SC_K_RECV, t, body, b.n);
+		return;
+	}
+	struct sc_event e = {.op = (uint8_t)op, .fd = fd, .mask = SC_F_RET, .ret = r};
+	if (r < 0) {
+		e.mask |= SC_F_ERRNO;
+		e.err = err;
+	}
+	if (dg && r >= 0 && (buf || iov)) {
+		e.mask |= SC_F_SUM;
+		e.sum = buf ? sum_buf(buf, r, cap) : sum_iov(iov, iovcnt, r);
+	}
+	if (ra && rl > 0) {
+		e.mask |= SC_F_REMOTE;
+		e.remote = ra;
+		e.remote_len = rl;
+	}
+	event(t, &e);
+}
+
+static void simple_event(int op, int fd, int64_t t, int64_t ret, int err, uint32_t extra_mask, int64_t arg)
+{
+	struct sc_event e = {.op = (uint8_t)op, .fd = fd, .mask = SC_F_RET | extra_mask, .ret = ret, .arg = arg};
+	if (ret < 0) {
+		e.mask |= SC_F_ERRNO;
+		e.err = err;
+	}
+	event(t, &e);
+}
+
+/* ---------------- socket lifecycle ---------------- */
+
+SC_EXPORT int socket(int domain, int type, int protocol)
+{
+	ENSURE();
+	int r = real_socket(domain, type, protocol);
+	if (!sc_cfg.enabled)
+		return r;
+	int e = errno;
+	if (r >= 0) {
+		struct sc_fd *f = sc_fd_set_socket(r, domain, type);
+		if (active()) {
+			int64_t t = sc_now();
+			sc_fd_describe(r, f, t, NULL, 0);
+			simple_event(SC_OP_SOCKET, r, t, r, e, SC_F_ARG, type);
+		}
+	} else if (active())
+		simple_event(SC_OP_SOCKET, -1, sc_now(), r, e, SC_F_ARG, type);
+	errno = e;
+	return r;
+}
+
+SC_EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
+{
+	ENSURE();
+	int r = real_socketpair(domain, type, protocol, sv);
+	if (!sc_cfg.enabled)
+		return r;
+	int e = errno;
+	if (r == 0) {
+		struct sc_fd *a = sc_fd_set_socket(sv[0], domain, type);
+		uint64_t ia = 0, ib = 0;
+		struct stat st;
+		if (fstat(sv[0], &st) == 0)
+			ia = st.st_ino;
+		if (fstat(sv[1], &st) == 0)
+			ib = st.st_ino;
+		a->peer_ino = ib;
+		a->flags |= SC_FDF_CONNECTED;
+		struct sc_fd *b = sc_fd_set_socket(sv[1], domain, type);
+		b->peer_ino = ia;
+		b->flags |= SC_FDF_CONNECTED;
+		if (active()) {
+			int64_t t = sc_now();
+			sc_fd_describe(sv[0], a, t, NULL, 0);
+			sc_fd_describe(sv[1], b, t, NULL, 0);
+			struct sc_event ev = {.op = SC_OP_SOCKETPAIR, .fd = sv[0], .fd2 = sv[1], .ret = 0,
+					      .mask = SC_F_RET | SC_F_FD2 | SC_F_ARG, .arg = type};
+			event(t, &ev);
+		}
+	} else if (active())
+		simple_event(SC_OP_SOCKETPAIR, -1, sc_now(), r, e, SC_F_ARG, type);
+	errno = e;
+	errno = e;
+	return r;
+}
+
+SC_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	ENSURE();
+	int r = real_bind(fd, addr, len);
+	struct sc_fd tmp, *f = sock_of(fd, &tmp);
+	if (!f)
+		return r;
+	int e = errno;
+	int64_t t = sc_now();
+	if (r == 0)
+		sc_fd_describe(fd, f, t, NULL, 0);
+	struct sc_event ev = {.op = SC_OP_BIND, .fd = fd, .mask = SC_F_RET | SC_F_LOCAL, .ret = r,
+			      .local = addr, .local_len = len};
+	if (r < 0) {
+		ev.mask |= SC_F_ERRNO;
+		ev.err = e;
+	}
+	event(t, &ev);
+	errno = e;
+	return r;
+}
+
+SC_EXPORT int listen(int fd, int backlog)
+{
+	ENSURE();
+	int r = real_listen(fd, backlog);
+	struct sc_fd tmp, *f = sock_of(fd, &tmp);
+	if (!f)
+		return r;
+	int e = errno;
+	int64_t t = sc_now();
+	if (r == 0)
+		sc_fd_describe(fd, f, t, NULL, 0); /* the port listen chose when there was no bind */
+	simple_event(SC_OP_LISTEN, fd, t, r, e, SC_F_ARG, backlog);
+	errno = e;
+	return r;
+}
+
+SC_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	ENSURE();
+	struct sc_fd tmp, *f = sock_of(fd, &tmp);
+	if (!f)
+		return real_connect(fd, addr, len);
+	int64_t t = sc_now();
+	int r = real_connect(fd, addr, len);
+	int e = errno;
+	int64_t t2 = sc_now();
+	if (r == 0 || e == EINPROGRESS || e == EALREADY) {
+		f->flags &= (uint8_t)~SC_FDF_CONNECTING;
+		sc_fd_describe(fd, f, t, addr, len); /* the local name connect chose */
+		if (r != 0)
+			f->flags |= SC_FDF_CONNECTING; /* peer confirmed at first I/O */
+	}
+	struct sc_event ev = {.op = SC_OP_CONNECT, .fd = fd, .mask = SC_F_RET | SC_F_REMOTE | SC_F_DUR, .ret = r,
+			      .remote = addr, .remote_len = len, .dur = (uint64_t)(t2 - t)};
+	if (r < 0) {
+		ev.mask |= SC_F_ERRNO;
+		ev.err = e;
+	}
+	event(t, &ev);
+	errno = e;
+	return r;
+}
+
+static int after_accept(int lfd, int r, int e, int flags)
+{
+	if (!sc_cfg.enabled)
+		return r;
+	struct sc_fd ltmp, *lf = NULL;
+	if (lfd >= 0)
+		lf = sc_fd_get(lfd, &ltmp);
+	if (r >= 0) {
+		struct sc_fd *f = sc_fd_set_socket(r, lf ? lf->family : 0, (lf ? lf->sotype : SOCK_STREAM) | flags);
+		f->flags |= SC_FDF_CONNECTED;
+		if (active()) {
+			int64_t t = sc_now();
+			sc_fd_describe(r, f, t, NULL, 0); /* the peer even when accept did not ask */
+			struct sc_event ev = {.op = SC_OP_ACCEPT, .fd = r, .fd2 = lfd, .ret = r,
+					      .mask = SC_F_RET | SC_F_FD2};
+			event(t, &ev);
+		}
+	} else if (active() && lf && lf->kind == SC_FD_SOCKET) {
+		struct sc_event ev = {.op = SC_OP_ACCEPT, .fd = -1, .fd2 = lfd, .ret = r, .err = e,
+				      .mask = SC_F_RET | SC_F_FD2 | SC_F_ERRNO};
+		event(sc_now(), &ev);
+	}
+	return r;
+}
+
+SC_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	ENSURE();
+	int r = real_accept(fd, addr, len);
+	int e = errno;
+	after_accept(fd, r, e, 0);
+	errno = e;
+	return r;
+}
+
+SC_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	ENSURE();
+	int r = real_accept4(fd, addr, len, flags);
+	int e = errno;
+	after_accept(fd, r, e, 0);
+	errno = e;
+	return r;
+}
+
+SC_EXPORT int shutdown(int fd, int how)
+{
+	ENSURE();
+	struct sc_fd tmp, *f = sock_of(fd, &tmp);
+	int r = real_shutdown(fd, how);
+	if (!f)
+		return r;
+	int e = errno;
+	int64_t t = sc_now();
+	sc_fd_ensure(fd, f, t);
+	simple_event(SC_OP_SHUTDOWN, fd, t, r, e, SC_F_ARG, how);
+	errno = e;
+	return r;
+}
+
+/* ---------------- close and dup ---------------- */
+
+SC_EXPORT int close(int fd)
+{
+	ENSURE();
+	if (fd < 0 || fd >= SC_FDMAX || sc_fds[fd].kind != SC_FD_SOCKET || !active()) {
+		sc_fd_forget(fd);
+		return real_close(fd);
+	}
+	struct sc_fd *f = &sc_fds[fd];
+	int64_t t = sc_now();
+	sc_fd_ensure(fd, f, t); /* the close record carries the endpoints */
+	sc_fd_forget(fd);
+	int r = real_close(fd);
+	int e = errno;
+	simple_event(SC_OP_CLOSE, fd, t, r, e, 0, 0);
+	errno = e;
+	return r;
+}
+
+static void closed_range(unsigned first, unsigned last, int64_t t)
+{
+	if (first >= SC_FDMAX)
+		return;
+	if (last >= SC_FDMAX)
+		last = SC_FDMAX - 1;
+	for (unsigned fd = first; fd <= last; fd++) {
+		if (sc_fds[fd].kind == SC_FD_SOCKET && active())
+			simple_event(SC_OP_CLOSE, (int)fd, t, 0, 0, 0, 0);
+		sc_fd_forget((int)fd);
+	}
+}
+
+SC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+	ENSURE();
+	if (!real_close_range) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int r = real_close_range(first, last, flags);
+	int e = errno;
+	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
+		closed_range(first, last, sc_now());
+	errno = e;
+	return r;
+}
+
+SC_EXPORT void closefrom(int low)
+{
+	ENSURE();
+	int e = errno;
+	int64_t t = sc_now();
+	if (real_closefrom)
+		real_closefrom(low);
+	closed_range(low < 0 ? 0 : (unsigned)low, ~0u, t);
+	errno = e;
+}
+
+/* newfd now refers to what oldfd refers to. */
+static void duped(int oldfd, int newfd, int implicit_close)
+{
+	if (!sc_cfg.enabled || newfd < 0)
+		return;
+	int64_t t = sc_now();
+	if (implicit_close && newfd != oldfd && newfd < SC_FDMAX && sc_fds[newfd].kind == SC_FD_SOCKET && active())
+		simple_event(SC_OP_CLOSE, newfd, t, 0, 0, SC_F_ARG, 2); /* arg 2: closed by dup2 */
+	struct sc_fd tmp, *o = sc_fd_get(oldfd, &tmp);
+	if (newfd < SC_FDMAX && newfd != oldfd) {
+		sc_fds[newfd] = *o;
+		sc_fds[newfd].emitted = 0;
+	}
+	if (o->kind == SC_FD_SOCKET && active()) {
+		struct sc_event ev = {.op = SC_OP_DUP, .fd = oldfd, .fd2 = newfd, .ret = newfd,
+				      .mask = SC_F_RET | SC_F_FD2};
+		sc_fd_ensure(oldfd, o, t);
+		event(t, &ev);
+	}
+}
+
+SC_EXPORT int dup(int fd)
+{
+	ENSURE();
+	int r = real_dup(fd);
+	int e = errno;
+	duped(fd, r, 0);
+	errno = e;
+	return r;
+}
+
+SC_EXPORT int dup2(int fd, int fd2)
+{
+	ENSURE();
+	int r = real_dup2(fd, fd2);
+	int e = errno;
+	if (r >= 0)
+		duped(fd, r, 1);
+	errno = e;
+	return r;
+}
+
+SC_EXPORT int dup3(int fd, int fd2, int flags)
+{
+	ENSURE();
+	int r = real_dup3(fd, fd2, flags);
+	int e = errno;
+	if (r >= 0)
+		duped(fd, r, 1);
+	errno = e;
+	return r;
+}
+
+static int do_fcntl(int (*real)(int, int, ...), int fd, int cmd, void *arg)
+{
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int r = real(fd, cmd, arg);
+	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && r >= 0) {
+		int e = errno;
+		duped(fd, r, 0);
+		errno = e;
+	}
+	return r;
+}
+
+SC_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	ENSURE();
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return do_fcntl(real_fcntl, fd, cmd, arg);
+}
+
+SC_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	ENSURE();
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return do_fcntl(real_fcntl64 ? real_fcntl64 : real_fcntl, fd, cmd, arg);
+}
+
+/* ---------------- data transfer ---------------- */
+
+#define SEND_BODY(op, fd, callexpr, ra, rl, buf, cap, iov, iovcnt)                                          \
+	ENSURE();                                                                                      \
+	struct sc_fd tmp_, *f_ = sock_of(fd, &tmp_);                                                   \
+	if (SC_LIKELY(!f_))                                                                            \
+		return callexpr;                                                                       \
+	int64_t t_ = sc_now();                                                                         \
+	ssize_t r_ = callexpr;                                                                         \
+	int e_ = errno;                                                                                \
+	log_io(op, fd, f_, t_, r_, e_, ra, rl, buf, cap, iov, iovcnt);                                      \
+	errno = e_;                                                                                    \
+	return r_;
+
+#define RECV_BODY(fd, callexpr, ra, rl, buf, cap, iov, iovcnt)                                              \
+	ENSURE();                                                                                      \
+	struct sc_fd tmp_, *f_ = sock_of(fd, &tmp_);                                                   \
+	if (SC_LIKELY(!f_))                                                                            \
+		return callexpr;                                                                       \
+	ssize_t r_ = callexpr;                                                                         \
+	int e_ = errno;                                                                                \
+	int64_t t_ = sc_now();                                                                         \
+	log_io(SC_OP_RECV, fd, f_, t_, r_, e_, ra, rl, buf, cap, iov, iovcnt);                              \
+	errno = e_;                                                                                    \
+	return r_;
+
+SC_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+	SEND_BODY(SC_OP_SEND, fd, real_send(fd, buf, n, flags), NULL, 0, buf, n, NULL, 0)
+}
+
+SC_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *a, socklen_t al)
+{
+	SEND_BODY(SC_OP_SEND, fd, real_sendto(fd, buf, n, flags, a, al), a, a ? al : 0, buf, n, NULL, 0)
+}
+
+SC_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	SEND_BODY(SC_OP_SEND, fd, real_write(fd, buf, n), NULL, 0, buf, n, NULL, 0)
+}
+
+SC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	SEND_BODY(SC_OP_SEND, fd, real_writev(fd, iov, cnt), NULL, 0, NULL, 0, iov, cnt > 0 ? (size_t)cnt : 0)
+}
+
+SC_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
+{
+	SEND_BODY(SC_OP_SEND, fd, real_sendmsg(fd, m, flags), m ? (const struct sockaddr *)m->msg_name : NULL,
+		  m && m->msg_name ? m->msg_namelen : 0, NULL, 0, m ? m->msg_iov : NULL, m ? m->msg_iovlen : 0)
+}
+
+SC_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	RECV_BODY(fd, real_read(fd, buf, n), NULL, 0, buf, n, NULL, 0)
+}
+
+SC_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	RECV_BODY(fd, real___read_chk(fd, buf, n, buflen), NULL, 0, buf, n, NULL, 0)
+}
+
+SC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	RECV_BODY(fd, real_readv(fd, iov, cnt), NULL, 0, NULL, 0, iov, cnt > 0 ? (size_t)cnt : 0)
+}
+
+/* recv/recvfrom on a datagram socket: learn the sender even when the caller
+ * does not ask, by passing our own address buffer. */
+static ssize_t recvfrom_impl(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al,
+			     size_t buflen, int chk)
+{
+	ENSURE();
+	struct sc_fd tmp, *f = sock_of(fd, &tmp);
+	if (SC_LIKELY(!f)) {
+		if (chk)
+			return real___recvfrom_chk(fd, buf, n, buflen, flags, a, al);
+		return real_recvfrom(fd, buf, n, flags, a, al);
+	}
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	struct sockaddr *ua = a;
+	socklen_t *ul = al;
+	if (!a && is_dgram(f)) {
+		ua = (struct sockaddr *)&ss;
+		ul = &sl;
+	}
+	ssize_t r = chk ? real___recvfrom_chk(fd, buf, n, buflen, flags, ua, ul)
+			: real_recvfrom(fd, buf, n, flags, ua, ul);
+	int e = errno;
+	int64_t t = sc_now();
+	socklen_t rl = 0;
+	if (r >= 0 && ua && ul && *ul > 0)
+		rl = *ul;
+	if (rl > sizeof ss)
+		rl = sizeof ss;
+	log_io(SC_OP_RECV, fd, f, t, r, e, rl ? ua : NULL, rl, buf, n, NULL, 0);
+	errno = e;
+	return r;
+}
+
+SC_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	return recvfrom_impl(fd, buf, n, flags, NULL, NULL, 0, 0);
+}
+
+SC_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al)
+{
+	return recvfrom_impl(fd, buf, n, flags, a, al, 0, 0);
+}
+
+SC_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+	if (n > buflen)
+		return real___recv_chk(fd, buf, n, buflen, flags); /* let glibc report the overflow */
+	return recvfrom_impl(fd, buf, n, flags, NULL, NULL, buflen, 1);
+}
+
+SC_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *a,
+				 socklen_t *al)
+{
+	return recvfrom_impl(fd, buf, n, flags, a, al, buflen, 1);
+}
+
+/* fds received over SCM_RIGHTS are unknown to us: classify them at first use. */
+static void forget_passed_fds(const struct msghdr *m)
+{
+	if (!m || !m->msg_control || m->msg_controllen < sizeof(struct cmsghdr))
+		return;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR((struct msghdr *)m); c; c = CMSG_NXTHDR((struct msghdr *)m, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int fds[64];
+		for (size_t i = 0; i < n; i += 64) {
+			size_t k = n - i < 64 ? n - i : 64;
+			memcpy(fds, (char *)CMSG_DATA(c) + i * sizeof(int), k * sizeof(int));
+			for (size_t j = 0; j < k; j++)
+				sc_fd_forget(fds[j]);
+		}
+	}
+}
+
+SC_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
+{
+	ENSURE();
+	struct sc_fd tmp, *f = sock_of(fd, &tmp);
+	if (SC_LIKELY(!f)) {
+		ssize_t r = real_recvmsg(fd, m, flags);
+		if (r >= 0 && sc_cfg.enabled) {
+			int e = errno;
+			forget_passed_fds(m);
+			errno = e;
+		}
+		return r;
+	}
+	struct sockaddr_storage ss;
+	struct msghdr local;
+	struct msghdr *use = m;
+	if (m && !m->msg_name && is_dgram(f)) {
+		local = *m;
+		local.msg_name = &ss;
+		local.msg_namelen = sizeof ss;
+		use = &local;
+	}
+	ssize_t r = real_recvmsg(fd, use, flags);
+	int e = errno;
+	int64_t t = sc_now();
+	if (use != m && m) {
+		m->msg_controllen = local.msg_controllen;
+		m->msg_flags = local.msg_flags;
+	}
+	const struct sockaddr *ra = NULL;
+	socklen_t rl = 0;
+	if (r >= 0 && use && use->msg_name && use->msg_namelen > 0) {
+		ra = use->msg_name;
+		rl = use->msg_namelen;
+	}
+	if (r >= 0)
+		forget_passed_fds(m);
+	log_io(SC_OP_RECV, fd, f, t, r, e, ra, rl, NULL, 0, m ? m->msg_iov : NULL, m ? m->msg_iovlen : 0);
+	errno = e;
+	return r;
+}
+
+SC_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
+{
+	ENSURE();
+	struct sc_fd tmp, *f = sock_of(fd, &tmp);
+	if (SC_LIKELY(!f))
+		return real_sendmmsg(fd, v, n, flags);
+	int64_t t = sc_now();
+	int r = real_sendmmsg(fd, v, n, flags);
+	int e = errno;
+	if (r < 0)
+		log_io(SC_OP_SEND, fd, f, t, r, e, NULL, 0, NULL, 0, NULL, 0);
+	for (int i = 0; i < r; i++) {
+		const struct msghdr *m = &v[i].msg_hdr;
+		log_io(SC_OP_SEND, fd, f, t, v[i].msg_len, 0, m->msg_name, m->msg_name ? m->msg_namelen : 0, NULL, 0,
+		       m->msg_iov, m->msg_iovlen);
+	}
+	errno = e;
+	return r;
+}
+
+SC_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *tmo)
+{
+	ENSURE();
+	struct sc_fd tmp, *f = sock_of(fd, &tmp);
+	if (SC_LIKELY(!f))
+		return real_recvmmsg(fd, v, n, flags, tmo);
+	int r = real_recvmmsg(fd, v, n, flags, tmo);
+	int e = errno;
+	int64_t t = sc_now();
+	if (r < 0)
+		log_io(SC_OP_RECV, fd, f, t, r, e, NULL, 0, NULL, 0, NULL, 0);
+	for (int i = 0; i < r; i++) {
+		const struct msghdr *m = &v[i].msg_hdr;
+		forget_passed_fds(m);
+		log_io(SC_OP_RECV, fd, f, t, v[i].msg_len, 0, m->msg_name,
+		       m->msg_name ? m->msg_namelen : 0, NULL, 0, m->msg_iov, m->msg_iovlen);
+	}
+	errno = e;
+	return r;
+}
+
+SC_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	SEND_BODY(SC_OP_SEND, out, real_sendfile(out, in, off, count), NULL, 0, NULL, 0, NULL, 0)
+}
+
+SC_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
+{
+	SEND_BODY(SC_OP_SEND, out, (real_sendfile64 ? real_sendfile64 : real_sendfile)(out, in, off, count), NULL, 0,
+		  NULL, 0, NULL, 0)
+}
+
+SC_EXPORT ssize_t splice(int in, loff_t *offin, int out, loff_t *offout, size_t len, unsigned int flags)
+{
+	ENSURE();
+	struct sc_fd ti, to, *fi = sock_of(in, &ti), *fo = sock_of(out, &to);
+	if (SC_LIKELY(!fi && !fo))
+		return real_splice(in, offin, out, offout, len, flags);
+	int64_t t = sc_now();
+	ssize_t r = real_splice(in, offin, out, offout, len, flags);
+	int e = errno;
+	if (fi)
+		log_io(SC_OP_RECV, in, fi, t, r, e, NULL, 0, NULL, 0, NULL, 0);
+	if (fo)
+		log_io(SC_OP_SEND, out, fo, t, r, e, NULL, 0, NULL, 0, NULL, 0);
+	errno = e;
+	return r;
+}
+
+/* ---------------- processes ---------------- */
+
+static pid_t after_fork(pid_t r, int e, int64_t t)
+{
+	if (r == 0) {
+		sc_after_fork_child();
+		if (sc_cfg.enabled)
+			sc_log_open();
+		errno = e;
+		return 0;
+	}
+	if (active()) {
+		struct sc_event ev = {.op = SC_OP_FORK, .fd = -1, .ret = r, .err = e, .child = r,
+				      .mask = SC_F_RET | (r > 0 ? SC_F_CHILD : SC_F_ERRNO)};
+		event(t, &ev);
+	}
+	errno = e;
+	return r;
+}
+
+SC_EXPORT pid_t fork(void)
+{
+	ENSURE();
+	int64_t t = sc_now();
+	pid_t r = real_fork();
+	return after_fork(r, errno, t);
+}
+
+SC_EXPORT pid_t _Fork(void)
+{
+	ENSURE();
+	int64_t t = sc_now();
+	pid_t r = real__Fork ? real__Fork() : real_fork();
+	return after_fork(r, errno, t);
+}
+
+/* vfork's child would run our wrappers on the parent's stack and memory; give
+ * it fork semantics instead (its own copy, its own log). */
+SC_EXPORT pid_t vfork(void)
+{
+	ENSURE();
+	int64_t t = sc_now();
+	pid_t r = real_fork();
+	return after_fork(r, errno, t);
+}
+
+static size_t env_count(char *const envp[])
+{
+	size_t n = 0;
+	if (envp)
+		while (envp[n])
+			n++;
+	return n;
+}
+
+static int has_prefix(const char *s, const char *p)
+{
+	while (*p)
+		if (*s++ != *p++)
+			return 0;
+	return 1;
+}
+
+static int preload_has_us(const char *v)
+{
+	/* the configured LD_PRELOAD value (after "LD_PRELOAD=") or our own path */
+	const char *ours = sc_cfg.self_path;
+	if (ours[0] && strstr(v, ours))
+		return 1;
+	return strstr(v, "libsockcap") != NULL;
+}
+
+/* fix_env returns envp, or out filled with envp plus what the program removed
+ * of LD_PRELOAD / SOCKCAP_* (SOCKCAP_REINJECT=0 turns this off). */
+static char *const *fix_env(char *const envp[], char **out, size_t cap, char *pbuf, size_t pcap)
+{
+	if (!sc_cfg.enabled || !sc_cfg.reinject || !sc_cfg.env_preload[0])
+		return envp;
+	size_t n = env_count(envp);
+	if (n + 4 > cap)
+		return envp;
+	int has_dir = 0, has_node = !sc_cfg.has_env_node, pre_at = -1, pre_ok = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (has_prefix(envp[i], "SOCKCAP_DIR="))
+			has_dir = 1;
+		else if (has_prefix(envp[i], "SOCKCAP_NODE="))
+			has_node = 1;
+		else if (has_prefix(envp[i], "LD_PRELOAD=")) {
+			pre_at = (int)i;
+			pre_ok = preload_has_us(envp[i] + 11);
+		}
+	}
+	if (has_dir && has_node && pre_ok)
+		return envp;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		out[k++] = envp[i];
+	if (!pre_ok) {
+		if (pre_at >= 0) {
+			/* theirs kept, ours first */
+			size_t a = strlen(sc_cfg.env_preload), b = strlen(envp[pre_at] + 11);
+			if (a + 1 + b + 1 <= pcap) {
+				memcpy(pbuf, sc_cfg.env_preload, a);
+				pbuf[a] = ' ';
+				memcpy(pbuf + a + 1, envp[pre_at] + 11, b + 1);
+				out[pre_at] = pbuf;
+			}
+		} else
+			out[k++] = sc_cfg.env_preload;
+	}
+	if (!has_dir)
+		out[k++] = sc_cfg.env_dir;
+	if (!has_node)
+		out[k++] = sc_cfg.env_node;
+	out[k] = NULL;
+	return out;
+}
+
+#define ENV_FIXED(envp, name)                                                                          \
+	size_t cnt_##name = env_count(envp);                                                           \
+	size_t cap_##name = cnt_##name < 65536 ? cnt_##name + 4 : 4;                                   \
+	char *arr_##name[cap_##name];                                                                  \
+	char pbuf_##name[sizeof sc_cfg.env_preload + 4096];                                            \
+	char *const *name = fix_env(envp, arr_##name, cap_##name, pbuf_##name, sizeof pbuf_##name);
+
+static void exec_event(const char *what)
+{
+	if (!active())
+		return;
+	struct sc_event ev = {.op = SC_OP_EXEC, .fd = -1, .mask = SC_F_NAME, .name = what};
+	event(sc_now(), &ev);
+}
+
+static void exec_failed(const char *what, int e)
+{
+	if (!active())
+		return;
+	struct sc_event ev = {.op = SC_OP_EXEC, .fd = -1, .mask = SC_F_NAME | SC_F_RET | SC_F_ERRNO, .name = what,
+			      .ret = -1, .err = e};
+	event(sc_now(), &ev);
+}
+
+SC_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	ENSURE();
+	exec_event(path);
+	ENV_FIXED(envp, env);
+	int r = real_execve(path, argv, env);
+	int e = errno;
+	exec_failed(path, e);
+	errno = e;
+	return r;
+}
+
+SC_EXPORT int execv(const char *path, char *const argv[]) { return execve(path, argv, environ); }
+
+SC_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	ENSURE();
+	exec_event(file);
+	ENV_FIXED(envp, env);
+	int r = real_execvpe(file, argv, env);
+	int e = errno;
+	exec_failed(file, e);
+	errno = e;
+	return r;
+}
+
+SC_EXPORT int execvp(const char *file, char *const argv[]) { return execvpe(file, argv, environ); }
+
+SC_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	ENSURE();
+	exec_event("fexecve");
+	ENV_FIXED(envp, env);
+	int r = real_fexecve(fd, argv, env);
+	int e = errno;
+	exec_failed("fexecve", e);
+	errno = e;
+	return r;
+}
+
+SC_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+	ENSURE();
+	if (!real_execveat) {
+		errno = ENOSYS;
+		return -1;
+	}
+	exec_event(path);
+	ENV_FIXED(envp, env);
+	int r = real_execveat(dirfd, path, argv, env, flags);
+	int e = errno;
+	exec_failed(path, e);
+	errno = e;
+	return r;
+}
+
+/* execl*: collect the variadic arguments into an array on the stack. */
+#define COLLECT_ARGS(arg0, last, argv)                                                                 \
+	size_t n_ = 1;                                                                                 \
+	va_list ap_;                                                                                   \
+	va_start(ap_, last);                                                                           \
+	while (va_arg(ap_, char *))                                                                    \
+		n_++;                                                                                  \
+	va_end(ap_);                                                                                   \
+	char *argv[n_ + 1];                                                                            \
+	argv[0] = (char *)(arg0);                                                                      \
+	va_start(ap_, last);                                                                           \
+	for (size_t i_ = 1; i_ <= n_; i_++)                                                            \
+		argv[i_] = va_arg(ap_, char *);
+
+SC_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	COLLECT_ARGS(arg, arg, argv)
+	va_end(ap_);
+	return execve(path, argv, environ);
+}
+
+SC_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	COLLECT_ARGS(arg, arg, argv)
+	va_end(ap_);
+	return execvpe(file, argv, environ);
+}
+
+SC_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	COLLECT_ARGS(arg, arg, argv)
+	char *const *envp = va_arg(ap_, char *const *);
+	va_end(ap_);
+	return execve(path, argv, envp);
+}
+
+static int spawn(int p, pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		 const posix_spawnattr_t *at, char *const argv[], char *const envp[])
+{
+	ENSURE();
+	int64_t t = sc_now();
+	pid_t child = 0;
+	ENV_FIXED(envp, env);
+	int r = p ? real_posix_spawnp(&child, path, fa, at, argv, env) : real_posix_spawn(&child, path, fa, at, argv, env);
+	int e = errno;
+	if (pid && r == 0)
+		*pid = child;
+	if (active()) {
+		struct sc_event ev = {.op = SC_OP_FORK, .fd = -1, .name = path, .ret = r == 0 ? child : -1, .err = r,
+				      .child = child, .mask = SC_F_RET | SC_F_NAME | (r == 0 ? SC_F_CHILD : SC_F_ERRNO)};
+		event(t, &ev);
+	}
+	errno = e;
+	return r;
+}
+
+SC_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			  const posix_spawnattr_t *at, char *const argv[], char *const envp[])
+{
+	return spawn(0, pid, path, fa, at, argv, envp);
+}
+
+SC_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			   const posix_spawnattr_t *at, char *const argv[], char *const envp[])
+{
+	return spawn(1, pid, file, fa, at, argv, envp);
+}
+
+static void exit_event(int status)
+{
+	if (!active() || exit_logged)
+		return;
+	exit_logged = 1;
+	struct sc_event ev = {.op = SC_OP_EXIT, .fd = -1, .mask = SC_F_ARG, .arg = status};
+	event(sc_now(), &ev);
+}
+
+SC_EXPORT void exit(int status)
+{
+	ENSURE();
+	exit_event(status);
+	real_exit(status);
+	__builtin_unreachable();
+}
+
+SC_EXPORT void _exit(int status)
+{
+	ENSURE();
+	exit_event(status);
+	real__exit(status);
+	__builtin_unreachable();
+}
+
+SC_EXPORT void _Exit(int status)
+{
+	ENSURE();
+	exit_event(status);
+	(real__Exit ? real__Exit : real__exit)(status);
+	__builtin_unreachable();
+}
+
+/* ---------------- resolver ---------------- */
+
+static void resolve_event(const char *name, int64_t t0, int ret)
+{
+	int64_t t1 = sc_now();
+	struct sc_event ev = {.op = SC_OP_RESOLVE, .fd = -1, .name = name ? name : "", .ret = ret,
+			      .dur = (uint64_t)(t1 - t0), .mask = SC_F_NAME | SC_F_RET | SC_F_DUR};
+	event(t0, &ev);
+}
+
+SC_EXPORT int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+			  struct addrinfo **res)
+{
+	ENSURE();
+	if (!active())
+		return real_getaddrinfo(node, service, hints, res);
+	int64_t t0 = sc_now();
+	sc_t.guard++; /* NSS modules' own sockets are part of this call */
+	int r = real_getaddrinfo(node, service, hints, res);
+	sc_t.guard--;
+	int e = errno;
+	resolve_event(node, t0, r);
+	errno = e;
+	return r;
+}
+
+SC_EXPORT struct hostent *gethostbyname(const char *name)
+{
+	ENSURE();
+	if (!active())
+		return real_gethostbyname(name);
+	int64_t t0 = sc_now();
+	sc_t.guard++;
+	struct hostent *h = real_gethostbyname(name);
+	sc_t.guard--;
+	int e = errno;
+	resolve_event(name, t0, h ? 0 : h_errno);
+	errno = e;
+	return h;
+}
+
+SC_EXPORT struct hostent *gethostbyname2(const char *name, int af)
+{
+	ENSURE();
+	if (!active())
+		return real_gethostbyname2(name, af);
+	int64_t t0 = sc_now();
+	sc_t.guard++;
+	struct hostent *h = real_gethostbyname2(name, af);
+	sc_t.guard--;
+	int e = errno;
+	resolve_event(name, t0, h ? 0 : h_errno);
+	errno = e;
+	return h;
+}
+
+SC_EXPORT int gethostbyname_r(const char *name, struct hostent *ret, char *buf, size_t buflen,
+			      struct hostent **result, int *h_errnop)
+{
+	ENSURE();
+	if (!active())
+		return real_gethostbyname_r(name, ret, buf, buflen, result, h_errnop);
+	int64_t t0 = sc_now();
+	sc_t.guard++;
+	int r = real_gethostbyname_r(name, ret, buf, buflen, result, h_errnop);
+	sc_t.guard--;
+	int e = errno;
+	resolve_event(name, t0, r);
+	errno = e;
+	return r;
+}

@@ -1,0 +1,466 @@
+/* segment.c — the per-process log file: header, per-thread chunks, commit.
+ *
+ * The file is created 0600 (O_EXCL|O_NOFOLLOW|O_CLOEXEC), its header page is
+ * fallocate'd and mapped MAP_SHARED, and the fd is closed at once: the library
+ * holds no fd. A thread that needs room takes the next chunk index from the
+ * header's atomic counter, fallocates and maps that chunk alone (open,
+ * fallocate, mmap, close) and appends records to it without locks. A record is
+ * committed by storing its kind byte last, so what a SIGKILL leaves behind is
+ * a prefix of committed records in each chunk. Mappings carry MADV_DONTFORK:
+ * a forked child starts its own log. */
+#include "sockcap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+enum { LOG_NONE = 0, LOG_OPENING, LOG_READY, LOG_FAILED };
+
+static struct {
+	int state;
+	struct sc_file_header *hdr;
+	char path[1024];
+	int64_t retry_at;
+	int reported;
+} L;
+
+SC_TLS struct sc_thread sc_t;
+volatile uint32_t sc_gen = 1;
+static uint64_t serial_counter;
+static pthread_key_t thread_key;
+static int thread_key_ok;
+static SC_TLS int thread_key_set;
+
+int64_t sc_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int sys_close(int fd) { return (int)syscall(SYS_close, fd); }
+static ssize_t sys_read(int fd, void *p, size_t n) { return syscall(SYS_read, fd, p, n); }
+static ssize_t sys_write(int fd, const void *p, size_t n) { return syscall(SYS_write, fd, p, n); }
+
+/* ---- small string helpers (no stdio) ---- */
+static size_t put_str(char *dst, size_t at, size_t cap, const char *s)
+{
+	while (*s && at + 1 < cap)
+		dst[at++] = *s++;
+	dst[at < cap ? at : cap - 1] = '\0';
+	return at;
+}
+
+static size_t put_num(char *dst, size_t at, size_t cap, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n > 0 && at + 1 < cap)
+		dst[at++] = tmp[--n];
+	dst[at < cap ? at : cap - 1] = '\0';
+	return at;
+}
+
+static void report_once(const char *what, int err)
+{
+	if (L.reported)
+		return;
+	L.reported = 1;
+	char msg[900];
+	size_t n = put_str(msg, 0, sizeof msg, "libsockcap: ");
+	n = put_str(msg, n, sizeof msg, what);
+	n = put_str(msg, n, sizeof msg, " under ");
+	n = put_str(msg, n, sizeof msg, sc_cfg.dir);
+	n = put_str(msg, n, sizeof msg, ": errno ");
+	n = put_num(msg, n, sizeof msg, (uint64_t)err);
+	n = put_str(msg, n, sizeof msg, "; events of pid ");
+	n = put_num(msg, n, sizeof msg, (uint64_t)getpid());
+	n = put_str(msg, n, sizeof msg, " are not recorded (counted as dropped if logging resumes)\n");
+	(void)!sys_write(2, msg, n);
+}
+
+/* mkdir -p with mode 0700 for the parts we create. */
+static int mkdirs(const char *path)
+{
+	char p[1024];
+	size_t n = put_str(p, 0, sizeof p, path);
+	for (size_t i = 1; i <= n; i++) {
+		if (p[i] == '/' || p[i] == '\0') {
+			char c = p[i];
+			p[i] = '\0';
+			if (mkdir(p, 0700) != 0 && errno != EEXIST)
+				return -1;
+			p[i] = c;
+		}
+	}
+	return 0;
+}
+
+static int fsize_allows(uint64_t end)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 1;
+	return end <= rl.rlim_cur;
+}
+
+static size_t read_file(const char *path, uint8_t *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	size_t n = 0;
+	while (n < cap) {
+		ssize_t r = sys_read(fd, buf + n, cap - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	sys_close(fd);
+	return n;
+}
+
+static void put_tlv(struct sc_file_header *h, uint8_t tag, const void *p, size_t n)
+{
+	if (n > SC_STR_MAX_LEN)
+		n = SC_STR_MAX_LEN;
+	size_t room = SC_HDR_SIZE - SC_HDR_STRINGS_OFF - h->strings_len;
+	if (room < 3 + n)
+		return;
+	uint8_t *d = h->strings + h->strings_len;
+	d[0] = tag;
+	d[1] = (uint8_t)n;
+	d[2] = (uint8_t)(n >> 8);
+	memcpy(d + 3, p, n);
+	h->strings_len += (uint32_t)(3 + n);
+}
+
+static size_t cstrlen(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+static int create_log(void)
+{
+	char dir[1024];
+	size_t n = put_str(dir, 0, sizeof dir, sc_cfg.dir);
+	n = put_str(dir, n, sizeof dir, "/");
+	n = put_str(dir, n, sizeof dir, sc_cfg.node);
+	if (mkdirs(dir) != 0) {
+		report_once("cannot create log directory", errno);
+		return -1;
+	}
+	int64_t wall = sc_now(), mono = mono_now();
+	pid_t pid = getpid();
+	int fd = -1;
+	for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+		size_t m = put_str(L.path, 0, sizeof L.path, dir);
+		m = put_str(L.path, m, sizeof L.path, "/");
+		m = put_num(L.path, m, sizeof L.path, (uint64_t)pid);
+		m = put_str(L.path, m, sizeof L.path, "-");
+		m = put_num(L.path, m, sizeof L.path, (uint64_t)mono);
+		if (attempt) {
+			m = put_str(L.path, m, sizeof L.path, "-");
+			m = put_num(L.path, m, sizeof L.path, (uint64_t)attempt);
+		}
+		put_str(L.path, m, sizeof L.path, ".sclog");
+		fd = open(L.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		report_once("cannot create log file", errno);
+		return -1;
+	}
+	int err;
+	if (!fsize_allows(SC_HDR_SIZE))
+		err = EFBIG;
+	else
+		err = posix_fallocate(fd, 0, SC_HDR_SIZE);
+	void *p = MAP_FAILED;
+	if (err == 0) {
+		p = mmap(NULL, SC_HDR_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED)
+			err = errno;
+	}
+	sys_close(fd);
+	if (err) {
+		unlink(L.path);
+		report_once("cannot allocate log file", err);
+		return -1;
+	}
+	madvise(p, SC_HDR_SIZE, MADV_DONTFORK);
+	struct sc_file_header *h = p;
+	h->version = SC_VERSION;
+	h->hdr_size = SC_HDR_SIZE;
+	h->chunk_size = SC_CHUNK_SIZE;
+	h->clock = SC_CLOCK_REALTIME;
+	h->start_wall = wall;
+	h->start_clock = wall;
+	h->start_mono = mono;
+	h->pid = pid;
+	h->ppid = getppid();
+
+	static uint8_t buf[SC_STR_MAX_LEN]; /* only under LOG_OPENING: one thread */
+	put_tlv(h, SC_STR_HOST, sc_cfg.host, cstrlen(sc_cfg.host));
+	put_tlv(h, SC_STR_NODE, sc_cfg.node, cstrlen(sc_cfg.node));
+	ssize_t r = readlink("/proc/self/exe", (char *)buf, sizeof buf);
+	if (r > 0)
+		put_tlv(h, SC_STR_EXE, buf, (size_t)r);
+	size_t an = read_file("/proc/self/cmdline", buf, sizeof buf);
+	put_tlv(h, SC_STR_ARGV, buf, an);
+	size_t bn = read_file("/proc/sys/kernel/random/boot_id", buf, 64);
+	while (bn > 0 && (buf[bn - 1] == '\n' || buf[bn - 1] == ' '))
+		bn--;
+	put_tlv(h, SC_STR_BOOTID, buf, bn);
+	put_tlv(h, SC_STR_CLOCKNAME, "CLOCK_REALTIME", 14);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy(h->magic, SC_MAGIC, 8);
+	L.hdr = h;
+	return 0;
+}
+
+void sc_log_open(void)
+{
+	if (!sc_cfg.enabled)
+		return;
+	int s = __atomic_load_n(&L.state, __ATOMIC_ACQUIRE);
+	if (s == LOG_READY || s == LOG_OPENING)
+		return;
+	if (s == LOG_FAILED && sc_now() < L.retry_at)
+		return;
+	if (!__atomic_compare_exchange_n(&L.state, &s, LOG_OPENING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	int saved = errno;
+	sc_t.guard++;
+	int ok = create_log() == 0;
+	sc_t.guard--;
+	errno = saved;
+	if (!ok)
+		L.retry_at = sc_now() + 1000000000;
+	__atomic_store_n(&L.state, ok ? LOG_READY : LOG_FAILED, __ATOMIC_RELEASE);
+}
+
+/* Called in the child right after fork (our wrappers and pthread_atfork). */
+void sc_after_fork_child(void)
+{
+	L.state = LOG_NONE;
+	L.hdr = NULL; /* not mapped in the child (MADV_DONTFORK) */
+	L.reported = 0;
+	sc_gen++;
+	if (sc_gen == 0)
+		sc_gen = 1;
+	sc_t.gen = 0;
+}
+
+static void thread_exit(void *arg)
+{
+	(void)arg;
+	if (sc_t.gen == sc_gen) {
+		if (sc_t.chunk)
+			munmap(sc_t.chunk, SC_CHUNK_SIZE);
+		if (sc_t.pending_unmap)
+			munmap(sc_t.pending_unmap, SC_CHUNK_SIZE);
+	}
+	sc_t.chunk = NULL;
+	sc_t.pending_unmap = NULL;
+}
+
+__attribute__((constructor(101))) static void segment_init(void)
+{
+	thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
+}
+
+static void reset_thread(void)
+{
+	struct sc_thread *T = &sc_t;
+	int guard = T->guard;
+	memset(T, 0, sizeof *T);
+	T->guard = guard;
+	T->gen = sc_gen;
+	T->tid = (int32_t)syscall(SYS_gettid);
+	thread_key_set = 0;
+}
+
+static void count_lost(void)
+{
+	struct sc_thread *T = &sc_t;
+	T->lost++;
+	if (L.hdr)
+		__atomic_fetch_add(&L.hdr->dropped, 1, __ATOMIC_RELAXED);
+	else
+		T->lost_nohdr++;
+}
+
+void sc_count_lost(void)
+{
+	if (sc_t.gen != sc_gen)
+		reset_thread();
+	count_lost();
+}
+
+static int new_chunk(int64_t t)
+{
+	struct sc_thread *T = &sc_t;
+	struct sc_file_header *h = L.hdr;
+	if (!h || t < T->retry_at)
+		return 0;
+	int saved = errno;
+	uint64_t idx = __atomic_fetch_add(&h->nchunks, 1, __ATOMIC_RELAXED);
+	uint64_t off = SC_HDR_SIZE + idx * (uint64_t)SC_CHUNK_SIZE;
+	void *p = MAP_FAILED;
+	if (fsize_allows(off + SC_CHUNK_SIZE)) {
+		int fd = open(L.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fd >= 0) {
+			if (posix_fallocate(fd, (off_t)off, SC_CHUNK_SIZE) == 0)
+				p = mmap(NULL, SC_CHUNK_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+			sys_close(fd);
+		}
+	}
+	if (p == MAP_FAILED) {
+		T->retry_at = t + 100000000; /* back off 100 ms: no syscalls per event on a full disk */
+		errno = saved;
+		return 0;
+	}
+	madvise(p, SC_CHUNK_SIZE, MADV_DONTFORK);
+	struct sc_chunk_header *c = p;
+	c->tid = T->tid;
+	c->base_time = t;
+	c->index = idx;
+	c->thread_seq = T->seq++;
+	__atomic_store_n(&c->magic, SC_CHUNK_MAGIC, __ATOMIC_RELEASE);
+
+	uint8_t *old = T->chunk;
+	if (old) {
+		if (T->filling == 0)
+			munmap(old, SC_CHUNK_SIZE);
+		else if (!T->pending_unmap)
+			T->pending_unmap = old; /* an interrupted writer still fills it */
+	}
+	T->chunk = p;
+	T->pos = SC_CHUNK_HDR_SIZE;
+	T->last = t;
+	T->serial = __atomic_add_fetch(&serial_counter, 1, __ATOMIC_RELAXED);
+	if (thread_key_ok && !thread_key_set) {
+		thread_key_set = 1;
+		pthread_setspecific(thread_key, (void *)1);
+	}
+	errno = saved;
+	return 1;
+}
+
+static int commit_raw(uint8_t kind, int64_t t, const uint8_t *body, size_t len)
+{
+	struct sc_thread *T = &sc_t;
+	if (T->crit || len > SC_RECORD_MAX)
+		return 0; /* a signal handler interrupted our own reservation */
+	T->crit = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (!T->chunk || T->pos + 11 + len > SC_CHUNK_SIZE) {
+		if (!new_chunk(t)) {
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			T->crit = 0;
+			return 0;
+		}
+	}
+	uint8_t dtb[10];
+	struct sc_buf b = {dtb, 0, sizeof dtb, 0};
+	sc_put_zz(&b, t - T->last);
+	uint8_t *p = T->chunk + T->pos;
+	T->pos += (uint32_t)(1 + b.n + len);
+	T->last = t;
+	T->filling++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	T->crit = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	memcpy(p + 1, dtb, b.n);
+	memcpy(p + 1 + b.n, body, len);
+	__atomic_store_n(p, kind, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	T->filling--;
+	if (T->filling == 0 && T->pending_unmap) {
+		uint8_t *old = T->pending_unmap;
+		T->pending_unmap = NULL;
+		munmap(old, SC_CHUNK_SIZE);
+	}
+	return 1;
+}
+
+int sc_commit(uint8_t kind, int64_t t, const uint8_t *body, size_t len)
+{
+	struct sc_thread *T = &sc_t;
+	if (SC_UNLIKELY(T->gen != sc_gen))
+		reset_thread();
+	if (SC_UNLIKELY(__atomic_load_n(&L.state, __ATOMIC_ACQUIRE) != LOG_READY)) {
+		sc_log_open();
+		if (__atomic_load_n(&L.state, __ATOMIC_ACQUIRE) != LOG_READY) {
+			count_lost();
+			return 0;
+		}
+	}
+	if (SC_UNLIKELY(T->lost_nohdr)) {
+		__atomic_fetch_add(&L.hdr->dropped, T->lost_nohdr, __ATOMIC_RELAXED);
+		T->lost_nohdr = 0;
+	}
+	if (SC_UNLIKELY(T->lost)) {
+		uint8_t gb[32];
+		struct sc_buf b = {gb, 0, sizeof gb, 0};
+		struct sc_event e = {.op = SC_OP_GAP, .fd = -1, .mask = SC_F_BYTES, .bytes = T->lost};
+		sc_encode_event(&b, &e);
+		if (commit_raw(SC_K_EVENT, t, gb, b.n))
+			T->lost = 0;
+	}
+	if (!commit_raw(kind, t, body, len)) {
+		count_lost();
+		return 0;
+	}
+	return 1;
+}
+
+uint64_t sc_chunk_serial(void)
+{
+	return sc_t.gen == sc_gen ? sc_t.serial : 0;
+}
+
+int sc_room(uint32_t need)
+{
+	struct sc_thread *T = &sc_t;
+	return T->gen == sc_gen && T->chunk && T->pos + need <= SC_CHUNK_SIZE;
+}
+
+void sc_make_room(int64_t t, uint32_t need)
+{
+	struct sc_thread *T = &sc_t;
+	if (T->gen != sc_gen)
+		reset_thread();
+	if (__atomic_load_n(&L.state, __ATOMIC_ACQUIRE) != LOG_READY)
+		sc_log_open();
+	if (__atomic_load_n(&L.state, __ATOMIC_ACQUIRE) != LOG_READY || T->crit)
+		return;
+	T->crit = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (!T->chunk || T->pos + need > SC_CHUNK_SIZE)
+		new_chunk(t);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	T->crit = 0;
+}

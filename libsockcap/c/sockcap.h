@@ -1,0 +1,138 @@
+/* sockcap.h — internal declarations shared by the libsockcap sources. */
+#ifndef SOCKCAP_H
+#define SOCKCAP_H
+
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "format.h"
+
+#define SC_HIDDEN __attribute__((visibility("hidden")))
+#define SC_EXPORT __attribute__((visibility("default")))
+#define SC_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define SC_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* ---- config.c: the environment, read once ---- */
+struct sc_config {
+	int enabled;             /* SOCKCAP_DIR set and usable */
+	int reinject;            /* SOCKCAP_REINJECT (default 1) */
+	char dir[512];           /* SOCKCAP_DIR */
+	char node[256];          /* SOCKCAP_NODE or hostname, '/' replaced */
+	char host[256];          /* hostname */
+	char self_path[512];     /* this library's path (for re-injection) */
+	/* "NAME=value" strings re-inserted into envp on exec when missing. */
+	char env_preload[1100];  /* LD_PRELOAD=... as seen at start */
+	char env_dir[530];
+	char env_node[280];
+	int has_env_node;
+};
+SC_HIDDEN extern struct sc_config sc_cfg;
+SC_HIDDEN void sc_config_load(void);
+
+/* ---- encode.c: varints and records ---- */
+struct sc_buf {
+	uint8_t *p;
+	size_t n, cap;
+	int overflow;
+};
+SC_HIDDEN void sc_put_u8(struct sc_buf *b, uint8_t v);
+SC_HIDDEN void sc_put_uv(struct sc_buf *b, uint64_t v);
+SC_HIDDEN void sc_put_zz(struct sc_buf *b, int64_t v);
+SC_HIDDEN void sc_put_bytes(struct sc_buf *b, const void *p, size_t n);
+/* sc_put_addr encodes a sockaddr (NULL or unknown family: SC_AF_NONE). */
+SC_HIDDEN void sc_put_addr(struct sc_buf *b, const struct sockaddr *sa, socklen_t len, uint64_t inode);
+SC_HIDDEN uint32_t sc_sum_init(void);
+SC_HIDDEN uint32_t sc_sum_update(uint32_t h, const void *p, size_t n);
+SC_HIDDEN uint32_t sc_sum_final(uint32_t h, uint64_t total_len);
+
+/* An SC_K_EVENT record under construction. */
+struct sc_event {
+	uint8_t op;
+	int fd;
+	uint32_t mask;
+	int64_t ret;
+	int err;
+	uint64_t bytes;
+	int fd2;
+	int child;
+	uint64_t dur;
+	const char *name;
+	uint32_t sum;
+	const struct sockaddr *remote;
+	socklen_t remote_len;
+	const struct sockaddr *local;
+	socklen_t local_len;
+	int64_t arg;
+	int peerpid;
+};
+/* sc_encode_event writes the fields after dt into b. */
+SC_HIDDEN void sc_encode_event(struct sc_buf *b, const struct sc_event *e);
+
+/* ---- segment.c: log file, chunks, commit ---- */
+SC_HIDDEN int64_t sc_now(void);
+/* sc_commit appends one record (kind, then dt, then body) to the calling
+ * thread's chunk. Async-signal-safe; never fails visibly (losses are counted). */
+SC_HIDDEN int sc_commit(uint8_t kind, int64_t t, const uint8_t *body, size_t len);
+SC_HIDDEN void sc_log_open(void);       /* create this process's log (idempotent) */
+SC_HIDDEN void sc_after_fork_child(void);
+SC_HIDDEN uint64_t sc_chunk_serial(void); /* the calling thread's current chunk serial (0: none) */
+SC_HIDDEN void sc_count_lost(void);
+SC_HIDDEN int sc_room(uint32_t need);
+SC_HIDDEN void sc_make_room(int64_t t, uint32_t need); /* start a new chunk if fewer bytes are free */ /* the calling thread's chunk has need bytes free */
+
+/* Per-thread state. */
+struct sc_thread {
+	uint8_t *chunk;          /* mapped chunk or NULL */
+	uint32_t pos;            /* next free byte in chunk */
+	uint32_t gen;            /* sc_gen when this state was set up */
+	int64_t last;            /* time of the last record in chunk */
+	uint64_t serial;         /* process-unique chunk serial */
+	uint32_t seq;            /* chunks this thread took in this file */
+	int32_t tid;
+	uint64_t lost;           /* events lost since the last committed record */
+	uint64_t lost_nohdr;     /* of those, not yet counted in the header */
+	int64_t retry_at;        /* no chunk allocation before this time (after failure) */
+	uint8_t *pending_unmap;
+	int crit, filling;
+	int guard;               /* >0: inside the library or a resolver; do not record */
+};
+SC_HIDDEN extern SC_TLS struct sc_thread sc_t;
+SC_HIDDEN extern volatile uint32_t sc_gen;
+
+/* ---- fdtable.c: per-fd state ---- */
+#define SC_FDMAX 65536
+enum { SC_FD_UNKNOWN = 0, SC_FD_OTHER = 1, SC_FD_SOCKET = 2 };
+#define SC_FDF_CONNECTING 1 /* nonblocking connect in progress: refresh names at first I/O */
+#define SC_FDF_CONNECTED 2  /* connect/accept done or peer known */
+#define SC_FDF_UNNAMED 4    /* inet socket without a local port yet: name it after the first send */
+struct sc_fd {
+	uint8_t kind;
+	uint8_t proto;
+	uint8_t flags;
+	uint8_t sotype;
+	int32_t family;
+	uint64_t emitted;        /* chunk serial where the SC_K_FD record was last written */
+	uint64_t peer_ino;       /* socketpair: the other end's inode */
+};
+SC_HIDDEN extern struct sc_fd sc_fds[SC_FDMAX];
+/* sc_fd_get returns the state of fd, classifying it on first use (fstat).
+ * For fds >= SC_FDMAX it fills *tmp and returns tmp. */
+SC_HIDDEN struct sc_fd *sc_fd_get(int fd, struct sc_fd *tmp);
+SC_HIDDEN void sc_fd_forget(int fd);
+/* sc_fd_set_socket marks fd as a socket created or accepted by the program. */
+SC_HIDDEN struct sc_fd *sc_fd_set_socket(int fd, int domain, int type);
+/* sc_fd_describe writes an SC_K_FD record for fd into the caller's chunk.
+ * remote_hint is used when getpeername fails (connect in progress, UDP). */
+SC_HIDDEN void sc_fd_describe(int fd, struct sc_fd *f, int64_t t, const struct sockaddr *remote_hint, socklen_t hint_len);
+/* sc_fd_ensure writes the SC_K_FD record if this chunk does not have it yet. */
+SC_HIDDEN void sc_fd_ensure(int fd, struct sc_fd *f, int64_t t);
+
+/* ---- intercept.c ---- */
+SC_HIDDEN void sc_resolve_real(void);
+
+#endif

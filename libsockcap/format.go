@@ -1,0 +1,79 @@
+package libsockcap
+
+// Numbers of the on-disk format, mirrored from c/format.h (the one
+// definition; FORMAT.md explains it). internal/sockcapenc's test checks that
+// the two agree.
+const (
+	fileMagic      = "SOCKCAP1"
+	formatVersion  = 1
+	hdrStringsOff  = 80
+	chunkMagic     = 0x4b434353 // "SCCK"
+	chunkHdrSize   = 32
+	minChunkSize   = 4096
+	maxChunkSize   = 1 << 24
+	clockRealtime  = 0
+	clockMonotonic = 1
+
+	strHost      = 1
+	strNode      = 2
+	strExe       = 3
+	strArgv      = 4
+	strBootID    = 5
+	strClockName = 6
+
+	kSend  = 1
+	kRecv  = 2
+	kEvent = 3
+	kFd    = 4
+
+	fRet     = 1 << 0
+	fErrno   = 1 << 1
+	fBytes   = 1 << 2
+	fFd2     = 1 << 3
+	fChild   = 1 << 4
+	fDur     = 1 << 5
+	fName    = 1 << 6
+	fSum     = 1 << 7
+	fRemote  = 1 << 8
+	fLocal   = 1 << 9
+	fArg     = 1 << 10
+	fPeerPid = 1 << 11
+	fAll     = 0xfff
+	nameMax  = 255
+
+	fdLocal   = 1 << 0
+	fdRemote  = 1 << 1
+	fdPeerPid = 1 << 2
+	fdAll     = 0x7
+
+	afNone  = 0
+	afUnix  = 1
+	afInet  = 4
+	afInet6 = 6
+
+	unixPathMax = 108
+	sumPrefix   = 64
+)
+
+// Checksum computes the UDP payload checksum the library records (FORMAT.md):
+// FNV-1a 32 over the first 64 payload bytes, then the 4 little-endian bytes
+// of the datagram's full length. Readers of pcaps use it to match datagrams.
+func Checksum(payload []byte, length int) uint32 {
+	h := uint32(2166136261)
+	n := len(payload)
+	if n > sumPrefix {
+		n = sumPrefix
+	}
+	if n > length {
+		n = length
+	}
+	for _, b := range payload[:n] {
+		h ^= uint32(b)
+		h *= 16777619
+	}
+	for i := 0; i < 4; i++ {
+		h ^= uint32(byte(length >> (8 * i)))
+		h *= 16777619
+	}
+	return h
+}

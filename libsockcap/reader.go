@@ -1,0 +1,608 @@
+package libsockcap
+
+import (
+	"bytes"
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// DamageError is a non-fatal problem in a log: the reader skips to the next
+// chunk and goes on. Offset is in the uncompressed log.
+type DamageError struct {
+	File   string
+	Offset int64
+	Msg    string
+}
+
+func (e *DamageError) Error() string {
+	return fmt.Sprintf("%s: offset %d: %s", e.File, e.Offset, e.Msg)
+}
+
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
+// fdInfo is what an SC_K_FD record says about an fd.
+type fdInfo struct {
+	proto   Proto
+	sotype  int32
+	local   Endpoint
+	remote  Endpoint
+	peerPid int32
+}
+
+// stream is one thread's chunks, decoded in order.
+type stream struct {
+	order  int   // position in the file, for stable ties
+	chunks []int // chunk offsets
+	ci     int
+	pos    int // next record
+	end    int // end of current chunk
+	t      int64
+	tid    int32
+	fds    map[int32]*fdInfo // this chunk's fd records
+	ev     Event
+	has    bool
+}
+
+type streamHeap []*stream
+
+func (h streamHeap) Len() int { return len(h) }
+func (h streamHeap) Less(i, j int) bool {
+	if h[i].ev.Time != h[j].ev.Time {
+		return h[i].ev.Time < h[j].ev.Time
+	}
+	return h[i].order < h[j].order
+}
+func (h streamHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *streamHeap) Push(x any)   { *h = append(*h, x.(*stream)) }
+func (h *streamHeap) Pop() any     { old := *h; x := old[len(old)-1]; *h = old[:len(old)-1]; return x }
+func (h streamHeap) peek() *stream { return h[0] }
+
+// Scanner reads the events of one log, committed records only, merged across
+// threads into time order. It is shaped like bufio.Scanner.
+type Scanner struct {
+	file      string
+	data      []byte
+	proc      Process
+	chunkSize int
+	clock     uint32
+	startWall int64
+	startClk  int64
+	procFds   map[int32]*fdInfo // latest fd records of any thread
+	heap      streamHeap
+	ev        Event
+	warnings  []error
+	err       error
+	nchunks   int64
+}
+
+// Open reads a log, sealed (zstd) or not. It fails only when the file cannot
+// be read or is not a libsockcap log; damage inside is reported by Warnings.
+func Open(path string) (*Scanner, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	s := &Scanner{file: path, procFds: map[int32]*fdInfo{}}
+	if bytes.HasPrefix(data, zstdMagic) {
+		s.proc.Sealed = true
+		dec, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<34))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out, derr := io.ReadAll(dec)
+		dec.Close()
+		if derr != nil {
+			s.warn(int64(len(out)), "sealed file truncated or corrupt: %v", derr)
+		}
+		data = out
+	}
+	s.data = data
+	if err := s.parseHeader(); err != nil {
+		return nil, err
+	}
+	s.index()
+	return s, nil
+}
+
+// newScanner reads a log from memory (tests and fuzzing).
+func newScanner(name string, data []byte) (*Scanner, error) {
+	s := &Scanner{file: name, data: data, procFds: map[int32]*fdInfo{}}
+	if err := s.parseHeader(); err != nil {
+		return nil, err
+	}
+	s.index()
+	return s, nil
+}
+
+func (s *Scanner) warn(off int64, format string, a ...any) {
+	s.warnings = append(s.warnings, &DamageError{File: s.file, Offset: off, Msg: fmt.Sprintf(format, a...)})
+}
+
+func (s *Scanner) parseHeader() error {
+	d := s.data
+	if len(d) < hdrStringsOff || string(d[:8]) != fileMagic {
+		if len(d) >= 8 && bytes.Equal(d[:8], make([]byte, 8)) {
+			// Created but killed before the header was committed.
+			s.proc.File = s.file
+			s.warn(0, "header never committed (process died while creating its log)")
+			s.data = nil
+			return nil
+		}
+		return fmt.Errorf("%s: not a libsockcap log (bad magic)", s.file)
+	}
+	le := binary.LittleEndian
+	ver := le.Uint32(d[8:])
+	hdrSize := int(le.Uint32(d[12:]))
+	chunk := int(le.Uint32(d[16:]))
+	if ver != formatVersion {
+		return fmt.Errorf("%s: log format version %d, this reader knows %d", s.file, ver, formatVersion)
+	}
+	if hdrSize < hdrStringsOff || hdrSize > 1<<20 || chunk < minChunkSize || chunk > maxChunkSize || chunk&(chunk-1) != 0 {
+		return fmt.Errorf("%s: offset 12: impossible header sizes (header %d, chunk %d)", s.file, hdrSize, chunk)
+	}
+	if len(d) < hdrSize {
+		s.warn(int64(len(d)), "file ends inside the header")
+		hdrSize = len(d)
+	}
+	s.chunkSize = chunk
+	s.clock = le.Uint32(d[20:])
+	s.nchunks = int64(le.Uint64(d[24:]))
+	p := &s.proc
+	p.File = s.file
+	p.Clock = s.clock
+	p.Dropped = int64(le.Uint64(d[32:]))
+	p.StartWall = int64(le.Uint64(d[40:]))
+	s.startWall = p.StartWall
+	s.startClk = int64(le.Uint64(d[48:]))
+	p.StartMono = int64(le.Uint64(d[56:]))
+	p.Pid = int32(le.Uint32(d[64:]))
+	p.Ppid = int32(le.Uint32(d[68:]))
+	slen := int(le.Uint32(d[72:]))
+	if s.clock != clockRealtime && s.clock != clockMonotonic {
+		s.warn(20, "unknown clock id %d; timestamps taken as wall clock", s.clock)
+		s.clock = clockRealtime
+	}
+	if hdrStringsOff+slen > hdrSize {
+		s.warn(72, "header strings length %d exceeds the header", slen)
+		slen = hdrSize - hdrStringsOff
+	}
+	str := d[hdrStringsOff : hdrStringsOff+slen]
+	for off := 0; off < len(str); {
+		if len(str)-off < 3 {
+			s.warn(int64(hdrStringsOff+off), "truncated header string")
+			break
+		}
+		tag, n := str[off], int(le.Uint16(str[off+1:]))
+		off += 3
+		if n > len(str)-off {
+			s.warn(int64(hdrStringsOff+off-3), "header string %d overruns the header", tag)
+			break
+		}
+		v := string(str[off : off+n])
+		off += n
+		switch tag {
+		case strHost:
+			p.Host = v
+		case strNode:
+			p.Node = v
+		case strExe:
+			p.Exe = v
+		case strArgv:
+			p.Argv = strings.Split(strings.TrimRight(v, "\x00"), "\x00")
+		case strBootID:
+			p.BootID = v
+		case strClockName:
+			p.ClockSource = v
+		}
+	}
+	s.data = d
+	return nil
+}
+
+// index groups committed chunks by thread, in file order.
+func (s *Scanner) index() {
+	if s.data == nil || s.chunkSize == 0 {
+		return
+	}
+	le := binary.LittleEndian
+	hdrSize := int(le.Uint32(s.data[12:]))
+	byTid := map[int32]*stream{}
+	var order []*stream
+	for off := hdrSize; off+chunkHdrSize <= len(s.data); off += s.chunkSize {
+		c := s.data[off:]
+		magic := le.Uint32(c)
+		if magic == 0 {
+			continue // never used, or allocated but not yet committed
+		}
+		if magic != chunkMagic {
+			s.warn(int64(off), "bad chunk magic %#x", magic)
+			continue
+		}
+		tid := int32(le.Uint32(c[4:]))
+		idx := le.Uint64(c[16:])
+		if tid <= 0 || idx != uint64((off-hdrSize)/s.chunkSize) {
+			s.warn(int64(off), "impossible chunk header (tid %d, index %d)", tid, idx)
+			continue
+		}
+		st := byTid[tid]
+		if st == nil {
+			st = &stream{order: len(order), tid: tid}
+			byTid[tid] = st
+			order = append(order, st)
+		}
+		st.chunks = append(st.chunks, off)
+	}
+	for _, st := range order {
+		st.ci = -1
+		if s.nextChunk(st) && s.advance(st) {
+			s.heap = append(s.heap, st)
+		}
+	}
+	heap.Init(&s.heap)
+}
+
+func (s *Scanner) nextChunk(st *stream) bool {
+	st.ci++
+	if st.ci >= len(st.chunks) {
+		return false
+	}
+	off := st.chunks[st.ci]
+	st.pos = off + chunkHdrSize
+	st.end = off + s.chunkSize
+	if st.end > len(s.data) {
+		st.end = len(s.data)
+	}
+	st.t = int64(binary.LittleEndian.Uint64(s.data[off+8:]))
+	st.fds = map[int32]*fdInfo{}
+	return true
+}
+
+// Process returns the log's header.
+func (s *Scanner) Process() *Process { return &s.proc }
+
+// Scan advances to the next event in time order; false at the end.
+func (s *Scanner) Scan() bool {
+	if len(s.heap) == 0 {
+		return false
+	}
+	st := s.heap.peek()
+	s.ev = st.ev
+	if s.advance(st) {
+		heap.Fix(&s.heap, 0)
+	} else {
+		heap.Pop(&s.heap)
+	}
+	return true
+}
+
+// Event returns the current event, valid until the next Scan.
+func (s *Scanner) Event() *Event { return &s.ev }
+
+// Err returns the first fatal error (none: logs are read whole by Open).
+func (s *Scanner) Err() error { return s.err }
+
+// Warnings returns the damage found so far (*DamageError values).
+func (s *Scanner) Warnings() []error { return s.warnings }
+
+// Close releases the log.
+func (s *Scanner) Close() error { s.data = nil; s.heap = nil; return nil }
+
+// advance decodes the stream's next event into st.ev. At an uncommitted
+// record it stops the chunk silently; at damage it warns and resyncs at the
+// next chunk.
+func (s *Scanner) advance(st *stream) bool {
+	for {
+		if st.pos >= st.end || s.data[st.pos] == 0 {
+			if !s.nextChunk(st) {
+				st.has = false
+				return false
+			}
+			continue
+		}
+		start := st.pos
+		ok, isEvent, err := s.decode(st)
+		if err != nil {
+			s.warn(int64(start), "%v", err)
+			st.pos = st.end // resync at the next chunk
+			continue
+		}
+		if ok && isEvent {
+			st.has = true
+			return true
+		}
+	}
+}
+
+type dec struct {
+	b   []byte
+	pos int
+	err error
+}
+
+var (
+	errVarint  = errors.New("bad varint")
+	errOverrun = errors.New("record crosses the end of its chunk")
+)
+
+func (d *dec) uv() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	var v uint64
+	for shift := uint(0); ; shift += 7 {
+		if d.pos >= len(d.b) {
+			d.err = errOverrun
+			return 0
+		}
+		c := d.b[d.pos]
+		d.pos++
+		if shift == 63 && c > 1 {
+			d.err = errVarint
+			return 0
+		}
+		v |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return v
+		}
+		if shift >= 63 {
+			d.err = errVarint
+			return 0
+		}
+	}
+}
+
+func (d *dec) zz() int64 {
+	u := d.uv()
+	return int64(u>>1) ^ -int64(u&1)
+}
+
+func (d *dec) u8() byte {
+	if d.err != nil {
+		return 0
+	}
+	if d.pos >= len(d.b) {
+		d.err = errOverrun
+		return 0
+	}
+	d.pos++
+	return d.b[d.pos-1]
+}
+
+func (d *dec) bytes(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(d.b)-d.pos {
+		d.err = errOverrun
+		return nil
+	}
+	d.pos += n
+	return d.b[d.pos-n : d.pos]
+}
+
+func (d *dec) fail(format string, a ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf(format, a...)
+	}
+}
+
+func (d *dec) fd() int32 {
+	v := d.zz()
+	if v < -1 || v > 1<<31-1 {
+		d.fail("impossible fd %d", v)
+		return -1
+	}
+	return int32(v)
+}
+
+func (d *dec) addr() Endpoint {
+	switch fam := d.u8(); fam {
+	case afNone:
+		return Endpoint{}
+	case afInet:
+		a := d.bytes(4)
+		p := d.bytes(2)
+		if d.err != nil {
+			return Endpoint{}
+		}
+		return Endpoint{Addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte(a)), binary.BigEndian.Uint16(p))}
+	case afInet6:
+		a := d.bytes(16)
+		p := d.bytes(2)
+		scope := d.uv()
+		if d.err != nil {
+			return Endpoint{}
+		}
+		ip := netip.AddrFrom16([16]byte(a))
+		if scope != 0 && ip.Is6() {
+			ip = ip.WithZone(fmt.Sprint(scope))
+		}
+		return Endpoint{Addr: netip.AddrPortFrom(ip, binary.BigEndian.Uint16(p))}
+	case afUnix:
+		n := d.uv()
+		if n > unixPathMax {
+			d.fail("unix path length %d", n)
+			return Endpoint{}
+		}
+		path := d.bytes(int(n))
+		ino := d.uv()
+		return Endpoint{Unix: true, Path: string(path), Inode: ino}
+	default:
+		d.fail("unknown address family %d", fam)
+		return Endpoint{}
+	}
+}
+
+// decode reads one record at st.pos. isEvent is false for records that only
+// update state (SC_K_FD).
+func (s *Scanner) decode(st *stream) (ok, isEvent bool, err error) {
+	d := dec{b: s.data[:st.end], pos: st.pos}
+	kind := d.u8()
+	dt := d.zz()
+	if d.err == nil && (dt > 1<<52 || dt < -(1<<52)) {
+		d.fail("impossible time step %d ns", dt)
+	}
+	t := st.t + dt
+	e := &st.ev
+	switch kind {
+	case kSend, kRecv:
+		fd := d.fd()
+		ret := d.zz()
+		var errno int64
+		if ret < 0 {
+			errno = int64(d.uv())
+		}
+		if d.err != nil {
+			return false, false, d.err
+		}
+		*e = Event{Op: OpSend, Fd: fd, Fd2: -1, Ret: ret, Errno: int32(errno)}
+		if kind == kRecv {
+			e.Op = OpRecv
+		}
+		if ret > 0 {
+			e.Bytes = ret
+		}
+	case kEvent:
+		op := Op(d.u8())
+		fd := d.fd()
+		mask := d.uv()
+		if d.err == nil && (op == OpNone || op >= opCount) {
+			d.fail("unknown op %d", op)
+		}
+		if d.err == nil && mask&^fAll != 0 {
+			d.fail("unknown field mask %#x", mask)
+		}
+		*e = Event{Op: op, Fd: fd, Fd2: -1}
+		if mask&fRet != 0 {
+			e.Ret = d.zz()
+		}
+		if mask&fErrno != 0 {
+			v := d.uv()
+			if v > 1<<16 {
+				d.fail("impossible errno %d", v)
+			}
+			e.Errno = int32(v)
+		}
+		if mask&fBytes != 0 {
+			v := d.uv()
+			if v > 1<<62 {
+				d.fail("impossible byte count %d", v)
+			}
+			e.Bytes = int64(v)
+		} else if (op == OpSend || op == OpRecv) && e.Ret > 0 {
+			e.Bytes = e.Ret
+		}
+		if mask&fFd2 != 0 {
+			e.Fd2 = d.fd()
+		}
+		if mask&fChild != 0 {
+			e.Child = int32(d.uv())
+		}
+		if mask&fDur != 0 {
+			e.Dur = int64(d.uv())
+		}
+		if mask&fName != 0 {
+			n := d.uv()
+			if n > nameMax {
+				d.fail("name length %d", n)
+			}
+			e.Name = string(d.bytes(int(n)))
+		}
+		if mask&fSum != 0 {
+			v := d.uv()
+			if v > 1<<32-1 {
+				d.fail("checksum %#x exceeds 32 bits", v)
+			}
+			e.Sum = uint32(v)
+		}
+		if mask&fRemote != 0 {
+			e.Remote = d.addr()
+		}
+		if mask&fLocal != 0 {
+			e.Local = d.addr()
+		}
+		if mask&fArg != 0 {
+			e.Arg = d.zz()
+		}
+		if mask&fPeerPid != 0 {
+			e.PeerPid = int32(d.uv())
+		}
+		if d.err != nil {
+			return false, false, d.err
+		}
+	case kFd:
+		fd := d.fd()
+		proto := d.u8()
+		sotype := d.uv()
+		mask := d.uv()
+		if d.err == nil && (proto > byte(ProtoUnix) || sotype > 255 || mask&^fdAll != 0) {
+			d.fail("impossible fd record (proto %d, type %d, mask %#x)", proto, sotype, mask)
+		}
+		fi := &fdInfo{proto: Proto(proto), sotype: int32(sotype)}
+		if mask&fdLocal != 0 {
+			fi.local = d.addr()
+		}
+		if mask&fdRemote != 0 {
+			fi.remote = d.addr()
+		}
+		if mask&fdPeerPid != 0 {
+			fi.peerPid = int32(d.uv())
+		}
+		if d.err != nil {
+			return false, false, d.err
+		}
+		st.fds[fd] = fi
+		s.procFds[fd] = fi
+		st.pos = d.pos
+		st.t = t
+		return true, false, nil
+	default:
+		return false, false, fmt.Errorf("unknown record kind %d", kind)
+	}
+	st.pos = d.pos
+	st.t = t
+	e.Proc = &s.proc
+	e.Tid = st.tid
+	e.Time = s.wall(t)
+	if e.Fd >= 0 && e.Op != OpFork && e.Op != OpExec && e.Op != OpExit && e.Op != OpResolve && e.Op != OpGap {
+		fi := st.fds[e.Fd]
+		if fi == nil {
+			fi = s.procFds[e.Fd]
+		}
+		if fi != nil {
+			e.Proto = fi.proto
+			e.SoType = fi.sotype
+			if e.Local.IsZero() {
+				e.Local = fi.local
+			}
+			if e.Remote.IsZero() {
+				e.Remote = fi.remote
+			}
+			if e.PeerPid == 0 {
+				e.PeerPid = fi.peerPid
+			}
+		}
+	}
+	return true, true, nil
+}
+
+// wall converts a record timestamp to wall-clock ns as the process saw it.
+func (s *Scanner) wall(t int64) int64 {
+	if s.clock == clockMonotonic {
+		return s.startWall + (t - s.startClk)
+	}
+	return t
+}
