@@ -1,0 +1,621 @@
+package reconcile
+
+// Packet captures as observation sources (WAP5 §4 and §7: "we treated each
+// packet as a message" — here, each segment as bytes sent or received — and
+// the same packet seen by two sniffers is de-duplicated by choosing one
+// sniffer's clock per node). The steps, as numbered in the code:
+//
+//  P1. Read every capture file; each file is one capture point with one clock.
+//  P2. Detect address translation across the captures (package nat, WAP5
+//      §7.1), merge it with Options.NAT, and canonicalise every address: a
+//      DNAT virtual address becomes the real server, an SNAT address the
+//      real client, so both sides of the router name a flow alike.
+//  P3. Choose each host's clock (WAP5 §7): the capture that sees the host's
+//      own packets with the highest TTL (one on its host or its link, before
+//      any router decremented them), then the one with most packets to or
+//      from it. Only that capture reports the host's sends and receives, so
+//      a packet seen by several sniffers is counted once, with the sender's
+//      sniffer giving the send time and the receiver's the receive time.
+//  P4. Identify TCP connections across captures by their endpoint pair and
+//      the initial sequence numbers (SYN, or SYN-ACK's ack−1), which neither
+//      routing nor NAT change; a SYN with a new ISN on the same pair is the
+//      next connection (port reuse). Stream offsets count from ISN+1; when
+//      no capture saw the handshake, from the lowest sequence number seen.
+//  P5. Replay each capture as a Source: OpOpen at the SYN (client) and
+//      SYN-ACK (server); OpSend for bytes leaving a host whose clock this is,
+//      retransmitted bytes dropped; OpRecv when bytes become deliverable in
+//      order at the receiving host (out-of-order segments wait for the gap;
+//      a gap the capture never saw is skipped at FIN, RST or the end, with a
+//      warning); OpClose at FIN or RST. UDP datagrams are OpSend and OpRecv
+//      with libsockcap's checksum. The matcher then builds messages from
+//      these exactly as from logs, preferring logs where both exist.
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"wap5/libsockcap"
+	"wap5/nat"
+)
+
+func init() {
+	OpenPcap = func(path string, opts Options) ([]Source, error) {
+		set, err := OpenPcaps([]string{path}, opts, nil)
+		if err != nil {
+			return nil, err
+		}
+		return set.Sources, nil
+	}
+}
+
+// PcapSet is what OpenPcaps makes of a set of capture files.
+type PcapSet struct {
+	Sources  []Source // one per capture file, in the order given
+	NAT      *nat.Map // the translations detected in the packets, merged with Options.NAT
+	Clocks   []string // "HOST: FILE" — whose capture gives each host's times (P3)
+	Warnings []string // problems that concern all captures (NAT detection)
+}
+
+// OpenPcaps reads capture files taken at the same time (possibly at
+// several points of the network) and returns them as observation sources.
+// hosts names hosts by address (nil: hosts are named by address).
+func OpenPcaps(paths []string, opts Options, hosts HostNames) (*PcapSet, error) {
+	var caps []*Capture
+	for i, p := range paths {
+		// P1.
+		c, err := ReadCaptureFile(p, int32(i))
+		if err != nil {
+			return nil, err
+		}
+		caps = append(caps, c)
+	}
+	return PcapSources(caps, opts, hosts), nil
+}
+
+// PcapSources turns captures already read into observation sources (P2–P5).
+func PcapSources(caps []*Capture, opts Options, hosts HostNames) *PcapSet {
+	set := &PcapSet{NAT: &nat.Map{}}
+	for _, t := range opts.NAT {
+		set.NAT.Add(nat.Translation(t))
+	}
+	// P2.
+	if !opts.DisableNATDetection && len(caps) > 0 {
+		var all []nat.Packet
+		if len(caps) == 1 {
+			all = caps[0].Packets
+		} else {
+			for _, c := range caps {
+				all = append(all, c.Packets...)
+			}
+		}
+		found := nat.Detect(all, nat.Options{})
+		for _, t := range found.Translations {
+			set.NAT.Add(t)
+		}
+		for _, w := range found.Warnings {
+			set.Warnings = append(set.Warnings, "nat: "+w)
+		}
+	}
+	if len(set.NAT.Translations) > 0 {
+		for _, c := range caps {
+			for i := range c.Packets {
+				p := &c.Packets[i]
+				p.Src = set.NAT.CanonicalAddrPort(p.Proto, p.Src)
+				p.Dst = set.NAT.CanonicalAddrPort(p.Proto, p.Dst)
+			}
+		}
+	}
+	for _, c := range caps {
+		sort.SliceStable(c.Packets, func(i, j int) bool { return c.Packets[i].Time < c.Packets[j].Time })
+	}
+
+	// P3.
+	type seen struct {
+		ttl  uint8
+		pkts int
+	}
+	stats := make([]map[netip.Addr]*seen, len(caps))
+	for ci, c := range caps {
+		st := make(map[netip.Addr]*seen)
+		for i := range c.Packets {
+			p := &c.Packets[i]
+			for k, a := range [2]netip.Addr{p.Src.Addr(), p.Dst.Addr()} {
+				s := st[a]
+				if s == nil {
+					s = &seen{}
+					st[a] = s
+				}
+				s.pkts++
+				if k == 0 {
+					s.ttl = max(s.ttl, p.TTL)
+				}
+			}
+		}
+		stats[ci] = st
+	}
+	clock := make(map[netip.Addr]int32)
+	for ci, st := range stats {
+		for a, s := range st {
+			cur, ok := clock[a]
+			if !ok {
+				clock[a] = int32(ci)
+				continue
+			}
+			o := stats[cur][a]
+			if s.ttl > o.ttl || (s.ttl == o.ttl && s.pkts > o.pkts) {
+				clock[a] = int32(ci)
+			}
+		}
+	}
+	observers := make(map[netip.Addr]*Observer, len(clock))
+	for a, ci := range clock {
+		observers[a] = &Observer{Host: hosts.Name(a), File: caps[ci].File}
+		set.Clocks = append(set.Clocks, fmt.Sprintf("%s: %s", hosts.Name(a), caps[ci].File))
+	}
+	sort.Strings(set.Clocks)
+
+	// P4.
+	conns := identifyConns(caps)
+
+	// P5.
+	for ci, c := range caps {
+		set.Sources = append(set.Sources, &pcapSource{
+			c: c, ci: int32(ci), clock: clock, observers: observers, conns: conns,
+			assign: conns.assign[ci], state: make(map[int32]*tcpSide),
+		})
+	}
+	return set
+}
+
+// tcpConn is one TCP connection, the same across captures.
+type tcpConn struct {
+	id    int32
+	a, b  netip.AddrPort // a: the end that sent the SYN (or the lower address)
+	isn   [2]uint32      // per direction (0: a→b): the sequence number of the first data byte
+	known [2]bool        // isn from a SYN or SYN-ACK
+	based [2]bool        // isn from the lowest sequence number seen
+	syn   bool
+}
+
+type connTable struct {
+	conns  []*tcpConn
+	assign [][]int32 // per capture, per packet: connection id, or -1
+}
+
+type pairKey struct{ lo, hi netip.AddrPort }
+
+func pairOf(p *nat.Packet) pairKey {
+	if p.Dst.Compare(p.Src) < 0 {
+		return pairKey{p.Dst, p.Src}
+	}
+	return pairKey{p.Src, p.Dst}
+}
+
+// plausible: seq lies at most 1 GiB after the direction's first byte (or a
+// little before it: the SYN itself, a keep-alive).
+func plausible(c *tcpConn, dir int, seq uint32) bool {
+	d := int32(seq - c.isn[dir])
+	return d >= -2 && d < 1<<30
+}
+
+// identifyConns is step P4.
+func identifyConns(caps []*Capture) *connTable {
+	t := &connTable{assign: make([][]int32, len(caps))}
+	type synKey struct {
+		pair pairKey
+		orig netip.AddrPort
+		isn  uint32
+	}
+	bySyn := make(map[synKey]*tcpConn)
+	byPair := make(map[pairKey][]*tcpConn)
+	newConn := func(a, b netip.AddrPort) *tcpConn {
+		c := &tcpConn{id: int32(len(t.conns)), a: a, b: b}
+		t.conns = append(t.conns, c)
+		return c
+	}
+	// Handshakes first, from every capture, so that a capture that started
+	// late still finds the connection another capture saw open.
+	for _, cp := range caps {
+		for i := range cp.Packets {
+			p := &cp.Packets[i]
+			if p.Proto != nat.ProtoTCP || p.Flags&nat.FlagSYN == 0 {
+				continue
+			}
+			orig, isn, other := p.Src, p.Seq+1, p.Dst
+			if p.Flags&nat.FlagACK != 0 {
+				orig, isn, other = p.Dst, p.Ack, p.Src
+			}
+			k := synKey{pairOf(p), orig, isn}
+			c := bySyn[k]
+			if c == nil {
+				c = newConn(orig, other)
+				c.syn = true
+				c.isn[0], c.known[0] = isn, true
+				bySyn[k] = c
+				byPair[k.pair] = append(byPair[k.pair], c)
+			}
+			if p.Flags&nat.FlagACK != 0 {
+				c.isn[1], c.known[1] = p.Seq+1, true
+			}
+		}
+	}
+	// Then every packet: its connection, and the first byte of directions
+	// whose handshake nobody saw.
+	noSyn := make(map[pairKey]*tcpConn)
+	for ci, cp := range caps {
+		assign := make([]int32, len(cp.Packets))
+		cur := make(map[pairKey]*tcpConn)
+		for i := range cp.Packets {
+			p := &cp.Packets[i]
+			assign[i] = -1
+			if p.Proto != nat.ProtoTCP {
+				continue
+			}
+			pk := pairOf(p)
+			var c *tcpConn
+			if p.Flags&nat.FlagSYN != 0 {
+				if p.Flags&nat.FlagACK != 0 {
+					c = bySyn[synKey{pk, p.Dst, p.Ack}]
+				} else {
+					c = bySyn[synKey{pk, p.Src, p.Seq + 1}]
+				}
+				cur[pk] = c
+				assign[i] = c.id
+				continue
+			}
+			dir := func(c *tcpConn) int {
+				if p.Src == c.a {
+					return 0
+				}
+				return 1
+			}
+			data := p.Len > 0 || p.Flags&nat.FlagFIN != 0
+			if c = cur[pk]; c != nil && (!c.known[dir(c)] || plausible(c, dir(c), p.Seq)) {
+				// keep
+			} else if cands := byPair[pk]; len(cands) > 0 {
+				var best *tcpConn
+				var bestD uint32
+				for _, k := range cands {
+					if d := dir(k); k.known[d] && plausible(k, d, p.Seq) {
+						if dd := p.Seq - k.isn[d]; best == nil || dd+2 < bestD+2 {
+							best, bestD = k, dd
+						}
+					}
+				}
+				switch {
+				case best != nil:
+					c = best
+				case data:
+					c = nil
+				}
+			}
+			if c == nil && data {
+				c = noSyn[pk]
+				if c == nil {
+					c = newConn(pk.lo, pk.hi)
+					noSyn[pk] = c
+				}
+			}
+			if c == nil {
+				continue
+			}
+			cur[pk] = c
+			assign[i] = c.id
+			if d := dir(c); !c.known[d] && data && (!c.based[d] || int32(p.Seq-c.isn[d]) < 0) {
+				// The lowest sequence number seen in this direction.
+				c.isn[d], c.based[d] = p.Seq, true
+			}
+		}
+		t.assign[ci] = assign
+	}
+	return t
+}
+
+// tcpSide is one capture's replay state of one connection direction.
+type tcpSide struct {
+	started  bool
+	sent     []span // byte ranges already reported sent (merged, sorted)
+	rcvNext  int64  // next byte the receiver can deliver
+	rcvInit  bool
+	pending  []span // out-of-order bytes held for delivery
+	last     int64  // last offset, for unwrapping
+	opened   bool
+	closed   bool
+	rcvClose bool
+}
+
+type span struct{ from, to int64 }
+
+// pcapSource replays one capture (P5).
+type pcapSource struct {
+	c         *Capture
+	ci        int32
+	clock     map[netip.Addr]int32
+	observers map[netip.Addr]*Observer
+	conns     *connTable
+	assign    []int32
+	state     map[int32]*tcpSide // conn id*2 + direction
+	next      int
+	queue     []Observation
+	qi        int
+	done      bool
+	gaps      int64
+	gapConns  int
+	warned    []string
+}
+
+func (s *pcapSource) Name() string { return s.c.File }
+func (s *pcapSource) Err() error   { return nil }
+
+func (s *pcapSource) Warnings() []string {
+	w := append([]string(nil), s.c.Warnings...)
+	w = append(w, s.warned...)
+	if s.gaps > 0 {
+		w = append(w, fmt.Sprintf("%s: %d bytes in %d TCP connections were never seen by this capture (missed packets); delivery skipped over them", s.c.File, s.gaps, s.gapConns))
+	}
+	return w
+}
+
+func (s *pcapSource) Next(o *Observation) bool {
+	for s.qi >= len(s.queue) {
+		s.queue, s.qi = s.queue[:0], 0
+		if s.next >= len(s.c.Packets) {
+			if s.done {
+				return false
+			}
+			s.done = true
+			s.flushAll()
+			continue
+		}
+		i := s.next
+		s.next++
+		p := &s.c.Packets[i]
+		switch p.Proto {
+		case nat.ProtoTCP:
+			if s.assign[i] >= 0 {
+				s.tcp(p, s.conns.conns[s.assign[i]])
+			}
+		case nat.ProtoUDP:
+			s.udp(p)
+		}
+	}
+	*o = s.queue[s.qi]
+	s.qi++
+	return true
+}
+
+func (s *pcapSource) here(a netip.AddrPort) *Observer {
+	if s.clock[a.Addr()] == s.ci {
+		return s.observers[a.Addr()]
+	}
+	return nil
+}
+
+func endpoint(a netip.AddrPort) libsockcap.Endpoint {
+	return libsockcap.Endpoint{Addr: netip.AddrPortFrom(a.Addr().Unmap(), a.Port())}
+}
+
+func (s *pcapSource) emit(p *nat.Packet, op Op, obs *Observer, local, remote netip.AddrPort, proto libsockcap.Proto, stream bool) *Observation {
+	s.queue = append(s.queue, Observation{
+		Time: p.Time, Op: op, Proto: proto, Stream: stream, Origin: OriginPacket, Observer: obs,
+		Local: endpoint(local), Remote: endpoint(remote), Offset: -1, Loc: int64(p.Index),
+	})
+	return &s.queue[len(s.queue)-1]
+}
+
+func (s *pcapSource) udp(p *nat.Packet) {
+	if p.Len <= 0 {
+		return
+	}
+	for k, obs := range [2]*Observer{s.here(p.Src), s.here(p.Dst)} {
+		if obs == nil {
+			continue
+		}
+		op, local, remote := OpSend, p.Src, p.Dst
+		if k == 1 {
+			op, local, remote = OpRecv, p.Dst, p.Src
+		}
+		o := s.emit(p, op, obs, local, remote, libsockcap.ProtoUDP, false)
+		o.Bytes, o.Sum, o.HasSum = int64(p.Len), p.Sum, !p.Snapped
+	}
+}
+
+func (s *pcapSource) side(c *tcpConn, dir int) *tcpSide {
+	k := c.id*2 + int32(dir)
+	st := s.state[k]
+	if st == nil {
+		st = &tcpSide{}
+		s.state[k] = st
+	}
+	return st
+}
+
+// socketID names one end of a connection for the matcher.
+func socketID(c *tcpConn, end int) uint64 { return uint64(c.id)*2 + uint64(end) + 1 }
+
+func (s *pcapSource) tcp(p *nat.Packet, c *tcpConn) {
+	dir := 0
+	if p.Src != c.a {
+		dir = 1
+	}
+	st := s.side(c, dir)
+	src, dst := s.here(p.Src), s.here(p.Dst)
+	open := func(obs *Observer, role Role, end int, local, remote netip.AddrPort) {
+		o := s.emit(p, OpOpen, obs, local, remote, libsockcap.ProtoTCP, true)
+		o.Role, o.Socket = role, socketID(c, end)
+	}
+	if p.Flags&nat.FlagSYN != 0 {
+		// P5: the SYN opens the client's end, the SYN-ACK the server's.
+		if src != nil && !st.opened {
+			role := RoleClient
+			if p.Flags&nat.FlagACK != 0 {
+				role = RoleServer
+			}
+			open(src, role, dir, p.Src, p.Dst)
+		}
+		st.opened = true
+	}
+	// Offsets of this segment's data in its direction.
+	seq := p.Seq
+	if p.Flags&nat.FlagSYN != 0 {
+		seq++
+	}
+	off := st.last + int64(int32(seq-c.isn[dir]-uint32(st.last)))
+	st.last = off
+	end := off + int64(p.Len)
+	if p.Len > 0 && off >= 0 {
+		if src != nil {
+			for _, sp := range subtract(span{off, end}, st.sent) {
+				o := s.emit(p, OpSend, src, p.Src, p.Dst, libsockcap.ProtoTCP, true)
+				o.Socket, o.Offset, o.Bytes = socketID(c, dir), sp.from, sp.to-sp.from
+			}
+			st.sent = addSpan(st.sent, span{off, end})
+		}
+		if dst != nil {
+			if !st.rcvInit {
+				st.rcvInit = true
+				if !c.known[dir] || !st.opened {
+					st.rcvNext = off // the capture started mid-stream
+				}
+			}
+			s.deliver(p, c, dir, st, dst, span{off, end})
+		}
+	}
+	if p.Flags&(nat.FlagFIN|nat.FlagRST) != 0 {
+		if dst != nil && st.rcvInit {
+			s.skipGaps(p, c, dir, st, dst)
+		}
+		if src != nil && !st.closed {
+			st.closed = true
+			o := s.emit(p, OpClose, src, p.Src, p.Dst, libsockcap.ProtoTCP, true)
+			o.Socket = socketID(c, dir)
+		}
+		if p.Flags&nat.FlagRST != 0 && dst != nil && !st.rcvClose {
+			// A reset ends the receiving end too.
+			st.rcvClose = true
+			back := s.side(c, 1-dir)
+			if back.rcvInit {
+				s.skipGaps(p, c, 1-dir, back, dst)
+			}
+			o := s.emit(p, OpClose, dst, p.Dst, p.Src, libsockcap.ProtoTCP, true)
+			o.Socket = socketID(c, 1-dir)
+		}
+	}
+}
+
+// deliver adds a received segment and reports the bytes that became
+// deliverable in order.
+func (s *pcapSource) deliver(p *nat.Packet, c *tcpConn, dir int, st *tcpSide, obs *Observer, sp span) {
+	if sp.to <= st.rcvNext {
+		return // retransmission of delivered bytes
+	}
+	st.pending = addSpan(st.pending, sp)
+	if st.pending[0].from > st.rcvNext {
+		if len(st.pending) > 4096 {
+			s.skipGaps(p, c, dir, st, obs)
+		}
+		return
+	}
+	from := st.rcvNext
+	st.rcvNext = st.pending[0].to
+	st.pending = st.pending[1:]
+	s.recv(p, c, dir, obs, from, st.rcvNext)
+}
+
+func (s *pcapSource) recv(p *nat.Packet, c *tcpConn, dir int, obs *Observer, from, to int64) {
+	local, remote := c.b, c.a
+	if dir == 1 {
+		local, remote = c.a, c.b
+	}
+	o := s.emit(p, OpRecv, obs, local, remote, libsockcap.ProtoTCP, true)
+	o.Socket, o.Offset, o.Bytes = socketID(c, 1-dir), from, to-from
+}
+
+// skipGaps delivers everything held, skipping bytes the capture never saw.
+func (s *pcapSource) skipGaps(p *nat.Packet, c *tcpConn, dir int, st *tcpSide, obs *Observer) {
+	if len(st.pending) > 0 {
+		s.gapConns++
+	}
+	for _, sp := range st.pending {
+		if sp.from > st.rcvNext {
+			s.gaps += sp.from - st.rcvNext
+		}
+		s.recv(p, c, dir, obs, sp.from, sp.to)
+		st.rcvNext = sp.to
+	}
+	st.pending = st.pending[:0]
+}
+
+// flushAll ends the capture: held bytes are delivered at the last packet's time.
+func (s *pcapSource) flushAll() {
+	if len(s.c.Packets) == 0 {
+		return
+	}
+	last := &s.c.Packets[len(s.c.Packets)-1]
+	keys := make([]int32, 0, len(s.state))
+	for k, st := range s.state {
+		if len(st.pending) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	for _, k := range keys {
+		c, dir := s.conns.conns[k/2], int(k%2)
+		dstEP := c.b
+		if dir == 1 {
+			dstEP = c.a
+		}
+		if obs := s.here(dstEP); obs != nil {
+			s.skipGaps(last, c, dir, s.state[k], obs)
+		}
+	}
+}
+
+// addSpan inserts sp into a sorted list of disjoint spans, merging.
+func addSpan(list []span, sp span) []span {
+	if sp.to <= sp.from {
+		return list
+	}
+	i := sort.Search(len(list), func(i int) bool { return list[i].to >= sp.from })
+	j := i
+	for j < len(list) && list[j].from <= sp.to {
+		sp.from = min(sp.from, list[j].from)
+		sp.to = max(sp.to, list[j].to)
+		j++
+	}
+	if i == j {
+		list = append(list, span{})
+		copy(list[i+1:], list[i:])
+		list[i] = sp
+		return list
+	}
+	list[i] = sp
+	return append(list[:i+1], list[j:]...)
+}
+
+// subtract returns the parts of sp not covered by the sorted spans in list.
+func subtract(sp span, list []span) []span {
+	var out []span
+	i := sort.Search(len(list), func(i int) bool { return list[i].to > sp.from })
+	for ; i < len(list) && list[i].from < sp.to; i++ {
+		if list[i].from > sp.from {
+			out = append(out, span{sp.from, list[i].from})
+		}
+		sp.from = max(sp.from, list[i].to)
+	}
+	if sp.from < sp.to {
+		out = append(out, sp)
+	}
+	return out
+}
+
+// describeSpans is for test failure messages.
+func describeSpans(l []span) string {
+	var b strings.Builder
+	for _, s := range l {
+		fmt.Fprintf(&b, "[%d,%d)", s.from, s.to)
+	}
+	return b.String()
+}
