@@ -1,0 +1,98 @@
+package skew
+
+import (
+	"math"
+
+	"wap5/trace"
+)
+
+// series holds the one-way delay samples of one node pair (a < b), both
+// ways, on a's clock (step 1): dir[0] is a→b with x = send time on a,
+// dir[1] is b→a with x = receive time on a. x is relative to base so that
+// float64 keeps nanosecond resolution.
+type series struct {
+	a, b trace.NodeID
+	base int64
+	dir  [2][]point
+}
+
+// Accumulator collects the delay series of every node pair from messages
+// given one at a time, so a caller can feed it while streaming a trace.
+// Memory is 16 bytes per message with both timestamps.
+type Accumulator struct {
+	dense  []int32 // pair index+1 by a*denseN+b, for small node counts
+	denseN int
+	sparse map[uint64]int32
+	pairs  []*series
+	// local time range per node (either end of any message), for the
+	// reference time T0.
+	lo, hi []int64
+	n      int // messages used
+}
+
+// NewAccumulator returns an empty accumulator; nodes is a hint of the number
+// of nodes.
+func NewAccumulator(nodes int) *Accumulator {
+	acc := &Accumulator{sparse: map[uint64]int32{}}
+	if nodes > 0 && nodes <= 2048 {
+		acc.denseN = nodes
+		acc.dense = make([]int32, nodes*nodes)
+	}
+	return acc
+}
+
+func (acc *Accumulator) seen(n trace.NodeID, ts int64) {
+	for int(n) >= len(acc.lo) {
+		acc.lo = append(acc.lo, math.MaxInt64)
+		acc.hi = append(acc.hi, math.MinInt64)
+	}
+	if ts < acc.lo[n] {
+		acc.lo[n] = ts
+	}
+	if ts > acc.hi[n] {
+		acc.hi[n] = ts
+	}
+}
+
+// Add adds one message. Messages without both timestamps, and messages
+// inside one node, carry no clock information and are ignored.
+func (acc *Accumulator) Add(m *trace.Message) {
+	if m.Send != trace.Unknown {
+		acc.seen(m.Src, m.Send)
+	}
+	if m.Recv != trace.Unknown {
+		acc.seen(m.Dst, m.Recv)
+	}
+	if m.Send == trace.Unknown || m.Recv == trace.Unknown || m.Src == m.Dst || m.Src < 0 || m.Dst < 0 {
+		return
+	}
+	a, b, dir, x := m.Src, m.Dst, 0, m.Send
+	if b < a {
+		a, b, dir, x = b, a, 1, m.Recv
+	}
+	s := acc.pair(a, b, x)
+	s.dir[dir] = append(s.dir[dir], point{x: float64(x - s.base), d: float64(m.Recv - m.Send)})
+	acc.n++
+}
+
+func (acc *Accumulator) pair(a, b trace.NodeID, x int64) *series {
+	if int(b) < acc.denseN {
+		k := int(a)*acc.denseN + int(b)
+		if acc.dense[k] == 0 {
+			acc.dense[k] = acc.newPair(a, b, x)
+		}
+		return acc.pairs[acc.dense[k]-1]
+	}
+	k := uint64(a)<<32 | uint64(uint32(b))
+	i, ok := acc.sparse[k]
+	if !ok {
+		i = acc.newPair(a, b, x)
+		acc.sparse[k] = i
+	}
+	return acc.pairs[i-1]
+}
+
+func (acc *Accumulator) newPair(a, b trace.NodeID, x int64) int32 {
+	acc.pairs = append(acc.pairs, &series{a: a, b: b, base: x})
+	return int32(len(acc.pairs))
+}
