@@ -1,0 +1,184 @@
+package reconcile
+
+import (
+	"net/netip"
+	"strings"
+
+	"wap5/libsockcap"
+)
+
+// epKey is a comparable endpoint identity: an IP address and port, or a Unix
+// socket (path and inode, scoped to one running kernel).
+type epKey struct {
+	ap    netip.AddrPort
+	path  string
+	inode uint64
+	scope string
+}
+
+func (k epKey) less(o epKey) bool {
+	if c := k.ap.Compare(o.ap); c != 0 {
+		return c < 0
+	}
+	if k.path != o.path {
+		return k.path < o.path
+	}
+	if k.inode != o.inode {
+		return k.inode < o.inode
+	}
+	return k.scope < o.scope
+}
+
+// connKey identifies a connection up to its lifetime: protocol and the
+// unordered pair of canonical endpoints.
+type connKey struct {
+	proto libsockcap.Proto
+	a, b  epKey
+}
+
+// scopeOf is the kernel a Unix socket lives in.
+func scopeOf(o *Observer) string {
+	if o == nil {
+		return ""
+	}
+	if o.BootID != "" {
+		return o.BootID
+	}
+	return o.Host
+}
+
+// natTable canonicalises endpoints: every address is mapped to the name the
+// receiver of a translated flow sees (step 2 and 6).
+type natTable struct {
+	exact map[netip.AddrPort]netip.AddrPort
+	addr  map[netip.Addr]netip.Addr // port "*": keep the port
+	found []*Translation            // learnt or given, in order
+	index map[string]*Translation   // kind|proto|before|after
+}
+
+func (n *natTable) canon(ap netip.AddrPort) netip.AddrPort {
+	if len(n.exact) > 0 {
+		if to, ok := n.exact[ap]; ok {
+			return to
+		}
+	}
+	if len(n.addr) > 0 {
+		if to, ok := n.addr[ap.Addr()]; ok {
+			return netip.AddrPortFrom(to, ap.Port())
+		}
+	}
+	return ap
+}
+
+// add records a translation before → after and counts one flow.
+func (n *natTable) add(kind, proto string, before, after netip.AddrPort, learnt bool) *Translation {
+	if n.exact == nil {
+		n.exact = map[netip.AddrPort]netip.AddrPort{}
+		n.index = map[string]*Translation{}
+	}
+	b, a := before.String(), after.String()
+	id := kind + "|" + proto + "|" + b + "|" + a
+	tr, ok := n.index[id]
+	if !ok {
+		tr = &Translation{Kind: kind, Before: b, After: a, Proto: proto}
+		n.index[id] = tr
+		n.found = append(n.found, tr)
+		// Masquerading rewrites source ports per connection: such a mapping
+		// says nothing about the next connection, so only DNAT and
+		// port-keeping SNAT canonicalise later flows.
+		if kind == "dnat" || before.Port() == after.Port() {
+			n.exact[before] = after
+		}
+	}
+	if learnt {
+		tr.Flows++
+	}
+	return tr
+}
+
+// addRule loads a translation from a nat map; ports may be "*".
+func (n *natTable) addRule(t Translation) error {
+	if n.exact == nil {
+		n.exact = map[netip.AddrPort]netip.AddrPort{}
+		n.index = map[string]*Translation{}
+	}
+	if n.addr == nil {
+		n.addr = map[netip.Addr]netip.Addr{}
+	}
+	bAddr, bPort, bAny, err := parseRuleEndpoint(t.Before)
+	if err != nil {
+		return err
+	}
+	aAddr, aPort, aAny, err := parseRuleEndpoint(t.After)
+	if err != nil {
+		return err
+	}
+	if bAny || aAny {
+		n.addr[bAddr] = aAddr
+	} else {
+		n.exact[netip.AddrPortFrom(bAddr, bPort)] = netip.AddrPortFrom(aAddr, aPort)
+	}
+	tc := t
+	n.index[t.Kind+"|"+t.Proto+"|"+t.Before+"|"+t.After] = &tc
+	n.found = append(n.found, &tc)
+	return nil
+}
+
+// parseRuleEndpoint parses ip:port, [v6]:port, ip:* or [v6]:*.
+func parseRuleEndpoint(s string) (netip.Addr, uint16, bool, error) {
+	if strings.HasSuffix(s, ":*") {
+		h := strings.TrimSuffix(s, ":*")
+		h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+		a, err := netip.ParseAddr(h)
+		return a, 0, true, err
+	}
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return netip.Addr{}, 0, false, err
+	}
+	return ap.Addr(), ap.Port(), false, nil
+}
+
+// key returns the canonical endpoint key of e as observed by o.
+func (m *matcher) epKeyOf(e libsockcap.Endpoint, o *Observer) epKey {
+	if e.Unix {
+		return epKey{path: e.Path, inode: e.Inode, scope: scopeOf(o)}
+	}
+	ap := m.nat.canon(e.Addr)
+	if ap.Addr().IsLoopback() {
+		// 127.0.0.1 on two hosts is two different places.
+		return epKey{ap: ap, scope: scopeOf(o)}
+	}
+	return epKey{ap: ap}
+}
+
+// connKeyOf keys the connection of a stream observation and tells which end
+// (0 or 1) the observer is.
+func (m *matcher) connKeyOf(ob *Observation) (connKey, int) {
+	var l, r epKey
+	if ob.Proto == libsockcap.ProtoUnix {
+		sc := scopeOf(ob.Observer)
+		switch {
+		case ob.Local.Inode != 0 && ob.Remote.Inode != 0:
+			// Both inodes: exact (socketpair, connected sockets).
+			l = epKey{inode: ob.Local.Inode, scope: sc}
+			r = epKey{inode: ob.Remote.Inode, scope: sc}
+		default:
+			// A path and an unnamed end: instances pair in order.
+			l = epKey{path: ob.Local.Path, scope: sc}
+			r = epKey{path: ob.Remote.Path, scope: sc}
+		}
+	} else {
+		l, r = m.epKeyOf(ob.Local, ob.Observer), m.epKeyOf(ob.Remote, ob.Observer)
+	}
+	switch {
+	case l.less(r):
+		return connKey{ob.Proto, l, r}, 0
+	case r.less(l):
+		return connKey{ob.Proto, r, l}, 1
+	}
+	if ob.Role == RoleServer {
+		return connKey{ob.Proto, l, r}, 1
+	}
+	return connKey{ob.Proto, l, r}, 0
+}

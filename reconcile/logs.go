@@ -1,0 +1,268 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"wap5/libsockcap"
+)
+
+// eventScanner is the part of *libsockcap.Scanner a log source reads, so
+// tests can feed made-up events.
+type eventScanner interface {
+	Process() *libsockcap.Process
+	Scan() bool
+	Event() *libsockcap.Event
+	Err() error
+	Warnings() []error
+}
+
+// fdState is what a log source knows about one descriptor.
+type fdState struct {
+	socket uint64
+	proto  libsockcap.Proto
+	stream bool
+	role   Role
+	local  libsockcap.Endpoint
+	remote libsockcap.Endpoint
+}
+
+// logSource turns one process's socket events into observations.
+type logSource struct {
+	sc       eventScanner
+	name     string
+	obs      *Observer
+	fds      map[int32]*fdState
+	nextSock uint64
+	queue    []Observation
+	warnings []string
+	close    func() error
+	done     bool
+}
+
+// NewLogSource reads one libsockcap log file as a Source.
+func NewLogSource(path string) (Source, error) {
+	sc, err := libsockcap.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	s := newLogSource(sc, path)
+	s.close = sc.Close
+	return s, nil
+}
+
+// EventSource makes a Source of events already in memory, all of one
+// process (tests, benchmarks, other producers of libsockcap events).
+func EventSource(p *libsockcap.Process, events []libsockcap.Event) Source {
+	return newLogSource(&sliceScanner{p: p, ev: events, i: -1}, p.File)
+}
+
+func newLogSource(sc eventScanner, name string) *logSource {
+	p := sc.Process()
+	host := p.Node
+	if host == "" {
+		host = p.Host
+	}
+	if name == "" {
+		name = p.File
+	}
+	return &logSource{sc: sc, name: name, fds: map[int32]*fdState{},
+		obs: &Observer{Host: host, Exe: p.Exe, Pid: p.Pid, BootID: p.BootID, File: name}}
+}
+
+func (s *logSource) Name() string       { return s.name }
+func (s *logSource) Err() error         { return s.sc.Err() }
+func (s *logSource) Warnings() []string { return s.warnings }
+
+func (s *logSource) Next(o *Observation) bool {
+	for {
+		if len(s.queue) > 0 {
+			*o = s.queue[0]
+			s.queue = s.queue[1:]
+			return true
+		}
+		if s.done {
+			return false
+		}
+		if !s.sc.Scan() {
+			s.done = true
+			for _, w := range s.sc.Warnings() {
+				var d *libsockcap.DamageError
+				if errors.As(w, &d) {
+					s.warnings = append(s.warnings, fmt.Sprintf("%s: offset %d: %s", d.File, d.Offset, d.Msg))
+				} else {
+					s.warnings = append(s.warnings, fmt.Sprintf("%s: %v", s.name, w))
+				}
+			}
+			if s.close != nil {
+				s.close()
+			}
+			return false
+		}
+		if s.convert(s.sc.Event(), o) {
+			return true
+		}
+	}
+}
+
+func (s *logSource) state(fd int32, ev *libsockcap.Event) *fdState {
+	st := s.fds[fd]
+	if st == nil {
+		st = &fdState{proto: ev.Proto, stream: isStream(ev)}
+		s.fds[fd] = st
+	}
+	if st.proto == libsockcap.ProtoOther && ev.Proto != libsockcap.ProtoOther {
+		st.proto, st.stream = ev.Proto, isStream(ev)
+	}
+	return st
+}
+
+// isStream: TCP and Unix SOCK_STREAM/SOCK_SEQPACKET are streams; UDP and
+// Unix SOCK_DGRAM are datagrams.
+func isStream(ev *libsockcap.Event) bool {
+	switch ev.SoType {
+	case syscall.SOCK_STREAM, syscall.SOCK_SEQPACKET:
+		return true
+	case syscall.SOCK_DGRAM:
+		return false
+	}
+	return ev.Proto == libsockcap.ProtoTCP || ev.Proto == libsockcap.ProtoUnix && ev.Sum == 0
+}
+
+func (s *logSource) base(o *Observation, ev *libsockcap.Event, st *fdState, op Op) {
+	*o = Observation{Time: ev.Time, Op: op, Proto: st.proto, Stream: st.stream, Role: st.role,
+		Origin: OriginLog, Observer: s.obs, Socket: st.socket, Local: st.local, Remote: st.remote,
+		Offset: -1}
+}
+
+// convert turns one event into at most one observation (more go to the
+// queue); false when the event says nothing the matcher needs.
+func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
+	switch ev.Op {
+	case libsockcap.OpSocket:
+		if ev.Fd >= 0 {
+			delete(s.fds, ev.Fd)
+			s.state(ev.Fd, ev)
+		}
+	case libsockcap.OpConnect:
+		if ev.Ret < 0 && ev.Errno != int32(syscall.EINPROGRESS) || ev.Fd < 0 {
+			return false
+		}
+		st := s.state(ev.Fd, ev)
+		s.learn(st, ev)
+		if !st.stream {
+			return false
+		}
+		st.role = RoleClient
+		s.nextSock++
+		st.socket = s.nextSock
+		s.base(o, ev, st, OpOpen)
+		return true
+	case libsockcap.OpAccept:
+		if ev.Fd < 0 || ev.Ret < 0 {
+			return false
+		}
+		st := &fdState{proto: ev.Proto, stream: true, role: RoleServer, local: ev.Local, remote: ev.Remote}
+		if st.proto == libsockcap.ProtoOther {
+			st.proto = libsockcap.ProtoTCP
+		}
+		s.fds[ev.Fd] = st
+		s.nextSock++
+		st.socket = s.nextSock
+		s.base(o, ev, st, OpOpen)
+		return true
+	case libsockcap.OpSocketpair:
+		// Each end opens at its first event, which carries its own names.
+		for _, fd := range [2]int32{ev.Fd, ev.Fd2} {
+			if fd >= 0 {
+				s.fds[fd] = &fdState{proto: libsockcap.ProtoUnix, stream: isStream(ev), role: RolePair}
+			}
+		}
+	case libsockcap.OpSend, libsockcap.OpRecv:
+		if ev.Bytes <= 0 || ev.Fd < 0 {
+			return false
+		}
+		st := s.state(ev.Fd, ev)
+		s.learn(st, ev)
+		if st.proto == libsockcap.ProtoOther {
+			return false
+		}
+		if st.stream && st.socket == 0 {
+			s.nextSock++
+			st.socket = s.nextSock
+		}
+		op := OpSend
+		if ev.Op == libsockcap.OpRecv {
+			op = OpRecv
+		}
+		s.base(o, ev, st, op)
+		o.Bytes = ev.Bytes
+		if !st.stream {
+			// Per-datagram addresses (sendto/recvfrom) win over the fd's.
+			if !ev.Remote.IsZero() {
+				o.Remote = ev.Remote
+			}
+			o.Sum, o.HasSum = ev.Sum, true
+		}
+		return true
+	case libsockcap.OpClose:
+		st := s.fds[ev.Fd]
+		delete(s.fds, ev.Fd)
+		if st == nil || !st.stream || st.socket == 0 {
+			return false
+		}
+		for _, other := range s.fds {
+			if other == st {
+				return false // still open under a dup'ed descriptor
+			}
+		}
+		s.base(o, ev, st, OpClose)
+		return true
+	case libsockcap.OpDup:
+		if st := s.fds[ev.Fd]; st != nil && ev.Fd2 >= 0 {
+			s.fds[ev.Fd2] = st
+		}
+	case libsockcap.OpExit:
+		seen := map[*fdState]bool{}
+		for _, st := range s.fds {
+			if st.stream && st.socket != 0 && !seen[st] {
+				seen[st] = true
+				var x Observation
+				s.base(&x, ev, st, OpClose)
+				s.queue = append(s.queue, x)
+			}
+		}
+		clear(s.fds)
+	case libsockcap.OpGap:
+		s.warnings = append(s.warnings, fmt.Sprintf("%s: %d events lost at %s (thread %d)", s.name, ev.Bytes,
+			formatNs(ev.Time), ev.Tid))
+	}
+	return false
+}
+
+// learn takes the names an event carries (the reader fills them from the
+// fd's latest description).
+func (s *logSource) learn(st *fdState, ev *libsockcap.Event) {
+	if !ev.Local.IsZero() && (st.local.IsZero() || st.stream) {
+		st.local = ev.Local
+	}
+	if !ev.Remote.IsZero() && (st.remote.IsZero() || st.stream) {
+		st.remote = ev.Remote
+	}
+}
+
+func formatNs(t int64) string { return fmt.Sprintf("%d.%09d", t/1e9, t%1e9) }
+
+// sliceScanner serves events from memory.
+type sliceScanner struct {
+	p  *libsockcap.Process
+	ev []libsockcap.Event
+	i  int
+}
+
+func (s *sliceScanner) Process() *libsockcap.Process { return s.p }
+func (s *sliceScanner) Scan() bool                   { s.i++; return s.i < len(s.ev) }
+func (s *sliceScanner) Event() *libsockcap.Event     { return &s.ev[s.i] }
+func (s *sliceScanner) Err() error                   { return nil }
+func (s *sliceScanner) Warnings() []error            { return nil }

@@ -1,0 +1,714 @@
+package reconcile
+
+import (
+	"fmt"
+	"sort"
+
+	"wap5/libsockcap"
+	"wap5/trace"
+)
+
+// run is a logical message being built: bytes [off, off+n) of one direction.
+type run struct {
+	off, n int64
+	t      int64 // first write (or, for a receiver-cut run, first read)
+	last   int64 // latest write, for gap splitting
+	node   trace.NodeID
+	done   bool
+}
+
+// read is one receive: bytes [off, off+n) of the peer's direction.
+type read struct {
+	off, n, t int64
+	node      trace.NodeID
+}
+
+// end is one end of a stream connection instance.
+type end struct {
+	c      *conn
+	side   int
+	role   Role
+	local  libsockcap.Endpoint // as this end sees itself
+	remote libsockcap.Endpoint // the peer as this end sees it
+	node   trace.NodeID        // node of the latest observer
+	hasLog bool
+	sent   int64 // bytes sent, counted (logs) or highest offset (packets)
+	rcvd   int64
+	runs   []run  // send runs not yet emitted; the last one may be open
+	reads  []read // receives not yet consumed
+	rruns  []run  // receive runs, kept while the sender may be untraced
+	closed bool
+	socks  []sockRef
+}
+
+// conn is one instance (lifetime) of a stream connection key.
+type conn struct {
+	key      connKey
+	aliases  []connKey // keys of merged ends (translated addresses)
+	ends     [2]*end
+	first    int64
+	resolved bool // both ends present, or the missing one declared untraced
+	retiring bool
+	gone     bool
+}
+
+type sockRef struct {
+	src    int
+	socket uint64
+}
+
+// deadline is a timer of the merged clock: resolve a connection's peer,
+// retire a closed connection, or expire a datagram.
+type deadline struct {
+	at   int64
+	c    *conn
+	dg   *dgram
+	kind uint8
+}
+
+const (
+	dlResolve uint8 = iota
+	dlRetire
+	dlDgram
+)
+
+// matcher holds the streaming state of steps 2–6.
+type matcher struct {
+	opts   Options
+	window int64
+	t      *trace.Trace
+	names  *namer
+	nat    natTable
+	now    int64
+
+	socks map[sockRef]*end
+	conns map[connKey][]*conn
+	// lonely lists connections with one end, by creation, for step 6.
+	lonely       []*conn
+	lonelyPruned int
+	timers []deadline // FIFO: deadlines are pushed in nondecreasing order
+	thead  int
+
+	dg dgramState
+
+	// Counts for warnings.
+	lostDgrams, dupDgrams, unreadBytes, dupRanges int64
+	origin                                        map[int]Origin
+}
+
+func newMatcher(t *trace.Trace, opts Options) (*matcher, error) {
+	w := int64(opts.Window)
+	if w <= 0 {
+		w = 5e9
+	}
+	m := &matcher{opts: opts, window: w, t: t, names: newNamer(t, opts.Granularity),
+		socks: map[sockRef]*end{}, conns: map[connKey][]*conn{}}
+	m.dg.init()
+	for _, tr := range opts.NAT {
+		if err := m.nat.addRule(tr); err != nil {
+			return nil, fmt.Errorf("nat rule %s %s -> %s: %v", tr.Kind, tr.Before, tr.After, err)
+		}
+	}
+	return m, nil
+}
+
+// advance moves the merged clock and fires due timers.
+func (m *matcher) advance(t int64) {
+	if t > m.now {
+		m.now = t
+	}
+	for m.thead < len(m.timers) && m.timers[m.thead].at <= m.now {
+		d := m.timers[m.thead]
+		m.timers[m.thead] = deadline{}
+		m.thead++
+		m.fire(d)
+	}
+	if m.thead > 4096 && m.thead*2 > len(m.timers) {
+		n := copy(m.timers, m.timers[m.thead:])
+		m.timers = m.timers[:n]
+		m.thead = 0
+	}
+}
+
+func (m *matcher) schedule(d deadline) { m.timers = append(m.timers, d) }
+
+func (m *matcher) fire(d deadline) {
+	switch d.kind {
+	case dlResolve:
+		if !d.c.gone && !d.c.resolved {
+			m.resolve(d.c)
+			m.pump(d.c, false)
+		}
+	case dlRetire:
+		c := d.c
+		if c.gone {
+			return
+		}
+		c.retiring = false
+		for _, e := range c.ends {
+			if e != nil && !e.closed {
+				return // used again since (a forked child): wait for its close
+			}
+		}
+		m.retire(c)
+	case dlDgram:
+		m.expireDgram(d.dg)
+	}
+}
+
+// observe handles one observation (steps 2–5).
+func (m *matcher) observe(src int, ob *Observation) {
+	m.advance(ob.Time)
+	if ob.Observer == nil {
+		return
+	}
+	if !ob.Stream {
+		m.observeDgram(ob)
+		return
+	}
+	e := m.endOf(src, ob)
+	if e == nil {
+		return
+	}
+	if ob.Origin == OriginPacket && e.hasLog {
+		return // the log of this end says it better
+	}
+	if ob.Origin == OriginLog && !e.hasLog {
+		e.hasLog = true
+	}
+	e.node = m.names.node(ob.Observer)
+	c := e.c
+	switch ob.Op {
+	case OpOpen:
+		if ob.Role != RoleUnknown {
+			e.role = ob.Role
+		}
+	case OpSend:
+		if ob.Bytes <= 0 {
+			return
+		}
+		m.send(e, ob)
+		e.closed = false
+	case OpRecv:
+		if ob.Bytes <= 0 {
+			return
+		}
+		m.recv(e, ob)
+		e.closed = false
+	case OpClose:
+		e.closed = true
+		if n := len(e.runs); n > 0 {
+			e.runs[n-1].done = true
+		}
+		if n := len(e.rruns); n > 0 {
+			e.rruns[n-1].done = true
+		}
+		other := c.ends[1-e.side]
+		if !c.retiring && (other == nil && c.resolved || other != nil && other.closed) {
+			c.retiring = true
+			m.schedule(deadline{at: m.now + m.window, c: c, kind: dlRetire})
+		}
+	}
+	m.pump(c, false)
+}
+
+// endOf finds or creates the end an observation belongs to (step 2).
+func (m *matcher) endOf(src int, ob *Observation) *end {
+	ref := sockRef{src, ob.Socket}
+	if ob.Socket != 0 && ob.Op != OpOpen {
+		if e, ok := m.socks[ref]; ok && !e.c.gone {
+			return e
+		}
+	}
+	if ob.Local.IsZero() && ob.Remote.IsZero() {
+		return nil
+	}
+	key, side := m.connKeyOf(ob)
+	list := m.conns[key]
+	var c *conn
+	if ob.Op == OpOpen {
+		// The first live instance still waiting for this end.
+		for _, x := range list {
+			if x.ends[side] == nil && !x.resolved && !x.gone {
+				c = x
+				break
+			}
+		}
+	} else {
+		// Data without an open: the latest instance with this end, else
+		// one waiting for it (a log that started mid-connection, a forked
+		// child, packets without the handshake).
+		for i := len(list) - 1; i >= 0; i-- {
+			if x := list[i]; x.ends[side] != nil && !x.gone {
+				c = x
+				break
+			}
+		}
+		if c == nil {
+			for _, x := range list {
+				if x.ends[side] == nil && !x.resolved && !x.gone {
+					c = x
+					break
+				}
+			}
+		}
+	}
+	if c == nil {
+		c = &conn{key: key, first: m.now}
+		m.conns[key] = append(list, c)
+		m.addLonely(c)
+		m.schedule(deadline{at: m.now + m.window, c: c, kind: dlResolve})
+	}
+	e := c.ends[side]
+	if e == nil {
+		e = &end{c: c, side: side, local: ob.Local, remote: ob.Remote, role: ob.Role}
+		c.ends[side] = e
+		if other := c.ends[1-side]; other != nil {
+			m.paired(c)
+		}
+	} else if ob.Op == OpOpen && ob.Role != RoleUnknown {
+		e.role = ob.Role
+	}
+	if e.local.IsZero() || (!e.local.Unix && e.local.Addr.Addr().IsUnspecified()) {
+		e.local = ob.Local
+	}
+	if e.remote.IsZero() {
+		e.remote = ob.Remote
+	}
+	if ob.Socket != 0 {
+		m.socks[ref] = e
+		e.socks = append(e.socks, ref)
+	}
+	return e
+}
+
+// addLonely lists a new connection for step 6, pruning the list of
+// connections that found their peer once it has doubled.
+func (m *matcher) addLonely(c *conn) {
+	if len(m.lonely) >= 1024 && len(m.lonely) >= 2*m.lonelyPruned {
+		live := m.lonely[:0]
+		for _, o := range m.lonely {
+			if !o.gone && !o.resolved {
+				live = append(live, o)
+			}
+		}
+		clear(m.lonely[len(live):])
+		m.lonely = live
+		m.lonelyPruned = len(live)
+	}
+	m.lonely = append(m.lonely, c)
+}
+
+// paired is called when a connection has both ends: the receiver-cut runs
+// are no longer needed.
+func (m *matcher) paired(c *conn) {
+	c.resolved = true
+	for _, e := range c.ends {
+		e.rruns = nil
+	}
+}
+
+// send extends the end's open run or starts a new one (step 3).
+func (m *matcher) send(e *end, ob *Observation) {
+	off, n := ob.Offset, ob.Bytes
+	if off < 0 {
+		off = e.sent
+	}
+	if off+n <= e.sent && ob.Offset >= 0 {
+		m.dupRanges++
+		return // seen already (retransmission, second sniffer)
+	}
+	if off < e.sent {
+		n -= e.sent - off
+		off = e.sent
+	}
+	e.sent = off + n
+	if k := len(e.runs); k > 0 {
+		r := &e.runs[k-1]
+		if !r.done && r.off+r.n == off && (m.opts.SplitGap <= 0 || ob.Time-r.last <= int64(m.opts.SplitGap)) {
+			r.n += n
+			r.last = ob.Time
+			return
+		}
+		r.done = true
+	}
+	e.runs = append(e.runs, run{off: off, n: n, t: ob.Time, last: ob.Time, node: e.node})
+	// The other side spoke: the peer's receive run is over.
+	if k := len(e.rruns); k > 0 {
+		e.rruns[k-1].done = true
+	}
+}
+
+// recv records a receive, ends this end's open send run, and extends its
+// receive run while the sender may be untraced.
+func (m *matcher) recv(e *end, ob *Observation) {
+	off, n := ob.Offset, ob.Bytes
+	if off < 0 {
+		off = e.rcvd
+	}
+	if off+n <= e.rcvd && ob.Offset >= 0 {
+		m.dupRanges++
+		return
+	}
+	if off < e.rcvd {
+		n -= e.rcvd - off
+		off = e.rcvd
+	}
+	e.rcvd = off + n
+	if k := len(e.runs); k > 0 {
+		e.runs[k-1].done = true
+	}
+	c := e.c
+	sender := c.ends[1-e.side]
+	if sender == nil {
+		k := len(e.rruns)
+		if k > 0 && !e.rruns[k-1].done && e.rruns[k-1].off+e.rruns[k-1].n == off &&
+			(m.opts.SplitGap <= 0 || ob.Time-e.rruns[k-1].last <= int64(m.opts.SplitGap)) {
+			e.rruns[k-1].n += n
+			e.rruns[k-1].last = ob.Time
+		} else {
+			if k > 0 {
+				e.rruns[k-1].done = true
+			}
+			e.rruns = append(e.rruns, run{off: off, n: n, t: ob.Time, last: ob.Time, node: e.node})
+		}
+		if c.resolved {
+			return // sender untraced: the receive runs are the messages
+		}
+	}
+	e.reads = append(e.reads, read{off: off, n: n, t: ob.Time, node: e.node})
+}
+
+// pump emits every message of c that can be decided now; final forces the
+// rest out (unread bytes get an unknown receive time).
+func (m *matcher) pump(c *conn, final bool) {
+	for d := 0; d < 2; d++ {
+		s, r := c.ends[d], c.ends[1-d]
+		switch {
+		case s != nil && r != nil:
+			m.pumpPair(s, r, final)
+		case s != nil && (c.resolved || final):
+			for len(s.runs) > 0 && (s.runs[0].done || final) {
+				x := s.runs[0]
+				s.runs = s.runs[1:]
+				m.emit(x.t, x.node, m.names.endpoint(s.local), trace.Unknown, m.names.peer(s.remote), m.names.endpoint(s.remote), x.n, s.role)
+			}
+			compact(&s.runs)
+		case r != nil && (c.resolved || final):
+			r.reads = r.reads[:0]
+			for len(r.rruns) > 0 && (r.rruns[0].done || final) {
+				x := r.rruns[0]
+				r.rruns = r.rruns[1:]
+				role := RoleUnknown
+				switch r.role {
+				case RoleServer:
+					role = RoleClient
+				case RoleClient:
+					role = RoleServer
+				}
+				m.emit(trace.Unknown, m.names.peer(r.remote), m.names.endpoint(r.remote), x.t, x.node, m.names.endpoint(r.local), x.n, role)
+			}
+			compact(&r.rruns)
+		}
+	}
+}
+
+func compact[T any](s *[]T) {
+	if len(*s) == 0 && cap(*s) > 64 {
+		*s = nil
+	}
+}
+
+// pumpPair matches the sender's runs against the receiver's reads (step 3).
+func (m *matcher) pumpPair(s, r *end, final bool) {
+	for len(s.runs) > 0 {
+		x := &s.runs[0]
+		if !x.done && !final {
+			return
+		}
+		target := x.off
+		if m.opts.RecvAt == RecvLast {
+			target = x.off + x.n - 1
+		}
+		for len(r.reads) > 0 && r.reads[0].off+r.reads[0].n <= target {
+			r.reads = r.reads[1:]
+		}
+		recvT, recvNode := trace.Unknown, r.node
+		if len(r.reads) > 0 && r.reads[0].off <= target {
+			recvT, recvNode = r.reads[0].t, r.reads[0].node
+		} else if !final {
+			return // not read yet
+		} else {
+			m.unreadBytes += x.n
+		}
+		m.emit(x.t, x.node, m.names.endpoint(s.local), recvT, recvNode, m.names.endpoint(r.local), x.n, s.role)
+		s.runs = s.runs[1:]
+	}
+	compact(&s.runs)
+	compact(&r.reads)
+}
+
+// emit appends a message; Kind carries the sender's role until the call
+// pairing of step 8.
+func (m *matcher) emit(send int64, src trace.NodeID, srcEP trace.EndpointID, recv int64, dst trace.NodeID, dstEP trace.EndpointID, n int64, role Role) {
+	k := trace.KindNone
+	switch role {
+	case RoleClient:
+		k = trace.KindCall
+	case RoleServer:
+		k = trace.KindReturn
+	}
+	m.t.Messages = append(m.t.Messages, trace.Message{Send: send, Recv: recv, ID: trace.NoRef, Bytes: n,
+		Src: src, Dst: dst, SrcEP: srcEP, DstEP: dstEP, Call: trace.NoRef, Truth: trace.NoRef, Kind: k})
+}
+
+// resolve decides a connection with one end: a translated peer (step 6) or
+// an untraced one (step 5).
+func (m *matcher) resolve(c *conn) {
+	if c.resolved {
+		return
+	}
+	if !m.opts.DisableNATDetection && m.pairTranslated(c) {
+		return
+	}
+	c.resolved = true
+	for _, e := range c.ends {
+		if e != nil {
+			e.reads = e.reads[:0]
+			if e.closed && !c.retiring {
+				c.retiring = true
+				m.schedule(deadline{at: m.now + m.window, c: c, kind: dlRetire})
+			}
+		}
+	}
+}
+
+// pairTranslated looks for a lonely connection of the opposite role whose
+// first messages agree with c's (step 6) and merges the two.
+func (m *matcher) pairTranslated(c *conn) bool {
+	var e *end
+	for _, x := range c.ends {
+		if x != nil {
+			e = x
+		}
+	}
+	if e == nil || e.role == RoleUnknown || e.role == RolePair || c.key.proto == libsockcap.ProtoUnix {
+		return false
+	}
+	sig := signature(e)
+	if sig == (sizes{}) {
+		return false
+	}
+	var best *conn
+	var bestDT int64
+	live := m.lonely[:0]
+	for _, o := range m.lonely {
+		if o.gone || o.resolved {
+			continue
+		}
+		live = append(live, o)
+		if o == c || o.key.proto != c.key.proto {
+			continue
+		}
+		var oe *end
+		for _, x := range o.ends {
+			if x != nil {
+				oe = x
+			}
+		}
+		if oe == nil || oe.role == RoleUnknown || oe.role == e.role || oe.role == RolePair {
+			continue
+		}
+		dt := o.first - c.first
+		if dt < 0 {
+			dt = -dt
+		}
+		if dt > m.window {
+			continue
+		}
+		if !sig.agrees(signature(oe)) {
+			continue
+		}
+		if best == nil || dt < bestDT {
+			best, bestDT = o, dt
+		}
+	}
+	for i := len(live); i < len(m.lonely); i++ {
+		m.lonely[i] = nil
+	}
+	m.lonely = live
+	if best == nil {
+		return false
+	}
+	var oe *end
+	for _, x := range best.ends {
+		if x != nil {
+			oe = x
+		}
+	}
+	// Merge best's end into c as the missing side.
+	side := 1 - e.side
+	oe.c, oe.side = c, side
+	c.ends[side] = oe
+	best.gone = true
+	// Later packets of the other end find c under best's key.
+	c.aliases = append(c.aliases, best.key)
+	c.aliases = append(c.aliases, best.aliases...)
+	list := m.conns[best.key]
+	for i, x := range list {
+		if x == best {
+			list[i] = c
+		}
+	}
+	m.paired(c)
+	client, server := e, oe
+	if e.role == RoleServer {
+		client, server = oe, e
+	}
+	proto := c.key.proto.String()
+	if !client.remote.Unix && client.remote.Addr != server.local.Addr {
+		m.nat.add("dnat", proto, client.remote.Addr, server.local.Addr, true)
+	}
+	if !client.local.Unix && client.local.Addr.IsValid() && client.local.Addr != server.remote.Addr {
+		m.nat.add("snat", proto, client.local.Addr, server.remote.Addr, true)
+	}
+	if (client.closed && server.closed) && !c.retiring {
+		c.retiring = true
+		m.schedule(deadline{at: m.now + m.window, c: c, kind: dlRetire})
+	}
+	return true
+}
+
+// sizes is what a lonely end knows of a connection's first messages: the
+// first message each way (sent by the client, sent by the server), as this
+// end saw it (its own send runs, or its receive runs).
+type sizes struct{ up, down int64 }
+
+func signature(e *end) sizes {
+	first := func(rs []run, done bool) int64 {
+		if len(rs) == 0 || (done && !rs[0].done) {
+			return 0
+		}
+		if rs[0].off != 0 {
+			return -1 // not from the start: unusable
+		}
+		return rs[0].n
+	}
+	sent, got := first(e.runs, true), first(e.rruns, true)
+	if e.role == RoleServer {
+		return sizes{up: got, down: sent}
+	}
+	return sizes{up: sent, down: got}
+}
+
+// agrees: at least one direction known on both sides, and no known
+// direction disagreeing.
+func (s sizes) agrees(o sizes) bool {
+	if s.up < 0 || s.down < 0 || o.up < 0 || o.down < 0 {
+		return false
+	}
+	both := 0
+	if s.up > 0 && o.up > 0 {
+		if s.up != o.up {
+			return false
+		}
+		both++
+	}
+	if s.down > 0 && o.down > 0 {
+		if s.down != o.down {
+			return false
+		}
+		both++
+	}
+	return both > 0
+}
+
+// retire forgets a finished connection after emitting what is left.
+func (m *matcher) retire(c *conn) {
+	if !c.resolved {
+		m.resolve(c)
+	}
+	for _, e := range c.ends {
+		if e == nil {
+			continue
+		}
+		if n := len(e.runs); n > 0 {
+			e.runs[n-1].done = true
+		}
+		if n := len(e.rruns); n > 0 {
+			e.rruns[n-1].done = true
+		}
+	}
+	m.pump(c, true)
+	c.gone = true
+	for _, e := range c.ends {
+		if e == nil {
+			continue
+		}
+		for _, ref := range e.socks {
+			if m.socks[ref] == e {
+				delete(m.socks, ref)
+			}
+		}
+	}
+	m.dropConn(c.key, c)
+	for _, k := range c.aliases {
+		m.dropConn(k, c)
+	}
+}
+
+func (m *matcher) dropConn(k connKey, c *conn) {
+	list, ok := m.conns[k]
+	if !ok {
+		return
+	}
+	out := list[:0]
+	for _, x := range list {
+		if x != c {
+			out = append(out, x)
+		}
+	}
+	if len(out) == 0 {
+		delete(m.conns, k)
+	} else {
+		m.conns[k] = out
+	}
+}
+
+// finish resolves and flushes everything at the end of the input.
+func (m *matcher) finish() {
+	for m.thead < len(m.timers) {
+		d := m.timers[m.thead]
+		m.thead++
+		if d.kind != dlRetire {
+			m.fire(d)
+		}
+	}
+	// Every connection still known, in creation order.
+	var all []*conn
+	seen := map[*conn]bool{}
+	for _, list := range m.conns {
+		for _, c := range list {
+			if !seen[c] && !c.gone {
+				seen[c] = true
+				all = append(all, c)
+			}
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].first < all[j].first })
+	for _, c := range all {
+		if !c.gone {
+			m.retire(c)
+		}
+	}
+}
+
+// sourceHeap merges sources by their next observation's time (step 1).
+type cursor struct {
+	src  Source
+	idx  int
+	ob   Observation
+	done bool
+}
+
+type sourceHeap []*cursor

@@ -1,0 +1,112 @@
+package reconcile
+
+import (
+	"path"
+	"strconv"
+	"strings"
+
+	"wap5/libsockcap"
+	"wap5/trace"
+)
+
+// namer interns node and endpoint names into the trace (step 7).
+type namer struct {
+	t     *trace.Trace
+	gran  Granularity
+	nodes map[*Observer]trace.NodeID
+	addrs map[string]trace.NodeID
+	eps   map[libsockcap.Endpoint]trace.EndpointID
+}
+
+func newNamer(t *trace.Trace, g Granularity) *namer {
+	return &namer{t: t, gran: g, nodes: map[*Observer]trace.NodeID{},
+		addrs: map[string]trace.NodeID{}, eps: map[libsockcap.Endpoint]trace.EndpointID{}}
+}
+
+// clean makes a name component safe for the text format: no spaces, no
+// control characters, no '/' inside a component.
+func clean(s string) string {
+	if s == "" {
+		return "?"
+	}
+	ok := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == '/' || c == 0x7f {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if r <= ' ' || r == '/' || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// NodeName is the node name of an observer at granularity g: HOST, HOST/EXE
+// or HOST/EXE/PID (EXE is the base name of the program). Observers without a
+// program (packet captures) are named by their host at every granularity.
+func NodeName(o *Observer, g Granularity) string {
+	host := clean(o.Host)
+	if g == ByHost || o.Exe == "" {
+		return host
+	}
+	exe := clean(path.Base(o.Exe))
+	if g == ByProgram {
+		return host + "/" + exe
+	}
+	return host + "/" + exe + "/" + strconv.FormatInt(int64(o.Pid), 10)
+}
+
+func (n *namer) node(o *Observer) trace.NodeID {
+	if id, ok := n.nodes[o]; ok {
+		return id
+	}
+	id := n.t.Node(NodeName(o, n.gran))
+	n.nodes[o] = id
+	return id
+}
+
+// peer names an untraced peer by its address: the IP address, or the Unix
+// endpoint.
+func (n *namer) peer(e libsockcap.Endpoint) trace.NodeID {
+	var name string
+	switch {
+	case e.Unix:
+		name = clean(e.String())
+	case e.Addr.IsValid():
+		name = e.Addr.Addr().String()
+	default:
+		name = "unknown"
+	}
+	if id, ok := n.addrs[name]; ok {
+		return id
+	}
+	id, known := n.t.LookupNode(name)
+	if !known {
+		id = n.t.Node(name)
+		n.t.Nodes[id].Untraced = true
+	}
+	n.addrs[name] = id
+	return id
+}
+
+func (n *namer) endpoint(e libsockcap.Endpoint) trace.EndpointID {
+	if e.IsZero() {
+		return trace.NoEndpoint
+	}
+	if id, ok := n.eps[e]; ok {
+		return id
+	}
+	s := e.String()
+	if e.Unix {
+		s = "unix:" + clean(strings.TrimPrefix(s, "unix:"))
+	}
+	id := n.t.Endpoint(s)
+	n.eps[e] = id
+	return id
+}

@@ -1,0 +1,309 @@
+package reconcile
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"wap5/libsockcap"
+	"wap5/trace"
+)
+
+// Reconcile reads the inputs and returns one message trace. Damaged or
+// foreign inputs become warnings in the trace (with file and offset); the
+// error is for nothing readable at all or bad options.
+func Reconcile(in Inputs, opts Options) (*trace.Trace, error) {
+	sources := append([]Source(nil), in.Sources...)
+	var warns []string
+	var lastErr error
+	inputs := len(in.Sources)
+	if len(in.Logs) > 0 {
+		files, err := libsockcap.FindLogs(in.Logs...)
+		if err != nil {
+			return nil, err
+		}
+		if len(files) == 0 {
+			warns = append(warns, fmt.Sprintf("no libsockcap logs in %s", strings.Join(in.Logs, " ")))
+		}
+		for _, f := range files {
+			inputs++
+			s, err := NewLogSource(f)
+			if err != nil {
+				warns = append(warns, err.Error())
+				lastErr = err
+				continue
+			}
+			sources = append(sources, s)
+		}
+	}
+	for _, p := range in.Pcaps {
+		inputs++
+		if OpenPcap == nil {
+			return nil, fmt.Errorf("%s: packet captures are not supported by this build", p)
+		}
+		ss, err := OpenPcap(p, opts)
+		if err != nil {
+			warns = append(warns, err.Error())
+			lastErr = err
+			continue
+		}
+		sources = append(sources, ss...)
+	}
+	if len(sources) == 0 {
+		if lastErr != nil {
+			return nil, fmt.Errorf("nothing readable in %d inputs (last error: %v)", inputs, lastErr)
+		}
+		if inputs == 0 {
+			return nil, fmt.Errorf("no inputs")
+		}
+	}
+	t, err := ReconcileSources(sources, opts)
+	if t != nil {
+		t.Warnings = append(warns, t.Warnings...)
+	}
+	return t, err
+}
+
+// ReconcileSources runs steps 1–9 over observation sources.
+func ReconcileSources(sources []Source, opts Options) (*trace.Trace, error) {
+	t := trace.New()
+	m, err := newMatcher(t, opts)
+	if err != nil {
+		return nil, err
+	}
+	// 1. Merge the sources by time.
+	h := make(sourceHeap, 0, len(sources))
+	var ended []*cursor
+	for i, s := range sources {
+		c := &cursor{src: s, idx: i}
+		if s.Next(&c.ob) {
+			h = append(h, c)
+		} else {
+			ended = append(ended, c)
+		}
+	}
+	h.init()
+	for len(h) > 0 {
+		c := h[0]
+		m.observe(c.idx, &c.ob)
+		if c.src.Next(&c.ob) {
+			h.down(0)
+		} else {
+			ended = append(ended, c)
+			h.pop()
+		}
+	}
+	m.finish()
+	sort.Slice(ended, func(i, j int) bool { return ended[i].idx < ended[j].idx })
+	for _, c := range ended {
+		t.Warnings = append(t.Warnings, c.src.Warnings()...)
+		if err := c.src.Err(); err != nil {
+			t.Warnf("%s: %v", c.src.Name(), err)
+		}
+	}
+	m.report()
+	// 8. Pair calls with returns; 9. sort and number.
+	t.Sort()
+	pairCalls(t)
+	if opts.AggregateClients {
+		t = AggregateClients(t)
+	}
+	for i := range t.Messages {
+		t.Messages[i].ID = int64(i)
+	}
+	return t, nil
+}
+
+// report turns the matcher's counts and translations into warnings.
+func (m *matcher) report() {
+	t := m.t
+	for _, tr := range m.nat.found {
+		if tr.Flows > 0 {
+			t.Warnf("nat: %s %s %s -> %s (%d flows)", tr.Kind, tr.Proto, tr.Before, tr.After, tr.Flows)
+		}
+	}
+	if m.lostDgrams > 0 {
+		t.Warnf("%d datagrams sent to traced receivers were never received (lost); kept with an unknown receive time", m.lostDgrams)
+	}
+	if m.dupDgrams > 0 {
+		t.Warnf("%d duplicate datagrams dropped", m.dupDgrams)
+	}
+	if m.unreadBytes > 0 {
+		t.Warnf("%d bytes sent to traced ends were never read; kept with an unknown receive time", m.unreadBytes)
+	}
+}
+
+// Translations returns the address translations a trace's warnings report
+// (as Reconcile found them).
+func Translations(t *trace.Trace) []Translation {
+	var out []Translation
+	for _, w := range t.Warnings {
+		var tr Translation
+		var arrow string
+		if _, err := fmt.Sscanf(w, "nat: %s %s %s %s %s (%d flows)", &tr.Kind, &tr.Proto, &tr.Before, &arrow, &tr.After, &tr.Flows); err == nil && arrow == "->" {
+			out = append(out, tr)
+		}
+	}
+	return out
+}
+
+// pairCalls gives each call on a connection a call id and the next message
+// the other way the same id as its return (step 8). Messages come marked by
+// the sender's role (KindCall from the connecting end, KindReturn from the
+// accepting end); a return without an open call loses its kind.
+func pairCalls(t *trace.Trace) {
+	type pair struct{ a, b trace.EndpointID }
+	open := map[pair]int32{}
+	var next int32
+	for i := range t.Messages {
+		msg := &t.Messages[i]
+		if msg.Kind == trace.KindNone {
+			continue
+		}
+		if msg.SrcEP == trace.NoEndpoint || msg.DstEP == trace.NoEndpoint {
+			msg.Kind = trace.KindNone
+			continue
+		}
+		p := pair{msg.SrcEP, msg.DstEP}
+		if msg.Kind == trace.KindReturn {
+			p = pair{msg.DstEP, msg.SrcEP}
+		}
+		switch msg.Kind {
+		case trace.KindCall:
+			msg.Call = next
+			open[p] = next
+			next++
+		case trace.KindReturn:
+			if id, ok := open[p]; ok {
+				msg.Call = id
+				delete(open, p)
+			} else {
+				msg.Kind = trace.KindNone
+			}
+		}
+	}
+}
+
+// ephemeralLow is where Linux starts ephemeral ports.
+const ephemeralLow = 32768
+
+// AggregateClients replaces client nodes by CLIENT and ephemeral ports by
+// `*` (WAP5 §2.5). A port is fixed when it accepts connections (it
+// receives calls), talks to at least three other ports, or lies below the
+// ephemeral range; a node is a server when it uses a fixed port locally.
+func AggregateClients(t *trace.Trace) *trace.Trace {
+	type epInfo struct {
+		peers  map[trace.EndpointID]bool
+		server bool
+	}
+	info := make([]epInfo, len(t.Endpoints))
+	note := func(ep, peer trace.EndpointID, server bool) {
+		if ep == trace.NoEndpoint {
+			return
+		}
+		in := &info[ep]
+		if in.peers == nil {
+			in.peers = map[trace.EndpointID]bool{}
+		}
+		if len(in.peers) < 3 {
+			in.peers[peer] = true
+		}
+		in.server = in.server || server
+	}
+	for i := range t.Messages {
+		m := &t.Messages[i]
+		note(m.SrcEP, m.DstEP, m.Kind == trace.KindReturn)
+		note(m.DstEP, m.SrcEP, m.Kind == trace.KindCall)
+	}
+	fixed := make([]bool, len(t.Endpoints))
+	for i, name := range t.Endpoints {
+		if i == 0 {
+			continue
+		}
+		fixed[i] = info[i].server || len(info[i].peers) >= 3
+		if ap, err := netip.ParseAddrPort(name); err == nil && ap.Port() < ephemeralLow {
+			fixed[i] = true
+		}
+		if strings.HasPrefix(name, "unix:") {
+			fixed[i] = true
+		}
+	}
+	serverNode := make([]bool, len(t.Nodes))
+	for i := range t.Messages {
+		m := &t.Messages[i]
+		if fixed[m.SrcEP] {
+			serverNode[m.Src] = true
+		}
+		if fixed[m.DstEP] {
+			serverNode[m.Dst] = true
+		}
+	}
+	out := trace.New()
+	out.Clock, out.Warnings, out.Labels = t.Clock, t.Warnings, t.Labels
+	nodeMap := make([]trace.NodeID, len(t.Nodes))
+	for i, n := range t.Nodes {
+		name := n.Name
+		if !serverNode[i] {
+			name = "CLIENT"
+		}
+		id := out.Node(name)
+		out.Nodes[id].Untraced = out.Nodes[id].Untraced || n.Untraced && name != "CLIENT"
+		nodeMap[i] = id
+	}
+	epMap := make([]trace.EndpointID, len(t.Endpoints))
+	for i, name := range t.Endpoints {
+		if i > 0 && !fixed[i] {
+			if ap, err := netip.ParseAddrPort(name); err == nil {
+				name = ap.Addr().String() + ":*"
+				if ap.Addr().Is6() {
+					name = "[" + ap.Addr().String() + "]:*"
+				}
+			}
+		}
+		epMap[i] = out.Endpoint(name)
+	}
+	out.Messages = t.Messages
+	for i := range out.Messages {
+		m := &out.Messages[i]
+		m.Src, m.Dst = nodeMap[m.Src], nodeMap[m.Dst]
+		m.SrcEP, m.DstEP = epMap[m.SrcEP], epMap[m.DstEP]
+	}
+	out.Extra = t.Extra
+	return out
+}
+
+// sourceHeap is a min-heap of cursors by their next observation's time.
+func (h sourceHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h sourceHeap) down(i int) {
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && h[r].ob.Time < h[l].ob.Time {
+			j = r
+		}
+		if h[j].ob.Time >= h[i].ob.Time {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}
+
+func (h *sourceHeap) pop() {
+	old := *h
+	n := len(old) - 1
+	old[0] = old[n]
+	old[n] = nil
+	*h = old[:n]
+	h.down(0)
+}
