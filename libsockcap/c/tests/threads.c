@@ -1,0 +1,40 @@
+/* threads: several threads send concurrently over their own socketpairs
+ * (each thread gets its own chunk), enough to fill several chunks. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define THREADS 4
+#define SENDS 20000
+
+static void *run(void *arg)
+{
+	(void)arg;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) != 0)
+		abort();
+	char b[8] = "abcdefg";
+	for (int i = 0; i < SENDS; i++) {
+		if (send(sv[0], b, (size_t)(i % 8) + 1, 0) < 0)
+			abort();
+		if (recv(sv[1], b, sizeof b, 0) < 0)
+			abort();
+	}
+	close(sv[0]);
+	close(sv[1]);
+	return NULL;
+}
+
+int main(void)
+{
+	pthread_t t[THREADS];
+	for (int i = 0; i < THREADS; i++)
+		pthread_create(&t[i], NULL, run, NULL);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	printf("threads %d\nsends %d\n", THREADS, SENDS);
+	return 0;
+}
