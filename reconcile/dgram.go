@@ -160,7 +160,7 @@ func (m *matcher) matchDgram(a, b *dgram) {
 	if !dstEP.Unix && (!dstEP.Addr.IsValid() || dstEP.Addr.Addr().IsUnspecified()) {
 		dstEP = s.remote
 	}
-	m.emit(s.t, s.node, m.names.endpoint(srcEP), r.t, r.node, m.names.endpoint(dstEP), s.key.n, RoleUnknown)
+	m.emit(s.t, s.node, m.names.endpoint(srcEP), r.t, r.node, m.names.endpoint(dstEP), s.key.n, RoleUnknown, trace.NoRef)
 }
 
 func (m *matcher) noteReceiver(ob *Observation, node trace.NodeID) {
@@ -239,16 +239,16 @@ func (m *matcher) expireDgram(d *dgram) {
 		for _, o := range s.receivers[d.dst.Port()] {
 			if compatible(o.addr, d.dst.Addr()) {
 				m.lostDgrams++
-				m.emit(d.t, d.node, m.names.endpoint(d.local), trace.Unknown, o.node, m.names.endpoint(d.remote), d.key.n, RoleUnknown)
+				m.emit(d.t, d.node, m.names.endpoint(d.local), trace.Unknown, o.node, m.names.endpoint(d.remote), d.key.n, RoleUnknown, trace.NoRef)
 				return
 			}
 		}
-		m.emit(d.t, d.node, m.names.endpoint(d.local), trace.Unknown, m.names.peer(d.remote), m.names.endpoint(d.remote), d.key.n, RoleUnknown)
+		m.emit(d.t, d.node, m.names.endpoint(d.local), trace.Unknown, m.names.peer(d.remote), m.names.endpoint(d.remote), d.key.n, RoleUnknown, trace.NoRef)
 		return
 	}
 	if t, ok := s.recent[d.key]; ok && d.t-t <= 2*m.window && t-d.t <= 2*m.window {
 		m.dupDgrams++
 		return
 	}
-	m.emit(trace.Unknown, m.names.peer(d.remote), m.names.endpoint(d.remote), d.t, d.node, m.names.endpoint(d.local), d.key.n, RoleUnknown)
+	m.emit(trace.Unknown, m.names.peer(d.remote), m.names.endpoint(d.remote), d.t, d.node, m.names.endpoint(d.local), d.key.n, RoleUnknown, trace.NoRef)
 }

@@ -50,6 +50,7 @@ type conn struct {
 	resolved bool // both ends present, or the missing one declared untraced
 	retiring bool
 	gone     bool
+	serial   int32 // distinguishes connections for step 8
 }
 
 type sockRef struct {
@@ -86,14 +87,14 @@ type matcher struct {
 	// lonely lists connections with one end, by creation, for step 6.
 	lonely       []*conn
 	lonelyPruned int
-	timers []deadline // FIFO: deadlines are pushed in nondecreasing order
-	thead  int
+	timers       []deadline // FIFO: deadlines are pushed in nondecreasing order
+	thead        int
 
 	dg dgramState
 
 	// Counts for warnings.
 	lostDgrams, dupDgrams, unreadBytes, dupRanges int64
-	origin                                        map[int]Origin
+	nconn                                         int32
 }
 
 func newMatcher(t *trace.Trace, opts Options) (*matcher, error) {
@@ -254,7 +255,8 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 		}
 	}
 	if c == nil {
-		c = &conn{key: key, first: m.now}
+		m.nconn++
+		c = &conn{key: key, first: m.now, serial: m.nconn}
 		m.conns[key] = append(list, c)
 		m.addLonely(c)
 		m.schedule(deadline{at: m.now + m.window, c: c, kind: dlResolve})
@@ -391,7 +393,7 @@ func (m *matcher) pump(c *conn, final bool) {
 			for len(s.runs) > 0 && (s.runs[0].done || final) {
 				x := s.runs[0]
 				s.runs = s.runs[1:]
-				m.emit(x.t, x.node, m.names.endpoint(s.local), trace.Unknown, m.names.peer(s.remote), m.names.endpoint(s.remote), x.n, s.role)
+				m.emit(x.t, x.node, m.names.endpoint(s.local), trace.Unknown, m.names.peer(s.remote), m.names.endpoint(s.remote), x.n, s.role, c.serial)
 			}
 			compact(&s.runs)
 		case r != nil && (c.resolved || final):
@@ -406,7 +408,7 @@ func (m *matcher) pump(c *conn, final bool) {
 				case RoleClient:
 					role = RoleServer
 				}
-				m.emit(trace.Unknown, m.names.peer(r.remote), m.names.endpoint(r.remote), x.t, x.node, m.names.endpoint(r.local), x.n, role)
+				m.emit(trace.Unknown, m.names.peer(r.remote), m.names.endpoint(r.remote), x.t, x.node, m.names.endpoint(r.local), x.n, role, c.serial)
 			}
 			compact(&r.rruns)
 		}
@@ -441,16 +443,16 @@ func (m *matcher) pumpPair(s, r *end, final bool) {
 		} else {
 			m.unreadBytes += x.n
 		}
-		m.emit(x.t, x.node, m.names.endpoint(s.local), recvT, recvNode, m.names.endpoint(r.local), x.n, s.role)
+		m.emit(x.t, x.node, m.names.endpoint(s.local), recvT, recvNode, m.names.endpoint(r.local), x.n, s.role, s.c.serial)
 		s.runs = s.runs[1:]
 	}
 	compact(&s.runs)
 	compact(&r.reads)
 }
 
-// emit appends a message; Kind carries the sender's role until the call
-// pairing of step 8.
-func (m *matcher) emit(send int64, src trace.NodeID, srcEP trace.EndpointID, recv int64, dst trace.NodeID, dstEP trace.EndpointID, n int64, role Role) {
+// emit appends a message; Kind carries the sender's role and Call the
+// connection's serial number until the call pairing of step 8.
+func (m *matcher) emit(send int64, src trace.NodeID, srcEP trace.EndpointID, recv int64, dst trace.NodeID, dstEP trace.EndpointID, n int64, role Role, serial int32) {
 	k := trace.KindNone
 	switch role {
 	case RoleClient:
@@ -459,7 +461,7 @@ func (m *matcher) emit(send int64, src trace.NodeID, srcEP trace.EndpointID, rec
 		k = trace.KindReturn
 	}
 	m.t.Messages = append(m.t.Messages, trace.Message{Send: send, Recv: recv, ID: trace.NoRef, Bytes: n,
-		Src: src, Dst: dst, SrcEP: srcEP, DstEP: dstEP, Call: trace.NoRef, Truth: trace.NoRef, Kind: k})
+		Src: src, Dst: dst, SrcEP: srcEP, DstEP: dstEP, Call: serial, Truth: trace.NoRef, Kind: k})
 }
 
 // resolve decides a connection with one end: a translated peer (step 6) or

@@ -104,7 +104,17 @@ func (n *namer) endpoint(e libsockcap.Endpoint) trace.EndpointID {
 	}
 	s := e.String()
 	if e.Unix {
-		s = "unix:" + clean(strings.TrimPrefix(s, "unix:"))
+		switch {
+		case e.Path != "":
+			s = "unix:" + strings.Map(func(r rune) rune {
+				if r <= ' ' || r == 0x7f {
+					return '_'
+				}
+				return r
+			}, e.Path)
+		case e.Inode == 0:
+			return trace.NoEndpoint // unnamed, and no inode to tell it by
+		}
 	}
 	id := n.t.Endpoint(s)
 	n.eps[e] = id

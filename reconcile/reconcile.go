@@ -151,33 +151,24 @@ func Translations(t *trace.Trace) []Translation {
 // pairCalls gives each call on a connection a call id and the next message
 // the other way the same id as its return (step 8). Messages come marked by
 // the sender's role (KindCall from the connecting end, KindReturn from the
-// accepting end); a return without an open call loses its kind.
+// accepting end) with their connection's serial in Call; a return without
+// an open call loses its kind.
 func pairCalls(t *trace.Trace) {
-	type pair struct{ a, b trace.EndpointID }
-	open := map[pair]int32{}
+	open := map[int32]int32{}
 	var next int32
 	for i := range t.Messages {
 		msg := &t.Messages[i]
-		if msg.Kind == trace.KindNone {
-			continue
-		}
-		if msg.SrcEP == trace.NoEndpoint || msg.DstEP == trace.NoEndpoint {
-			msg.Kind = trace.KindNone
-			continue
-		}
-		p := pair{msg.SrcEP, msg.DstEP}
-		if msg.Kind == trace.KindReturn {
-			p = pair{msg.DstEP, msg.SrcEP}
-		}
+		conn := msg.Call
+		msg.Call = trace.NoRef
 		switch msg.Kind {
 		case trace.KindCall:
 			msg.Call = next
-			open[p] = next
+			open[conn] = next
 			next++
 		case trace.KindReturn:
-			if id, ok := open[p]; ok {
+			if id, ok := open[conn]; ok {
 				msg.Call = id
-				delete(open, p)
+				delete(open, conn)
 			} else {
 				msg.Kind = trace.KindNone
 			}

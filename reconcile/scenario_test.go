@@ -16,7 +16,13 @@ import (
 	"wap5/trace"
 )
 
-var update = flag.Bool("update", false, "rewrite the expect sections of testdata/scenarios/*.txtar")
+// updating reports whether -update was given: the flag is declared once for
+// the package's golden tests (pcap_test.go); looked up by name so this file
+// does not depend on where.
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
 
 // A scenario (testdata/scenarios/NAME.txtar) is a txtar archive:
 //
@@ -240,7 +246,7 @@ func TestScenarios(t *testing.T) {
 			if gotW != "" {
 				gotW += "\n"
 			}
-			if *update {
+			if updating() {
 				sc.sections["expect"] = got
 				if _, ok := sc.sections["warnings"]; !ok && gotW != "" {
 					sc.order = append(sc.order, "warnings")
