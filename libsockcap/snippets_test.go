@@ -179,7 +179,9 @@ func checkUnix(t *testing.T, r runResult, logs []procLog) {
 	if len(sp) != 1 {
 		t.Fatalf("%d socketpair events", len(sp))
 	}
-	pr := parent[0].filter(func(e *Event) bool { return e.Op == OpRecv && e.Fd == sp[0].Fd && e.Local.Path == "" && e.Remote.Path == "" })
+	pr := parent[0].filter(func(e *Event) bool {
+		return e.Op == OpRecv && e.Fd == sp[0].Fd && e.Local.Path == "" && e.Remote.Path == ""
+	})
 	cs := pc[0].filter(func(e *Event) bool { return e.Op == OpSend })
 	if len(pr) != 1 || len(cs) != 1 {
 		t.Fatalf("pair: parent recvs %d, child sends %d", len(pr), len(cs))
