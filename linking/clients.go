@@ -1,0 +1,93 @@
+package linking
+
+import (
+	"strings"
+
+	"wap5/trace"
+)
+
+// ClientName is the name aggregated client nodes get (WAP5 §2.5).
+const ClientName = "CLIENT"
+
+// FixedEndpoints marks the endpoints that talk to at least peers distinct
+// other endpoints (WAP5 §2.5: a port is fixed if it communicates with many
+// other ports; the others are ephemeral).
+func FixedEndpoints(t *trace.Trace, peers int) []bool {
+	seen := make([][]trace.EndpointID, len(t.Endpoints))
+	fixed := make([]bool, len(t.Endpoints))
+	note := func(a, b trace.EndpointID) {
+		if a == trace.NoEndpoint || b == trace.NoEndpoint || fixed[a] {
+			return
+		}
+		for _, x := range seen[a] {
+			if x == b {
+				return
+			}
+		}
+		seen[a] = append(seen[a], b)
+		if len(seen[a]) >= peers {
+			fixed[a], seen[a] = true, nil
+		}
+	}
+	for i := range t.Messages {
+		m := &t.Messages[i]
+		note(m.SrcEP, m.DstEP)
+		note(m.DstEP, m.SrcEP)
+	}
+	return fixed
+}
+
+// Clients reports the client nodes: nodes with known endpoints none of which
+// is fixed (a node is a server if it uses a fixed port at least once).
+func Clients(t *trace.Trace, peers int) []bool {
+	fixed := FixedEndpoints(t, peers)
+	known := make([]bool, len(t.Nodes))
+	server := make([]bool, len(t.Nodes))
+	for i := range t.Messages {
+		m := &t.Messages[i]
+		for _, x := range [2]struct {
+			n  trace.NodeID
+			ep trace.EndpointID
+		}{{m.Src, m.SrcEP}, {m.Dst, m.DstEP}} {
+			if x.ep == trace.NoEndpoint || strings.HasPrefix(t.Endpoints[x.ep], "unix:") {
+				continue
+			}
+			known[x.n] = true
+			if fixed[x.ep] {
+				server[x.n] = true
+			}
+		}
+	}
+	c := make([]bool, len(t.Nodes))
+	for i := range c {
+		c[i] = known[i] && !server[i]
+	}
+	return c
+}
+
+// AggregateEndpoint is an endpoint's name after client aggregation: an
+// ephemeral port becomes "*".
+func AggregateEndpoint(name string, fixed bool) string {
+	if fixed || name == "-" || strings.HasPrefix(name, "unix:") {
+		return name
+	}
+	if i := strings.LastIndexByte(name, ':'); i >= 0 {
+		return name[:i+1] + "*"
+	}
+	return name
+}
+
+// run links the whole trace (or chunk) with the chosen method.
+func (l *linker) run() *Result {
+	var in *instances
+	var fit Fit
+	var iters int
+	if l.o.Method == MethodWAP5 {
+		in, fit, iters = l.runWAP5()
+	} else {
+		in, fit, iters = l.runJoint()
+	}
+	paths := l.aggregate(in)
+	paths.Warnings = append(append([]string(nil), l.t.Warnings...), l.warnings...)
+	return &Result{Paths: paths, Fit: fit, Iterations: iters}
+}

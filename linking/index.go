@@ -1,0 +1,205 @@
+package linking
+
+import (
+	"slices"
+
+	"wap5/trace"
+)
+
+// linker holds one run over one trace (or one chunk of a stream).
+type linker struct {
+	t    *trace.Trace
+	o    Options
+	msgs []trace.Message
+	x    int64 // window, ns
+
+	edge    []int32 // per message: id of its directed node pair
+	edgeSrc []trace.NodeID
+	edgeDst []trace.NodeID
+
+	// Per node, CSR: received messages with a known receive time, by
+	// receive time; sent messages with a known send time, by send time.
+	inStart, ins   []int32
+	outStart, outs []int32
+	// Per edge, CSR: messages with a known send time, by send time (for the
+	// untraced-node rule of §5.1).
+	edgeStart, byEdge []int32
+
+	d []float64 // step 1: mean causal delay per edge, seconds (0: unknown)
+
+	carried  *models // delay models carried from a previous stream chunk
+	warnings []string
+}
+
+func newLinker(t *trace.Trace, o Options, carried *models) *linker {
+	l := &linker{t: t, o: o, msgs: t.Messages, x: int64(o.Window), carried: carried}
+	l.index()
+	return l
+}
+
+func (l *linker) index() {
+	n := len(l.msgs)
+	nn := len(l.t.Nodes)
+	l.edge = make([]int32, n)
+	ids := make(map[uint64]int32)
+	for i := range l.msgs {
+		m := &l.msgs[i]
+		k := uint64(uint32(m.Src))<<32 | uint64(uint32(m.Dst))
+		e, ok := ids[k]
+		if !ok {
+			e = int32(len(l.edgeSrc))
+			ids[k] = e
+			l.edgeSrc = append(l.edgeSrc, m.Src)
+			l.edgeDst = append(l.edgeDst, m.Dst)
+		}
+		l.edge[i] = e
+	}
+	l.inStart, l.ins = csr(n, nn, func(i int) int {
+		if l.msgs[i].Recv == trace.Unknown {
+			return -1
+		}
+		return int(l.msgs[i].Dst)
+	})
+	l.outStart, l.outs = csr(n, nn, func(i int) int {
+		if l.msgs[i].Send == trace.Unknown {
+			return -1
+		}
+		return int(l.msgs[i].Src)
+	})
+	l.edgeStart, l.byEdge = csr(n, len(l.edgeSrc), func(i int) int {
+		if l.msgs[i].Send == trace.Unknown {
+			return -1
+		}
+		return int(l.edge[i])
+	})
+	// Messages are sorted by Time, which is Send where known: outs and byEdge
+	// are in send order already. Receive order needs a sort per node.
+	for b := 0; b < nn; b++ {
+		s := l.ins[l.inStart[b]:l.inStart[b+1]]
+		if !slices.IsSortedFunc(s, l.byRecv) {
+			slices.SortStableFunc(s, l.byRecv)
+		}
+	}
+}
+
+func (l *linker) byRecv(a, b int32) int {
+	ra, rb := l.msgs[a].Recv, l.msgs[b].Recv
+	switch {
+	case ra < rb:
+		return -1
+	case ra > rb:
+		return 1
+	}
+	return int(a - b)
+}
+
+// csr groups message indices by key (−1: left out), keeping index order.
+func csr(n, keys int, key func(i int) int) (start, items []int32) {
+	start = make([]int32, keys+1)
+	cnt := 0
+	for i := 0; i < n; i++ {
+		if k := key(i); k >= 0 {
+			start[k+1]++
+			cnt++
+		}
+	}
+	for k := 0; k < keys; k++ {
+		start[k+1] += start[k]
+	}
+	items = make([]int32, cnt)
+	pos := slices.Clone(start[:keys])
+	for i := 0; i < n; i++ {
+		if k := key(i); k >= 0 {
+			items[pos[k]] = int32(i)
+			pos[k]++
+		}
+	}
+	return start, items
+}
+
+func (l *linker) insOf(b trace.NodeID) []int32  { return l.ins[l.inStart[b]:l.inStart[b+1]] }
+func (l *linker) outsOf(b trace.NodeID) []int32 { return l.outs[l.outStart[b]:l.outStart[b+1]] }
+func (l *linker) sendsOn(e int32) []int32      { return l.byEdge[l.edgeStart[e]:l.edgeStart[e+1]] }
+
+// reverseEdge returns the edge id of dst→src for edge e, or −1.
+func (l *linker) reverseEdges() []int32 {
+	ids := make(map[uint64]int32, len(l.edgeSrc))
+	for e := range l.edgeSrc {
+		ids[uint64(uint32(l.edgeSrc[e]))<<32|uint64(uint32(l.edgeDst[e]))] = int32(e)
+	}
+	rev := make([]int32, len(l.edgeSrc))
+	for e := range l.edgeSrc {
+		r, ok := ids[uint64(uint32(l.edgeDst[e]))<<32|uint64(uint32(l.edgeSrc[e]))]
+		if !ok {
+			r = -1
+		}
+		rev[e] = r
+	}
+	return rev
+}
+
+// lastAtOrBefore returns the position of the last item of s (ordered by
+// key) with key ≤ t, or −1.
+func lastAtOrBefore(s []int32, t int64, key func(int32) int64) int {
+	lo, hi := 0, len(s)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if key(s[h]) <= t {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	return lo - 1
+}
+
+// step1 estimates d(B→C) for every edge as the mean smallest preceding
+// delay within the window (WAP5 §5.1 Step 1). For a message whose sender is
+// untraced (no send time), the delay is taken on the receiver A's clock from
+// the latest A→B message (A→B→A causality).
+func (l *linker) step1(rev []int32) {
+	sum := make([]float64, len(l.edgeSrc))
+	cnt := make([]float64, len(l.edgeSrc))
+	recvKey := func(i int32) int64 { return l.msgs[i].Recv }
+	sendKey := func(i int32) int64 { return l.msgs[i].Send }
+	for i := range l.msgs {
+		m := &l.msgs[i]
+		var dt int64 = -1
+		if m.Send != trace.Unknown {
+			in := l.insOf(m.Src)
+			if p := lastAtOrBefore(in, m.Send, recvKey); p >= 0 {
+				dt = m.Send - l.msgs[in[p]].Recv
+			}
+		} else if r := rev[l.edge[i]]; r >= 0 {
+			s := l.sendsOn(r)
+			if p := lastAtOrBefore(s, m.Recv, sendKey); p >= 0 {
+				dt = m.Recv - l.msgs[s[p]].Send
+			}
+		}
+		if dt >= 0 && dt <= l.x {
+			sum[l.edge[i]] += float64(dt) / 1e9
+			cnt[l.edge[i]]++
+		}
+	}
+	l.d = make([]float64, len(l.edgeSrc))
+	for e := range l.d {
+		if cnt[e] > 0 {
+			l.d[e] = sum[e] / cnt[e]
+		}
+		l.d[e] = l.floorDelay(l.d[e])
+	}
+}
+
+// floorDelay keeps d positive: a pair whose every message followed its
+// predecessor at once (or had none) gets a microsecond, a thousandth of x at
+// most.
+func (l *linker) floorDelay(d float64) float64 {
+	min := 1e-6
+	if w := float64(l.x) / 1e9 / 1000; w < min {
+		min = w
+	}
+	if d < min {
+		return min
+	}
+	return d
+}

@@ -1,0 +1,396 @@
+package linking
+
+import (
+	"math"
+
+	"wap5/trace"
+)
+
+// Span markers for received messages (J3).
+const (
+	spanRoot = -2 // the return of a spontaneous call: its path ends there
+)
+
+// classKey is a transition class: a message from trig into node, causing a
+// message from node to act; reply says the caused message is a reply.
+type classKey struct {
+	trig, node, act trace.NodeID
+	reply           bool
+}
+
+type fanKey struct {
+	trig, node trace.NodeID
+	ret        bool // the trigger is a return
+}
+
+// models are the joint linker's learned delay and fan-out models, carried
+// between iterations and between stream chunks.
+type models struct {
+	class map[classKey]*classModel
+	fan   map[fanKey]*fanModel
+}
+
+type classModel struct {
+	d   dist
+	fit bool // d was fitted from chosen links
+	mom moments
+}
+
+type fanModel struct {
+	cost [3]float64 // −log P(≥k children | ≥k−1), k = 1, 2, ≥3
+	hist [4]float64 // triggers with 0, 1, 2, ≥3 children in the last pass
+}
+
+func newModels() *models {
+	return &models{class: map[classKey]*classModel{}, fan: map[fanKey]*fanModel{}}
+}
+
+var defaultFan = fanModel{cost: [3]float64{-math.Log(0.9), -math.Log(0.3), -math.Log(0.3)}}
+
+// joint is the state of one J3 pass.
+type joint struct {
+	*linker
+	r      *rpcs
+	mod    *models
+	base   []dist // per edge: the WAP5 exponential from step 1
+	parent []int32
+	prob   []float32
+	span   []int32 // received messages: the request whose span they belong to
+	kids   []uint8 // children chosen so far (saturating)
+	keep   bool
+
+	candI []int32
+	candC []float64
+}
+
+// runJoint is J1–J5.
+func (l *linker) runJoint() (*instances, Fit, int) {
+	rev := l.reverseEdges()
+	// J1.
+	r := l.pairRPCs()
+	// J2: step 1's d per edge as the starting exponential.
+	l.step1(rev)
+	j := &joint{linker: l, r: r, keep: l.o.KeepRootChains}
+	j.base = make([]dist, len(l.d))
+	for e, d := range l.d {
+		j.base[e] = newDist(1, d)
+	}
+	j.mod = l.carried
+	if j.mod == nil {
+		j.mod = newModels()
+	}
+	n := len(l.msgs)
+	j.parent = make([]int32, n)
+	j.prob = make([]float32, n)
+	j.span = make([]int32, n)
+	j.kids = make([]uint8, n)
+	prev := make([]int32, n)
+	fit := Fit{}
+	iters := 0
+	// J3–J4.
+	for iters < l.o.MaxIterations {
+		copy(prev, j.parent)
+		j.pass(rev)
+		iters++
+		changed := 0
+		for i := range prev {
+			if prev[i] != j.parent[i] {
+				changed++
+			}
+		}
+		fit.Change = float64(changed) / math.Max(1, float64(n))
+		j.refit()
+		if iters > 1 && fit.Change < 1e-3 {
+			fit.Settled = true
+			break
+		}
+	}
+	fit = j.compare(fit)
+	// J5.
+	return j.instances(), fit, iters
+}
+
+// closes returns when the span ends: the request's reply send time; never
+// for a span without a known reply; already for a root call's return.
+func (j *joint) closes(sp int32) int64 {
+	if sp == spanRoot {
+		if j.keep {
+			return math.MaxInt64
+		}
+		return math.MinInt64
+	}
+	if j.r.role[sp] == roleRequest {
+		if p := j.r.peer[sp]; j.msgs[p].Send != trace.Unknown {
+			return j.msgs[p].Send
+		}
+	}
+	return math.MaxInt64
+}
+
+func (j *joint) classOf(trig, act int32) *classModel {
+	m, a := &j.msgs[trig], &j.msgs[act]
+	k := classKey{trig: m.Src, node: a.Src, act: a.Dst, reply: j.r.role[act] == roleReply}
+	c := j.mod.class[k]
+	if c == nil {
+		c = &classModel{d: j.base[j.edge[act]]}
+		j.mod.class[k] = c
+	}
+	return c
+}
+
+func (j *joint) fanOf(trig int32) *fanModel {
+	m := &j.msgs[trig]
+	k := fanKey{trig: m.Src, node: m.Dst, ret: j.r.role[trig] == roleReply}
+	f := j.mod.fan[k]
+	if f == nil {
+		f = &fanModel{}
+		*f = defaultFan
+		j.mod.fan[k] = f
+	}
+	return f
+}
+
+// cost of trig causing act after dt seconds: the class density, mixed with
+// a tenth of the WAP5 exponential so that an unusual delay is unlikely
+// rather than impossible, plus the fan-out cost of one more child.
+func (j *joint) cost(trig, act int32, dt float64) float64 {
+	c := j.classOf(trig, act)
+	lp := c.d.logpdf(dt)
+	if c.fit {
+		b := j.base[j.edge[act]].logpdf(dt)
+		hi := math.Max(lp, b)
+		lp = hi + math.Log(0.9*math.Exp(lp-hi)+0.1*math.Exp(b-hi))
+	}
+	k := j.kids[trig]
+	if k > 2 {
+		k = 2
+	}
+	return -lp + j.fanOf(trig).cost[k]
+}
+
+// pass is J3: at every node, every send gets one parent, in time order.
+func (j *joint) pass(rev []int32) {
+	for i := range j.parent {
+		j.parent[i] = -1
+		j.prob[i] = 0
+		j.kids[i] = 0
+		j.span[i] = int32(i)
+	}
+	for c := range j.mod.class {
+		j.mod.class[c].mom = moments{}
+	}
+	for b := range j.t.Nodes {
+		j.sweep(trace.NodeID(b))
+	}
+	// Messages from untraced senders: the paired request, else the most
+	// likely message the other way (A→B→A causality, §5.1).
+	for i := range j.msgs {
+		m := &j.msgs[i]
+		if m.Send != trace.Unknown {
+			continue
+		}
+		if j.r.role[i] == roleReply {
+			p := j.r.peer[i]
+			j.parent[i], j.prob[i] = p, 1
+			j.kids[p] = min(j.kids[p]+1, 255)
+			continue
+		}
+		d := j.base[j.edge[i]]
+		best, bc, sum := int32(-1), math.Inf(1), 0.0
+		ls := d.logpdf(j.o.Spontaneous * d.mean())
+		j.candidates(i, rev, func(p int32, dt float64) bool {
+			c := -d.logpdf(dt)
+			if c < bc {
+				best, bc = p, c
+			}
+			sum += math.Exp(-c + ls)
+			return true
+		})
+		if best >= 0 && bc < -ls {
+			j.parent[i] = best
+			j.prob[i] = float32(math.Exp(-bc+ls) / (sum + 1))
+			j.kids[best] = min(j.kids[best]+1, 255)
+		}
+	}
+}
+
+// sweep assigns the sends of node b.
+func (j *joint) sweep(b trace.NodeID) {
+	ins, outs := j.insOf(b), j.outsOf(b)
+	var live []int32
+	hi := 0
+	for _, o := range outs {
+		m := &j.msgs[o]
+		s := m.Send
+		for hi < len(ins) && j.msgs[ins[hi]].Recv <= s {
+			live = append(live, ins[hi])
+			hi++
+		}
+		// Drop what the window or a closed span rules out for good.
+		w := 0
+		for _, i := range live {
+			if s-j.msgs[i].Recv <= j.x && j.closes(j.span[i]) >= s {
+				live[w] = i
+				w++
+			}
+		}
+		live = live[:w]
+
+		isReply := j.r.role[o] == roleReply
+		need := s
+		var ret int32 = -1
+		if j.r.role[o] == roleRequest {
+			ret = j.r.peer[o]
+			if rr := j.msgs[ret].Recv; rr != trace.Unknown && j.msgs[ret].Dst == b && rr > need {
+				need = rr
+			}
+		}
+		var req int32 = -1
+		if isReply {
+			req = j.r.peer[o]
+		}
+		j.candI, j.candC = j.candI[:0], j.candC[:0]
+		for _, i := range live {
+			if i == ret {
+				continue
+			}
+			sp := j.span[i]
+			if isReply {
+				if sp != req {
+					continue
+				}
+			} else if j.closes(sp) < need {
+				continue
+			}
+			dt := float64(s-j.msgs[i].Recv) / 1e9
+			j.candI = append(j.candI, i)
+			j.candC = append(j.candC, j.cost(i, o, dt))
+		}
+		// The spontaneous alternative: a link of delay y·d (WAP5 §5.1); a
+		// reply is never spontaneous when its request is known.
+		bd := j.base[j.edge[o]]
+		sc := -bd.logpdf(j.o.Spontaneous*bd.mean()) + defaultFan.cost[0]
+		if isReply && len(j.candI) > 0 {
+			sc = math.Inf(1)
+		}
+		best, bc := int32(-1), sc
+		for q, c := range j.candC {
+			if c < bc {
+				best, bc = j.candI[q], c
+			}
+		}
+		sum := 0.0
+		if !math.IsInf(sc, 1) {
+			sum = math.Exp(bc - sc)
+		}
+		for _, c := range j.candC {
+			sum += math.Exp(bc - c)
+		}
+		if best < 0 && isReply && j.msgs[req].Dst == b && j.msgs[req].Recv != trace.Unknown && j.msgs[req].Recv <= s {
+			// No admissible parent (an earlier choice went wrong): keep
+			// the reply with its request rather than orphan it.
+			best, sum = req, 1
+		}
+		j.prob[o] = float32(1 / math.Max(sum, 1))
+		sp := int32(spanRoot)
+		if best >= 0 {
+			j.parent[o] = best
+			j.kids[best] = min(j.kids[best]+1, 255)
+			sp = j.span[best]
+			dt := float64(s-j.msgs[best].Recv) / 1e9
+			j.classOf(best, o).mom.add(dt)
+		}
+		if ret >= 0 && j.msgs[ret].Dst == b {
+			j.span[ret] = sp
+		}
+	}
+}
+
+// refit is J4: class densities and fan-out costs from the chosen links.
+func (j *joint) refit() {
+	for _, c := range j.mod.class {
+		if c.mom.n >= 3 {
+			c.d = c.mom.fit(j.o.DelayModel)
+			c.fit = true
+		}
+	}
+	for _, f := range j.mod.fan {
+		f.hist = [4]float64{}
+	}
+	for i := range j.msgs {
+		if j.msgs[i].Recv == trace.Unknown {
+			continue
+		}
+		k := min(int(j.kids[i]), 3)
+		j.fanOf(int32(i)).hist[k]++
+	}
+	for _, f := range j.mod.fan {
+		n := f.hist[0] + f.hist[1] + f.hist[2] + f.hist[3]
+		if n < 10 {
+			continue
+		}
+		ge1 := f.hist[1] + f.hist[2] + f.hist[3]
+		ge2 := f.hist[2] + f.hist[3]
+		ge3 := f.hist[3]
+		f.cost[0] = -math.Log((ge1 + 1) / (n + 2))
+		f.cost[1] = -math.Log((ge2 + 0.5) / (ge1 + 1))
+		f.cost[2] = -math.Log((ge3 + 0.5) / (ge2 + 1))
+	}
+}
+
+// compare reports how the delay families fit the chosen links.
+func (j *joint) compare(fit Fit) Fit {
+	per := map[classKey]*moments{}
+	for k, c := range j.mod.class {
+		if c.mom.n > 0 {
+			m := c.mom
+			per[k] = &m
+		}
+	}
+	return compareFits(per, fit)
+}
+
+// instances is J5: the trees under parentless messages.
+func (j *joint) instances() *instances {
+	n := len(j.msgs)
+	start := make([]int32, n+1)
+	for _, p := range j.parent {
+		if p >= 0 {
+			start[p+1]++
+		}
+	}
+	for i := 0; i < n; i++ {
+		start[i+1] += start[i]
+	}
+	kids := make([]int32, start[n])
+	pos := make([]int32, n)
+	copy(pos, start[:n])
+	for c, p := range j.parent {
+		if p >= 0 {
+			kids[pos[p]] = int32(c)
+			pos[p]++
+		}
+	}
+	in := &instances{start: make([]int32, 1, n/4+2)}
+	var msgs, par []int32
+	for r := 0; r < n; r++ {
+		if j.parent[r] >= 0 {
+			continue
+		}
+		msgs, par = append(msgs[:0], int32(r)), append(par[:0], -1)
+		prob := float64(j.prob[r])
+		if prob == 0 {
+			prob = 1
+		}
+		for q := 0; q < len(msgs); q++ {
+			m := msgs[q]
+			for _, c := range kids[start[m]:start[m+1]] {
+				msgs = append(msgs, c)
+				par = append(par, int32(q))
+				prob *= float64(j.prob[c])
+			}
+		}
+		in.add(msgs, par, prob)
+	}
+	return in
+}

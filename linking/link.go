@@ -1,0 +1,166 @@
+package linking
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"wap5/trace"
+)
+
+// Methods.
+const (
+	MethodJoint = "joint" // concurrency-aware joint linker (default)
+	MethodWAP5  = "wap5"  // WAP5 §5 as published
+)
+
+// Delay models.
+const (
+	DelayExp   = "exp"   // f(t) = λe^{−λt}
+	DelayGamma = "gamma" // f(t) = λ²te^{−λt} (shape 2), WAP5 §5.1
+	DelayFit   = "fit"   // gamma with shape fitted by moments (joint only)
+)
+
+// Options control linking. The zero value means the defaults (see Defaults).
+type Options struct {
+	Method string // MethodJoint (default) or MethodWAP5
+	// Window is x: the longest causal delay considered (default 2 s, WAP5's
+	// value for CoDeeN and Coral).
+	Window time.Duration
+	// Spontaneous is y: the spontaneous alternative weighs as much as a link
+	// with delay y·d (default 4).
+	Spontaneous float64
+	// DelayModel is DelayExp, DelayGamma or DelayFit; default DelayExp for
+	// wap5 and DelayFit for joint.
+	DelayModel string
+	// Iterate repeats steps 1–2 (wap5) or J3–J4 (joint) until the estimates
+	// settle, at most MaxIterations times (default 8 for wap5 when Iterate is
+	// set; joint always iterates, default 4).
+	Iterate       bool
+	MaxIterations int
+	// TryBoth is the try-both budget per tree (wap5; default 4: at most 16
+	// instances per root); TryBothBand is the half width of the probability
+	// band around 0.5 that makes a link try-both (default 0.25: 0.25–0.75).
+	TryBoth     int
+	TryBothBand float64
+	// MinProb drops instances less likely than this (default 1e-3).
+	MinProb float64
+	// AggregateClients names client nodes CLIENT (WAP5 §2.5).
+	AggregateClients bool
+	// FixedPortPeers is how many distinct peer endpoints make a port fixed
+	// (default 3).
+	FixedPortPeers int
+	// RootReturnsEnd (joint): the return of a spontaneous call ends its path;
+	// a later send by that node starts a new one. Default true; set
+	// KeepRootChains to link on past such returns.
+	KeepRootChains bool
+	// Histograms fills log histograms of the delays of the top HistTop
+	// patterns (default 20; negative: none).
+	HistTop int
+	// NoInstances leaves Paths.Instances empty (patterns are still built).
+	NoInstances bool
+	// Stream links in time chunks of this length (plus the window on both
+	// sides) so memory is bounded by a chunk; 0 links the trace at once.
+	Stream time.Duration
+}
+
+// Defaults returns o with every unset field at its default.
+func (o Options) Defaults() Options {
+	if o.Method == "" {
+		o.Method = MethodJoint
+	}
+	if o.Window <= 0 {
+		o.Window = 2 * time.Second
+	}
+	if o.Spontaneous <= 0 {
+		o.Spontaneous = 4
+	}
+	if o.DelayModel == "" {
+		if o.Method == MethodWAP5 {
+			o.DelayModel = DelayExp
+		} else {
+			o.DelayModel = DelayFit
+		}
+	}
+	if o.MaxIterations <= 0 {
+		if o.Method == MethodWAP5 {
+			o.MaxIterations = 8
+		} else {
+			o.MaxIterations = 4
+		}
+	}
+	if o.TryBoth <= 0 {
+		o.TryBoth = 4
+	}
+	if o.TryBothBand <= 0 {
+		o.TryBothBand = 0.25
+	}
+	if o.MinProb <= 0 {
+		o.MinProb = 1e-3
+	}
+	if o.FixedPortPeers <= 0 {
+		o.FixedPortPeers = 3
+	}
+	if o.HistTop == 0 {
+		o.HistTop = 20
+	}
+	return o
+}
+
+func (o Options) check() error {
+	switch o.Method {
+	case MethodJoint, MethodWAP5:
+	default:
+		return fmt.Errorf("unknown linking method %q (want joint or wap5)", o.Method)
+	}
+	switch o.DelayModel {
+	case DelayExp, DelayGamma, DelayFit:
+	default:
+		return fmt.Errorf("unknown delay model %q (want exp, gamma or fit)", o.DelayModel)
+	}
+	if o.Method == MethodWAP5 && o.DelayModel == DelayFit {
+		return fmt.Errorf("delay model fit is for method joint; wap5 takes exp or gamma")
+	}
+	if math.IsNaN(o.Spontaneous) || o.TryBoth > 30 || o.TryBothBand > 0.5 {
+		return fmt.Errorf("bad linking options: y=%v try-both=%d band=%v", o.Spontaneous, o.TryBoth, o.TryBothBand)
+	}
+	return nil
+}
+
+// Result is the outcome of linking: the paths, and how well the delay models
+// fit the chosen links.
+type Result struct {
+	trace.Paths
+	Fit        Fit
+	Iterations int // passes of steps 1–2 (wap5) or J3 (joint)
+}
+
+// Fit compares delay models on the delays of the chosen (most likely)
+// links: the total log-likelihood of each model with its maximum-likelihood
+// parameters per transition class.
+type Fit struct {
+	Samples  int
+	LogLik   map[string]float64 // by model: exp, gamma (shape 2), fit (gamma, free shape)
+	Best     string
+	Settled  bool    // iteration stopped because the estimates settled
+	Change   float64 // last relative change of the estimates
+}
+
+// Link infers causal paths from t. It sorts t's messages by time (instances
+// refer to message indices of the sorted trace) and never modifies them
+// otherwise.
+func Link(t *trace.Trace, opts Options) (*Result, error) {
+	opts = opts.Defaults()
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if err := t.CheckValid(); err != nil {
+		return nil, fmt.Errorf("linking: %w", err)
+	}
+	t.Sort()
+	if opts.Stream > 0 {
+		return linkStream(t, opts)
+	}
+	l := newLinker(t, opts, nil)
+	return l.run(), nil
+}

@@ -1,0 +1,134 @@
+package linking
+
+import (
+	"wap5/trace"
+)
+
+// Roles of a message after RPC pairing.
+const (
+	roleOneway  uint8 = iota // not paired
+	roleRequest              // a call; peer is its reply
+	roleReply                // a return; peer is its call
+)
+
+// rpcs is the result of J1: every message's peer (−1 if unpaired) and role.
+type rpcs struct {
+	peer []int32
+	role []uint8
+}
+
+// pairRPCs is J1: pair calls with returns, by kind=/call= where present,
+// otherwise by request/response alternation on a connection.
+func (l *linker) pairRPCs() *rpcs {
+	n := len(l.msgs)
+	r := &rpcs{peer: make([]int32, n), role: make([]uint8, n)}
+	for i := range r.peer {
+		r.peer[i] = -1
+	}
+	link := func(a, b int32) {
+		r.peer[a], r.peer[b] = b, a
+		r.role[a], r.role[b] = roleRequest, roleReply
+	}
+	// By call id, scoped to the unordered node pair.
+	type callKey struct {
+		call int32
+		a, b trace.NodeID
+	}
+	calls := map[callKey]int32{}
+	for i := range l.msgs {
+		m := &l.msgs[i]
+		if m.Kind == trace.KindCall && m.Call != trace.NoRef {
+			calls[callKey{m.Call, min(m.Src, m.Dst), max(m.Src, m.Dst)}] = int32(i)
+		}
+	}
+	if len(calls) > 0 {
+		for i := range l.msgs {
+			m := &l.msgs[i]
+			if m.Kind != trace.KindReturn || m.Call == trace.NoRef {
+				continue
+			}
+			k := callKey{m.Call, min(m.Src, m.Dst), max(m.Src, m.Dst)}
+			if c, ok := calls[k]; ok && r.peer[c] < 0 {
+				link(c, int32(i))
+				delete(calls, k)
+			}
+		}
+	}
+	// By connection: same endpoints, reversed.
+	type end struct {
+		n  trace.NodeID
+		ep trace.EndpointID
+	}
+	less := func(a, b end) bool { return a.n < b.n || a.n == b.n && a.ep < b.ep }
+	conns := map[[2]end]int32{}
+	conn := make([]int32, n)
+	fwd := make([]bool, n)
+	nc := 0
+	for i := range l.msgs {
+		m := &l.msgs[i]
+		conn[i] = -1
+		if r.peer[i] >= 0 || m.SrcEP == trace.NoEndpoint || m.DstEP == trace.NoEndpoint {
+			continue
+		}
+		s, d := end{m.Src, m.SrcEP}, end{m.Dst, m.DstEP}
+		k := [2]end{s, d}
+		fwd[i] = true
+		if less(d, s) {
+			k, fwd[i] = [2]end{d, s}, false
+		}
+		c, ok := conns[k]
+		if !ok {
+			c = int32(nc)
+			nc++
+			conns[k] = c
+		}
+		conn[i] = c
+	}
+	start, items := csr(n, nc, func(i int) int { return int(conn[i]) })
+	var a, b []int32
+	for c := 0; c < nc; c++ {
+		a, b = a[:0], b[:0]
+		for _, i := range items[start[c]:start[c+1]] {
+			if fwd[i] {
+				a = append(a, i)
+			} else {
+				b = append(b, i)
+			}
+		}
+		open := int32(-1)
+		step := func(i int32) {
+			if open >= 0 && fwd[open] != fwd[i] {
+				link(open, i)
+				open = -1
+				return
+			}
+			open = i
+		}
+		for len(a) > 0 || len(b) > 0 {
+			switch {
+			case len(b) == 0 || len(a) > 0 && l.before(a[0], b[0]):
+				step(a[0])
+				a = a[1:]
+			default:
+				step(b[0])
+				b = b[1:]
+			}
+		}
+	}
+	return r
+}
+
+// before orders a and b, which travel in opposite directions on one
+// connection, on a clock both events share: a (X→Y) precedes b (Y→X) if it
+// was received before b was sent (Y's clock), else if it was sent before b
+// was received (X's clock).
+func (l *linker) before(a, b int32) bool {
+	ma, mb := &l.msgs[a], &l.msgs[b]
+	if ma.Recv != trace.Unknown && mb.Send != trace.Unknown {
+		return ma.Recv <= mb.Send
+	}
+	if ma.Send != trace.Unknown && mb.Recv != trace.Unknown {
+		return ma.Send <= mb.Recv
+	}
+	return ma.Time() <= mb.Time()
+}

@@ -1,0 +1,151 @@
+package linking
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"wap5/trace"
+)
+
+// Stream links messages pushed in time order with memory bounded by a chunk:
+// it links time chunks of Options.Stream, each with the window x of context
+// on both sides, keeps the instances whose root falls in the chunk, and
+// carries the delay models from chunk to chunk. Instances are aggregated as
+// they are found and not kept (Paths.Instances stays empty), and histograms
+// are not filled.
+type Stream struct {
+	t     *trace.Trace // node, endpoint and label tables; Messages unused
+	o     Options
+	buf   []trace.Message
+	core  int64 // start of the chunk being filled; MinInt64 before the first message
+	a     *aggregator
+	mod   *models
+	late  int
+	fit   Fit
+	iters int
+	warn  []string
+	order []int32
+}
+
+// NewStream starts a stream over messages whose nodes and endpoints are
+// interned in t (t.Messages is ignored; t's tables may keep growing).
+func NewStream(t *trace.Trace, opts Options) (*Stream, error) {
+	opts = opts.Defaults()
+	if opts.Stream <= 0 {
+		return nil, fmt.Errorf("linking: stream needs a chunk length")
+	}
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	opts.NoInstances = true
+	opts.HistTop = -1
+	a := newAggregator(-1)
+	return &Stream{t: t, o: opts, core: math.MinInt64, a: a, mod: newModels()}, nil
+}
+
+// Push adds the next message. Messages must come in time order, give or
+// take the window x; later stragglers are dropped with a warning.
+func (s *Stream) Push(m trace.Message) {
+	tm := m.Time()
+	if s.core == math.MinInt64 {
+		s.core = tm
+	}
+	if tm < s.core-int64(s.o.Window) {
+		s.late++
+		return
+	}
+	s.buf = append(s.buf, m)
+	if tm >= s.core+int64(s.o.Stream)+2*int64(s.o.Window) {
+		s.flush(false)
+	}
+}
+
+// flush links the current chunk; at the end, everything left.
+func (s *Stream) flush(final bool) {
+	if len(s.buf) == 0 {
+		return
+	}
+	slices.SortStableFunc(s.buf, func(a, b trace.Message) int { return cmpTime(a.Time(), b.Time()) })
+	x, w := int64(s.o.Window), int64(s.o.Stream)
+	end := s.core + w
+	ctxEnd := len(s.buf)
+	if !final {
+		ctxEnd, _ = slices.BinarySearchFunc(s.buf, end+x, func(m trace.Message, t int64) int { return cmpTime(m.Time(), t) })
+	}
+	ct := &trace.Trace{Messages: s.buf[:ctxEnd], Nodes: s.t.Nodes, Endpoints: s.t.Endpoints, Labels: s.t.Labels, Clock: s.t.Clock}
+	l := newLinker(ct, s.o, s.mod)
+	var in *instances
+	if s.o.Method == MethodWAP5 {
+		in, s.fit, _ = l.runWAP5()
+	} else {
+		in, s.fit, _ = l.runJoint()
+	}
+	s.iters++
+	for _, wmsg := range l.warnings {
+		if !slices.Contains(s.warn, wmsg) {
+			s.warn = append(s.warn, wmsg)
+		}
+	}
+	if s.a.clock == nil || len(s.t.Clock) > 0 {
+		s.a.clock = trace.NewClockMap(ct)
+	}
+	labels := s.a.linkerLabels(l)
+	for i := 0; i < in.len(); i++ {
+		msgs, par := in.get(i)
+		rt := ct.Messages[msgs[0]].Time()
+		if rt < s.core || !final && rt >= end {
+			continue // another chunk's instance
+		}
+		var p *pattern
+		p, s.order = s.a.canon(ct.Messages, labels, msgs, par, s.order[:0])
+		if p.acc == nil {
+			p.acc = newPatAcc(len(p.par), false)
+		}
+		s.a.accumulate(p, ct.Messages, s.order, in.prob[i])
+		s.a.add(p, in.prob[i])
+	}
+	// Keep the window before the next chunk as its context.
+	keep, _ := slices.BinarySearchFunc(s.buf, end-x, func(m trace.Message, t int64) int { return cmpTime(m.Time(), t) })
+	if final {
+		keep = len(s.buf)
+	}
+	n := copy(s.buf, s.buf[keep:])
+	s.buf = s.buf[:n]
+	s.core = end
+}
+
+// Close links what is left and returns the paths.
+func (s *Stream) Close() *Result {
+	for len(s.buf) > 0 {
+		last := s.buf[len(s.buf)-1].Time()
+		final := last < s.core+int64(s.o.Stream)+int64(s.o.Window)
+		s.flush(final)
+		if final {
+			break
+		}
+	}
+	out := trace.Paths{Algorithm: "linking", Warnings: append(append([]string(nil), s.t.Warnings...), s.warn...)}
+	if s.late > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d messages arrived out of time order beyond the window and were left out", s.late))
+	}
+	for r, p := range s.a.ranked() {
+		tp, _ := s.a.build(p)
+		tp.Rank = r + 1
+		out.Patterns = append(out.Patterns, tp)
+	}
+	return &Result{Paths: out, Fit: s.fit, Iterations: s.iters}
+}
+
+// linkStream links a loaded trace through a Stream (the same result a
+// streaming reader gets).
+func linkStream(t *trace.Trace, opts Options) (*Result, error) {
+	s, err := NewStream(t, opts)
+	if err != nil {
+		return nil, err
+	}
+	for i := range t.Messages {
+		s.Push(t.Messages[i])
+	}
+	return s.Close(), nil
+}

@@ -1,0 +1,374 @@
+package linking
+
+import (
+	"fmt"
+	"math"
+
+	"wap5/trace"
+)
+
+// links is the output of WAP5 step 2: for every message its candidate
+// parents with probabilities and its spontaneous probability, and the
+// inverted child lists.
+type links struct {
+	parStart []int32
+	parMsg   []int32
+	parProb  []float32
+	spont    []float32
+	spontML  []bool // spontaneous is the most likely cause
+
+	childStart []int32
+	childMsg   []int32
+	childProb  []float32
+	childML    []bool // the parent is the child's most likely cause
+}
+
+// candidates calls f(parent, delay seconds) for every candidate parent of
+// message i within the window, latest first: messages into its sender before
+// it was sent; for a sender without a send time (untraced), messages from
+// its receiver to the sender before it was received, on the receiver's clock
+// (WAP5 §5.1).
+func (l *linker) candidates(i int, rev []int32, f func(p int32, dt float64) bool) {
+	m := &l.msgs[i]
+	if m.Send != trace.Unknown {
+		in := l.insOf(m.Src)
+		p := lastAtOrBefore(in, m.Send, func(j int32) int64 { return l.msgs[j].Recv })
+		for ; p >= 0; p-- {
+			j := in[p]
+			dt := m.Send - l.msgs[j].Recv
+			if dt > l.x {
+				return
+			}
+			if int(j) == i {
+				continue
+			}
+			if !f(j, float64(dt)/1e9) {
+				return
+			}
+		}
+		return
+	}
+	r := rev[l.edge[i]]
+	if r < 0 {
+		return
+	}
+	s := l.sendsOn(r)
+	p := lastAtOrBefore(s, m.Recv, func(j int32) int64 { return l.msgs[j].Send })
+	for ; p >= 0; p-- {
+		j := s[p]
+		dt := m.Recv - l.msgs[j].Send
+		if dt > l.x {
+			return
+		}
+		if !f(j, float64(dt)/1e9) {
+			return
+		}
+	}
+}
+
+// step2 scores candidate parents (WAP5 §5.1 Step 2) with the current d.
+func (l *linker) step2(rev []int32) *links {
+	n := len(l.msgs)
+	k := &links{parStart: make([]int32, n+1), spont: make([]float32, n), spontML: make([]bool, n)}
+	y := l.o.Spontaneous
+	var lw []float64
+	var pm []int32
+	for i := 0; i < n; i++ {
+		e := l.edge[i]
+		dd := modelDist(l.o.DelayModel, l.d[e])
+		ls := dd.logpdf(y * l.d[e])
+		lw, pm = lw[:0], pm[:0]
+		best := ls
+		l.candidates(i, rev, func(p int32, dt float64) bool {
+			w := dd.logpdf(dt)
+			// Beyond the mode a density only falls: stop once a candidate
+			// is a millionth of the best so far.
+			if dt > dd.mean() && w < best-14 {
+				return false
+			}
+			if w > best {
+				best = w
+			}
+			lw = append(lw, w)
+			pm = append(pm, p)
+			return true
+		})
+		sum := math.Exp(ls - best)
+		for _, w := range lw {
+			sum += math.Exp(w - best)
+		}
+		k.spont[i] = float32(math.Exp(ls-best) / sum)
+		k.spontML[i] = ls >= best
+		for j, w := range lw {
+			p := math.Exp(w-best) / sum
+			if p < 1e-6 {
+				continue
+			}
+			k.parMsg = append(k.parMsg, pm[j])
+			k.parProb = append(k.parProb, float32(p))
+		}
+		k.parStart[i+1] = int32(len(k.parMsg))
+	}
+	// Invert into child lists, children in time order.
+	k.childStart = make([]int32, n+1)
+	for _, p := range k.parMsg {
+		k.childStart[p+1]++
+	}
+	for i := 0; i < n; i++ {
+		k.childStart[i+1] += k.childStart[i]
+	}
+	k.childMsg = make([]int32, len(k.parMsg))
+	k.childProb = make([]float32, len(k.parMsg))
+	k.childML = make([]bool, len(k.parMsg))
+	pos := make([]int32, n)
+	copy(pos, k.childStart[:n])
+	for c := 0; c < n; c++ {
+		var mx float32
+		for q := k.parStart[c]; q < k.parStart[c+1]; q++ {
+			mx = max(mx, k.parProb[q])
+		}
+		for q := k.parStart[c]; q < k.parStart[c+1]; q++ {
+			p := k.parMsg[q]
+			at := pos[p]
+			pos[p]++
+			k.childMsg[at] = int32(c)
+			k.childProb[at] = k.parProb[q]
+			k.childML[at] = k.parProb[q] == mx && !k.spontML[c]
+		}
+	}
+	return k
+}
+
+// reestimate sets d to the probability-weighted mean delay of the links and
+// returns the largest relative change (iterating steps 1–2).
+func (l *linker) reestimate(k *links) float64 {
+	sum := make([]float64, len(l.d))
+	w := make([]float64, len(l.d))
+	for c := range l.msgs {
+		e := l.edge[c]
+		m := &l.msgs[c]
+		for q := k.parStart[c]; q < k.parStart[c+1]; q++ {
+			p := &l.msgs[k.parMsg[q]]
+			var dt int64
+			if m.Send != trace.Unknown {
+				dt = m.Send - p.Recv
+			} else {
+				dt = m.Recv - p.Send
+			}
+			sum[e] += float64(k.parProb[q]) * float64(dt) / 1e9
+			w[e] += float64(k.parProb[q])
+		}
+	}
+	change := 0.0
+	for e := range l.d {
+		if w[e] == 0 {
+			continue
+		}
+		nd := l.floorDelay(sum[e] / w[e])
+		change = math.Max(change, math.Abs(nd-l.d[e])/l.d[e])
+		l.d[e] = nd
+	}
+	return change
+}
+
+// runWAP5 is WAP5 §5.1 steps 1–3.
+func (l *linker) runWAP5() (*instances, Fit, int) {
+	rev := l.reverseEdges()
+	// Step 1.
+	l.step1(rev)
+	// Step 2 (repeated with step 1's estimate refined when iterating).
+	k := l.step2(rev)
+	iters := 1
+	fit := Fit{}
+	if l.o.Iterate {
+		for iters < l.o.MaxIterations {
+			ch := l.reestimate(k)
+			fit.Change = ch
+			k = l.step2(rev)
+			iters++
+			if ch < 0.01 {
+				fit.Settled = true
+				break
+			}
+		}
+	}
+	// Step 3.
+	in := l.buildTrees(k)
+	fit = l.fitWAP5(k, fit)
+	return in, fit, iters
+}
+
+// decision of step 3 for a link (or a root) of probability p.
+type decision uint8
+
+const (
+	probablyFalse decision = iota
+	probablyTrue
+	tryBoth
+)
+
+func (l *linker) decide(p float32, mostLikely bool) decision {
+	band := float32(l.o.TryBothBand)
+	switch {
+	case p >= 0.5+band:
+		return probablyTrue
+	case p <= 0.5-band && !mostLikely:
+		return probablyFalse
+	}
+	return tryBoth
+}
+
+// maxTree bounds the messages of one instance.
+const maxTree = 1 << 14
+
+// partial is an instance under construction.
+type partial struct {
+	msgs, par []int32
+	cur, pos  int32 // message whose children are being decided, and the next child link
+	prob      float64
+	budget    int
+}
+
+func (st *partial) has(m int32) bool {
+	for _, x := range st.msgs {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+func (st *partial) clone() partial {
+	c := *st
+	c.msgs = append(make([]int32, 0, len(st.msgs)+4), st.msgs...)
+	c.par = append(make([]int32, 0, len(st.par)+4), st.par...)
+	return c
+}
+
+// buildTrees is Step 3: path instances from every root down.
+func (l *linker) buildTrees(k *links) *instances {
+	in := &instances{}
+	big := false
+	var grow func(st partial)
+	grow = func(st partial) {
+		for int(st.cur) < len(st.msgs) {
+			m := st.msgs[st.cur]
+			for q := k.childStart[m] + st.pos; q < k.childStart[m+1]; q++ {
+				st.pos++
+				c := k.childMsg[q]
+				if st.has(c) {
+					continue
+				}
+				p := k.childProb[q]
+				take := false
+				switch l.decide(p, k.childML[q]) {
+				case probablyTrue:
+					take = true
+				case probablyFalse:
+				case tryBoth:
+					if st.budget > 0 {
+						st.budget--
+						alt := st.clone()
+						alt.msgs = append(alt.msgs, c)
+						alt.par = append(alt.par, st.cur)
+						alt.prob *= float64(p)
+						if alt.prob >= l.o.MinProb {
+							grow(alt)
+						}
+						st.prob *= 1 - float64(p)
+						if st.prob < l.o.MinProb {
+							return
+						}
+						continue
+					}
+					take = p >= 0.5 || k.childML[q]
+				}
+				if take && len(st.msgs) >= maxTree {
+					big, take = true, false
+				}
+				if take {
+					st.msgs = append(st.msgs, c)
+					st.par = append(st.par, st.cur)
+					st.prob *= float64(p)
+				} else {
+					st.prob *= 1 - float64(p)
+				}
+				if st.prob < l.o.MinProb {
+					return
+				}
+			}
+			st.cur++
+			st.pos = 0
+		}
+		in.add(st.msgs, st.par, st.prob)
+	}
+	for r := range l.msgs {
+		ps := k.spont[r]
+		if l.decide(ps, k.spontML[r]) == probablyFalse {
+			continue
+		}
+		if float64(ps) < l.o.MinProb {
+			continue
+		}
+		grow(partial{msgs: []int32{int32(r)}, par: []int32{-1}, prob: float64(ps), budget: l.o.TryBoth})
+	}
+	if big {
+		l.warnings = append(l.warnings, fmt.Sprintf("linking: some instances were cut at %d messages", maxTree))
+	}
+	return in
+}
+
+// fitWAP5 compares the delay models on the most likely link of each message.
+func (l *linker) fitWAP5(k *links, fit Fit) Fit {
+	per := make(map[int32]*moments)
+	for c := range l.msgs {
+		if k.spontML[c] {
+			continue
+		}
+		best, bp := int32(-1), float32(0)
+		for q := k.parStart[c]; q < k.parStart[c+1]; q++ {
+			if k.parProb[q] > bp {
+				best, bp = k.parMsg[q], k.parProb[q]
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		m, p := &l.msgs[c], &l.msgs[best]
+		dt := m.Send - p.Recv
+		if m.Send == trace.Unknown {
+			dt = m.Recv - p.Send
+		}
+		mm := per[l.edge[c]]
+		if mm == nil {
+			mm = &moments{}
+			per[l.edge[c]] = mm
+		}
+		mm.add(float64(dt) / 1e9)
+	}
+	return compareFits(per, fit)
+}
+
+func compareFits[K comparable](per map[K]*moments, fit Fit) Fit {
+	fit.LogLik = map[string]float64{}
+	for _, m := range per {
+		if m.n < 2 {
+			continue
+		}
+		e, g, f := m.logLik()
+		fit.LogLik[DelayExp] += e
+		fit.LogLik[DelayGamma] += g
+		fit.LogLik[DelayFit] += f
+		fit.Samples += int(m.n)
+	}
+	if fit.Samples > 0 {
+		fit.Best = DelayExp
+		if fit.LogLik[DelayGamma] > fit.LogLik[fit.Best] {
+			fit.Best = DelayGamma
+		}
+		if fit.LogLik[DelayFit] > fit.LogLik[fit.Best] {
+			fit.Best = DelayFit
+		}
+	}
+	return fit
+}
