@@ -118,6 +118,18 @@ const (
 func writeCapture(t testing.TB, format captureFormat, link int, pkts []wirePkt) []byte {
 	t.Helper()
 	var b bytes.Buffer
+	// layers.LinkType is 8 bits wide: larger link types are patched in below.
+	defer func() {
+		if link > 255 {
+			out := b.Bytes()
+			if format == fmtPcapng {
+				idb := int(binary.LittleEndian.Uint32(out[4:]))
+				binary.LittleEndian.PutUint16(out[idb+8:], uint16(link))
+			} else {
+				binary.LittleEndian.PutUint32(out[20:], uint32(link))
+			}
+		}
+	}()
 	ci := func(p wirePkt, n int) gopacket.CaptureInfo {
 		return gopacket.CaptureInfo{Timestamp: time.Unix(0, p.t).UTC(), CaptureLength: n, Length: n}
 	}
@@ -151,7 +163,7 @@ func writeCapture(t testing.TB, format captureFormat, link int, pkts []wirePkt) 
 			t.Fatal(err)
 		}
 	}
-	return b.Bytes()
+	return b.Bytes() // patched by the deferred function, in place
 }
 
 // conversation is a small TCP exchange: handshake, a 100-byte request in two

@@ -1,0 +1,511 @@
+package reconcile
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/gopacket/pcapgo"
+
+	"wap5/nat"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files and capture fixtures")
+
+const (
+	cli = "10.201.1.2:40000"
+	srv = "10.201.2.2:8080"
+)
+
+func TestReadCaptureFormats(t *testing.T) {
+	links := []struct {
+		name string
+		link int
+	}{{"ethernet", linkEthernet}, {"sll", linkSLL}, {"sll2", linkSLL2}, {"raw", linkRaw},
+		{"ipv4", linkIPv4}, {"null", linkNull}, {"loop", linkLoop}}
+	formats := []struct {
+		name string
+		f    captureFormat
+	}{{"pcap-us", fmtPcapMicro}, {"pcap-ns", fmtPcapNano}, {"pcapng", fmtPcapng}}
+	conv := conversation(cli, srv, 64, 63, 1000, 5000)
+	for _, l := range links {
+		for _, f := range formats {
+			t.Run(l.name+"/"+f.name, func(t *testing.T) {
+				data := writeCapture(t, f.f, l.link, conv)
+				c, err := ReadCapture(bytes.NewReader(data), "x.pcap", 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(c.Warnings) != 0 {
+					t.Errorf("warnings: %q", c.Warnings)
+				}
+				if len(c.Packets) != len(conv) {
+					t.Fatalf("%d packets, want %d", len(c.Packets), len(conv))
+				}
+				for i, p := range c.Packets {
+					w := conv[i]
+					if p.Src.String() != w.src || p.Dst.String() != w.dst || p.Seq != w.seq || p.Ack != w.ack ||
+						p.TTL != w.ttl || int(p.Len) != len(w.payload) || p.Time != w.t || p.Capture != 3 || p.Index != int32(i+1) {
+						t.Fatalf("packet %d: got %+v, want %+v", i+1, p, w)
+					}
+				}
+				if c.Packets[0].Flags != nat.FlagSYN || c.Packets[1].Flags != nat.FlagSYN|nat.FlagACK {
+					t.Errorf("flags %#x %#x", c.Packets[0].Flags, c.Packets[1].Flags)
+				}
+				// pcapgo agrees on the number of frames and their times.
+				var n int
+				if f.f == fmtPcapng {
+					r, err := pcapgo.NewNgReader(bytes.NewReader(data), pcapgo.DefaultNgReaderOptions)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for ; ; n++ {
+						_, ci, err := r.ReadPacketData()
+						if err != nil {
+							break
+						}
+						if ci.Timestamp.UnixNano() != c.Packets[n].Time {
+							t.Fatalf("packet %d: pcapgo time %d, ours %d", n+1, ci.Timestamp.UnixNano(), c.Packets[n].Time)
+						}
+					}
+				} else {
+					r, err := pcapgo.NewReader(bytes.NewReader(data))
+					if err != nil {
+						t.Fatal(err)
+					}
+					for ; ; n++ {
+						_, ci, err := r.ReadPacketData()
+						if err != nil {
+							break
+						}
+						if ci.Timestamp.UnixNano() != c.Packets[n].Time {
+							t.Fatalf("packet %d: pcapgo time %d, ours %d", n+1, ci.Timestamp.UnixNano(), c.Packets[n].Time)
+						}
+					}
+				}
+				if n != c.Frames {
+					t.Errorf("pcapgo read %d frames, we %d", n, c.Frames)
+				}
+			})
+		}
+	}
+}
+
+func TestReadCaptureIPv6AndUDP(t *testing.T) {
+	pl := []byte("hello, datagram")
+	pkts := []wirePkt{
+		{1e9, "[fd00::1]:5000", "[fd00::2]:53", 64, 7, "udp", 0, 0, pl},
+		{2e9, "[fd00::1]:40000", "[fd00::2]:80", 64, 7, "S", 10, 0, nil},
+		{3e9, "10.0.0.1:5000", "10.0.0.2:53", 64, 9, "udp", 0, 0, bytes.Repeat([]byte{1}, 200)},
+	}
+	c, err := ReadCapture(bytes.NewReader(writeCapture(t, fmtPcapng, linkEthernet, pkts)), "v6.pcapng", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Packets) != 3 {
+		t.Fatalf("%d packets, want 3 (warnings %q)", len(c.Packets), c.Warnings)
+	}
+	u := c.Packets[0]
+	if u.Proto != nat.ProtoUDP || u.Src.String() != "[fd00::1]:5000" || u.Len != int32(len(pl)) || u.Sum != nat.UDPSum(pl, len(pl)) || u.Snapped {
+		t.Errorf("udp6 packet %+v", u)
+	}
+	if c.Packets[1].Proto != nat.ProtoTCP || c.Packets[1].Dst.Port() != 80 {
+		t.Errorf("tcp6 packet %+v", c.Packets[1])
+	}
+	if c.Packets[2].Len != 200 || c.Packets[2].Sum != nat.UDPSum(bytes.Repeat([]byte{1}, 200), 200) {
+		t.Errorf("udp4 packet %+v", c.Packets[2])
+	}
+}
+
+func TestReadCaptureDamage(t *testing.T) {
+	conv := conversation(cli, srv, 64, 63, 1000, 5000)
+	pcap := writeCapture(t, fmtPcapMicro, linkEthernet, conv)
+	ng := writeCapture(t, fmtPcapng, linkEthernet, conv)
+	// Offset of packet 5's record in the pcap file: 24-byte header, then
+	// 16-byte records.
+	off5 := 24
+	for _, p := range conv[:4] {
+		off5 += 16 + 14 + 40 + len(p.payload)
+	}
+	hugeLen := append([]byte(nil), pcap...)
+	hugeLen[off5+8], hugeLen[off5+9], hugeLen[off5+10], hugeLen[off5+11] = 0xff, 0xff, 0xff, 0x7f
+	badTrail := append([]byte(nil), ng...)
+	badTrail[len(badTrail)-1] ^= 0x40
+	tests := []struct {
+		name    string
+		data    []byte
+		packets int
+		warn    string // substring of the one warning; "" for none
+		err     string
+	}{
+		{"pcap cut in packet 5", pcap[:off5+20], 4, "x: packet 5 (offset " + fmt.Sprint(off5) + "): truncated packet data", ""},
+		{"pcap cut in record header 5", pcap[:off5+3], 4, "packet 5 (offset " + fmt.Sprint(off5) + "): truncated record header", ""},
+		{"pcap huge length", hugeLen, 4, "damaged record header", ""},
+		{"pcap header only", pcap[:24], 0, "", ""},
+		{"pcap cut header", pcap[:10], 0, "offset 0: truncated file header", ""},
+		{"pcapng cut", ng[:len(ng)-30], len(conv) - 1, "truncated block", ""},
+		{"pcapng bad trailer", badTrail, len(conv) - 1, "trailing length", ""},
+		{"not a capture", []byte("# wap5 message trace v1\n"), 0, "", "not a pcap or pcapng file"},
+		{"empty", nil, 0, "", "not a pcap or pcapng file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ReadCapture(bytes.NewReader(tc.data), "x", 0)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.HasPrefix(err.Error(), "x: ") {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(c.Packets) != tc.packets {
+				t.Errorf("%d packets, want %d", len(c.Packets), tc.packets)
+			}
+			if tc.warn == "" && len(c.Warnings) > 0 || tc.warn != "" && (len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], tc.warn)) {
+				t.Errorf("warnings %q, want one containing %q", c.Warnings, tc.warn)
+			}
+		})
+	}
+}
+
+// observations drains every source and prints its observations, one line
+// each: source index, time in µs after t0, op, host, local, remote, offset,
+// bytes, role.
+func observations(t *testing.T, set *PcapSet) []string {
+	t.Helper()
+	var out []string
+	for i, s := range set.Sources {
+		var o Observation
+		last := int64(-1 << 62)
+		for s.Next(&o) {
+			if o.Time < last {
+				t.Errorf("source %d: time goes back at %+v", i, o)
+			}
+			last = o.Time
+			line := fmt.Sprintf("%d %d %s %s %s>%s", i, (o.Time-1700000000_000000000)/1000, o.Op, o.Observer.Host, o.Local, o.Remote)
+			if o.Op == OpSend || o.Op == OpRecv {
+				line += fmt.Sprintf(" %d+%d", o.Offset, o.Bytes)
+			}
+			if o.Op == OpOpen {
+				line += fmt.Sprintf(" role=%d", o.Role)
+			}
+			out = append(out, line)
+		}
+		for _, w := range s.Warnings() {
+			out = append(out, fmt.Sprintf("%d warning: %s", i, w))
+		}
+	}
+	return out
+}
+
+func sources(t *testing.T, opts Options, hosts HostNames, caps ...[]byte) *PcapSet {
+	t.Helper()
+	var cs []*Capture
+	for i, data := range caps {
+		c, err := ReadCapture(bytes.NewReader(data), fmt.Sprintf("cap%d", i), int32(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	return PcapSources(cs, opts, hosts)
+}
+
+func checkLines(t *testing.T, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+var plainConversation = []string{
+	"0 0 open client 10.201.1.2:40000>10.201.2.2:8080 role=1",
+	"0 100 open server 10.201.2.2:8080>10.201.1.2:40000 role=2",
+	"0 300 send client 10.201.1.2:40000>10.201.2.2:8080 0+60",
+	"0 300 recv server 10.201.2.2:8080>10.201.1.2:40000 0+60",
+	"0 310 send client 10.201.1.2:40000>10.201.2.2:8080 60+40",
+	"0 310 recv server 10.201.2.2:8080>10.201.1.2:40000 60+40",
+	"0 1000 send server 10.201.2.2:8080>10.201.1.2:40000 0+100",
+	"0 1000 recv client 10.201.1.2:40000>10.201.2.2:8080 0+100",
+	"0 1010 send server 10.201.2.2:8080>10.201.1.2:40000 100+100",
+	"0 1010 recv client 10.201.1.2:40000>10.201.2.2:8080 100+100",
+	"0 1020 send server 10.201.2.2:8080>10.201.1.2:40000 200+100",
+	"0 1020 recv client 10.201.1.2:40000>10.201.2.2:8080 200+100",
+	"0 2000 close client 10.201.1.2:40000>10.201.2.2:8080",
+	"0 2100 close server 10.201.2.2:8080>10.201.1.2:40000",
+}
+
+var names = HostNames{netip.MustParseAddr("10.201.1.2"): "client", netip.MustParseAddr("10.201.2.2"): "server"}
+
+func TestPcapObservations(t *testing.T) {
+	base := conversation(cli, srv, 64, 64, 1000, 5000)
+	reorder := func(p []wirePkt) []wirePkt {
+		p = append([]wirePkt(nil), p...)
+		// The reply's 2nd segment arrives after the 3rd, and the 1st is
+		// retransmitted later.
+		p[7], p[8] = p[8], p[7]
+		p[7].t, p[8].t = p[8].t, p[7].t
+		p = append(p[:10], append([]wirePkt{{p[6].t + 500_000, p[6].src, p[6].dst, 64, 9, "PA", p[6].seq, p[6].ack, p[6].payload}}, p[10:]...)...)
+		return p
+	}
+	tests := []struct {
+		name string
+		pkts []wirePkt
+		want []string
+	}{
+		{"plain", base, plainConversation},
+		{"seq wrap", conversation(cli, srv, 64, 64, 0xffffffc0, 0xfffffff0), plainConversation},
+		{"reorder and retransmit", reorder(base), []string{
+			plainConversation[0], plainConversation[1], plainConversation[2], plainConversation[3],
+			plainConversation[4], plainConversation[5], plainConversation[6], plainConversation[7],
+			"0 1010 send server 10.201.2.2:8080>10.201.1.2:40000 200+100",
+			"0 1020 send server 10.201.2.2:8080>10.201.1.2:40000 100+100",
+			"0 1020 recv client 10.201.1.2:40000>10.201.2.2:8080 100+200",
+			plainConversation[12], plainConversation[13],
+		}},
+		{"capture started mid-stream", base[6:], []string{
+			"0 1000 send server 10.201.2.2:8080>10.201.1.2:40000 0+100",
+			"0 1000 recv client 10.201.1.2:40000>10.201.2.2:8080 0+100",
+			"0 1010 send server 10.201.2.2:8080>10.201.1.2:40000 100+100",
+			"0 1010 recv client 10.201.1.2:40000>10.201.2.2:8080 100+100",
+			"0 1020 send server 10.201.2.2:8080>10.201.1.2:40000 200+100",
+			"0 1020 recv client 10.201.1.2:40000>10.201.2.2:8080 200+100",
+			plainConversation[12], plainConversation[13],
+		}},
+		{"lost segment never seen", append(append([]wirePkt(nil), base[:7]...), base[8:]...), []string{
+			plainConversation[0], plainConversation[1], plainConversation[2], plainConversation[3],
+			plainConversation[4], plainConversation[5], plainConversation[6], plainConversation[7],
+			"0 1020 send server 10.201.2.2:8080>10.201.1.2:40000 200+100",
+			plainConversation[12],
+			"0 2100 recv client 10.201.1.2:40000>10.201.2.2:8080 200+100",
+			plainConversation[13],
+			"0 warning: cap0: 100 bytes in 1 TCP connections were never seen by this capture (missed packets); delivery skipped over them",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			set := sources(t, Options{}, names, writeCapture(t, fmtPcapNano, linkEthernet, tc.pkts))
+			checkLines(t, observations(t, set), tc.want)
+		})
+	}
+}
+
+func TestPcapPortReuse(t *testing.T) {
+	a := conversation(cli, srv, 64, 64, 1000, 5000)
+	b := conversation(cli, srv, 64, 64, 90000, 70000)
+	for i := range b {
+		b[i].t += 10e9
+	}
+	set := sources(t, Options{}, names, writeCapture(t, fmtPcapNano, linkEthernet, append(a, b...)))
+	var sockets = map[uint64]bool{}
+	n := 0
+	for _, s := range set.Sources {
+		var o Observation
+		for s.Next(&o) {
+			sockets[o.Socket] = true
+			n++
+			if (o.Op == OpSend || o.Op == OpRecv) && (o.Offset < 0 || o.Offset >= 300) {
+				t.Errorf("offset %d out of range: %+v", o.Offset, o)
+			}
+		}
+	}
+	if n != 2*len(plainConversation) || len(sockets) != 4 {
+		t.Errorf("%d observations on %d sockets, want %d on 4", n, len(sockets), 2*len(plainConversation))
+	}
+}
+
+// sideCaptures are a conversation seen by a sniffer on the client's link
+// (cap0) and one on the server's (cap1, whose clock is 5 s ahead); both see
+// every packet, one hop apart.
+func sideCaptures(t *testing.T, clientSide, serverSide [2]string) (a, b []byte) {
+	ca := conversation(clientSide[0], clientSide[1], 64, 63, 1000, 5000)
+	cb := conversation(serverSide[0], serverSide[1], 63, 64, 1000, 5000)
+	for i := range cb {
+		cb[i].t += 5e9 + 50_000
+		if i%2 == 1 {
+			cb[i].t -= 100_000 // the server's packets pass its sniffer first
+		}
+	}
+	return writeCapture(t, fmtPcapNano, linkEthernet, ca), writeCapture(t, fmtPcapng, linkSLL, cb)
+}
+
+func TestPcapClockChoice(t *testing.T) {
+	a, b := sideCaptures(t, [2]string{cli, srv}, [2]string{cli, srv})
+	set := sources(t, Options{}, names, a, b)
+	checkLines(t, set.Clocks, []string{"client: cap0", "server: cap1"})
+	for _, line := range observations(t, set) {
+		f := strings.Fields(line)
+		if (f[3] == "client") != (f[0] == "0") {
+			t.Errorf("observation from the wrong capture: %s", line)
+		}
+		if f[0] == "1" && !strings.HasPrefix(f[1], "50") {
+			t.Errorf("server observation not on the server sniffer's clock: %s", line)
+		}
+	}
+}
+
+func TestPcapNAT(t *testing.T) {
+	// DNAT 10.201.1.100:80 → 10.201.2.2:8080 and masquerade as 10.201.2.1.
+	a, b := sideCaptures(t, [2]string{cli, "10.201.1.100:80"}, [2]string{"10.201.2.1:40000", srv})
+	set := sources(t, Options{}, names, a, b)
+	var js bytes.Buffer
+	if err := set.NAT.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"translations":[{"kind":"dnat","before":"10.201.1.100:80","after":"10.201.2.2:8080","proto":"tcp","flows":1,"packets":13},{"kind":"snat","before":"10.201.1.2:*","after":"10.201.2.1:*","proto":"tcp","flows":1,"packets":13}],"warnings":[]}`
+	if strings.TrimSpace(js.String()) != want {
+		t.Errorf("nat map\n%s\nwant\n%s", js.String(), want)
+	}
+	got := observations(t, set)
+	for _, line := range got {
+		if strings.Contains(line, "10.201.1.100") || strings.Contains(line, "10.201.2.1:") {
+			t.Errorf("translated address left in %s", line)
+		}
+	}
+	if len(got) != len(plainConversation) {
+		t.Errorf("%d observations, want %d:\n%s", len(got), len(plainConversation), strings.Join(got, "\n"))
+	}
+	// With detection off and no map, each side keeps its own names.
+	set = sources(t, Options{DisableNATDetection: true}, names, a, b)
+	if len(set.NAT.Translations) != 0 {
+		t.Errorf("translations with detection off: %+v", set.NAT.Translations)
+	}
+	// A given map is applied without detection.
+	set = sources(t, Options{DisableNATDetection: true, NAT: []Translation{
+		{Kind: "dnat", Before: "10.201.1.100:80", After: "10.201.2.2:8080", Proto: "tcp"},
+		{Kind: "snat", Before: "10.201.1.2:*", After: "10.201.2.1:*", Proto: "tcp"}}}, names, a, b)
+	for _, line := range observations(t, set) {
+		if strings.Contains(line, "10.201.1.100") || strings.Contains(line, "10.201.2.1:") {
+			t.Errorf("translated address left with an explicit map: %s", line)
+		}
+	}
+	if *update {
+		dir := filepath.Join("..", "testdata", "pcap")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "nat-client-side.pcap"), a, 0o644)
+		os.WriteFile(filepath.Join(dir, "nat-server-side.pcapng"), b, 0o644)
+	}
+}
+
+func TestPcapFixturesCurrent(t *testing.T) {
+	a, b := sideCaptures(t, [2]string{cli, "10.201.1.100:80"}, [2]string{"10.201.2.1:40000", srv})
+	for name, want := range map[string][]byte{"nat-client-side.pcap": a, "nat-server-side.pcapng": b} {
+		got, err := os.ReadFile(filepath.Join("..", "testdata", "pcap", name))
+		if err != nil {
+			t.Fatalf("%v (run go test ./reconcile -run TestPcapNAT -update)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("testdata/pcap/%s is stale (run go test ./reconcile -run TestPcapNAT -update)", name)
+		}
+	}
+}
+
+func TestPcapUDP(t *testing.T) {
+	var pkts []wirePkt
+	for i := range 4 {
+		pl := []byte(fmt.Sprintf("query %d", i))
+		pkts = append(pkts,
+			wirePkt{1700000000_000000000 + int64(i)*1e6, "10.201.1.2:5353", "10.201.2.2:53", 64, 0, "udp", 0, 0, pl},
+			wirePkt{1700000000_000000000 + int64(i)*1e6 + 300_000, "10.201.2.2:53", "10.201.1.2:5353", 64, 0, "udp", 0, 0, append(pl, " answer"...)})
+	}
+	set := sources(t, Options{}, names, writeCapture(t, fmtPcapMicro, linkRaw, pkts))
+	n := 0
+	for _, s := range set.Sources {
+		var o Observation
+		for s.Next(&o) {
+			n++
+			if o.Stream || !o.HasSum || o.Offset != -1 || o.Bytes < 7 {
+				t.Errorf("udp observation %+v", o)
+			}
+			want := pkts[(n-1)/2].payload
+			if o.Sum != nat.UDPSum(want, len(want)) {
+				t.Errorf("observation %d: sum %#x, want %#x", n, o.Sum, nat.UDPSum(want, len(want)))
+			}
+		}
+	}
+	if n != 2*len(pkts) {
+		t.Errorf("%d observations, want %d", n, 2*len(pkts))
+	}
+}
+
+func TestReadHosts(t *testing.T) {
+	h, warn, err := ReadHosts(strings.NewReader("# hosts\n10.201.1.2 client c1\n\n::ffff:10.201.2.2 server # the server\nbogus\n10.201.1.2 other\n"), "hosts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Name(netip.MustParseAddr("10.201.1.2")) != "client" || h.Name(netip.MustParseAddr("10.201.2.2")) != "server" ||
+		h.Name(netip.MustParseAddr("10.9.9.9")) != "10.9.9.9" {
+		t.Errorf("names %v", h)
+	}
+	if len(warn) != 2 || !strings.HasPrefix(warn[0], "hosts:5: ") || !strings.HasPrefix(warn[1], "hosts:6: ") {
+		t.Errorf("warnings %q", warn)
+	}
+}
+
+func TestSpans(t *testing.T) {
+	var l []span
+	for _, s := range []span{{10, 20}, {30, 40}, {0, 5}, {18, 31}, {50, 60}} {
+		l = addSpan(l, s)
+	}
+	if got := describeSpans(l); got != "[0,5)[10,40)[50,60)" {
+		t.Errorf("spans %s", got)
+	}
+	if got := describeSpans(subtract(span{0, 70}, l)); got != "[5,10)[40,50)[60,70)" {
+		t.Errorf("subtract %s", got)
+	}
+	if got := describeSpans(subtract(span{12, 38}, l)); got != "" {
+		t.Errorf("subtract inside %s", got)
+	}
+}
+
+// FuzzPcap feeds arbitrary bytes through the whole packet path: reading,
+// NAT detection (the capture against a copy of itself), and replay.
+func FuzzPcap(f *testing.F) {
+	conv := conversation(cli, srv, 64, 63, 1000, 5000)
+	for _, link := range []int{linkEthernet, linkSLL2, linkNull} {
+		for _, format := range []captureFormat{fmtPcapMicro, fmtPcapng} {
+			data := writeCapture(f, format, link, conv)
+			f.Add(data)
+			f.Add(data[:len(data)-7])
+		}
+	}
+	f.Add(writeCapture(f, fmtPcapNano, linkRaw, []wirePkt{{1e9, "[fd00::1]:5000", "[fd00::2]:53", 64, 7, "udp", 0, 0, []byte("x")}}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ReadCapture(bytes.NewReader(data), "fuzz", 0)
+		if err != nil {
+			return
+		}
+		c2 := &Capture{File: "copy", Packets: append([]nat.Packet(nil), c.Packets...)}
+		for i := range c2.Packets {
+			c2.Packets[i].Capture = 1
+			c2.Packets[i].TTL--
+		}
+		set := PcapSources([]*Capture{c, c2}, Options{}, nil)
+		for _, s := range set.Sources {
+			var o Observation
+			last := int64(-1 << 63)
+			for n := 0; s.Next(&o); n++ {
+				if (o.Op == OpSend || o.Op == OpRecv) && o.Bytes <= 0 {
+					t.Fatalf("observation with %d bytes: %+v", o.Bytes, o)
+				}
+				if o.Time < last {
+					t.Fatalf("time goes back: %+v", o)
+				}
+				last = o.Time
+				if n > 8*len(data)+16 {
+					t.Fatalf("more observations than the input can hold")
+				}
+			}
+			s.Warnings()
+		}
+	})
+}
