@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"strconv"
@@ -320,6 +321,9 @@ func (p *parser) parseNode(args []string) error {
 	}
 	proto := Node{Name: name, Group: name, Line: p.line}
 	count := 1
+	byAddr := false
+	var offset, drift [2]float64
+	var regions []string
 	var ip netip.Addr
 	for _, kv := range args[1:] {
 		k, v, hasV := strings.Cut(kv, "=")
@@ -329,6 +333,8 @@ func (p *parser) parseNode(args []string) error {
 			proto.Untraced = !hasV || v == "1" || v == "true"
 		case "client":
 			proto.Client = !hasV || v == "1" || v == "true"
+		case "byaddr":
+			byAddr = !hasV || v == "1" || v == "true"
 		case "count":
 			count, err = strconv.Atoi(v)
 			if err != nil || count < 1 || count > 1_000_000 {
@@ -345,21 +351,23 @@ func (p *parser) parseNode(args []string) error {
 				return fmt.Errorf("port: want 1..65535, got %q", v)
 			}
 		case "offset":
-			if proto.Offset, err = parseSigned(v); err != nil {
+			if offset, err = parseUniform(v, parseSigned); err != nil {
 				return fmt.Errorf("offset: %v", err)
 			}
 		case "drift":
-			proto.DriftPPM, err = strconv.ParseFloat(strings.TrimSuffix(v, "ppm"), 64)
-			if err != nil || math.IsNaN(proto.DriftPPM) || math.Abs(proto.DriftPPM) > 1e5 {
-				return fmt.Errorf("drift: want parts per million (|drift| ≤ 100000), got %q", v)
+			drift, err = parseUniform(strings.TrimSuffix(v, "ppm"), parsePPM)
+			if err != nil {
+				return fmt.Errorf("drift: %v", err)
 			}
 		case "region":
-			if !validName(v) {
-				return fmt.Errorf("bad region %q", v)
+			regions = strings.Split(v, ",")
+			for _, r := range regions {
+				if !validName(r) {
+					return fmt.Errorf("bad region %q", r)
+				}
 			}
-			proto.Region = v
 		default:
-			return fmt.Errorf("node: unknown key %q (want untraced, client, count=, ip=, port=, offset=, drift=, region=)", k)
+			return fmt.Errorf("node: unknown key %q (want untraced, client, byaddr, count=, ip=, port=, offset=, drift=, region=)", k)
 		}
 	}
 	if proto.Port == 0 {
@@ -371,16 +379,27 @@ func (p *parser) parseNode(args []string) error {
 		ip = netip.AddrFrom4([4]byte{10, byte(p.nodeLines % 256), 0, 1})
 	}
 	var idx []int
+	clockRand := rand.New(rand.NewPCG(uint64(p.line), 0x5eed))
 	for i := 0; i < count; i++ {
 		n := proto
-		if count > 1 {
+		switch {
+		case byAddr:
+			n.Name = ip.String()
+		case count > 1:
 			n.Name = fmt.Sprintf("%s%d", name, i+1)
-			if _, dup := p.cfg.Groups[n.Name]; dup {
-				return fmt.Errorf("node %q (member %d of %s) declared twice", n.Name, i+1, name)
-			}
+		}
+		if _, dup := p.cfg.Groups[n.Name]; dup && n.Name != name {
+			return fmt.Errorf("node %q (member %d of %s) declared twice", n.Name, i+1, name)
 		}
 		n.IP = ip
 		ip = ip.Next()
+		// Clock offsets and drifts drawn from a range are fixed by the file
+		// (a generator seeded by the line), not by the seed of the run.
+		n.Offset = offset[0] + (offset[1]-offset[0])*clockRand.Float64()
+		n.DriftPPM = drift[0] + (drift[1]-drift[0])*clockRand.Float64()
+		if len(regions) > 0 {
+			n.Region = regions[i%len(regions)]
+		}
 		idx = append(idx, len(p.cfg.Nodes))
 		p.cfg.Groups[n.Name] = []int{len(p.cfg.Nodes)}
 		p.cfg.Nodes = append(p.cfg.Nodes, &n)
@@ -693,4 +712,36 @@ func (c *Config) SetClock(name string, offset, driftPPM *float64) error {
 		}
 	}
 	return nil
+}
+
+// parseUniform parses a value or "uniform(lo,hi)" into a range.
+func parseUniform(s string, val func(string) (float64, error)) ([2]float64, error) {
+	if args, ok := strings.CutPrefix(s, "uniform("); ok {
+		lo, hi, ok := strings.Cut(strings.TrimSuffix(args, ")"), ",")
+		if !ok || !strings.HasSuffix(args, ")") {
+			return [2]float64{}, fmt.Errorf("want uniform(LO,HI), got %q", s)
+		}
+		a, err := val(strings.TrimSpace(lo))
+		if err != nil {
+			return [2]float64{}, err
+		}
+		b, err := val(strings.TrimSpace(hi))
+		if err != nil {
+			return [2]float64{}, err
+		}
+		if b < a {
+			return [2]float64{}, fmt.Errorf("uniform(%s): upper bound below lower bound", args)
+		}
+		return [2]float64{a, b}, nil
+	}
+	x, err := val(s)
+	return [2]float64{x, x}, err
+}
+
+func parsePPM(s string) (float64, error) {
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(x) || math.Abs(x) > 1e5 {
+		return 0, fmt.Errorf("want parts per million (|drift| ≤ 100000), got %q", s)
+	}
+	return x, nil
 }

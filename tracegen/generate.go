@@ -65,8 +65,8 @@ func GenerateSummary(cfg *Config) (*trace.Trace, *Summary, error) {
 		return nil, nil, err
 	}
 	t := e.t
-	e.emit = func(m *trace.Message) error {
-		t.Messages = append(t.Messages, *m)
+	e.emit = func(m *genMsg, id int64) error {
+		t.Messages = append(t.Messages, e.message(m, id))
 		return nil
 	}
 	if err := e.run(); err != nil {
@@ -86,20 +86,15 @@ func Write(w io.Writer, cfg *Config) (*Summary, error) {
 	if _, err := bw.WriteString(trace.TextHeader + "\n"); err != nil {
 		return nil, err
 	}
-	t := e.t
-	t.Messages = make([]trace.Message, 1)
 	var line []byte
-	e.emit = func(m *trace.Message) error {
-		t.Messages[0] = *m
-		line = trace.AppendTextLine(line[:0], t, 0)
-		line = append(line, '\n')
+	e.emit = func(m *genMsg, id int64) error {
+		line = e.appendLine(line[:0], m, id)
 		_, err := bw.Write(line)
 		return err
 	}
 	if err := e.run(); err != nil {
 		return nil, err
 	}
-	t.Messages = nil
 	if err := bw.Flush(); err != nil {
 		return nil, err
 	}
@@ -111,8 +106,9 @@ type genNode struct {
 	offNs  int64
 	ep     trace.EndpointID // listening endpoint
 	eph    int              // next ephemeral port
-	ephEP  map[int]trace.EndpointID
+	ephEP  map[uint16]trace.EndpointID
 	ipText string
+	class  int // link class: nodes of one class have the same link delays
 }
 
 type worker struct {
@@ -125,11 +121,23 @@ type worker struct {
 type rawMsg struct {
 	send, recv int64 // true times, ns since start
 	src, dst   int32
-	srcEP      trace.EndpointID
-	dstEP      trace.EndpointID
+	srcPort    uint16
+	dstPort    uint16
 	bytes      int64
 	kind       trace.Kind
 	call       int32
+}
+
+// genMsg is a message on its way out: observed times (node clocks, ns since
+// the epoch, or Unknown) and ports; endpoints are interned only when a whole
+// trace is built.
+type genMsg struct {
+	send, recv       int64
+	bytes            int64
+	src, dst         int32
+	srcPort, dstPort uint16
+	call, truth      int32
+	kind             trace.Kind
 }
 
 type engine struct {
@@ -137,9 +145,10 @@ type engine struct {
 	r       *rand.Rand
 	t       *trace.Trace
 	nodes   []genNode
-	links   map[uint64]Dist
+	links   []*Dist // by class pair
+	classes int
 	startNs int64
-	emit    func(*trace.Message) error
+	emit    func(*genMsg, int64) error
 
 	workers  []*worker
 	inst     []rawMsg
@@ -168,7 +177,7 @@ func newEngine(cfg *Config) (*engine, error) {
 		return nil, fmt.Errorf("%s: give a duration or a message count (the generator would never stop)", cfg.File)
 	}
 	e := &engine{cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)), t: trace.New(),
-		links: map[uint64]Dist{}, startNs: int64(math.Round(cfg.Start * 1e9)), nextID: 1, nextCall: 1, truth: 1,
+		startNs: int64(math.Round(cfg.Start * 1e9)), nextID: 1, nextCall: 1, truth: 1,
 		sameCache: map[*Target]map[string]*Target{}}
 	e.minOff = math.MaxInt64
 	for i, n := range cfg.Nodes {
@@ -177,7 +186,7 @@ func newEngine(cfg *Config) (*engine, error) {
 			return nil, fmt.Errorf("%s:%d: node %q declared twice", cfg.File, n.Line, n.Name)
 		}
 		e.t.Nodes[id].Untraced = n.Untraced
-		g := genNode{Node: n, offNs: int64(math.Round(n.Offset * 1e9)), ipText: n.IP.String(), ephEP: map[int]trace.EndpointID{}}
+		g := genNode{Node: n, offNs: int64(math.Round(n.Offset * 1e9)), ipText: n.IP.String(), ephEP: map[uint16]trace.EndpointID{}}
 		if n.IP.Is6() {
 			g.ipText = "[" + g.ipText + "]"
 		}
@@ -189,6 +198,7 @@ func newEngine(cfg *Config) (*engine, error) {
 		}
 		e.nodes = append(e.nodes, g)
 	}
+	e.assignClasses()
 	if e.minOff == math.MaxInt64 {
 		return nil, fmt.Errorf("%s: every node is untraced: no message could have a timestamp", cfg.File)
 	}
@@ -244,9 +254,9 @@ func (e *engine) run() error {
 		end, n := e.instance(w, T)
 		// 4. The worker thinks, then starts again.
 		w.next = end + int64(e.cfg.Tracelets[w.tl].Think.Sample(e.r, 1)*1e9)
-		if w.next <= T && n == 0 {
-			if stalls++; stalls > 1_000_000 {
-				return fmt.Errorf("%s: time does not advance (tracelets with no messages and no think time)", e.cfg.File)
+		if n == 0 {
+			if stalls++; stalls > 100_000 {
+				return fmt.Errorf("%s: %d instances in a row made no message (steps with prob=0?)", e.cfg.File, stalls)
 			}
 		} else {
 			stalls = 0
@@ -345,14 +355,14 @@ func (e *engine) step(cur int, t int64, s *Step) int64 {
 		if e.nextCall < 0 { // wrapped: ids only need to pair within a window
 			e.nextCall = 1
 		}
-		cep := e.ephemeral(cur)
-		e.inst = append(e.inst, rawMsg{send: send, recv: recv, src: int32(cur), dst: int32(x), srcEP: cep,
-			dstEP: e.nodes[x].ep, bytes: int64(s.Bytes.Sample(e.r, 1)), kind: trace.KindCall, call: call})
+		cp := e.ephemeral(cur)
+		e.inst = append(e.inst, rawMsg{send: send, recv: recv, src: int32(cur), dst: int32(x), srcPort: cp,
+			dstPort: uint16(e.nodes[x].Port), bytes: int64(s.Bytes.Sample(e.r, 1)), kind: trace.KindCall, call: call})
 		tx := e.exec(x, recv, s.Children)
 		rsend := tx + e.delay(s.Reply, s.ReplyAt, x)
 		rrecv := rsend + e.net(x, cur)
-		e.inst = append(e.inst, rawMsg{send: rsend, recv: rrecv, src: int32(x), dst: int32(cur), srcEP: e.nodes[x].ep,
-			dstEP: cep, bytes: int64(s.RBytes.Sample(e.r, 1)), kind: trace.KindReturn, call: call})
+		e.inst = append(e.inst, rawMsg{send: rsend, recv: rrecv, src: int32(x), dst: int32(cur), srcPort: uint16(e.nodes[x].Port),
+			dstPort: cp, bytes: int64(s.RBytes.Sample(e.r, 1)), kind: trace.KindReturn, call: call})
 		e.variant = append(e.variant, ')')
 		return rrecv
 	default: // OpSend
@@ -362,12 +372,12 @@ func (e *engine) step(cur int, t int64, s *Step) int64 {
 		e.variant = append(e.variant, '(')
 		send := t + e.delay(s.Wait, s.WaitAt, cur)
 		recv := send + e.net(cur, x)
-		sep := e.nodes[cur].ep
+		sp := uint16(e.nodes[cur].Port)
 		if e.nodes[cur].Client {
-			sep = e.ephemeral(cur)
+			sp = e.ephemeral(cur)
 		}
-		e.inst = append(e.inst, rawMsg{send: send, recv: recv, src: int32(cur), dst: int32(x), srcEP: sep,
-			dstEP: e.nodes[x].ep, bytes: int64(s.Bytes.Sample(e.r, 1)), call: trace.NoRef})
+		e.inst = append(e.inst, rawMsg{send: send, recv: recv, src: int32(cur), dst: int32(x), srcPort: sp,
+			dstPort: uint16(e.nodes[x].Port), bytes: int64(s.Bytes.Sample(e.r, 1)), call: trace.NoRef})
 		e.exec(x, recv, s.Children)
 		e.variant = append(e.variant, ')')
 		return send
@@ -441,11 +451,12 @@ func (e *engine) pick(tg *Target, cur int) int {
 
 // net samples the one-way network delay from a to b.
 func (e *engine) net(a, b int) int64 {
-	key := uint64(a)<<32 | uint64(uint32(b))
-	d, ok := e.links[key]
-	if !ok {
-		d = e.linkFor(a, b)
-		e.links[key] = d
+	k := e.nodes[a].class*e.classes + e.nodes[b].class
+	d := e.links[k]
+	if d == nil {
+		l := e.linkFor(a, b)
+		d = &l
+		e.links[k] = d
 	}
 	return int64(d.Sample(e.r, 1) * 1e9)
 }
@@ -483,20 +494,88 @@ func (e *engine) linkFor(a, b int) Dist {
 	return best
 }
 
-// ephemeral returns a fresh client-side endpoint of node n.
-func (e *engine) ephemeral(n int) trace.EndpointID {
+// ephemeral returns a fresh client-side port of node n.
+func (e *engine) ephemeral(n int) uint16 {
 	g := &e.nodes[n]
 	p := g.eph
 	g.eph++
 	if g.eph > 60999 {
 		g.eph = 32768
 	}
-	id, ok := g.ephEP[p]
+	return uint16(p)
+}
+
+// endpoint interns node n's endpoint with the given port.
+func (e *engine) endpoint(n int32, port uint16) trace.EndpointID {
+	g := &e.nodes[n]
+	if int(port) == g.Port {
+		return g.ep
+	}
+	id, ok := g.ephEP[port]
 	if !ok {
-		id = e.t.Endpoint(g.ipText + ":" + strconv.Itoa(p))
-		g.ephEP[p] = id
+		id = e.t.Endpoint(g.ipText + ":" + strconv.Itoa(int(port)))
+		g.ephEP[port] = id
 	}
 	return id
+}
+
+// message converts an outgoing message to the model, interning endpoints.
+func (e *engine) message(g *genMsg, id int64) trace.Message {
+	return trace.Message{Send: g.send, Recv: g.recv, ID: id, Bytes: g.bytes, Src: trace.NodeID(g.src), Dst: trace.NodeID(g.dst),
+		SrcEP: e.endpoint(g.src, g.srcPort), DstEP: e.endpoint(g.dst, g.dstPort), Call: g.call, Truth: g.truth, Kind: g.kind}
+}
+
+// appendLine appends message g in the contract's text form (as
+// trace.AppendTextLine writes it), with a newline.
+func (e *engine) appendLine(b []byte, g *genMsg, id int64) []byte {
+	b = appendTime(b, g.send)
+	b = append(b, ' ')
+	b = append(b, e.nodes[g.src].Name...)
+	b = append(b, ' ')
+	b = append(b, e.nodes[g.src].ipText...)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, uint64(g.srcPort), 10)
+	b = append(b, ' ')
+	b = appendTime(b, g.recv)
+	b = append(b, ' ')
+	b = append(b, e.nodes[g.dst].Name...)
+	b = append(b, ' ')
+	b = append(b, e.nodes[g.dst].ipText...)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, uint64(g.dstPort), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, g.bytes, 10)
+	b = append(b, " id="...)
+	b = strconv.AppendInt(b, id, 10)
+	if g.kind != trace.KindNone {
+		b = append(b, " kind="...)
+		b = append(b, g.kind.String()...)
+		b = append(b, " call="...)
+		b = strconv.AppendInt(b, int64(g.call), 10)
+	}
+	b = append(b, " truth="...)
+	b = strconv.AppendInt(b, int64(g.truth), 10)
+	return append(b, '\n')
+}
+
+// appendTime appends ns as decimal seconds with nine places, or "-".
+func appendTime(b []byte, ns int64) []byte {
+	if ns == trace.Unknown {
+		return append(b, '-')
+	}
+	if ns < 0 {
+		b = append(b, '-')
+		ns = -ns
+	}
+	b = strconv.AppendInt(b, ns/1e9, 10)
+	frac := ns % 1e9
+	var d [10]byte
+	d[0] = '.'
+	for i := 9; i >= 1; i-- {
+		d[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	return append(b, d[:]...)
 }
 
 // clock converts true time (ns since start) to node n's clock, ns since the
@@ -522,17 +601,17 @@ func (e *engine) queue(r *rawMsg, truth int32) {
 		e.sum.Lost++
 		return
 	}
-	m := trace.Message{Send: e.clock(r.src, r.send), Recv: e.clock(r.dst, r.recv), ID: trace.NoRef, Bytes: r.bytes,
-		Src: trace.NodeID(r.src), Dst: trace.NodeID(r.dst), SrcEP: r.srcEP, DstEP: r.dstEP, Call: r.call, Truth: truth, Kind: r.kind}
+	m := genMsg{send: e.clock(r.src, r.send), recv: e.clock(r.dst, r.recv), bytes: r.bytes, src: r.src, dst: r.dst,
+		srcPort: r.srcPort, dstPort: r.dstPort, call: r.call, truth: truth, kind: r.kind}
 	if r.kind == trace.KindNone {
-		m.Call = trace.NoRef
+		m.call = trace.NoRef
 	}
 	e.seq++
 	if e.cfg.Sniffer != nil {
 		e.snif.push(outItem{key: r.send, seq: e.seq, m: m})
 		return
 	}
-	e.out.push(outItem{key: m.Time(), seq: e.seq, m: m})
+	e.out.push(outItem{key: m.time(), seq: e.seq, m: m})
 }
 
 // release moves messages that no later instance can precede out of the
@@ -553,7 +632,7 @@ func (e *engine) release(T int64, all bool) error {
 			last := e.depart[(e.departI+len(e.depart)-1)%len(e.depart)]
 			e.depart[e.departI] = max(it.key, last) + gap
 			e.departI = (e.departI + 1) % len(e.depart)
-			e.out.push(outItem{key: it.m.Time(), seq: it.seq, m: it.m})
+			e.out.push(outItem{key: it.m.time(), seq: it.seq, m: it.m})
 		}
 	}
 	bound := int64(math.MaxInt64)
@@ -562,11 +641,10 @@ func (e *engine) release(T int64, all bool) error {
 	}
 	for len(e.out) > 0 && e.out[0].key < bound {
 		it := e.out.pop()
-		it.m.ID = e.nextID
-		e.nextID++
-		if err := e.emit(&it.m); err != nil {
+		if err := e.emit(&it.m, e.nextID); err != nil {
 			return err
 		}
+		e.nextID++
 		e.sum.Messages++
 	}
 	return nil
@@ -586,7 +664,14 @@ func (e *engine) summary() *Summary {
 type outItem struct {
 	key int64
 	seq uint64
-	m   trace.Message
+	m   genMsg
+}
+
+func (g *genMsg) time() int64 {
+	if g.send != trace.Unknown {
+		return g.send
+	}
+	return g.recv
 }
 
 // outHeap is a binary min-heap by (key, seq).
@@ -634,4 +719,30 @@ func (h *outHeap) pop() outItem {
 	}
 	*h = a
 	return top
+}
+
+// assignClasses groups nodes that every link rule treats alike (same group,
+// same region, not named by a rule), so link delays are looked up per class
+// pair.
+func (e *engine) assignClasses() {
+	named := map[string]bool{}
+	for _, l := range e.cfg.Links {
+		named[l.From], named[l.To] = true, true
+	}
+	ids := map[string]int{}
+	for i := range e.nodes {
+		n := &e.nodes[i]
+		key := n.Group + "\x00" + n.Region
+		if named[n.Name] && n.Name != n.Group {
+			key += "\x00" + n.Name
+		}
+		c, ok := ids[key]
+		if !ok {
+			c = len(ids)
+			ids[key] = c
+		}
+		n.class = c
+	}
+	e.classes = len(ids)
+	e.links = make([]*Dist, e.classes*e.classes)
 }

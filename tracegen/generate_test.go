@@ -1,0 +1,454 @@
+package tracegen
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"wap5/trace"
+)
+
+func mustParse(t testing.TB, text string) *Config {
+	t.Helper()
+	cfg, err := ParseConfig(strings.NewReader(text), "test.gen")
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	return cfg
+}
+
+// trueTime inverts a node's clock: observed ns since the epoch → true ns
+// since the start.
+func trueTime(cfg *Config, n trace.NodeID, obs int64) float64 {
+	nd := cfg.Nodes[n]
+	x := float64(obs-int64(math.Round(cfg.Start*1e9))) - nd.Offset*1e9
+	return x / (1 + nd.DriftPPM*1e-6)
+}
+
+const rpcConfig = `
+seed 3
+messages 3000
+node cl client count=4
+node S port=80 offset=250ms drift=40
+node T port=81 offset=-1.5s drift=-30
+node U untraced port=82
+link * * delay=2ms
+tracelet r from=cl think=uniform(0ms,20ms) parallel=5
+  call S reply=normal(3ms,1ms)
+    call T wait=normal(5ms,1ms) reply=exp(2ms)
+      call U wait=1ms reply=4ms
+    par
+      call T wait=uniform(1ms,3ms) reply=1ms
+      call T wait=uniform(1ms,3ms) reply=1ms
+`
+
+const sendConfig = `
+seed 4
+duration 5s
+node a client
+node b offset=10ms
+node c untraced
+node d drift=100
+link a b delay=normal(10ms,1ms) back=normal(20ms,2ms)
+link * * delay=exp(3ms)
+tracelet mail from=a think=uniform(10ms,50ms) parallel=3
+  send b wait=1ms
+    send c wait=normal(4ms,1ms)
+      send d wait=2ms
+    send d prob=0.5 wait=uniform(0ms,1ms)
+`
+
+func TestGenerateGroundTruth(t *testing.T) {
+	tests := []struct {
+		name       string
+		config     string
+		perInst    []int // allowed message counts per instance
+		untraced   string
+		rpc        bool
+		constDelay float64 // one-way delay of every message, seconds (0: not constant)
+	}{
+		{name: "rpc", config: rpcConfig, perInst: []int{10}, untraced: "U", rpc: true, constDelay: 0.002},
+		{name: "send", config: sendConfig, perInst: []int{3, 4}, untraced: "c"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := mustParse(t, tc.config)
+			tr, sum, err := GenerateSummary(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.CheckValid(); err != nil {
+				t.Fatal(err)
+			}
+			if int64(len(tr.Messages)) != sum.Messages || sum.Messages == 0 {
+				t.Fatalf("%d messages, summary says %d", len(tr.Messages), sum.Messages)
+			}
+			ids := map[int64]bool{}
+			byTruth := map[int32][]int{}
+			for i := range tr.Messages {
+				m := &tr.Messages[i]
+				if i > 0 && m.Time() < tr.Messages[i-1].Time() {
+					t.Fatalf("message %d not time-sorted", i)
+				}
+				if ids[m.ID] || m.ID == trace.NoRef {
+					t.Fatalf("message %d: id %d repeated or missing", i, m.ID)
+				}
+				ids[m.ID] = true
+				if m.Truth == trace.NoRef {
+					t.Fatalf("message %d without truth", i)
+				}
+				byTruth[m.Truth] = append(byTruth[m.Truth], i)
+				src, dst := tr.NodeName(m.Src), tr.NodeName(m.Dst)
+				if (m.Send == trace.Unknown) != (src == tc.untraced) || (m.Recv == trace.Unknown) != (dst == tc.untraced) {
+					t.Fatalf("message %d %s→%s: send %d recv %d; only %s's ends must be -", i, src, dst, m.Send, m.Recv, tc.untraced)
+				}
+				if m.Send != trace.Unknown && m.Recv != trace.Unknown {
+					net := trueTime(cfg, m.Dst, m.Recv) - trueTime(cfg, m.Src, m.Send)
+					if net < -1 {
+						t.Fatalf("message %d: negative true network delay %g ns", i, net)
+					}
+					if tc.constDelay > 0 && math.Abs(net-tc.constDelay*1e9) > 2 {
+						t.Fatalf("message %d %s→%s: true delay %g ns, configured %g s (offsets applied wrongly?)", i, src, dst, net, tc.constDelay)
+					}
+				}
+			}
+			if int64(len(byTruth)) != sum.Instances {
+				t.Fatalf("%d truth ids, %d instances", len(byTruth), sum.Instances)
+			}
+			for id, msgs := range byTruth {
+				ok := false
+				for _, n := range tc.perInst {
+					ok = ok || len(msgs) == n
+				}
+				if !ok {
+					t.Fatalf("instance %d has %d messages, want one of %v", id, len(msgs), tc.perInst)
+				}
+				if tc.rpc {
+					checkRPC(t, cfg, tr, msgs)
+				}
+				checkCausal(t, cfg, tr, msgs)
+			}
+		})
+	}
+}
+
+// checkRPC: every call has one return, from the callee back to the caller,
+// sent after the callee received the call (same clock) and received after
+// the caller sent it.
+func checkRPC(t *testing.T, cfg *Config, tr *trace.Trace, msgs []int) {
+	t.Helper()
+	calls := map[int32]*trace.Message{}
+	for _, i := range msgs {
+		if m := &tr.Messages[i]; m.Kind == trace.KindCall {
+			calls[m.Call] = m
+		}
+	}
+	returns := 0
+	for _, i := range msgs {
+		m := &tr.Messages[i]
+		if m.Kind != trace.KindReturn {
+			continue
+		}
+		returns++
+		c := calls[m.Call]
+		if c == nil || c.Src != m.Dst || c.Dst != m.Src || c.SrcEP != m.DstEP || c.DstEP != m.SrcEP {
+			t.Fatalf("return %d does not mirror its call", m.ID)
+		}
+		if c.Recv != trace.Unknown && m.Send < c.Recv || c.Send != trace.Unknown && m.Recv < c.Send {
+			t.Fatalf("return %d precedes its call %d", m.ID, c.ID)
+		}
+	}
+	if returns != len(calls) {
+		t.Fatalf("%d calls, %d returns", len(calls), returns)
+	}
+}
+
+// checkCausal: in true time, the instance's first message is sent first and
+// no message is received before it is sent.
+func checkCausal(t *testing.T, cfg *Config, tr *trace.Trace, msgs []int) {
+	t.Helper()
+	first := math.Inf(1)
+	for _, i := range msgs {
+		m := &tr.Messages[i]
+		if m.Send != trace.Unknown {
+			first = math.Min(first, trueTime(cfg, m.Src, m.Send))
+		}
+	}
+	for _, i := range msgs {
+		m := &tr.Messages[i]
+		if m.Recv != trace.Unknown && trueTime(cfg, m.Dst, m.Recv) < first {
+			t.Fatalf("message %d received before its instance began", m.ID)
+		}
+	}
+}
+
+func TestLoss(t *testing.T) {
+	base := `
+seed 9
+messages 40000
+node a client count=3
+node b
+link * * delay=1ms
+tracelet x from=a think=uniform(0ms,10ms) parallel=6
+  call b reply=normal(2ms,1ms)
+`
+	tests := []struct {
+		name          string
+		extra         string
+		lo, hi        float64 // loss fraction bounds
+		wantUnmatched bool
+	}{
+		{"none", "", 0, 0, false},
+		{"independent 10%", "loss 0.1", 0.09, 0.11, true},
+		{"sniffer fast enough", "sniffer rate=1e9 queue=64", 0, 0, false},
+		{"sniffer too slow", "sniffer rate=200 queue=8", 0.2, 0.95, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := mustParse(t, base+tc.extra+"\n")
+			tr, sum, err := GenerateSummary(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Messages+sum.Lost != sum.Generated {
+				t.Fatalf("written %d + lost %d != generated %d", sum.Messages, sum.Lost, sum.Generated)
+			}
+			frac := float64(sum.Lost) / float64(sum.Generated)
+			if frac < tc.lo || frac > tc.hi {
+				t.Fatalf("loss fraction %.4f outside [%g,%g]", frac, tc.lo, tc.hi)
+			}
+			calls := map[int32]int{}
+			for _, m := range tr.Messages {
+				calls[m.Call]++
+			}
+			unmatched := false
+			for _, n := range calls {
+				unmatched = unmatched || n != 2
+			}
+			if unmatched != tc.wantUnmatched {
+				t.Fatalf("calls without returns: %v, want %v", unmatched, tc.wantUnmatched)
+			}
+		})
+	}
+}
+
+// The streaming writer and the in-memory trace agree byte for byte.
+func TestWriteMatchesGenerate(t *testing.T) {
+	for _, text := range []string{rpcConfig, sendConfig} {
+		var a, b bytes.Buffer
+		if _, err := Write(&a, mustParse(t, text)); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := Generate(mustParse(t, text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := trace.WriteText(&b, tr); err != nil {
+			t.Fatal(err)
+		}
+		if a.String() != b.String() {
+			al, bl := strings.Split(a.String(), "\n"), strings.Split(b.String(), "\n")
+			for i := range min(len(al), len(bl)) {
+				if al[i] != bl[i] {
+					t.Fatalf("line %d differs:\nWrite:     %s\nWriteText: %s", i+1, al[i], bl[i])
+				}
+			}
+			t.Fatalf("lengths differ: %d vs %d lines", len(al), len(bl))
+		}
+		back, err := trace.ReadText(&a, "gen")
+		if err != nil || len(back.Warnings) > 0 || len(back.Messages) != len(tr.Messages) {
+			t.Fatalf("reading the output back: %v %v (%d vs %d messages)", err, back.Warnings, len(back.Messages), len(tr.Messages))
+		}
+	}
+}
+
+// Same seed, same trace; another seed, another trace.
+func TestSeed(t *testing.T) {
+	gen := func(seed uint64) string {
+		cfg := mustParse(t, rpcConfig)
+		cfg.Seed = seed
+		var b bytes.Buffer
+		if _, err := Write(&b, cfg); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	if gen(1) != gen(1) {
+		t.Fatal("same seed, different traces")
+	}
+	if gen(1) == gen(2) {
+		t.Fatal("different seeds, same trace")
+	}
+}
+
+func TestOverrides(t *testing.T) {
+	cfg := mustParse(t, rpcConfig)
+	for _, tl := range cfg.Tracelets {
+		tl.Parallel = 1
+	}
+	cfg.Messages = 800
+	if err := cfg.SetClock("S", ptr(0.0), ptr(0.0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.SetClock("nope", ptr(1.0), nil); err == nil {
+		t.Fatal("SetClock accepted an unknown node")
+	}
+	_, sum, err := GenerateSummary(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.MeanParallelism > 1.0001 {
+		t.Fatalf("one worker, mean parallelism %g", sum.MeanParallelism)
+	}
+	if sum.Generated < 800 || sum.Generated > 808 {
+		t.Fatalf("generated %d messages for a budget of 800", sum.Generated)
+	}
+	for _, c := range sum.Clocks {
+		if c.Node == "S" && (c.OffsetS != 0 || c.DriftPPM != 0) {
+			t.Fatalf("S clock %+v after SetClock(0,0)", c)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// The added delay at WS2 shows in WS2's true wait before calling AP.
+func TestAddedDelay(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		lo   float64
+	}{{"multitier.gen", 0.02}, {"multitier-delay.gen", 0.2}} {
+		cfg, err := ParseConfigFile(filepath.Join("..", "testdata", "gen", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Duration, cfg.Messages = 0, 20000
+		tr, err := Generate(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws2, _ := tr.LookupNode("WS2")
+		auth, _ := tr.LookupNode("AUTH")
+		lastAuthReturn := map[int32]int64{}
+		var sum float64
+		n := 0
+		for _, m := range tr.Messages {
+			switch {
+			case m.Dst == ws2 && m.Src == auth && m.Kind == trace.KindReturn:
+				lastAuthReturn[m.Truth] = m.Recv
+			case m.Src == ws2 && m.Kind == trace.KindCall && strings.HasPrefix(tr.NodeName(m.Dst), "AP"):
+				if r, ok := lastAuthReturn[m.Truth]; ok {
+					sum += float64(m.Send-r) / 1e9
+					n++
+				}
+			}
+		}
+		if n == 0 {
+			t.Fatalf("%s: no WS2 → AP calls", tc.file)
+		}
+		mean := sum / float64(n)
+		if mean < tc.lo || mean > tc.lo+0.1 {
+			t.Fatalf("%s: WS2 waits %.3f s between AUTH and AP, want ≈ %.2f+", tc.file, mean, tc.lo)
+		}
+	}
+}
+
+func TestShippedConfigs(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "gen", "*.gen"))
+	if len(files) < 7 {
+		t.Fatalf("found %d shipped configs", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			cfg, err := ParseConfigFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Duration, cfg.Messages = 0, 3000
+			tr, sum, err := GenerateSummary(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.CheckValid(); err != nil || len(tr.Messages) < 2000 {
+				t.Fatalf("%v, %d messages", err, len(tr.Messages))
+			}
+			if sum.Unobservable != 0 {
+				t.Fatalf("%d messages between untraced nodes", sum.Unobservable)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ text, want string }{
+		{"seed x\n", "test.gen:1: seed"},
+		{"node a\nnode a\n", "test.gen:2: node \"a\" declared twice"},
+		{"node a\n  call a\n", "test.gen:2: indented"},
+		{"node a\ntracelet t from=a\n  call b\n", "test.gen:3: target \"b\""},
+		{"node a\ntracelet t from=a\n  call a wait=normal(1ms)\n", "test.gen:3: wait"},
+		{"node a\ntracelet t from=a\n  call a wait=weird(1ms)\n", "unknown distribution"},
+		{"node a\ntracelet t from=a\n  par\n", "test.gen:3: par without"},
+		{"node a\nlink a zz delay=1ms\n", "test.gen:2: link: no node"},
+		{"node a\nlink a a\n", "test.gen:2: link wants"},
+		{"node a port=99999\n", "test.gen:1: port"},
+		{"node a offset=1x\n", "test.gen:1: offset"},
+		{"loss 2\n", "test.gen:1: loss"},
+		{"bogus 1\n", "test.gen:1: unknown keyword"},
+		{"node a\n", "no tracelets"},
+		{"node a\ntracelet t from=a\n  send a wait=1ms reply=2ms\n", "test.gen:3: send does not take reply="},
+		{"node a\ntracelet t from=a think=uniform(2s,1s)\n  send a\n", "test.gen:2: think"},
+	}
+	for _, tc := range tests {
+		_, err := ParseConfig(strings.NewReader(tc.text), "test.gen")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want it to contain %q", tc.text, err, tc.want)
+		}
+	}
+}
+
+func TestNoStop(t *testing.T) {
+	cfg := mustParse(t, "node a\ntracelet t from=a\n  send a\n")
+	if _, err := Generate(cfg); err == nil {
+		t.Fatal("generated without duration or message budget")
+	}
+	cfg = mustParse(t, "duration 1s\nnode a untraced\nnode b untraced\ntracelet t from=a\n  send b\n")
+	if _, err := Generate(cfg); err == nil {
+		t.Fatal("generated with only untraced nodes")
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "gen", "*.gen"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err == nil {
+			f.Add(string(b))
+		}
+	}
+	f.Add(rpcConfig)
+	f.Add(sendConfig)
+	f.Fuzz(func(t *testing.T, text string) {
+		cfg, err := ParseConfig(strings.NewReader(text), "fuzz.gen")
+		if err != nil {
+			return
+		}
+		workers := 0
+		for _, tl := range cfg.Tracelets {
+			workers += tl.Parallel
+		}
+		if workers > 2000 || len(cfg.Nodes) > 5000 {
+			return
+		}
+		cfg.Messages, cfg.Duration = 300, 1
+		tr, err := Generate(cfg)
+		if err != nil {
+			return
+		}
+		if err := tr.CheckValid(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
