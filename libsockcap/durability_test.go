@@ -41,7 +41,14 @@ func TestDurability(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(2000+rng.Intn(30000)) * time.Microsecond)
+		// wait until all threads run, then kill at a random moment
+		for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(200 * time.Microsecond) {
+			raw, _ := os.ReadFile(shared)
+			if len(raw) >= 48 && binary.LittleEndian.Uint32(raw[32:]) != 0 {
+				break
+			}
+		}
+		time.Sleep(time.Duration(rng.Intn(20000)) * time.Microsecond)
 		cmd.Process.Kill()
 		cmd.Wait()
 		raw, err := os.ReadFile(shared)
