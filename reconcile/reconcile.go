@@ -37,16 +37,12 @@ func Reconcile(in Inputs, opts Options) (*trace.Trace, error) {
 			sources = append(sources, s)
 		}
 	}
-	for _, p := range in.Pcaps {
-		inputs++
-		if OpenPcap == nil {
-			return nil, fmt.Errorf("%s: packet captures are not supported by this build", p)
-		}
-		ss, err := OpenPcap(p, opts)
+	if len(in.Pcaps) > 0 {
+		inputs += len(in.Pcaps)
+		ss, w, err := openPcaps(in.Pcaps, opts, in.Hosts)
+		warns = append(warns, w...)
 		if err != nil {
-			warns = append(warns, err.Error())
 			lastErr = err
-			continue
 		}
 		sources = append(sources, ss...)
 	}
@@ -63,6 +59,33 @@ func Reconcile(in Inputs, opts Options) (*trace.Trace, error) {
 		t.Warnings = append(warns, t.Warnings...)
 	}
 	return t, err
+}
+
+// openPcaps opens the captures together (so that each host's clock and the
+// translations are chosen across all of them); a capture that cannot be read
+// is left out with a warning.
+func openPcaps(paths []string, opts Options, hosts HostNames) ([]Source, []string, error) {
+	var warns []string
+	set, err := OpenPcaps(paths, opts, hosts)
+	if err != nil {
+		var good []string
+		var lastErr error
+		for _, p := range paths {
+			if _, err := OpenPcaps([]string{p}, opts, hosts); err != nil {
+				warns = append(warns, err.Error())
+				lastErr = err
+				continue
+			}
+			good = append(good, p)
+		}
+		if len(good) == 0 {
+			return nil, warns, lastErr
+		}
+		if set, err = OpenPcaps(good, opts, hosts); err != nil {
+			return nil, append(warns, err.Error()), err
+		}
+	}
+	return set.Sources, append(warns, set.Warnings...), nil
 }
 
 // ReconcileSources runs steps 1–9 over observation sources.

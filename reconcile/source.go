@@ -109,9 +109,9 @@ type Source interface {
 	Name() string
 }
 
-// OpenPcap opens one capture file as sources (one per capture, or one per
-// host seen in it). It is set by the packet-capture part of this package
-// (pcap*.go); Reconcile fails on pcap inputs while it is nil.
+// OpenPcap opens one capture file as sources. It is set by the
+// packet-capture part of this package (pcap*.go); Reconcile itself opens
+// all captures together with OpenPcaps.
 var OpenPcap func(path string, opts Options) ([]Source, error)
 
 // Granularity is how finely nodes are named.
@@ -180,6 +180,9 @@ type Inputs struct {
 	Logs    []string
 	Pcaps   []string
 	Sources []Source
+	// Hosts names the hosts seen in captures by address, so that they
+	// line up with the node names of the logs (nil: named by address).
+	Hosts HostNames
 }
 
 // Translation is one address translation, as in the contract's `wap5 nat

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"wap5/nat"
+	"wap5/reconcile"
+	"wap5/trace"
+)
+
+func init() {
+	register(func() *cli.Command {
+		return &cli.Command{
+			Name:      "reconcile",
+			Usage:     "per-process logs and/or pcap files → one message trace",
+			ArgsUsage: "INPUT...",
+			Description: "INPUTs are libsockcap log files, directories holding them (searched recursively,\n" +
+				"e.g. the --out DIR of several `wap5 run --node HOST` runs), and pcap/pcapng\n" +
+				"captures (recognised by content; in directories *.pcap, *.pcapng, *.cap).\n" +
+				"Output: the text trace on stdout; with -o FILE, the binary trace when FILE ends\n" +
+				"in .bin or .w5t (or --format binary), else text. Warnings (damaged logs with\n" +
+				"file and offset, address translations found as `nat: ...`, losses) go to stderr.\n\n" +
+				"A message is the bytes one end sends until it receives (a \"fat message\");\n" +
+				"its send time is the first write, its receive time the read that delivered\n" +
+				"its first byte (--recv-at last: its last byte).",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "granularity", Value: "host", Usage: "node names: host (HOST), program (HOST/EXE) or process (HOST/EXE/PID)"},
+				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the trace to `FILE` (- for stdout)"},
+				&cli.StringFlag{Name: "format", Usage: "text or binary (default: binary for .bin/.w5t files, else text)"},
+				&cli.BoolFlag{Name: "aggregate-clients", Usage: "name client nodes CLIENT and ephemeral ports * (WAP5 §2.5)"},
+				&cli.StringFlag{Name: "nat", Usage: "known address translations: `FILE` in the form of wap5 nat --json"},
+				&cli.BoolFlag{Name: "no-nat-detect", Usage: "do not pair translated flows automatically"},
+				&cli.StringFlag{Name: "hosts", Usage: "name hosts seen in captures by address: `FILE` in /etc/hosts form"},
+				&cli.DurationFlag{Name: "split-gap", Usage: "also end a message when its sender pauses longer than this (0: never)"},
+				&cli.StringFlag{Name: "recv-at", Value: "first", Usage: "a message's receive time: the read of its first or last byte"},
+				&cli.DurationFlag{Name: "window", Usage: "how long an end waits for its peer before it counts as untraced; must exceed clock differences (default 5s)"},
+			},
+			Action: reconcileAction,
+		}
+	})
+}
+
+func reconcileAction(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return usagef("reconcile: no INPUT given (wap5 reconcile [--granularity host|program|process] [-o FILE] INPUT...)")
+	}
+	var opts reconcile.Options
+	var err error
+	if opts.Granularity, err = reconcile.ParseGranularity(c.String("granularity")); err != nil {
+		return usagef("reconcile: %v", err)
+	}
+	switch c.String("recv-at") {
+	case "first":
+	case "last":
+		opts.RecvAt = reconcile.RecvLast
+	default:
+		return usagef("reconcile: --recv-at %q: want first or last", c.String("recv-at"))
+	}
+	out := c.String("output")
+	binary := false
+	switch c.String("format") {
+	case "":
+		binary = strings.HasSuffix(out, ".bin") || strings.HasSuffix(out, ".w5t")
+	case "binary":
+		binary = true
+	case "text":
+	default:
+		return usagef("reconcile: --format %q: want text or binary", c.String("format"))
+	}
+	if binary && (out == "" || out == "-") {
+		if f, ok := c.App.Writer.(*os.File); ok && isTerminal(f) {
+			return usagef("reconcile: not writing a binary trace to a terminal; use -o FILE")
+		}
+	}
+	opts.AggregateClients = c.Bool("aggregate-clients")
+	opts.DisableNATDetection = c.Bool("no-nat-detect")
+	opts.SplitGap = c.Duration("split-gap")
+	opts.Window = c.Duration("window")
+	if opts.SplitGap < 0 || opts.Window < 0 {
+		return usagef("reconcile: durations must not be negative")
+	}
+	if f := c.String("nat"); f != "" {
+		r, err := os.Open(f)
+		if err != nil {
+			return err
+		}
+		m, err := nat.ReadMap(r, f)
+		r.Close()
+		if err != nil {
+			return err
+		}
+		for _, t := range m.Translations {
+			opts.NAT = append(opts.NAT, reconcile.Translation(t))
+		}
+	}
+	var in reconcile.Inputs
+	if f := c.String("hosts"); f != "" {
+		h, warns, err := reconcile.ReadHostsFile(f)
+		if err != nil {
+			return err
+		}
+		for _, w := range warns {
+			fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
+		}
+		in.Hosts = h
+	}
+	for _, arg := range c.Args().Slice() {
+		if err := classifyInput(arg, &in); err != nil {
+			return err
+		}
+	}
+	t, err := reconcile.Reconcile(in, opts)
+	if t != nil {
+		for _, w := range t.Warnings {
+			fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if out == "" || out == "-" {
+		w := bufio.NewWriter(c.App.Writer)
+		if binary {
+			err = trace.WriteBinary(w, t)
+		} else {
+			err = trace.WriteText(w, t)
+		}
+		if ferr := w.Flush(); err == nil {
+			err = ferr
+		}
+		return err
+	}
+	return trace.WriteFile(out, t, binary)
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// classifyInput sorts an argument into logs and captures: files by their
+// first bytes, directories by walking them for captures (the log reader
+// finds the logs in them itself).
+func classifyInput(arg string, in *reconcile.Inputs) error {
+	st, err := os.Stat(arg)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		if isCapture(arg) {
+			in.Pcaps = append(in.Pcaps, arg)
+		} else {
+			in.Logs = append(in.Logs, arg)
+		}
+		return nil
+	}
+	in.Logs = append(in.Logs, arg)
+	return filepath.WalkDir(arg, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		switch strings.ToLower(filepath.Ext(p)) {
+		case ".pcap", ".pcapng", ".cap":
+			if isCapture(p) {
+				in.Pcaps = append(in.Pcaps, p)
+			}
+		}
+		return nil
+	})
+}
+
+// isCapture recognises pcap (either byte order, µs or ns) and pcapng.
+func isCapture(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [4]byte
+	if _, err := io.ReadFull(f, b[:]); err != nil {
+		return false
+	}
+	switch string(b[:]) {
+	case "\xd4\xc3\xb2\xa1", "\xa1\xb2\xc3\xd4", "\x4d\x3c\xb2\xa1", "\xa1\xb2\x3c\x4d", "\x0a\x0d\x0d\x0a":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"wap5/trace"
+)
+
+const reconcileLogs = "../../reconcile/testdata/logs"
+
+func TestReconcileCLI(t *testing.T) {
+	loop := filepath.Join(reconcileLogs, "loopback")
+	foreign := filepath.Join(reconcileLogs, "foreign.sclog")
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		stdout   []string // substrings, in order
+		stderr   []string
+		noStdout bool
+		messages int
+	}{
+		{name: "text by host", args: []string{loop}, code: 0,
+			stdout: []string{trace.TextHeader, " hA 127.0.0.1:56802 ", " hA 127.0.0.1:42299 15 id=0 kind=call call=0",
+				"unix:@145287", "unix:@145288 3 id=7"}, messages: 8},
+		{name: "process granularity", args: []string{"--granularity", "process", loop}, code: 0,
+			stdout: []string{" hA/python3.11/28589 127.0.0.1:56802 "}, messages: 8},
+		{name: "aggregate clients", args: []string{"--aggregate-clients", loop}, code: 0,
+			stdout: []string{" hA 127.0.0.1:* ", " hA 127.0.0.1:42299 15 "}, messages: 8},
+		{name: "foreign file is a warning", args: []string{loop, foreign}, code: 0,
+			stderr: []string{"wap5: warning: " + foreign + ": not a libsockcap log"}, messages: 8},
+		{name: "only foreign", args: []string{foreign}, code: 1,
+			stderr: []string{"wap5: nothing readable in 1 inputs"}, noStdout: true},
+		{name: "bad granularity", args: []string{"--granularity", "thread", loop}, code: 2,
+			stderr: []string{"wap5: reconcile: unknown granularity"}, noStdout: true},
+		{name: "no input", args: nil, code: 2, stderr: []string{"wap5: reconcile: no INPUT"}, noStdout: true},
+		{name: "missing input", args: []string{"/nonexistent/x"}, code: 1, stderr: []string{"no such file"}, noStdout: true},
+		{name: "bad recv-at", args: []string{"--recv-at", "middle", loop}, code: 2, noStdout: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, "", append([]string{"reconcile"}, tc.args...)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, errs)
+			}
+			rest := out
+			for _, s := range tc.stdout {
+				i := strings.Index(rest, s)
+				if i < 0 {
+					t.Fatalf("stdout lacks %q (in order):\n%s", s, out)
+				}
+				rest = rest[i+len(s):]
+			}
+			for _, s := range tc.stderr {
+				if !strings.Contains(errs, s) {
+					t.Fatalf("stderr lacks %q:\n%s", s, errs)
+				}
+			}
+			if tc.noStdout && out != "" {
+				t.Fatalf("unexpected stdout:\n%s", out)
+			}
+			if tc.messages > 0 {
+				tr, err := trace.Read(strings.NewReader(out), "stdout")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(tr.Messages) != tc.messages {
+					t.Fatalf("%d messages, want %d:\n%s", len(tr.Messages), tc.messages, out)
+				}
+				if err := tr.CheckValid(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// The binary output (by file name) reads back as the same trace as the text.
+func TestReconcileBinaryOutput(t *testing.T) {
+	loop := filepath.Join(reconcileLogs, "loopback")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "t.w5t")
+	if code, _, errs := runCLI(t, "", "reconcile", "-o", bin, loop); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), trace.BinaryMagic) {
+		t.Fatalf("%s is not a binary trace", bin)
+	}
+	code, text, _ := runCLI(t, "", "reconcile", loop)
+	if code != 0 {
+		t.Fatal("text run failed")
+	}
+	a, err := trace.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := trace.Read(strings.NewReader(text), "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sa, sb strings.Builder
+	trace.WriteText(&sa, a)
+	trace.WriteText(&sb, b)
+	if sa.String() != sb.String() {
+		t.Fatalf("binary and text differ:\n%s\n---\n%s", sa.String(), sb.String())
+	}
+}
