@@ -198,15 +198,16 @@ func Detect(pkts []Packet, opt Options) *Map {
 		before, after netip.AddrPort
 		flow          flow
 		packets       int
+		pair          flowPair
 	}
 	var dnat, snat []obs
 	for _, fp := range accepted {
 		n := matches[fp]
 		if fp.before.dst != fp.after.dst {
-			dnat = append(dnat, obs{fp.before.dst, fp.after.dst, fp.before, n})
+			dnat = append(dnat, obs{fp.before.dst, fp.after.dst, fp.before, n, fp})
 		}
 		if fp.before.src != fp.after.src {
-			snat = append(snat, obs{fp.before.src, fp.after.src, fp.before, n})
+			snat = append(snat, obs{fp.before.src, fp.after.src, fp.before, n, fp})
 		}
 	}
 
@@ -220,6 +221,7 @@ func Detect(pkts []Packet, opt Options) *Map {
 	type ruleAcc struct {
 		ports   map[portPair]*[2]int // flows, packets
 		flows   map[flow]bool
+		pairs   []flowPair
 		packets int
 	}
 	rules := make(map[ruleKey]*ruleAcc)
@@ -243,6 +245,7 @@ func Detect(pkts []Packet, opt Options) *Map {
 			r.ports[pp][0]++
 			r.ports[pp][1] += o.packets
 			r.flows[o.flow] = true
+			r.pairs = append(r.pairs, o.pair)
 			r.packets += o.packets
 		}
 	}
@@ -254,6 +257,8 @@ func Detect(pkts []Packet, opt Options) *Map {
 		}
 	}
 	dnatTargets := make(map[string]int)
+	kept := make(map[flowPair]bool)
+	var rejected []flowPair
 	for _, k := range keys {
 		r := rules[k]
 		proto := "tcp"
@@ -262,8 +267,11 @@ func Detect(pkts []Packet, opt Options) *Map {
 			proto, need = "udp", opt.MinUDP
 		}
 		if r.packets < need {
-			accidental += r.packets
+			rejected = append(rejected, r.pairs...)
 			continue
+		}
+		for _, fp := range r.pairs {
+			kept[fp] = true
 		}
 		allKept := true
 		for pp := range r.ports {
@@ -287,6 +295,12 @@ func Detect(pkts []Packet, opt Options) *Map {
 				dnatTargets[proto+" "+t.Before]++
 			}
 			m.Translations = append(m.Translations, t)
+		}
+	}
+	for _, fp := range rejected {
+		if !kept[fp] {
+			accidental += matches[fp]
+			kept[fp] = true // count once
 		}
 	}
 	m.sort()

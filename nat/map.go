@@ -124,13 +124,15 @@ func joinEndpoint(addr netip.Addr, port string) string {
 // Canonical returns the canonical name of an endpoint (ip:port or
 // [v6]:port): the real server for a DNAT virtual address, the real client for
 // an SNAT (masquerade) address, the endpoint itself otherwise. Rules of any
-// protocol apply; use CanonicalProto when the protocol is known.
+// protocol apply, exact ports before wildcards; use CanonicalProto when the
+// protocol is known.
 func (m *Map) Canonical(endpoint string) string {
-	if c, ok := m.lookup("tcp", endpoint); ok {
-		return c
-	}
-	if c, ok := m.lookup("udp", endpoint); ok {
-		return c
+	for _, wild := range []bool{false, true} {
+		for _, proto := range []string{"tcp", "udp"} {
+			if c, ok := m.lookup(proto, endpoint, wild); ok {
+				return c
+			}
+		}
 	}
 	return endpoint
 }
@@ -138,8 +140,10 @@ func (m *Map) Canonical(endpoint string) string {
 // CanonicalProto is Canonical restricted to the rules of one protocol
 // ("tcp" or "udp").
 func (m *Map) CanonicalProto(proto, endpoint string) string {
-	if c, ok := m.lookup(proto, endpoint); ok {
-		return c
+	for _, wild := range []bool{false, true} {
+		if c, ok := m.lookup(proto, endpoint, wild); ok {
+			return c
+		}
 	}
 	return endpoint
 }
@@ -153,9 +157,12 @@ func (m *Map) CanonicalAddrPort(proto uint8, ap netip.AddrPort) netip.AddrPort {
 	if proto == ProtoUDP {
 		p = "udp"
 	}
-	c, ok := m.lookup(p, joinEndpoint(ap.Addr(), strconv.Itoa(int(ap.Port()))))
+	ep := joinEndpoint(ap.Addr(), strconv.Itoa(int(ap.Port())))
+	c, ok := m.lookup(p, ep, false)
 	if !ok {
-		return ap
+		if c, ok = m.lookup(p, ep, true); !ok {
+			return ap
+		}
 	}
 	if r, err := netip.ParseAddrPort(c); err == nil {
 		return r
@@ -163,7 +170,9 @@ func (m *Map) CanonicalAddrPort(proto uint8, ap netip.AddrPort) netip.AddrPort {
 	return ap
 }
 
-func (m *Map) lookup(proto, endpoint string) (string, bool) {
+// lookup finds the rule for an endpoint: one naming its port exactly, or
+// with wild one for every port of its address.
+func (m *Map) lookup(proto, endpoint string, wild bool) (string, bool) {
 	if m == nil || len(m.Translations) == 0 {
 		return "", false
 	}
@@ -178,9 +187,9 @@ func (m *Map) lookup(proto, endpoint string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	ep := joinEndpoint(addr, port)
-	if c, ok := m.idx[proto+" "+ep]; ok {
-		return c, true
+	if !wild {
+		c, ok := m.idx[proto+" "+joinEndpoint(addr, port)]
+		return c, ok
 	}
 	if c, ok := m.idx[proto+" "+joinEndpoint(addr, "*")]; ok {
 		// A wildcard rule keeps the port.
