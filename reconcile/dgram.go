@@ -152,12 +152,14 @@ func (m *matcher) matchDgram(a, b *dgram) {
 		}
 		m.dg.pruneAt = 2*len(m.dg.recent) + 1024
 	}
-	srcEP := s.local
-	if !srcEP.Unix && (!srcEP.Addr.IsValid() || srcEP.Addr.Addr().IsUnspecified()) {
-		srcEP = r.remote // a wildcard sender: its address as the receiver saw it
+	// A wildcard-bound end is named by its host's address when the host
+	// has one, else as the other end saw it.
+	srcEP := m.fillWildcard(s.local, s.node)
+	if isWildcard(srcEP) {
+		srcEP = r.remote
 	}
-	dstEP := r.local
-	if !dstEP.Unix && (!dstEP.Addr.IsValid() || dstEP.Addr.Addr().IsUnspecified()) {
+	dstEP := m.fillWildcard(r.local, r.node)
+	if isWildcard(dstEP) {
 		dstEP = s.remote
 	}
 	m.emit(s.t, s.node, m.names.endpoint(srcEP), r.t, r.node, m.names.endpoint(dstEP), s.key.n, RoleUnknown, trace.NoRef)
@@ -210,7 +212,7 @@ func (m *matcher) expireDgram(d *dgram) {
 	}
 	if !m.opts.DisableNATDetection {
 		for _, p := range s.content[ck] {
-			if p.done || p.send == d.send || p.key == d.key {
+			if p.done || p.send == d.send {
 				continue
 			}
 			dt := p.t - d.t
@@ -222,13 +224,8 @@ func (m *matcher) expireDgram(d *dgram) {
 				snd, rcv = p, d
 			}
 			proto := d.key.proto.String()
-			if snd.dst.IsValid() && rcv.dst.IsValid() && snd.dst != rcv.dst {
-				m.nat.add("dnat", proto, snd.remote.Addr, rcv.local.Addr, true)
-			}
-			if snd.src.IsValid() && rcv.src.IsValid() && snd.src.Port() != 0 && snd.src != rcv.src &&
-				!snd.src.Addr().IsUnspecified() {
-				m.nat.add("snat", proto, snd.local.Addr, rcv.remote.Addr, true)
-			}
+			m.learn("dnat", proto, snd.remote, m.fillWildcard(rcv.local, rcv.node))
+			m.learn("snat", proto, m.fillWildcard(snd.local, snd.node), rcv.remote)
 			m.matchDgram(snd, rcv)
 			return
 		}
@@ -251,4 +248,43 @@ func (m *matcher) expireDgram(d *dgram) {
 		return
 	}
 	m.emit(trace.Unknown, m.names.peer(d.remote), m.names.endpoint(d.remote), d.t, d.node, m.names.endpoint(d.local), d.key.n, RoleUnknown, trace.NoRef)
+}
+
+func isWildcard(e libsockcap.Endpoint) bool {
+	return !e.Unix && (!e.Addr.IsValid() || e.Addr.Addr().IsUnspecified())
+}
+
+// fillWildcard replaces the wildcard address of a datagram endpoint by the
+// only non-loopback address its node is seen using on stream sockets.
+func (m *matcher) fillWildcard(e libsockcap.Endpoint, node trace.NodeID) libsockcap.Endpoint {
+	if !isWildcard(e) || !e.Addr.IsValid() {
+		return e
+	}
+	if a := m.hostAddr[node]; a.IsValid() {
+		return libsockcap.Endpoint{Addr: netip.AddrPortFrom(a, e.Addr.Port())}
+	}
+	return e
+}
+
+// learn records a translation seen on a datagram flow, unless the two names
+// are the same place (up to a wildcard) or it is the reverse of a known one
+// (replies come back from the address the client wrote).
+func (m *matcher) learn(kind, proto string, before, after libsockcap.Endpoint) {
+	if before.Unix || after.Unix || !before.Addr.IsValid() || !after.Addr.IsValid() {
+		return
+	}
+	b, a := before.Addr, after.Addr
+	if b.Port() == a.Port() && compatible(b.Addr(), a.Addr()) {
+		return
+	}
+	if back, ok := m.nat.exact[a]; ok && back.Port() == b.Port() && compatible(back.Addr(), b.Addr()) {
+		return
+	}
+	if b.Addr().IsUnspecified() || a.Addr().IsUnspecified() {
+		// A wildcard cannot canonicalise anything else; count it only.
+		m.nat.add(kind, proto, b, a, true)
+		delete(m.nat.exact, b)
+		return
+	}
+	m.nat.add(kind, proto, b, a, true)
 }

@@ -96,6 +96,36 @@ func (n *natTable) add(kind, proto string, before, after netip.AddrPort, learnt 
 	return tr
 }
 
+// addAddr records a translation of a whole address that keeps ports
+// (masquerading that did not need to change the port): before:* → after:*.
+func (n *natTable) addAddr(kind, proto string, before, after netip.Addr) *Translation {
+	if n.exact == nil {
+		n.exact = map[netip.AddrPort]netip.AddrPort{}
+		n.index = map[string]*Translation{}
+	}
+	if n.addr == nil {
+		n.addr = map[netip.Addr]netip.Addr{}
+	}
+	b, a := anyPort(before), anyPort(after)
+	id := kind + "|" + proto + "|" + b + "|" + a
+	tr, ok := n.index[id]
+	if !ok {
+		tr = &Translation{Kind: kind, Before: b, After: a, Proto: proto}
+		n.index[id] = tr
+		n.found = append(n.found, tr)
+		n.addr[before] = after
+	}
+	tr.Flows++
+	return tr
+}
+
+func anyPort(a netip.Addr) string {
+	if a.Is6() && !a.Is4In6() {
+		return "[" + a.String() + "]:*"
+	}
+	return a.String() + ":*"
+}
+
 // addRule loads a translation from a nat map; ports may be "*".
 func (n *natTable) addRule(t Translation) error {
 	if n.exact == nil {

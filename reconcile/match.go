@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 
 	"wap5/libsockcap"
@@ -82,7 +83,11 @@ type matcher struct {
 	nat    natTable
 	now    int64
 
-	socks map[sockRef]*end
+	// hostAddr is the one non-loopback address each node uses on stream
+	// sockets (invalid when none or several), to name wildcard datagram
+	// ends.
+	hostAddr map[trace.NodeID]netip.Addr
+	socks    map[sockRef]*end
 	conns map[connKey][]*conn
 	// lonely lists connections with one end, by creation, for step 6.
 	lonely       []*conn
@@ -103,7 +108,7 @@ func newMatcher(t *trace.Trace, opts Options) (*matcher, error) {
 		w = 5e9
 	}
 	m := &matcher{opts: opts, window: w, t: t, names: newNamer(t, opts.Granularity),
-		socks: map[sockRef]*end{}, conns: map[connKey][]*conn{}}
+		socks: map[sockRef]*end{}, conns: map[connKey][]*conn{}, hostAddr: map[trace.NodeID]netip.Addr{}}
 	m.dg.init()
 	for _, tr := range opts.NAT {
 		if err := m.nat.addRule(tr); err != nil {
@@ -178,6 +183,9 @@ func (m *matcher) observe(src int, ob *Observation) {
 		e.hasLog = true
 	}
 	e.node = m.names.node(ob.Observer)
+	if ob.Op == OpOpen {
+		m.noteAddr(e.node, ob.Local)
+	}
 	c := e.c
 	switch ob.Op {
 	case OpOpen:
@@ -211,6 +219,24 @@ func (m *matcher) observe(src int, ob *Observation) {
 		}
 	}
 	m.pump(c, false)
+}
+
+// noteAddr remembers the address a node uses (see hostAddr).
+func (m *matcher) noteAddr(n trace.NodeID, e libsockcap.Endpoint) {
+	if e.Unix || !e.Addr.IsValid() {
+		return
+	}
+	a := e.Addr.Addr()
+	if a.IsLoopback() || a.IsUnspecified() {
+		return
+	}
+	old, seen := m.hostAddr[n]
+	switch {
+	case !seen:
+		m.hostAddr[n] = a
+	case old.IsValid() && old != a:
+		m.hostAddr[n] = netip.Addr{} // several: no single name
+	}
 }
 
 // endOf finds or creates the end an observation belongs to (step 2).
@@ -571,8 +597,14 @@ func (m *matcher) pairTranslated(c *conn) bool {
 	if !client.remote.Unix && client.remote.Addr != server.local.Addr {
 		m.nat.add("dnat", proto, client.remote.Addr, server.local.Addr, true)
 	}
-	if !client.local.Unix && client.local.Addr.IsValid() && client.local.Addr != server.remote.Addr {
-		m.nat.add("snat", proto, client.local.Addr, server.remote.Addr, true)
+	if cl, sr := client.local.Addr, server.remote.Addr; !client.local.Unix && cl.IsValid() && sr.IsValid() && cl != sr {
+		if cl.Port() == sr.Port() {
+			// Ports kept: the whole address is translated, and later
+			// connections are keyed directly.
+			m.nat.addAddr("snat", proto, cl.Addr(), sr.Addr())
+		} else {
+			m.nat.add("snat", proto, cl, sr, true)
+		}
 	}
 	if (client.closed && server.closed) && !c.retiring {
 		c.retiring = true
