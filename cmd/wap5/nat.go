@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"wap5/nat"
+	"wap5/reconcile"
+)
+
+func init() {
+	register(func() *cli.Command {
+		return &cli.Command{
+			Name:      "nat",
+			Usage:     "detect address translation in packet captures; prints the canonicalisation map",
+			ArgsUsage: "PCAP...",
+			Description: "PCAPs are pcap or pcapng captures taken at the same time at different points\n" +
+				"(e.g. tcpdump on both sides of a router). Packets that are identical except for\n" +
+				"addresses, ports, checksums and TTL are the same packet before and after\n" +
+				"translation (WAP5 §7.1); the TTL (else the timestamps) says which side is which.\n" +
+				"Rules: dnat (destination rewritten) and snat (source rewritten, masquerade);\n" +
+				"`before` is the address as the sender wrote it, `after` as the receiver saw\n" +
+				"it; a port of * keeps every port. The --json output is accepted by\n" +
+				"`wap5 reconcile --nat FILE`. See docs/nat.md.",
+			Flags: []cli.Flag{
+				&cli.BoolFlag{Name: "json", Usage: "machine-readable output (the contract's JSON)"},
+				&cli.IntFlag{Name: "min-tcp", Value: 2, Usage: "matched TCP packets a rule needs"},
+				&cli.IntFlag{Name: "min-udp", Value: 3, Usage: "matched UDP packets a rule needs (datagrams match by accident more easily)"},
+			},
+			Action: natAction,
+		}
+	})
+}
+
+func natAction(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return usagef("nat: no PCAP given (wap5 nat [--json] PCAP...)")
+	}
+	if c.Int("min-tcp") < 1 || c.Int("min-udp") < 1 {
+		return usagef("nat: --min-tcp and --min-udp must be at least 1")
+	}
+	var pkts []nat.Packet
+	var warns []string
+	for i, path := range c.Args().Slice() {
+		capt, err := reconcile.ReadCaptureFile(path, int32(i))
+		if err != nil {
+			return err
+		}
+		pkts = append(pkts, capt.Packets...)
+		warns = append(warns, capt.Warnings...)
+	}
+	m := nat.Detect(pkts, nat.Options{MinTCP: c.Int("min-tcp"), MinUDP: c.Int("min-udp")})
+	m.Warnings = append(warns, m.Warnings...)
+	for _, w := range m.Warnings {
+		fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
+	}
+	if c.Bool("json") {
+		return m.WriteJSON(c.App.Writer)
+	}
+	return m.WriteText(c.App.Writer)
+}
