@@ -23,6 +23,7 @@ type Config struct {
 	Loss      float64 // independent probability that a message is missing from the trace
 	Sniffer   *Sniffer
 	StdScale  float64 // multiplies the spread of node (step) delays; 1 = as configured
+	Parents   bool    // write parent=ID: the message that caused each message
 	Nodes     []*Node
 	Groups    map[string][]int // group (and node) name → node indices
 	Links     []*Link
@@ -284,6 +285,11 @@ func (p *parser) parseLine(raw string) error {
 			return fmt.Errorf("sniffer needs rate= and queue=")
 		}
 		c.Sniffer = s
+	case "parents":
+		if len(args) != 0 {
+			return fmt.Errorf("parents takes no value")
+		}
+		c.Parents = true
 	case "node":
 		return p.parseNode(args)
 	case "link":
@@ -291,7 +297,7 @@ func (p *parser) parseLine(raw string) error {
 	case "tracelet":
 		return p.parseTracelet(args)
 	default:
-		return fmt.Errorf("unknown keyword %q (want seed, start, duration, messages, loss, sniffer, stddev-scale, node, link or tracelet)", kw)
+		return fmt.Errorf("unknown keyword %q (want seed, start, duration, messages, loss, sniffer, stddev-scale, parents, node, link or tracelet)", kw)
 	}
 	return nil
 }

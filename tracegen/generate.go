@@ -65,8 +65,14 @@ func GenerateSummary(cfg *Config) (*trace.Trace, *Summary, error) {
 		return nil, nil, err
 	}
 	t := e.t
-	e.emit = func(m *genMsg, id int64) error {
-		t.Messages = append(t.Messages, e.message(m, id))
+	e.emit = func(m *genMsg) error {
+		if cfg.Parents && m.parent != 0 {
+			if t.Extra == nil {
+				t.Extra = map[int32]string{}
+			}
+			t.Extra[int32(len(t.Messages))] = "parent=" + strconv.FormatInt(m.parent, 10)
+		}
+		t.Messages = append(t.Messages, e.message(m))
 		return nil
 	}
 	if err := e.run(); err != nil {
@@ -87,8 +93,8 @@ func Write(w io.Writer, cfg *Config) (*Summary, error) {
 		return nil, err
 	}
 	var line []byte
-	e.emit = func(m *genMsg, id int64) error {
-		line = e.appendLine(line[:0], m, id)
+	e.emit = func(m *genMsg) error {
+		line = e.appendLine(line[:0], m)
 		_, err := bw.Write(line)
 		return err
 	}
@@ -126,12 +132,14 @@ type rawMsg struct {
 	bytes      int64
 	kind       trace.Kind
 	call       int32
+	parent     int32 // index in the instance of the message that caused it, −1 for none
 }
 
 // genMsg is a message on its way out: observed times (node clocks, ns since
 // the epoch, or Unknown) and ports; endpoints are interned only when a whole
 // trace is built.
 type genMsg struct {
+	id, parent       int64 // parent: the causing message's id, 0 for none
 	send, recv       int64
 	bytes            int64
 	src, dst         int32
@@ -148,7 +156,7 @@ type engine struct {
 	links   []*Dist // by class pair
 	classes int
 	startNs int64
-	emit    func(*genMsg, int64) error
+	emit    func(*genMsg) error
 
 	workers  []*worker
 	inst     []rawMsg
@@ -293,7 +301,7 @@ func (e *engine) instance(w *worker, T int64) (int64, int) {
 	tl := e.cfg.Tracelets[w.tl]
 	e.inst = e.inst[:0]
 	e.variant = e.variant[:0]
-	e.exec(w.root, T, tl.Steps)
+	e.exec(w.root, T, -1, tl.Steps)
 	end := T
 	for i := range e.inst {
 		end = max(end, e.inst[i].recv)
@@ -308,41 +316,49 @@ func (e *engine) instance(w *worker, T int64) (int64, int) {
 	if v := string(e.variant); len(st.Variants) < maxVariants || st.Variants[v] > 0 {
 		st.Variants[v]++
 	}
+	base := e.nextID
+	e.nextID += int64(len(e.inst))
 	for i := range e.inst {
-		e.queue(&e.inst[i], truth)
+		e.queue(&e.inst[i], truth, base, int64(i))
 	}
 	e.sum.Generated += int64(len(e.inst))
 	e.lastTrue = max(e.lastTrue, end)
 	return end, len(e.inst)
 }
 
-// exec runs steps at node cur whose last event on this path was at t, and
-// returns the time of cur's last event.
-func (e *engine) exec(cur int, t int64, steps []*Step) int64 {
+// exec runs steps at node cur whose last event on this path was at t, act
+// being the last message cur received on it (its index in e.inst, −1 for
+// none: the cause of cur's next send); it returns the time of cur's last
+// event and its last received message.
+func (e *engine) exec(cur int, t int64, act int32, steps []*Step) (int64, int32) {
 	for _, s := range steps {
 		if s.Prob < 1 && e.r.Float64() >= s.Prob {
 			e.variant = append(e.variant, '-')
 			continue
 		}
-		t = e.step(cur, t, s)
+		t, act = e.step(cur, t, act, s)
 	}
-	return t
+	return t, act
 }
 
-func (e *engine) step(cur int, t int64, s *Step) int64 {
+func (e *engine) step(cur int, t int64, act int32, s *Step) (int64, int32) {
 	switch s.Op {
 	case OpPar:
 		e.variant = append(e.variant, '{')
-		end := t
+		end, endAct := t, act
 		for _, c := range s.Children {
 			if c.Prob < 1 && e.r.Float64() >= c.Prob {
 				e.variant = append(e.variant, '-')
 				continue
 			}
-			end = max(end, e.step(cur, t, c))
+			// Every child starts from the block's start; the step after the
+			// block follows the child that finished last.
+			if ct, ca := e.step(cur, t, act, c); ct >= end {
+				end, endAct = ct, ca
+			}
 		}
 		e.variant = append(e.variant, '}')
-		return end
+		return end, endAct
 	case OpCall:
 		x := e.pick(&s.To, cur)
 		e.variant = append(e.variant, '>')
@@ -356,15 +372,16 @@ func (e *engine) step(cur int, t int64, s *Step) int64 {
 			e.nextCall = 1
 		}
 		cp := e.ephemeral(cur)
+		ci := int32(len(e.inst))
 		e.inst = append(e.inst, rawMsg{send: send, recv: recv, src: int32(cur), dst: int32(x), srcPort: cp,
-			dstPort: uint16(e.nodes[x].Port), bytes: int64(s.Bytes.Sample(e.r, 1)), kind: trace.KindCall, call: call})
-		tx := e.exec(x, recv, s.Children)
+			dstPort: uint16(e.nodes[x].Port), bytes: int64(s.Bytes.Sample(e.r, 1)), kind: trace.KindCall, call: call, parent: act})
+		tx, xact := e.exec(x, recv, ci, s.Children)
 		rsend := tx + e.delay(s.Reply, s.ReplyAt, x)
 		rrecv := rsend + e.net(x, cur)
 		e.inst = append(e.inst, rawMsg{send: rsend, recv: rrecv, src: int32(x), dst: int32(cur), srcPort: uint16(e.nodes[x].Port),
-			dstPort: cp, bytes: int64(s.RBytes.Sample(e.r, 1)), kind: trace.KindReturn, call: call})
+			dstPort: cp, bytes: int64(s.RBytes.Sample(e.r, 1)), kind: trace.KindReturn, call: call, parent: xact})
 		e.variant = append(e.variant, ')')
-		return rrecv
+		return rrecv, int32(len(e.inst) - 1)
 	default: // OpSend
 		x := e.pick(&s.To, cur)
 		e.variant = append(e.variant, '.')
@@ -376,11 +393,12 @@ func (e *engine) step(cur int, t int64, s *Step) int64 {
 		if e.nodes[cur].Client {
 			sp = e.ephemeral(cur)
 		}
+		si := int32(len(e.inst))
 		e.inst = append(e.inst, rawMsg{send: send, recv: recv, src: int32(cur), dst: int32(x), srcPort: sp,
-			dstPort: uint16(e.nodes[x].Port), bytes: int64(s.Bytes.Sample(e.r, 1)), call: trace.NoRef})
-		e.exec(x, recv, s.Children)
+			dstPort: uint16(e.nodes[x].Port), bytes: int64(s.Bytes.Sample(e.r, 1)), call: trace.NoRef, parent: act})
+		e.exec(x, recv, si, s.Children)
 		e.variant = append(e.variant, ')')
-		return send
+		return send, act
 	}
 }
 
@@ -520,14 +538,14 @@ func (e *engine) endpoint(n int32, port uint16) trace.EndpointID {
 }
 
 // message converts an outgoing message to the model, interning endpoints.
-func (e *engine) message(g *genMsg, id int64) trace.Message {
-	return trace.Message{Send: g.send, Recv: g.recv, ID: id, Bytes: g.bytes, Src: trace.NodeID(g.src), Dst: trace.NodeID(g.dst),
+func (e *engine) message(g *genMsg) trace.Message {
+	return trace.Message{Send: g.send, Recv: g.recv, ID: g.id, Bytes: g.bytes, Src: trace.NodeID(g.src), Dst: trace.NodeID(g.dst),
 		SrcEP: e.endpoint(g.src, g.srcPort), DstEP: e.endpoint(g.dst, g.dstPort), Call: g.call, Truth: g.truth, Kind: g.kind}
 }
 
 // appendLine appends message g in the contract's text form (as
 // trace.AppendTextLine writes it), with a newline.
-func (e *engine) appendLine(b []byte, g *genMsg, id int64) []byte {
+func (e *engine) appendLine(b []byte, g *genMsg) []byte {
 	b = appendTime(b, g.send)
 	b = append(b, ' ')
 	b = append(b, e.nodes[g.src].Name...)
@@ -546,7 +564,7 @@ func (e *engine) appendLine(b []byte, g *genMsg, id int64) []byte {
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, g.bytes, 10)
 	b = append(b, " id="...)
-	b = strconv.AppendInt(b, id, 10)
+	b = strconv.AppendInt(b, g.id, 10)
 	if g.kind != trace.KindNone {
 		b = append(b, " kind="...)
 		b = append(b, g.kind.String()...)
@@ -555,6 +573,10 @@ func (e *engine) appendLine(b []byte, g *genMsg, id int64) []byte {
 	}
 	b = append(b, " truth="...)
 	b = strconv.AppendInt(b, int64(g.truth), 10)
+	if e.cfg.Parents && g.parent != 0 {
+		b = append(b, " parent="...)
+		b = strconv.AppendInt(b, g.parent, 10)
+	}
 	return append(b, '\n')
 }
 
@@ -592,7 +614,7 @@ func (e *engine) clock(n int32, t int64) int64 {
 	return c
 }
 
-func (e *engine) queue(r *rawMsg, truth int32) {
+func (e *engine) queue(r *rawMsg, truth int32, base, i int64) {
 	if e.nodes[r.src].Untraced && e.nodes[r.dst].Untraced {
 		e.sum.Unobservable++
 		return
@@ -601,10 +623,13 @@ func (e *engine) queue(r *rawMsg, truth int32) {
 		e.sum.Lost++
 		return
 	}
-	m := genMsg{send: e.clock(r.src, r.send), recv: e.clock(r.dst, r.recv), bytes: r.bytes, src: r.src, dst: r.dst,
+	m := genMsg{id: base + i, send: e.clock(r.src, r.send), recv: e.clock(r.dst, r.recv), bytes: r.bytes, src: r.src, dst: r.dst,
 		srcPort: r.srcPort, dstPort: r.dstPort, call: r.call, truth: truth, kind: r.kind}
 	if r.kind == trace.KindNone {
 		m.call = trace.NoRef
+	}
+	if r.parent >= 0 {
+		m.parent = base + int64(r.parent)
 	}
 	e.seq++
 	if e.cfg.Sniffer != nil {
@@ -641,10 +666,9 @@ func (e *engine) release(T int64, all bool) error {
 	}
 	for len(e.out) > 0 && e.out[0].key < bound {
 		it := e.out.pop()
-		if err := e.emit(&it.m, e.nextID); err != nil {
+		if err := e.emit(&it.m); err != nil {
 			return err
 		}
-		e.nextID++
 		e.sum.Messages++
 	}
 	return nil

@@ -2,6 +2,7 @@ package tracegen
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -76,6 +77,7 @@ func TestGenerateGroundTruth(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := mustParse(t, tc.config)
+			cfg.Parents = true
 			tr, sum, err := GenerateSummary(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -115,6 +117,7 @@ func TestGenerateGroundTruth(t *testing.T) {
 					}
 				}
 			}
+			checkParents(t, tr)
 			if int64(len(byTruth)) != sum.Instances {
 				t.Fatalf("%d truth ids, %d instances", len(byTruth), sum.Instances)
 			}
@@ -132,6 +135,39 @@ func TestGenerateGroundTruth(t *testing.T) {
 				checkCausal(t, cfg, tr, msgs)
 			}
 		})
+	}
+}
+
+// checkParents: a parent= names a message of the same instance received by
+// the sender before it sent (on the sender's clock).
+func checkParents(t *testing.T, tr *trace.Trace) {
+	t.Helper()
+	byID := map[int64]*trace.Message{}
+	for i := range tr.Messages {
+		byID[tr.Messages[i].ID] = &tr.Messages[i]
+	}
+	roots := 0
+	for i := range tr.Messages {
+		m := &tr.Messages[i]
+		x, ok := tr.Extra[int32(i)]
+		if !ok {
+			roots++
+			continue
+		}
+		var pid int64
+		if _, err := fmt.Sscanf(x, "parent=%d", &pid); err != nil {
+			t.Fatalf("message %d: extra %q", m.ID, x)
+		}
+		p := byID[pid]
+		if p == nil || p.Truth != m.Truth || p.Dst != m.Src {
+			t.Fatalf("message %d: parent %d is not a message of the instance into its sender", m.ID, pid)
+		}
+		if p.Recv != trace.Unknown && m.Send != trace.Unknown && p.Recv > m.Send {
+			t.Fatalf("message %d sent before its parent %d arrived", m.ID, pid)
+		}
+	}
+	if roots == 0 {
+		t.Fatal("no root messages")
 	}
 }
 
@@ -237,7 +273,7 @@ tracelet x from=a think=uniform(0ms,10ms) parallel=6
 
 // The streaming writer and the in-memory trace agree byte for byte.
 func TestWriteMatchesGenerate(t *testing.T) {
-	for _, text := range []string{rpcConfig, sendConfig} {
+	for _, text := range []string{rpcConfig, sendConfig, "parents\n" + rpcConfig} {
 		var a, b bytes.Buffer
 		if _, err := Write(&a, mustParse(t, text)); err != nil {
 			t.Fatal(err)

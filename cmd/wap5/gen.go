@@ -34,6 +34,7 @@ func init() {
 				&cli.Float64Flag{Name: "stddev-scale", Usage: "multiply the spread of every node delay by `K`"},
 				&cli.Float64Flag{Name: "loss", Usage: "independent message loss probability `P`"},
 				&cli.StringFlag{Name: "sniffer", Usage: "bursty capture loss `RATE:QUEUE` (messages/s, queue length)"},
+				&cli.BoolFlag{Name: "parents", Usage: "write parent=ID on each message: the message that caused it (exact ground truth for score)"},
 				&cli.StringSliceFlag{Name: "skew", Usage: "clock offset of a node, `NODE=OFFSET` (e.g. WS2=30ms); repeatable"},
 				&cli.StringSliceFlag{Name: "drift", Usage: "clock drift of a node, `NODE=PPM`; repeatable"},
 			},
@@ -101,6 +102,9 @@ func genAction(c *cli.Context) error {
 }
 
 func applyGenOverrides(c *cli.Context, cfg *tracegen.Config) error {
+	if c.Bool("parents") {
+		cfg.Parents = true
+	}
 	if c.IsSet("seed") {
 		cfg.Seed = c.Uint64("seed")
 	}

@@ -45,7 +45,7 @@ func TestGenCLI(t *testing.T) {
 			stdout: `"mean_parallelism":`, outFile: filepath.Join(dir, "o.trace")},
 		{name: "binary", args: []string{"gen", "--binary", "-o", filepath.Join(dir, "o.bin"), cfg}, outFile: filepath.Join(dir, "o.bin")},
 		{name: "overrides", args: []string{"gen", "--seed", "7", "--messages", "100", "--stddev-scale", "2", "--loss", "0.1",
-			"--sniffer", "1000:16", "--skew", "s=5ms", "--drift", "s=10", cfg}, stdout: "truth="},
+			"--sniffer", "1000:16", "--skew", "s=5ms", "--drift", "s=10", "--parents", cfg}, stdout: " parent="},
 		{name: "no config", args: []string{"gen"}, code: 2, stderr: "wap5: gen wants one CONFIG"},
 		{name: "binary without -o", args: []string{"gen", "--binary", cfg}, code: 2, stderr: "--binary needs -o"},
 		{name: "bad skew node", args: []string{"gen", "--skew", "zz=1ms", cfg}, code: 2, stderr: `no node or group "zz"`},
