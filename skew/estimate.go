@@ -23,7 +23,8 @@ type Options struct {
 	// MinStep is the smallest clock step detected, ns (default 1 ms).
 	MinStep int64
 	// MinDriftSpan is the shortest series whose slope counts towards drift,
-	// ns (default 10 s): over shorter spans delay noise swamps the slope.
+	// ns (default 1 s); longer ones are weighted by their slopes' standard
+	// errors.
 	MinDriftSpan int64
 	// Asymmetry is the prior spread of the delay asymmetry as a fraction of
 	// half the minimum round trip (default 0.1); it weights pairs with short
@@ -36,10 +37,10 @@ func (o Options) withDefaults() Options {
 		o.MinStep = 1_000_000
 	}
 	if o.MinDriftSpan <= 0 {
-		o.MinDriftSpan = 10_000_000_000
+		o.MinDriftSpan = 1_000_000_000
 	}
 	if o.Asymmetry <= 0 {
-		o.Asymmetry = 0.1
+		o.Asymmetry = 0.01
 	}
 	return o
 }
@@ -123,15 +124,19 @@ func Estimate(t *trace.Trace, opts Options) (*Result, error) {
 
 // piece is one pair's series between clock steps (step 3d) with its fit.
 type piece struct {
-	pair   int
-	sa, sb int // clock segment of a and b
-	xm     int64
-	delta  float64 // Δ = θ_b − θ_a at xm
-	slope  float64 // dΔ/dx
-	rtt    float64
-	noise  float64
-	span   float64
-	n      [2]int
+	pair    int
+	sa, sb  int // clock segment of a and b
+	xm      int64
+	delta   float64 // Δ = θ_b − θ_a at xm (estimator chosen by fitPiece)
+	slope   float64 // dΔ/dx
+	slopeSE float64
+	rtt     float64 // sum of the two lower envelopes at xm: the minimum round trip
+	// Δ is certainly within [delta−down, delta+up]: one-way delays are ≥ 0.
+	down, up float64
+	noise    float64 // standard error of delta under symmetric delays
+	quantile float64 // the delay quantile the estimate rests on (0: envelope)
+	span     float64
+	n        [2]int
 }
 
 type nodeStep struct {
@@ -164,6 +169,7 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 		pairs = append(pairs, s)
 	}
 	var buf []point
+	var scratch []float64
 
 	// Reference: named, or the node with the most two-way samples.
 	samples := make([]int, nn)
@@ -240,7 +246,7 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 			if i < len(cuts) {
 				hi = cuts[i].x - cuts[i].guard
 			}
-			if p, ok := fitPiece(s, lo, hi, &buf); ok {
+			if p, ok := fitPiece(s, lo, hi, &buf, &scratch); ok {
 				p.pair, p.sa, p.sb = k, sa, sb
 				pcs = append(pcs, p)
 			}
@@ -300,14 +306,16 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 	if !opts.NoDrift && nDrift > 0 {
 		var obs []diff
 		for _, p := range pcs {
-			if _, _, ok := inComp(p); !ok || p.span < float64(opts.MinDriftSpan) || min(p.n[0], p.n[1]) < 8 {
+			if _, _, ok := inComp(p); !ok || p.span < float64(opts.MinDriftSpan) || math.IsInf(p.slopeSE, 1) {
 				continue
 			}
 			s := pairs[p.pair]
-			v := 12*p.noise*p.noise/(p.span*p.span*float64(min(p.n[0], p.n[1]))) + 1e-18
+			v := p.slopeSE*p.slopeSE + 1e-18 // floor: 0.001 ppm
 			obs = append(obs, diff{i: nodeVar[s.a], j: nodeVar[s.b], y: p.slope, v: v, w: 1})
 		}
-		x, inv, err := solveRobust(nDrift, obs, 1e-6) // prior: |drift| ≲ 1000 ppm
+		// prior: quartz clocks are within ~100 ppm of each other, so a drift
+		// the samples cannot pin down shrinks towards zero
+		x, inv, err := solveRobust(nDrift, obs, 1e-8)
 		if err != nil {
 			return nil, err
 		}
@@ -346,9 +354,11 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 			y := p.delta - (rb-ra)*tp
 			dv := (va + vb) * tp * tp
 			asym := opts.Asymmetry * p.rtt / 2
+			slack := p.noise + 2*math.Sqrt(dv)
 			obs = append(obs, diff{i: i, j: j, y: y,
-				v: p.noise*p.noise + asym*asym + dv + 1e6, // +1 µs² resolution
-				h: math.Max(p.rtt, 0)/2 + p.noise + 2*math.Sqrt(dv)})
+				v:    p.noise*p.noise + asym*asym + dv + 1e6, // +1 µs² resolution
+				down: math.Max(p.down, 0) + slack, up: math.Max(p.up, 0) + slack,
+				asym: 0.1 * math.Max(p.rtt, 0) / 2})
 			obsPiece = append(obsPiece, pi)
 		}
 		x, in, err := solveRobust(nv, obs, 0)
@@ -474,53 +484,6 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 		}
 	}
 	return res, nil
-}
-
-// fitPiece fits both directions' lower envelopes over [lo, hi) of a pair's
-// axis (step 2b) and derives Δ, its slope, the minimum round trip and the
-// noise of the envelope (step 2c).
-func fitPiece(s *series, lo, hi float64, buf *[]point) (piece, bool) {
-	p0, p1 := sliceX(s.dir[0], lo, hi), sliceX(s.dir[1], lo, hi)
-	if len(p0) == 0 || len(p1) == 0 {
-		return piece{}, false
-	}
-	l0, l1 := fitLine(p0, buf), fitLine(p1, buf)
-	xlo := math.Min(p0[0].x, p1[0].x)
-	xhi := math.Max(p0[len(p0)-1].x, p1[len(p1)-1].x)
-	xm := math.Round((xlo + xhi) / 2)
-	p := piece{
-		xm:    int64(xm),
-		delta: (l0.at(xm) - l1.at(xm)) / 2,
-		slope: (l0.b - l1.b) / 2,
-		rtt:   l0.at(xm) + l1.at(xm),
-		span:  xhi - xlo,
-		n:     [2]int{len(p0), len(p1)},
-	}
-	n0, n1 := noise(p0, l0, xlo, xhi), noise(p1, l1, xlo, xhi)
-	p.noise = math.Sqrt(n0*n0+n1*n1) / 2
-	return p, true
-}
-
-// noise is the median height of window minima above the envelope: how
-// closely the samples graze the envelope, a scale for its error.
-func noise(pts []point, l line, xlo, xhi float64) float64 {
-	nw := min(max(len(pts)/8, 1), 32)
-	if nw < 2 {
-		// too few samples to tell: the spread of the samples themselves
-		r := make([]float64, len(pts))
-		for i, p := range pts {
-			r[i] = p.d - l.at(p.x)
-		}
-		return median(r)
-	}
-	r := windowMins(pts, l, xlo, (xhi-xlo)/float64(nw)+1, nw)
-	v := r[:0]
-	for _, x := range r {
-		if !math.IsInf(x, 1) {
-			v = append(v, x)
-		}
-	}
-	return median(v)
 }
 
 // union is a union-find over uint64 keys.

@@ -13,7 +13,13 @@ type diff struct {
 	i, j int
 	y, v float64
 	w    float64 // robustness weight in [0,1], set by solveRobust
-	h    float64 // worst-case error of y if the delays are asymmetric (for bounds)
+	// x[j] − x[i] is certainly within [y − down, y + up] (one-way delays
+	// are not negative), however asymmetric the delays.
+	down, up float64
+	// asym is the prior spread of the delay asymmetry (ns): when several
+	// observations are equally suspect, the one whose round trip leaves
+	// more room for asymmetry is set aside first
+	asym float64
 }
 
 // wls solves the weighted least-squares problem over the graph of
@@ -74,51 +80,71 @@ func at(x []float64, i int) float64 {
 	return x[i]
 }
 
-// solveRobust is wls with Tukey-biweight reweighting (step 4b): an
-// observation that disagrees with the rest of the graph around a cycle (an
-// asymmetric path) loses its weight. Pairs with no cycle through them
-// cannot be checked and keep theirs.
+// solveRobust is wls with outlier deletion (step 4b): while some
+// observation's studentized residual (its residual against the fit,
+// scaled by the residual's own standard deviation, which accounts for how
+// much the rest of the graph constrains it) exceeds 5, the worst one is
+// set aside and the fit repeated. Among equally suspect pairs (within 5%;
+// e.g. the two pairs of a node on a cycle, whose residuals are the same
+// evidence) the one whose round trip leaves more room for asymmetry goes. An asymmetric pair on a cycle of
+// otherwise symmetric pairs is the one edge that all inconsistent cycles
+// share, so it has the largest studentized residual and goes first. A pair
+// on no cycle (a bridge) cannot be checked and stays. At most a tenth of
+// the observations (at least 3) are set aside.
 func solveRobust(n int, obs []diff, prior float64) ([]float64, *mat.SymDense, error) {
 	for k := range obs {
 		obs[k].w = 1
 	}
-	var x []float64
-	var inv *mat.SymDense
-	var err error
-	z := make([]float64, len(obs))
-	for iter := 0; iter < 10; iter++ {
-		if x, inv, err = wls(n, obs, prior); err != nil {
-			return nil, nil, err
+	const threshold = 5
+	maxRemove := max(3, len(obs)/10)
+	for removed := 0; ; removed++ {
+		x, inv, err := wls(n, obs, prior)
+		if err != nil || removed >= maxRemove {
+			return x, inv, err
 		}
+		ts := make([]float64, len(obs))
+		tmax := 0.0
 		for k, o := range obs {
-			z[k] = math.Abs(o.y-(at(x, o.j)-at(x, o.i))) / math.Sqrt(o.v)
-		}
-		s := math.Max(1.4826*median(z), 1)
-		changed := false
-		for k := range obs {
-			u := z[k] / (4.685 * s)
-			w := 0.0
-			if u < 1 {
-				w = (1 - u*u) * (1 - u*u)
+			if o.w < 1 {
+				continue
 			}
-			// never cut the graph: keep a trace of weight on every edge
-			w = math.Max(w, 1e-6)
-			if math.Abs(w-obs[k].w) > 1e-3 {
-				changed = true
+			// variance of the fitted difference x_j − x_i
+			a := 0.0
+			if o.j >= 0 {
+				a += inv.At(o.j, o.j)
 			}
-			obs[k].w = w
+			if o.i >= 0 {
+				a += inv.At(o.i, o.i)
+			}
+			if o.i >= 0 && o.j >= 0 {
+				a -= 2 * inv.At(o.i, o.j)
+			}
+			h := a / o.v // leverage
+			if h > 0.99 {
+				continue
+			}
+			ts[k] = math.Abs(o.y-(at(x, o.j)-at(x, o.i))) / math.Sqrt(o.v*(1-h))
+			tmax = math.Max(tmax, ts[k])
 		}
-		if !changed {
-			break
+		worst := -1
+		if tmax >= threshold {
+			for k := range obs {
+				if ts[k] >= 0.95*tmax && (worst < 0 || obs[k].asym > obs[worst].asym) {
+					worst = k
+				}
+			}
 		}
+		if worst < 0 {
+			return x, inv, nil
+		}
+
+		obs[worst].w = 1e-9 // set aside, but keep the graph connected
 	}
-	x, inv, err = wls(n, obs, prior)
-	return x, inv, err
 }
 
 // sensitivityBound is, per unknown, Σ|∂x/∂y_k|·h_k: how far the estimate can
-// be off when every observation is off by up to its h (half the round trip
-// when one direction takes all of it).
+// be off when every observation is off by up to h_k = max(down, up) (at most
+// the minimum round trip, when one direction takes all of it).
 func sensitivityBound(n int, obs []diff, inv *mat.SymDense) []float64 {
 	b := make([]float64, n)
 	for _, o := range obs {
@@ -134,14 +160,14 @@ func sensitivityBound(n int, obs []diff, inv *mat.SymDense) []float64 {
 			if o.i >= 0 {
 				c -= inv.At(k, o.i)
 			}
-			b[k] += math.Abs(w*c) * o.h
+			b[k] += math.Abs(w*c) * math.Max(o.down, o.up)
 		}
 	}
 	return b
 }
 
 // feasibleRange returns, per unknown, the interval of values consistent
-// with every observation's hard limits x[j] − x[i] ∈ [y − h, y + h] (one-way
+// with every observation's hard limits x[j] − x[i] ∈ [y − down, y + up] (one-way
 // delays are never negative), by shortest paths over the difference
 // constraints (Bellman–Ford from and to the reference). ok is false when the
 // constraints contradict each other (a negative cycle).
@@ -159,8 +185,8 @@ func feasibleRange(n int, obs []diff) (lo, hi []float64, ok bool) {
 	}
 	var edges []edge
 	for _, o := range obs {
-		// x_j − x_i ≤ y + h ; x_i − x_j ≤ −y + h
-		edges = append(edges, edge{v(o.i), v(o.j), o.y + o.h}, edge{v(o.j), v(o.i), -o.y + o.h})
+		// x_j − x_i ≤ y + up ; x_i − x_j ≤ −y + down
+		edges = append(edges, edge{v(o.i), v(o.j), o.y + o.up}, edge{v(o.j), v(o.i), -o.y + o.down})
 	}
 	sp := func(reverse bool) ([]float64, bool) {
 		d := make([]float64, n+1)

@@ -115,4 +115,6 @@ func (sc scenario) worstError(cr *Corrector, t *trace.Trace, ref, n string) floa
 	return worst
 }
 
-func (sc scenario) String() string { return fmt.Sprintf("%d nodes %d links", len(sc.nodes), len(sc.links)) }
+func (sc scenario) String() string {
+	return fmt.Sprintf("%d nodes %d links", len(sc.nodes), len(sc.links))
+}
