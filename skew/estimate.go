@@ -390,6 +390,10 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 		rb, _ := rOf(s.b)
 		pe := PairEstimate{A: s.a, B: s.b, At: s.base + p.xm, Offset: int64(math.Round(p.delta)),
 			MinRTT: int64(math.Round(p.rtt)), Noise: int64(math.Round(p.noise)), Samples: p.n, Weight: o.w}
+		if o.w < 1 {
+			res.warnf("pair %s–%s set aside: its offset disagrees with the rest of the graph by %.6f s (asymmetric delays?)",
+				t.NodeName(s.a), t.NodeName(s.b), (o.y-(at(off, o.j)-at(off, o.i)))/1e9)
+		}
 		if !opts.NoDrift && p.span >= float64(opts.MinDriftSpan) {
 			pe.DriftPPM = p.slope * 1e6
 		} else {
