@@ -280,10 +280,14 @@ func (m *matcher) learn(kind, proto string, before, after libsockcap.Endpoint) {
 	if back, ok := m.nat.exact[a]; ok && back.Port() == b.Port() && compatible(back.Addr(), b.Addr()) {
 		return
 	}
+	if back, ok := m.nat.exact[b]; ok && back.Port() == a.Port() && compatible(back.Addr(), a.Addr()) {
+		return
+	}
 	if b.Addr().IsUnspecified() || a.Addr().IsUnspecified() {
 		// A wildcard cannot canonicalise anything else; count it only.
 		m.nat.add(kind, proto, b, a, true)
 		delete(m.nat.exact, b)
+		delete(m.nat.exact, a)
 		return
 	}
 	m.nat.add(kind, proto, b, a, true)

@@ -83,11 +83,15 @@ func (n *natTable) add(kind, proto string, before, after netip.AddrPort, learnt 
 		tr = &Translation{Kind: kind, Before: b, After: a, Proto: proto}
 		n.index[id] = tr
 		n.found = append(n.found, tr)
-		// Masquerading rewrites source ports per connection: such a mapping
-		// says nothing about the next connection, so only DNAT and
-		// port-keeping SNAT canonicalise later flows.
-		if kind == "dnat" || before.Port() == after.Port() {
+		// Canonical names are the real ends: a DNAT'd destination becomes
+		// the server's address (before → after), a SNAT'd source the
+		// client's (after → before). Masquerading that rewrites ports says
+		// nothing about the next connection, so it canonicalises nothing.
+		switch {
+		case kind == "dnat":
 			n.exact[before] = after
+		case before.Port() == after.Port():
+			n.exact[after] = before
 		}
 	}
 	if learnt {
@@ -113,7 +117,11 @@ func (n *natTable) addAddr(kind, proto string, before, after netip.Addr) *Transl
 		tr = &Translation{Kind: kind, Before: b, After: a, Proto: proto}
 		n.index[id] = tr
 		n.found = append(n.found, tr)
-		n.addr[before] = after
+		if kind == "dnat" {
+			n.addr[before] = after
+		} else {
+			n.addr[after] = before
+		}
 	}
 	tr.Flows++
 	return tr
@@ -143,10 +151,14 @@ func (n *natTable) addRule(t Translation) error {
 	if err != nil {
 		return err
 	}
+	from, to := netip.AddrPortFrom(bAddr, bPort), netip.AddrPortFrom(aAddr, aPort)
+	if t.Kind == "snat" {
+		from, to = to, from
+	}
 	if bAny || aAny {
-		n.addr[bAddr] = aAddr
+		n.addr[from.Addr()] = to.Addr()
 	} else {
-		n.exact[netip.AddrPortFrom(bAddr, bPort)] = netip.AddrPortFrom(aAddr, aPort)
+		n.exact[from] = to
 	}
 	tc := t
 	n.index[t.Kind+"|"+t.Proto+"|"+t.Before+"|"+t.After] = &tc

@@ -33,8 +33,10 @@ type end struct {
 	remote libsockcap.Endpoint // the peer as this end sees it
 	node   trace.NodeID        // node of the latest observer
 	hasLog bool
-	sent   int64 // bytes sent, counted (logs) or highest offset (packets)
+	sent   int64 // highest stream offset sent (end of the bytes seen so far)
 	rcvd   int64
+	// Offsets counted from the log's own calls (logs carry none).
+	logSent, logRcvd int64
 	runs   []run  // send runs not yet emitted; the last one may be open
 	reads  []read // receives not yet consumed
 	rruns  []run  // receive runs, kept while the sender may be untraced
@@ -88,6 +90,11 @@ type matcher struct {
 	// ends.
 	hostAddr map[trace.NodeID]netip.Addr
 	socks    map[sockRef]*end
+	// logged: hosts whose processes are logged; logAddr: the addresses
+	// they use; covered caches the decision per capture observer.
+	logged  map[string]bool
+	logAddr map[netip.Addr]string
+	covered map[*Observer]bool
 	conns map[connKey][]*conn
 	// lonely lists connections with one end, by creation, for step 6.
 	lonely       []*conn
@@ -108,7 +115,8 @@ func newMatcher(t *trace.Trace, opts Options) (*matcher, error) {
 		w = 5e9
 	}
 	m := &matcher{opts: opts, window: w, t: t, names: newNamer(t, opts.Granularity),
-		socks: map[sockRef]*end{}, conns: map[connKey][]*conn{}, hostAddr: map[trace.NodeID]netip.Addr{}}
+		socks: map[sockRef]*end{}, conns: map[connKey][]*conn{}, hostAddr: map[trace.NodeID]netip.Addr{},
+		logged: map[string]bool{}, logAddr: map[netip.Addr]string{}, covered: map[*Observer]bool{}}
 	m.dg.init()
 	for _, tr := range opts.NAT {
 		if err := m.nat.addRule(tr); err != nil {
@@ -168,6 +176,12 @@ func (m *matcher) observe(src int, ob *Observation) {
 	if ob.Observer == nil {
 		return
 	}
+	if ob.Origin == OriginPacket && m.coveredByLogs(ob.Observer) {
+		return // logs win for the hosts they cover
+	}
+	if ob.Origin == OriginLog && ob.Op == OpOpen {
+		m.noteLogAddr(ob)
+	}
 	if !ob.Stream {
 		m.observeDgram(ob)
 		return
@@ -179,10 +193,21 @@ func (m *matcher) observe(src int, ob *Observation) {
 	if ob.Origin == OriginPacket && e.hasLog {
 		return // the log of this end says it better
 	}
-	if ob.Origin == OriginLog && !e.hasLog {
-		e.hasLog = true
-	}
 	e.node = m.names.node(ob.Observer)
+	if ob.Origin == OriginLog && !e.hasLog {
+		// The log takes over an end a capture saw first: what is still
+		// pending belongs to the logged process.
+		e.hasLog = true
+		for i := range e.runs {
+			e.runs[i].node = e.node
+		}
+		for i := range e.reads {
+			e.reads[i].node = e.node
+		}
+		for i := range e.rruns {
+			e.rruns[i].node = e.node
+		}
+	}
 	if ob.Op == OpOpen {
 		m.noteAddr(e.node, ob.Local)
 	}
@@ -221,6 +246,36 @@ func (m *matcher) observe(src int, ob *Observation) {
 	m.pump(c, false)
 }
 
+// coveredByLogs reports whether a capture's host is one whose processes are
+// logged: by name, or by an address a logged host was seen using.
+func (m *matcher) coveredByLogs(o *Observer) bool {
+	if len(m.logged) == 0 {
+		return false
+	}
+	if m.covered[o] {
+		return true
+	}
+	c := m.logged[o.Host]
+	if !c {
+		if a, err := netip.ParseAddr(o.Host); err == nil {
+			_, c = m.logAddr[a]
+		}
+	}
+	if c {
+		m.covered[o] = true // only yes is final: a log may name the host later
+	}
+	return c
+}
+
+func (m *matcher) noteLogAddr(ob *Observation) {
+	if ob.Local.Unix || !ob.Local.Addr.IsValid() {
+		return
+	}
+	if a := ob.Local.Addr.Addr().Unmap(); !a.IsLoopback() && !a.IsUnspecified() {
+		m.logAddr[a] = ob.Observer.Host
+	}
+}
+
 // noteAddr remembers the address a node uses (see hostAddr).
 func (m *matcher) noteAddr(n trace.NodeID, e libsockcap.Endpoint) {
 	if e.Unix || !e.Addr.IsValid() {
@@ -254,9 +309,18 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 	list := m.conns[key]
 	var c *conn
 	if ob.Op == OpOpen {
-		// The first live instance still waiting for this end.
+		// The first live instance still waiting for this end, or whose
+		// end so far comes only from a capture (a log's connect can be
+		// stamped after the SYN was captured): the log takes it over.
 		for _, x := range list {
-			if x.ends[side] == nil && !x.resolved && !x.gone {
+			if x.gone {
+				continue
+			}
+			if x.ends[side] == nil && !x.resolved {
+				c = x
+				break
+			}
+			if pe := x.ends[side]; pe != nil && ob.Origin == OriginLog && !pe.hasLog && m.now-x.first <= m.window {
 				c = x
 				break
 			}
@@ -340,11 +404,12 @@ func (m *matcher) paired(c *conn) {
 func (m *matcher) send(e *end, ob *Observation) {
 	off, n := ob.Offset, ob.Bytes
 	if off < 0 {
-		off = e.sent
+		off = e.logSent
+		e.logSent += n
 	}
-	if off+n <= e.sent && ob.Offset >= 0 {
+	if off+n <= e.sent {
 		m.dupRanges++
-		return // seen already (retransmission, second sniffer)
+		return // seen already (retransmission, second sniffer, capture before log)
 	}
 	if off < e.sent {
 		n -= e.sent - off
@@ -372,9 +437,10 @@ func (m *matcher) send(e *end, ob *Observation) {
 func (m *matcher) recv(e *end, ob *Observation) {
 	off, n := ob.Offset, ob.Bytes
 	if off < 0 {
-		off = e.rcvd
+		off = e.logRcvd
+		e.logRcvd += n
 	}
-	if off+n <= e.rcvd && ob.Offset >= 0 {
+	if off+n <= e.rcvd {
 		m.dupRanges++
 		return
 	}
@@ -729,7 +795,7 @@ func (m *matcher) finish() {
 			}
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].first < all[j].first })
+	sort.Slice(all, func(i, j int) bool { return all[i].serial < all[j].serial })
 	for _, c := range all {
 		if !c.gone {
 			m.retire(c)

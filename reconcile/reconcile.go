@@ -37,10 +37,37 @@ func Reconcile(in Inputs, opts Options) (*trace.Trace, error) {
 			sources = append(sources, s)
 		}
 	}
+	if len(in.Pcaps) > 0 && len(sources) > 0 && !opts.DisableNATDetection {
+		// Mixed inputs: learn the translations the logs show first, so
+		// that a capture's view of a translated flow lines up with the
+		// logs' from its first packet (a capture behind a masquerade
+		// otherwise looks like a host of its own).
+		var files []string
+		for _, s := range sources {
+			if ls, ok := s.(*logSource); ok && ls.close != nil {
+				files = append(files, ls.name)
+			}
+		}
+		var pre []Source
+		for _, f := range files {
+			if s, err := NewLogSource(f); err == nil {
+				pre = append(pre, s)
+			}
+		}
+		if _, m, err := reconcileSources(pre, opts); err == nil {
+			for _, tr := range m.nat.found {
+				if tr.Flows > 0 {
+					opts.NAT = append(opts.NAT, *tr)
+				}
+			}
+		}
+	}
 	if len(in.Pcaps) > 0 {
 		inputs += len(in.Pcaps)
-		ss, w, err := openPcaps(in.Pcaps, opts, in.Hosts)
+		ss, translations, w, err := openPcaps(in.Pcaps, opts, in.Hosts)
 		warns = append(warns, w...)
+		// The translations found in the packets canonicalise the logs too.
+		opts.NAT = append(opts.NAT, translations...)
 		if err != nil {
 			lastErr = err
 		}
@@ -64,7 +91,7 @@ func Reconcile(in Inputs, opts Options) (*trace.Trace, error) {
 // openPcaps opens the captures together (so that each host's clock and the
 // translations are chosen across all of them); a capture that cannot be read
 // is left out with a warning.
-func openPcaps(paths []string, opts Options, hosts HostNames) ([]Source, []string, error) {
+func openPcaps(paths []string, opts Options, hosts HostNames) ([]Source, []Translation, []string, error) {
 	var warns []string
 	set, err := OpenPcaps(paths, opts, hosts)
 	if err != nil {
@@ -79,21 +106,43 @@ func openPcaps(paths []string, opts Options, hosts HostNames) ([]Source, []strin
 			good = append(good, p)
 		}
 		if len(good) == 0 {
-			return nil, warns, lastErr
+			return nil, nil, warns, lastErr
 		}
 		if set, err = OpenPcaps(good, opts, hosts); err != nil {
-			return nil, append(warns, err.Error()), err
+			return nil, nil, append(warns, err.Error()), err
 		}
 	}
-	return set.Sources, append(warns, set.Warnings...), nil
+	var trs []Translation
+	if set.NAT != nil {
+		known := map[Translation]bool{}
+		for _, t := range opts.NAT {
+			known[t] = true
+		}
+		for _, t := range set.NAT.Translations {
+			if !known[Translation(t)] {
+				trs = append(trs, Translation(t))
+			}
+		}
+	}
+	return set.Sources, trs, append(warns, set.Warnings...), nil
 }
 
 // ReconcileSources runs steps 1–9 over observation sources.
 func ReconcileSources(sources []Source, opts Options) (*trace.Trace, error) {
+	t, _, err := reconcileSources(sources, opts)
+	return t, err
+}
+
+func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, error) {
 	t := trace.New()
 	m, err := newMatcher(t, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	for _, s := range sources {
+		if ls, ok := s.(*logSource); ok {
+			m.logged[ls.obs.Host] = true
+		}
 	}
 	// 1. Merge the sources by time.
 	h := make(sourceHeap, 0, len(sources))
@@ -135,7 +184,7 @@ func ReconcileSources(sources []Source, opts Options) (*trace.Trace, error) {
 	for i := range t.Messages {
 		t.Messages[i].ID = int64(i)
 	}
-	return t, nil
+	return t, m, nil
 }
 
 // report turns the matcher's counts and translations into warnings.
