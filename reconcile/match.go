@@ -37,11 +37,11 @@ type end struct {
 	rcvd   int64
 	// Offsets counted from the log's own calls (logs carry none).
 	logSent, logRcvd int64
-	runs   []run  // send runs not yet emitted; the last one may be open
-	reads  []read // receives not yet consumed
-	rruns  []run  // receive runs, kept while the sender may be untraced
-	closed bool
-	socks  []sockRef
+	runs             []run  // send runs not yet emitted; the last one may be open
+	reads            []read // receives not yet consumed
+	rruns            []run  // receive runs, kept while the sender may be untraced
+	closed           bool
+	socks            []sockRef
 }
 
 // conn is one instance (lifetime) of a stream connection key.
@@ -95,7 +95,7 @@ type matcher struct {
 	logged  map[string]bool
 	logAddr map[netip.Addr]string
 	covered map[*Observer]bool
-	conns map[connKey][]*conn
+	conns   map[connKey][]*conn
 	// lonely lists connections with one end, by creation, for step 6.
 	lonely       []*conn
 	lonelyPruned int
