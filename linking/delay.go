@@ -1,6 +1,9 @@
 package linking
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // dist is a gamma delay density with shape k and scale θ (seconds); k = 1 is
 // the exponential of WAP5 §5.1, k = 2 its gamma alternative.
@@ -97,4 +100,27 @@ func (m *moments) logLik() (exp, gamma2, fit float64) {
 	lg, _ := math.Lgamma(d.k)
 	fit = (d.k-1)*m.slog - m.s1/d.theta - m.n*(d.k*math.Log(d.theta)+lg)
 	return
+}
+
+// robustFit fits the family to the samples within two interquartile ranges
+// of the quartiles, so that a minority of wrong links (long delays to the
+// wrong parent) cannot flatten the density that would expose them.
+func robustFit(xs []float32, model string) dist {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	q1, q3 := float64(s[n/4]), float64(s[(3*n)/4])
+	lo, hi := q1-2*(q3-q1), q3+2*(q3-q1)
+	var m moments
+	for _, x := range s {
+		if v := float64(x); v >= lo && v <= hi {
+			m.add(v)
+		}
+	}
+	if m.n < 2 {
+		for _, x := range s {
+			m.add(float64(x))
+		}
+	}
+	return m.fit(model)
 }

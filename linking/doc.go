@@ -36,29 +36,29 @@
 // Method "joint" replaces steps 2–3 by choices made together rather than one
 // message at a time (the remaining steps are shared):
 //
-//  J1. Pair RPCs: kind=call/return with call= ids where the trace has them,
-//      otherwise request/response alternation on a connection (a message
-//      pairs with the next message in the other direction on the same
-//      endpoints; the order within a connection is taken on the clock both
-//      events share).
-//  J2. Initialise one delay model per transition class (incoming edge →
-//      outgoing edge at a node) from step 1's λ.
-//  J3. At every traced node, sweep its sends in time order and give each one
-//      parent among the node's received messages, jointly: a received message
-//      opens or continues a span (a request's span ends when its paired reply
-//      is sent); a reply may only descend from its own request's span, a call
-//      only from a span still open when its return arrives; each received
-//      message normally causes one send (further children pay a learned
-//      fan-out cost); the cost of a link is −log of its class's delay density
-//      and a spontaneous send pays the WAP5 spontaneous weight. A message from
-//      an untraced node descends from its paired request (or, unpaired, from
-//      the most likely A→B message, §5.1).
-//  J4. Refit the class delay models (gamma by moments, or exponential) and
-//      fan-out costs from the chosen links and repeat J3 until the choices
-//      settle.
-//  J5. Every message now has at most one parent: the instances are the trees
-//      under the parentless messages; an instance's probability is the product
-//      of each choice's normalised weight among its admissible alternatives.
+//	J1. Pair RPCs: kind=call/return with call= ids where the trace has them,
+//	    otherwise request/response alternation on a connection (a message
+//	    pairs with the next message in the other direction on the same
+//	    endpoints; the order within a connection is taken on the clock both
+//	    events share).
+//	J2. Initialise one delay model per transition class (incoming edge →
+//	    outgoing edge at a node) from step 1's λ.
+//	J3. At every traced node, sweep its sends in time order and give each one
+//	    parent among the node's received messages, jointly: a received message
+//	    opens or continues a span (a request's span ends when its paired reply
+//	    is sent); a reply may only descend from its own request's span, a call
+//	    only from a span still open when its return arrives; each received
+//	    message normally causes one send (further children pay a learned
+//	    fan-out cost); the cost of a link is −log of its class's delay density
+//	    and a spontaneous send pays the WAP5 spontaneous weight. A message from
+//	    an untraced node descends from its paired request (or, unpaired, from
+//	    the most likely A→B message, §5.1).
+//	J4. Refit the class delay models (gamma by moments, or exponential) and
+//	    fan-out costs from the chosen links and repeat J3 until the choices
+//	    settle.
+//	J5. Every message now has at most one parent: the instances are the trees
+//	    under the parentless messages; an instance's probability is the product
+//	    of each choice's normalised weight among its admissible alternatives.
 //
 // The windowed mode (Options.Stream) runs the same algorithm over time chunks
 // with an overlap of the window x, carrying the delay models from chunk to

@@ -119,7 +119,7 @@ func csr(n, keys int, key func(i int) int) (start, items []int32) {
 
 func (l *linker) insOf(b trace.NodeID) []int32  { return l.ins[l.inStart[b]:l.inStart[b+1]] }
 func (l *linker) outsOf(b trace.NodeID) []int32 { return l.outs[l.outStart[b]:l.outStart[b+1]] }
-func (l *linker) sendsOn(e int32) []int32      { return l.byEdge[l.edgeStart[e]:l.edgeStart[e+1]] }
+func (l *linker) sendsOn(e int32) []int32       { return l.byEdge[l.edgeStart[e]:l.edgeStart[e+1]] }
 
 // reverseEdge returns the edge id of dst→src for edge e, or −1.
 func (l *linker) reverseEdges() []int32 {

@@ -28,12 +28,14 @@ type fanKey struct {
 type models struct {
 	class map[classKey]*classModel
 	fan   map[fanKey]*fanModel
+	count map[countKey]*countModel
 }
 
 type classModel struct {
-	d   dist
-	fit bool // d was fitted from chosen links
-	mom moments
+	d       dist
+	fit     bool // d was fitted from chosen links
+	mom     moments
+	samples []float32 // delays of the chosen links, seconds
 }
 
 type fanModel struct {
@@ -42,7 +44,7 @@ type fanModel struct {
 }
 
 func newModels() *models {
-	return &models{class: map[classKey]*classModel{}, fan: map[fanKey]*fanModel{}}
+	return &models{class: map[classKey]*classModel{}, fan: map[fanKey]*fanModel{}, count: map[countKey]*countModel{}}
 }
 
 var defaultFan = fanModel{cost: [3]float64{-math.Log(0.9), -math.Log(0.3), -math.Log(0.3)}}
@@ -58,6 +60,12 @@ type joint struct {
 	span   []int32 // received messages: the request whose span they belong to
 	kids   []uint8 // children chosen so far (saturating)
 	keep   bool
+	// callSpan is, for every send of a traced node, the span it was given
+	// (the request it serves, or spanRoot).
+	callSpan  []int32
+	countBase []float64 // per node: −log P(no call) summed over its destinations
+
+	scr repairScratch
 
 	candI []int32
 	candC []float64
@@ -84,6 +92,8 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	j.prob = make([]float32, n)
 	j.span = make([]int32, n)
 	j.kids = make([]uint8, n)
+	j.callSpan = make([]int32, n)
+	j.countPriors()
 	prev := make([]int32, n)
 	fit := Fit{}
 	iters := 0
@@ -154,6 +164,15 @@ func (j *joint) fanOf(trig int32) *fanModel {
 // a tenth of the WAP5 exponential so that an unusual delay is unlikely
 // rather than impossible, plus the fan-out cost of one more child.
 func (j *joint) cost(trig, act int32, dt float64) float64 {
+	k := j.kids[trig]
+	if k > 2 {
+		k = 2
+	}
+	return -j.logf(trig, act, dt) + j.fanOf(trig).cost[k]
+}
+
+// logf is the log density of trig causing act after dt seconds.
+func (j *joint) logf(trig, act int32, dt float64) float64 {
 	c := j.classOf(trig, act)
 	lp := c.d.logpdf(dt)
 	if c.fit {
@@ -161,11 +180,7 @@ func (j *joint) cost(trig, act int32, dt float64) float64 {
 		hi := math.Max(lp, b)
 		lp = hi + math.Log(0.9*math.Exp(lp-hi)+0.1*math.Exp(b-hi))
 	}
-	k := j.kids[trig]
-	if k > 2 {
-		k = 2
-	}
-	return -lp + j.fanOf(trig).cost[k]
+	return lp
 }
 
 // pass is J3: at every node, every send gets one parent, in time order.
@@ -178,9 +193,13 @@ func (j *joint) pass(rev []int32) {
 	}
 	for c := range j.mod.class {
 		j.mod.class[c].mom = moments{}
+		j.mod.class[c].samples = j.mod.class[c].samples[:0]
 	}
 	for b := range j.t.Nodes {
 		j.sweep(trace.NodeID(b))
+	}
+	for b := range j.t.Nodes {
+		j.repair(trace.NodeID(b))
 	}
 	// Messages from untraced senders: the paired request, else the most
 	// likely message the other way (A→B→A causality, §5.1).
@@ -297,9 +316,8 @@ func (j *joint) sweep(b trace.NodeID) {
 			j.parent[o] = best
 			j.kids[best] = min(j.kids[best]+1, 255)
 			sp = j.span[best]
-			dt := float64(s-j.msgs[best].Recv) / 1e9
-			j.classOf(best, o).mom.add(dt)
 		}
+		j.callSpan[o] = sp
 		if ret >= 0 && j.msgs[ret].Dst == b {
 			j.span[ret] = sp
 		}
@@ -308,11 +326,28 @@ func (j *joint) sweep(b trace.NodeID) {
 
 // refit is J4: class densities and fan-out costs from the chosen links.
 func (j *joint) refit() {
+	for i := range j.kids {
+		j.kids[i] = 0
+	}
+	for i, p := range j.parent {
+		if p < 0 {
+			continue
+		}
+		j.kids[p] = min(j.kids[p]+1, 255)
+		if m, q := &j.msgs[i], &j.msgs[p]; m.Send != trace.Unknown && q.Recv != trace.Unknown && q.Dst == m.Src {
+			c := j.classOf(p, int32(i))
+			dt := float64(m.Send-q.Recv) / 1e9
+			c.mom.add(dt)
+			c.samples = append(c.samples, float32(dt))
+		}
+	}
+	j.refitCounts()
 	for _, c := range j.mod.class {
-		if c.mom.n >= 3 {
-			c.d = c.mom.fit(j.o.DelayModel)
+		if len(c.samples) >= 3 {
+			c.d = robustFit(c.samples, j.o.DelayModel)
 			c.fit = true
 		}
+		c.samples = c.samples[:0]
 	}
 	for _, f := range j.mod.fan {
 		f.hist = [4]float64{}

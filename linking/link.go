@@ -139,11 +139,11 @@ type Result struct {
 // links: the total log-likelihood of each model with its maximum-likelihood
 // parameters per transition class.
 type Fit struct {
-	Samples  int
-	LogLik   map[string]float64 // by model: exp, gamma (shape 2), fit (gamma, free shape)
-	Best     string
-	Settled  bool    // iteration stopped because the estimates settled
-	Change   float64 // last relative change of the estimates
+	Samples int
+	LogLik  map[string]float64 // by model: exp, gamma (shape 2), fit (gamma, free shape)
+	Best    string
+	Settled bool    // iteration stopped because the estimates settled
+	Change  float64 // last relative change of the estimates
 }
 
 // Link infers causal paths from t. It sorts t's messages by time (instances

@@ -41,10 +41,10 @@ type tracelet struct {
 }
 
 type simConfig struct {
-	clients    int     // parallel clients (the parallelism)
-	perClient  int     // requests per client
-	think      gauss   // client think time
-	net        gauss   // one-way network delay per message
+	clients    int   // parallel clients (the parallelism)
+	perClient  int   // requests per client
+	think      gauss // client think time
+	net        gauss // one-way network delay per message
 	tracelets  []tracelet
 	spread     float64 // multiplies every delay's std (Figure 20's axis)
 	loss       float64 // message loss probability (Figure 21's axis)
@@ -270,9 +270,9 @@ func cdn() []tracelet {
 		return rpc{to: []string{"proxy-a1", "proxy-a2"}, post: gauss{ms(0.5), ms(0.1)}, calls: calls}
 	}
 	return []tracelet{
-		{0.6, proxy1()},                          // hit at the first proxy
-		{0.3, proxy1(proxy2(origin))},            // miss, fetched from the origin
-		{0.1, proxy1(proxy2(dns, origin))},       // miss with a DNS lookup
+		{0.6, proxy1()},                    // hit at the first proxy
+		{0.3, proxy1(proxy2(origin))},      // miss, fetched from the origin
+		{0.1, proxy1(proxy2(dns, origin))}, // miss with a DNS lookup
 	}
 }
 

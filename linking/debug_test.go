@@ -1,0 +1,162 @@
+package linking
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"wap5/trace"
+)
+
+func truthParents(t *trace.Trace) []int32 {
+	par := make([]int32, len(t.Messages))
+	by := map[int32][]int32{}
+	for i := range t.Messages {
+		by[t.Messages[i].Truth] = append(by[t.Messages[i].Truth], int32(i))
+	}
+	for _, ms := range by {
+		for j, mi := range ms {
+			par[mi] = -1
+			m := &t.Messages[mi]
+			best := int64(-1 << 62)
+			for k := 0; k < j; k++ {
+				q := &t.Messages[ms[k]]
+				if q.Dst == m.Src && q.Recv <= m.Send && q.Recv >= best {
+					best, par[mi] = q.Recv, ms[k]
+				}
+			}
+		}
+	}
+	return par
+}
+
+func TestDebugJoint(t *testing.T) {
+	tr := simulate(simConfig{clients: 10, perClient: 200, think: gauss{ms(5), ms(5.0 / 3)}, net: gauss{ms(0.3), ms(0.05)},
+		tracelets: multiTier(10, false), seed: 1, clientName: "CLIENT"})
+	tr.Sort()
+	o := Options{Window: 100 * time.Millisecond}.Defaults()
+	l := newLinker(tr, o, nil)
+	rev := l.reverseEdges()
+	r := l.pairRPCs()
+	wrongPair := 0
+	for i := range tr.Messages {
+		if p := r.peer[i]; p >= 0 && tr.Messages[p].Truth != tr.Messages[i].Truth {
+			wrongPair++
+		}
+	}
+	l.step1(rev)
+	j := &joint{linker: l, r: r}
+	j.base = make([]dist, len(l.d))
+	for e, d := range l.d {
+		j.base[e] = newDist(1, d)
+	}
+	j.mod = newModels()
+	n := len(l.msgs)
+	j.parent = make([]int32, n)
+	j.prob = make([]float32, n)
+	j.span = make([]int32, n)
+	j.kids = make([]uint8, n)
+	j.callSpan = make([]int32, n)
+	j.countPriors()
+	tp := truthParents(tr)
+	for it := 0; it < 4; it++ {
+		j.pass(rev)
+		j.refit()
+		bad := map[string]int{}
+		for i := range tr.Messages {
+			if j.parent[i] != tp[i] {
+				m := &tr.Messages[i]
+				k := fmt.Sprintf("%s>%s role%d", tr.NodeName(m.Src), tr.NodeName(m.Dst), r.role[i])
+				bad[k]++
+			}
+		}
+		var ks []string
+		for k := range bad {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		t.Logf("iter %d wrong pairs %d", it, wrongPair)
+		for _, k := range ks {
+			t.Logf("  %s: %d", k, bad[k])
+		}
+	}
+	for k, c := range j.mod.class {
+		if c.mom.n > 50 {
+			t.Logf("class %s>%s>%s reply=%v n=%v k=%.1f mean=%.2fms", tr.NodeName(k.trig), tr.NodeName(k.node), tr.NodeName(k.act), k.reply, c.mom.n, c.d.k, c.d.mean()*1000)
+		}
+	}
+}
+
+func TestDebugCost(t *testing.T) {
+	tr := simulate(simConfig{clients: 10, perClient: 200, think: gauss{ms(5), ms(5.0 / 3)}, net: gauss{ms(0.3), ms(0.05)},
+		tracelets: multiTier(10, false), seed: 1, clientName: "CLIENT"})
+	tr.Sort()
+	o := Options{Window: 100 * time.Millisecond}.Defaults()
+	l := newLinker(tr, o, nil)
+	rev := l.reverseEdges()
+	r := l.pairRPCs()
+	l.step1(rev)
+	j := &joint{linker: l, r: r}
+	j.base = make([]dist, len(l.d))
+	for e, d := range l.d {
+		j.base[e] = newDist(1, d)
+	}
+	j.mod = newModels()
+	n := len(l.msgs)
+	j.parent = make([]int32, n)
+	j.prob = make([]float32, n)
+	j.span = make([]int32, n)
+	j.kids = make([]uint8, n)
+	j.callSpan = make([]int32, n)
+	j.countPriors()
+	for it := 0; it < 4; it++ {
+		j.pass(rev)
+		j.refit()
+	}
+	for _, name := range []string{"WS1", "AP1"} {
+		b, _ := tr.LookupNode(name)
+		var ours, truth float64
+		wrong := 0
+		for _, c := range j.insOf(b) {
+			if r.role[c] != roleRequest {
+				continue
+			}
+			var mine, tm []int32
+			for _, k := range j.outsOf(b) {
+				if r.role[k] != roleRequest {
+					continue
+				}
+				if j.callSpan[k] == c {
+					mine = append(mine, k)
+				}
+				if tr.Messages[k].Truth == tr.Messages[c].Truth {
+					tm = append(tm, k)
+				}
+			}
+			a, bb := j.spanCost(b, c, mine), j.spanCost(b, c, tm)
+			if fmt.Sprint(mine) != fmt.Sprint(tm) {
+				wrong++
+				if wrong < 6 {
+					t.Logf("%s span %d: ours %v cost %.2f truth %v cost %.2f", name, c, mine, a, tm, bb)
+				}
+			}
+			ours += a
+			truth += bb
+		}
+		t.Logf("%s: ours %.1f truth %.1f wrong spans %d", name, ours, truth, wrong)
+	}
+}
+
+func TestDebugShow(t *testing.T) {
+	tr := simulate(simConfig{clients: 10, perClient: 200, think: gauss{ms(5), ms(5.0 / 3)}, net: gauss{ms(0.3), ms(0.05)},
+		tracelets: multiTier(10, false), seed: 1, clientName: "CLIENT"})
+	tr.Sort()
+	b, _ := tr.LookupNode("WS1")
+	for i := range tr.Messages {
+		m := &tr.Messages[i]
+		if (m.Src == b || m.Dst == b) && i < 400 {
+			t.Logf("%4d %s>%s send %.2f recv %.2f truth %d", i, tr.NodeName(m.Src), tr.NodeName(m.Dst), float64(m.Send%1e10)/1e6, float64(m.Recv%1e10)/1e6, m.Truth)
+		}
+	}
+}

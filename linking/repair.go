@@ -1,0 +1,571 @@
+package linking
+
+import (
+	"math"
+	"slices"
+
+	"wap5/trace"
+)
+
+// countModel is the distribution of how many calls to one destination a
+// request span at a node makes (0, 1, 2, 3 or more): "a server usually
+// answers each request with the same set of downstream calls". Its prior
+// comes from the trace without any linking — the number of calls from the
+// node to the destination per request the node served — and each pass
+// blends in the counts of the spans as assigned.
+type countModel struct {
+	prior, p [4]float64
+	logp     [4]float64
+	seen     [4]float64
+}
+
+func (c *countModel) set(p [4]float64) {
+	c.p = p
+	for k := range p {
+		c.logp[k] = math.Log(math.Max(p[k], 1e-3))
+	}
+}
+
+type countKey struct{ node, dst trace.NodeID }
+
+type repairScratch struct {
+	trig, acts []int32
+	kids       []int
+	a, b       []int32
+	dsts       []trace.NodeID
+}
+
+// nodeSpans are the request spans of one node during repair.
+type nodeSpans struct {
+	req     []int32         // the request opening each span
+	idx     map[int32]int32 // request → span
+	members [][]int32       // calls of each span, by send time
+	cost    []float64
+}
+
+// repair is the joint part of J3 at node b: starting from the sweep's
+// choices, move calls between request spans and swap calls of two spans
+// while that lowers the total cost of the spans involved — the delay of
+// every send after the latest message of its span before it, the fan-out of
+// every received message, and the span's signature — then give every send of
+// a span its parent (the latest message the span received before it) and a
+// probability (its span against every other admissible span).
+func (j *joint) repair(b trace.NodeID) {
+	ns := nodeSpans{idx: map[int32]int32{}}
+	ins := j.insOf(b)
+	for _, c := range ins {
+		if j.r.role[c] != roleRequest {
+			continue
+		}
+		if p := j.r.peer[c]; j.msgs[p].Src == b && j.msgs[p].Send != trace.Unknown && j.msgs[p].Send >= j.msgs[c].Recv {
+			ns.idx[c] = int32(len(ns.req))
+			ns.req = append(ns.req, c)
+		}
+	}
+	if len(ns.req) == 0 {
+		return
+	}
+	ns.members = make([][]int32, len(ns.req))
+	var calls []int32
+	for _, o := range j.outsOf(b) {
+		if j.r.role[o] != roleRequest {
+			continue
+		}
+		if s, ok := ns.idx[j.callSpan[o]]; ok {
+			ns.members[s] = append(ns.members[s], o)
+			calls = append(calls, o)
+		}
+	}
+	ns.cost = make([]float64, len(ns.req))
+	for s := range ns.req {
+		ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
+	}
+	if len(calls) > 0 {
+		for round := 0; round < 2; round++ {
+			j.assignByDest(b, &ns, calls, ins)
+		}
+		for pass := 0; pass < 4; pass++ {
+			if !j.improve(b, &ns, calls, ins) {
+				break
+			}
+		}
+	}
+	for s, c := range ns.req {
+		j.assignSpan(b, c, ns.members[s])
+	}
+	for _, k := range calls {
+		j.prob[k] = float32(j.callProb(b, &ns, k, ins))
+	}
+}
+
+// admissibleSpans calls f for the spans (other than the call's own) whose
+// request arrived within the window before call k was sent and that stay
+// open until its return arrives, latest first, at most 16.
+func (j *joint) admissibleSpans(b trace.NodeID, ns *nodeSpans, k int32, ins []int32, f func(s int32)) {
+	m := &j.msgs[k]
+	need := j.need(b, k)
+	p := lastAtOrBefore(ins, m.Send, func(i int32) int64 { return j.msgs[i].Recv })
+	own := ns.idx[j.callSpan[k]]
+	n := 0
+	for ; p >= 0 && n < 16; p-- {
+		c := ins[p]
+		if m.Send-j.msgs[c].Recv > j.x {
+			return
+		}
+		s, ok := ns.idx[c]
+		if !ok || s == own || j.msgs[j.r.peer[c]].Send < need {
+			continue
+		}
+		n++
+		f(s)
+	}
+}
+
+// need is when call k's span must still be open: its return's arrival.
+func (j *joint) need(b trace.NodeID, k int32) int64 {
+	need := j.msgs[k].Send
+	if r := j.r.peer[k]; r >= 0 && j.msgs[r].Dst == b && j.msgs[r].Recv != trace.Unknown && j.msgs[r].Recv > need {
+		need = j.msgs[r].Recv
+	}
+	return need
+}
+
+func without(dst, s []int32, k int32) []int32 {
+	dst = dst[:0]
+	for _, x := range s {
+		if x != k {
+			dst = append(dst, x)
+		}
+	}
+	return dst
+}
+
+func (j *joint) with(dst, s []int32, k int32) []int32 {
+	dst = append(dst[:0], s...)
+	dst = append(dst, k)
+	slices.SortFunc(dst, func(x, y int32) int { return cmpTime(j.msgs[x].Send, j.msgs[y].Send) })
+	return dst
+}
+
+// improve makes one pass of moves and swaps; it reports whether anything
+// changed.
+func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int32) bool {
+	changed := false
+	var ma, mb []int32
+	for ci, k := range calls {
+		sa, ok := ns.idx[j.callSpan[k]]
+		if !ok {
+			continue
+		}
+		bestD, bestS, bestK2 := -1e-9, int32(-1), int32(-1)
+		var bestA, bestB float64
+		// Moves.
+		j.admissibleSpans(b, ns, k, ins, func(sb int32) {
+			ma = without(ma, ns.members[sa], k)
+			mb = j.with(mb, ns.members[sb], k)
+			ca, cb := j.spanCost(b, ns.req[sa], ma), j.spanCost(b, ns.req[sb], mb)
+			if d := ca + cb - ns.cost[sa] - ns.cost[sb]; d < bestD {
+				bestD, bestS, bestK2, bestA, bestB = d, sb, -1, ca, cb
+			}
+		})
+		// Swaps with the next calls to the same node.
+		for cj := ci + 1; cj < len(calls) && cj <= ci+12; cj++ {
+			k2 := calls[cj]
+			if j.msgs[k2].Dst != j.msgs[k].Dst {
+				continue
+			}
+			sb, ok := ns.idx[j.callSpan[k2]]
+			if !ok || sb == sa || !j.fits(b, ns.req[sb], k) || !j.fits(b, ns.req[sa], k2) {
+				continue
+			}
+			ma = j.with(ma, without(ma, ns.members[sa], k), k2)
+			mb = j.with(mb, without(mb, ns.members[sb], k2), k)
+			ca, cb := j.spanCost(b, ns.req[sa], ma), j.spanCost(b, ns.req[sb], mb)
+			if d := ca + cb - ns.cost[sa] - ns.cost[sb]; d < bestD {
+				bestD, bestS, bestK2, bestA, bestB = d, sb, k2, ca, cb
+			}
+		}
+		if bestS < 0 {
+			continue
+		}
+		sb := bestS
+		if bestK2 < 0 {
+			ns.members[sa] = without(nil, ns.members[sa], k)
+			ns.members[sb] = j.with(nil, ns.members[sb], k)
+		} else {
+			ns.members[sa] = j.with(nil, without(nil, ns.members[sa], k), bestK2)
+			ns.members[sb] = j.with(nil, without(nil, ns.members[sb], bestK2), k)
+			j.setCallSpan(b, bestK2, ns.req[sa])
+		}
+		j.setCallSpan(b, k, ns.req[sb])
+		ns.cost[sa], ns.cost[sb] = bestA, bestB
+		changed = true
+	}
+	return changed
+}
+
+// fits reports whether call k can belong to request c's span.
+func (j *joint) fits(b trace.NodeID, c, k int32) bool {
+	return j.msgs[c].Recv <= j.msgs[k].Send && j.msgs[c].Recv >= j.msgs[k].Send-j.x &&
+		j.msgs[j.r.peer[c]].Send >= j.need(b, k)
+}
+
+func (j *joint) setCallSpan(b trace.NodeID, k, c int32) {
+	j.callSpan[k] = c
+	if r := j.r.peer[k]; r >= 0 && j.msgs[r].Dst == b {
+		j.span[r] = c
+	}
+}
+
+// spanCost is the cost of request c's span at b with the given calls (by
+// send time): every send (the calls and the reply) after the latest message
+// the span received before it, the fan-out of the received messages, and the
+// span's signature.
+func (j *joint) spanCost(b trace.NodeID, c int32, calls []int32) float64 {
+	sc := &j.scr
+	reply := j.r.peer[c]
+	rs := j.msgs[reply].Send
+	sc.trig = append(sc.trig[:0], c)
+	for _, k := range calls {
+		if j.msgs[k].Send < j.msgs[c].Recv {
+			return math.Inf(1)
+		}
+		if r := j.r.peer[k]; r >= 0 && j.msgs[r].Dst == b && j.msgs[r].Recv != trace.Unknown {
+			if j.msgs[r].Recv > rs {
+				return math.Inf(1)
+			}
+			sc.trig = append(sc.trig, r)
+		}
+	}
+	if len(sc.trig) > 2 {
+		slices.SortFunc(sc.trig[1:], func(x, y int32) int { return cmpTime(j.msgs[x].Recv, j.msgs[y].Recv) })
+	}
+	sc.kids = slices.Grow(sc.kids[:0], len(sc.trig))[:len(sc.trig)]
+	for i := range sc.kids {
+		sc.kids[i] = 0
+	}
+	cost := 0.0
+	send := func(a int32) {
+		s := j.msgs[a].Send
+		t := 0
+		for q := 1; q < len(sc.trig); q++ {
+			if j.msgs[sc.trig[q]].Recv <= s {
+				t = q
+			}
+		}
+		p := sc.trig[t]
+		sc.kids[t]++
+		cost -= j.logf(p, a, float64(s-j.msgs[p].Recv)/1e9)
+	}
+	for _, k := range calls {
+		send(k)
+	}
+	send(reply)
+	for q, p := range sc.trig {
+		cost += fanCost(j.fanOf(p), sc.kids[q])
+	}
+	return cost + j.countCost(b, calls)
+}
+
+func fanCost(f *fanModel, k int) float64 {
+	if k == 0 {
+		return -math.Log(math.Max(1-math.Exp(-f.cost[0]), 1e-3))
+	}
+	c := f.cost[0]
+	for i := 1; i < k; i++ {
+		c += f.cost[min(i, 2)]
+	}
+	return c
+}
+
+// countCost is −log of the span's call counts per destination.
+func (j *joint) countCost(b trace.NodeID, calls []int32) float64 {
+	sc := &j.scr
+	sc.dsts = sc.dsts[:0]
+	for _, k := range calls {
+		sc.dsts = append(sc.dsts, j.msgs[k].Dst)
+	}
+	slices.Sort(sc.dsts)
+	cost := j.countBase[b]
+	for i := 0; i < len(sc.dsts); {
+		n := 1
+		for i+n < len(sc.dsts) && sc.dsts[i+n] == sc.dsts[i] {
+			n++
+		}
+		if cm := j.mod.count[countKey{b, sc.dsts[i]}]; cm != nil {
+			cost += -cm.logp[min(n, 3)] + cm.logp[0]
+		} else {
+			cost += 7 // a destination the node never calls from a span
+		}
+		i += n
+	}
+	return cost
+}
+
+// assignSpan gives the sends of c's span their parents: the latest message
+// the span received before each.
+func (j *joint) assignSpan(b trace.NodeID, c int32, calls []int32) {
+	reply := j.r.peer[c]
+	trig := append(j.scr.trig[:0], c)
+	for _, k := range calls {
+		if r := j.r.peer[k]; r >= 0 && j.msgs[r].Dst == b && j.msgs[r].Recv != trace.Unknown {
+			trig = append(trig, r)
+		}
+	}
+	slices.SortFunc(trig[1:], func(x, y int32) int { return cmpTime(j.msgs[x].Recv, j.msgs[y].Recv) })
+	j.scr.trig = trig
+	set := func(a int32) {
+		s := j.msgs[a].Send
+		p := c
+		for _, t := range trig[1:] {
+			if j.msgs[t].Recv <= s {
+				p = t
+			}
+		}
+		j.parent[a] = p
+	}
+	for _, k := range calls {
+		set(k)
+	}
+	set(reply)
+	j.prob[reply] = 1
+}
+
+// callProb is call k's probability of belonging to its span rather than to
+// any other admissible span, from the cost differences.
+func (j *joint) callProb(b trace.NodeID, ns *nodeSpans, k int32, ins []int32) float64 {
+	sa, ok := ns.idx[j.callSpan[k]]
+	if !ok {
+		return float64(j.prob[k])
+	}
+	sum := 1.0
+	var ma, mb []int32
+	ma = without(ma, ns.members[sa], k)
+	ca := j.spanCost(b, ns.req[sa], ma)
+	j.admissibleSpans(b, ns, k, ins, func(sb int32) {
+		mb = j.with(mb, ns.members[sb], k)
+		d := ca + j.spanCost(b, ns.req[sb], mb) - ns.cost[sa] - ns.cost[sb]
+		if d < 50 {
+			sum += math.Exp(-d)
+		}
+	})
+	return 1 / sum
+}
+
+// countPriors sets the count models' priors from the trace: calls from b
+// to each destination per request span at b (n ≤ 1: one call with
+// probability n; 1 < n ≤ 2: one or two; more: spread over 2 and 3+).
+func (j *joint) countPriors() {
+	spans := make([]float64, len(j.t.Nodes))
+	for c := range j.msgs {
+		if j.r.role[c] == roleRequest && j.msgs[c].Recv != trace.Unknown {
+			if p := j.r.peer[c]; j.msgs[p].Send != trace.Unknown && j.msgs[p].Src == j.msgs[c].Dst {
+				spans[j.msgs[c].Dst]++
+			}
+		}
+	}
+	calls := map[countKey]float64{}
+	for k := range j.msgs {
+		m := &j.msgs[k]
+		if j.r.role[k] == roleRequest && m.Send != trace.Unknown && spans[m.Src] > 0 {
+			calls[countKey{m.Src, m.Dst}]++
+		}
+	}
+	for key, n := range calls {
+		r := n / spans[key.node]
+		var p [4]float64
+		switch {
+		case r <= 1:
+			p = [4]float64{1 - r, r, 0, 0}
+		case r <= 2:
+			p = [4]float64{0, 2 - r, r - 1, 0}
+		default:
+			p = [4]float64{0, 0, 0.5, 0.5}
+		}
+		for i := range p {
+			p[i] = 0.98*p[i] + 0.005
+		}
+		cm := j.mod.count[key]
+		if cm == nil {
+			cm = &countModel{}
+			j.mod.count[key] = cm
+			cm.set(p)
+		}
+		cm.prior = p
+	}
+	j.countBase = make([]float64, len(j.t.Nodes))
+	for key, cm := range j.mod.count {
+		if int(key.node) < len(j.countBase) {
+			j.countBase[key.node] -= cm.logp[0]
+		}
+	}
+}
+
+// refitCounts blends the counts of the spans as assigned into the count
+// models.
+func (j *joint) refitCounts() {
+	for _, cm := range j.mod.count {
+		cm.seen = [4]float64{}
+	}
+	per := map[int32]map[trace.NodeID]int{}
+	for k, c := range j.callSpan {
+		if c >= 0 && j.r.role[k] == roleRequest && j.msgs[k].Send != trace.Unknown && j.r.role[c] == roleRequest && j.msgs[c].Dst == j.msgs[k].Src {
+			if per[c] == nil {
+				per[c] = map[trace.NodeID]int{}
+			}
+			per[c][j.msgs[k].Dst]++
+		}
+	}
+	spansAt := make([]float64, len(j.t.Nodes))
+	for c := range j.msgs {
+		if j.r.role[c] != roleRequest || j.msgs[c].Recv == trace.Unknown {
+			continue
+		}
+		if p := j.r.peer[c]; j.msgs[p].Send == trace.Unknown || j.msgs[p].Src != j.msgs[c].Dst {
+			continue
+		}
+		b := j.msgs[c].Dst
+		spansAt[b]++
+		for d, n := range per[int32(c)] {
+			if cm := j.mod.count[countKey{b, d}]; cm != nil {
+				cm.seen[min(n, 3)]++
+			}
+		}
+	}
+	for key, cm := range j.mod.count {
+		tot := spansAt[key.node]
+		if tot == 0 {
+			continue
+		}
+		cm.seen[0] = tot - cm.seen[1] - cm.seen[2] - cm.seen[3]
+		var p [4]float64
+		for i := range p {
+			p[i] = 0.5*cm.prior[i] + 0.5*cm.seen[i]/tot
+		}
+		cm.set(p)
+	}
+	for b := range j.countBase {
+		j.countBase[b] = 0
+	}
+	for key, cm := range j.mod.count {
+		if int(key.node) < len(j.countBase) {
+			j.countBase[key.node] -= cm.logp[0]
+		}
+	}
+}
+
+// Block sizes of the joint assignment: calls are assigned in blocks of
+// assignBlock, of which the first assignCommit are kept before the next
+// block (which starts there) is solved.
+const (
+	assignBlock  = 24
+	assignCommit = 12
+	noSpanCost   = 1e6
+)
+
+// assignByDest re-assigns the calls to one destination at a time, all at
+// once: a minimum-cost assignment of calls to spans (at most one call of the
+// block per span), where putting call k into span s costs what it adds to
+// s's cost with s's other calls as they are. Calls of a block past its
+// committed part are left out of every span until their own block.
+func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) {
+	groups := map[trace.NodeID][]int32{}
+	var order []trace.NodeID
+	for _, k := range calls {
+		d := j.msgs[k].Dst
+		if _, ok := groups[d]; !ok {
+			order = append(order, d)
+		}
+		groups[d] = append(groups[d], k)
+	}
+	var cost []float64
+	var cols []int32
+	colOf := map[int32]int{}
+	var ma []int32
+	for _, d := range order {
+		g := groups[d]
+		// Take the whole group out of the spans.
+		for _, k := range g {
+			if s, ok := ns.idx[j.callSpan[k]]; ok {
+				ns.members[s] = without(nil, ns.members[s], k)
+				ns.cost[s] = math.NaN()
+			}
+		}
+		for i := 0; i < len(g); i += assignCommit {
+			blk := g[i:min(i+assignBlock, len(g))]
+			cols = cols[:0]
+			clear(colOf)
+			for _, k := range blk {
+				j.admissibleAll(b, ns, k, ins, func(s int32) {
+					if _, ok := colOf[s]; !ok {
+						colOf[s] = len(cols)
+						cols = append(cols, s)
+					}
+				})
+			}
+			n, m := len(blk), len(cols)+len(blk)
+			cost = append(cost[:0], make([]float64, n*m)...)
+			for s := range cols {
+				if math.IsNaN(ns.cost[cols[s]]) {
+					ns.cost[cols[s]] = j.spanCost(b, ns.req[cols[s]], ns.members[cols[s]])
+				}
+			}
+			for r, k := range blk {
+				row := cost[r*m : (r+1)*m]
+				for c := range row {
+					row[c] = noSpanCost
+				}
+				j.admissibleAll(b, ns, k, ins, func(s int32) {
+					ma = j.with(ma, ns.members[s], k)
+					if c := j.spanCost(b, ns.req[s], ma) - ns.cost[s]; c < noSpanCost {
+						row[colOf[s]] = c
+					}
+				})
+				// Its own "no span" column: spontaneous.
+				row[len(cols)+r] = noSpanCost / 2
+			}
+			hs := newHungScratch(m)
+			col := hungarian(cost, n, m, hs.u, hs.v, hs.p, hs.way, hs.minv, hs.used)
+			keep := len(blk)
+			if i+assignBlock < len(g) {
+				keep = assignCommit
+			}
+			for r := 0; r < keep; r++ {
+				k := blk[r]
+				if col[r] >= len(cols) {
+					j.setCallSpan(b, k, spanRoot)
+					continue
+				}
+				s := cols[col[r]]
+				ns.members[s] = j.with(nil, ns.members[s], k)
+				ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
+				j.setCallSpan(b, k, ns.req[s])
+			}
+		}
+	}
+	for s := range ns.req {
+		if math.IsNaN(ns.cost[s]) {
+			ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
+		}
+	}
+}
+
+// admissibleAll is admissibleSpans including the call's own span.
+func (j *joint) admissibleAll(b trace.NodeID, ns *nodeSpans, k int32, ins []int32, f func(s int32)) {
+	m := &j.msgs[k]
+	need := j.need(b, k)
+	p := lastAtOrBefore(ins, m.Send, func(i int32) int64 { return j.msgs[i].Recv })
+	n := 0
+	for ; p >= 0 && n < 16; p-- {
+		c := ins[p]
+		if m.Send-j.msgs[c].Recv > j.x {
+			return
+		}
+		s, ok := ns.idx[c]
+		if !ok || j.msgs[j.r.peer[c]].Send < need {
+			continue
+		}
+		n++
+		f(s)
+	}
+}
