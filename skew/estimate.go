@@ -116,9 +116,7 @@ func (r *Result) warnf(format string, a ...any) {
 // package comment for the method.
 func Estimate(t *trace.Trace, opts Options) (*Result, error) {
 	acc := NewAccumulator(len(t.Nodes))
-	for i := range t.Messages {
-		acc.Add(&t.Messages[i])
-	}
+	acc.AddAll(t.Messages)
 	return acc.Estimate(t, opts)
 }
 

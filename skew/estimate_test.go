@@ -159,3 +159,37 @@ func TestToLocalInvertsToReference(t *testing.T) {
 		}
 	}
 }
+
+// TestAddAllMatchesAdd checks that the bulk path builds the same series as
+// streaming messages one by one, also when both are mixed.
+func TestAddAllMatchesAdd(t *testing.T) {
+	sc := scenario{nodes: map[string]clock{"a": {}, "b": {offset: 1}, "c": {offset: -2}},
+		links: mesh([]string{"a", "b", "c"}, 0.001, 0.002, 0.0005, 300), span: 60, seed: 3}
+	tr := sc.build()
+	one := NewAccumulator(len(tr.Nodes))
+	for i := range tr.Messages {
+		one.Add(&tr.Messages[i])
+	}
+	mixed := NewAccumulator(0) // sparse index
+	half := len(tr.Messages) / 2
+	for i := range tr.Messages[:half] {
+		mixed.Add(&tr.Messages[i])
+	}
+	mixed.AddAll(tr.Messages[half:])
+	if len(one.pairs) != len(mixed.pairs) || one.n != mixed.n {
+		t.Fatalf("pairs %d/%d, messages %d/%d", len(one.pairs), len(mixed.pairs), one.n, mixed.n)
+	}
+	for k := range one.pairs {
+		p, q := one.pairs[k], mixed.pairs[k]
+		for d := 0; d < 2; d++ {
+			if len(p.dir[d]) != len(q.dir[d]) {
+				t.Fatalf("pair %d dir %d: %d vs %d samples", k, d, len(p.dir[d]), len(q.dir[d]))
+			}
+			for i := range p.dir[d] {
+				if p.dir[d][i] != q.dir[d][i] {
+					t.Fatalf("pair %d dir %d sample %d: %+v vs %+v", k, d, i, p.dir[d][i], q.dir[d][i])
+				}
+			}
+		}
+	}
+}

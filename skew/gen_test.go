@@ -2,6 +2,7 @@ package skew
 
 import (
 	"math"
+	"os"
 	"testing"
 
 	"wap5/trace"
@@ -92,5 +93,42 @@ func TestGen(t *testing.T) {
 				t.Log(w)
 			}
 		})
+	}
+}
+
+// TestGenCoDeeN checks accuracy on the CoDeeN-sized trace (115 proxies, 4.7M
+// messages, an hour, drifts to ±50 ppm, wide-area delays of 6–120 ms). It
+// takes ~10 s to generate, so it runs only with WAP5_LONG=1.
+func TestGenCoDeeN(t *testing.T) {
+	if os.Getenv("WAP5_LONG") == "" {
+		t.Skip("set WAP5_LONG=1 to run (generates a 4.7M-message trace)")
+	}
+	tr, clocks, start := genTrace(t, "../testdata/gen/codeen.gen", nil)
+	res, err := Estimate(tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := tr.NodeName(res.Reference)
+	cr := NewCorrector(res.Corrections())
+	worst, worstNode, n := 0.0, "", 0
+	for _, ne := range res.Nodes {
+		if ne.Status != Corrected {
+			continue
+		}
+		n++
+		w := genWorst(cr, tr, clocks, start, 3600e9, ref, ne.Name)
+		if w > worst {
+			worst, worstNode = w, ne.Name
+		}
+		if w > 1e6 {
+			t.Errorf("%s: worst error %.6f s > 1 ms", ne.Name, w/1e9)
+		}
+		if w > float64(ne.Error) {
+			t.Errorf("%s: worst error %.6f s above the bound %.6f s", ne.Name, w/1e9, float64(ne.Error)/1e9)
+		}
+	}
+	t.Logf("%d nodes corrected; worst error %.6f s (%s); %d warnings", n, worst/1e9, worstNode, len(res.Warnings))
+	if n != 114 {
+		t.Errorf("%d nodes corrected, want 114", n)
 	}
 }

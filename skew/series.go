@@ -76,12 +76,18 @@ func (acc *Accumulator) Add(m *trace.Message) {
 }
 
 func (acc *Accumulator) pair(a, b trace.NodeID, x int64) *series {
+	return acc.pairs[acc.pairIndex(a, b, x)]
+}
+
+// pairIndex returns the index of pair (a, b), a < b, adding it (with its
+// time base x) if new.
+func (acc *Accumulator) pairIndex(a, b trace.NodeID, x int64) int32 {
 	if int(b) < acc.denseN {
 		k := int(a)*acc.denseN + int(b)
 		if acc.dense[k] == 0 {
 			acc.dense[k] = acc.newPair(a, b, x)
 		}
-		return acc.pairs[acc.dense[k]-1]
+		return acc.dense[k] - 1
 	}
 	k := uint64(a)<<32 | uint64(uint32(b))
 	i, ok := acc.sparse[k]
@@ -89,10 +95,74 @@ func (acc *Accumulator) pair(a, b trace.NodeID, x int64) *series {
 		i = acc.newPair(a, b, x)
 		acc.sparse[k] = i
 	}
-	return acc.pairs[i-1]
+	return i - 1
 }
 
 func (acc *Accumulator) newPair(a, b trace.NodeID, x int64) int32 {
 	acc.pairs = append(acc.pairs, &series{a: a, b: b, base: x})
 	return int32(len(acc.pairs))
+}
+
+// AddAll adds many messages at once, like Add for each, with a counting
+// pass first so that every series is allocated once from one block instead
+// of growing.
+func (acc *Accumulator) AddAll(msgs []trace.Message) {
+	idx := make([]int32, len(msgs)) // pair index·2 + direction, or −1
+	var count []int32
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Send != trace.Unknown {
+			acc.seen(m.Src, m.Send)
+		}
+		if m.Recv != trace.Unknown {
+			acc.seen(m.Dst, m.Recv)
+		}
+		idx[i] = -1
+		if m.Send == trace.Unknown || m.Recv == trace.Unknown || m.Src == m.Dst || m.Src < 0 || m.Dst < 0 {
+			continue
+		}
+		a, b, dir, x := m.Src, m.Dst, int32(0), m.Send
+		if b < a {
+			a, b, dir, x = b, a, 1, m.Recv
+		}
+		k := acc.pairIndex(a, b, x)
+		for int(2*k+1) >= len(count) {
+			count = append(count, 0, 0)
+		}
+		idx[i] = 2*k + dir
+		count[idx[i]]++
+	}
+	total := 0
+	for _, c := range count {
+		total += int(c)
+	}
+	block := make([]point, total)
+	off := 0
+	for k := 0; 2*k < len(count); k++ {
+		s := acc.pairs[k]
+		for d := 0; d < 2; d++ {
+			c := int(count[2*k+d])
+			switch {
+			case c == 0:
+			case len(s.dir[d]) > 0: // Add was used before: grow once
+				s.dir[d] = append(make([]point, 0, len(s.dir[d])+c), s.dir[d]...)
+			default:
+				s.dir[d] = block[off : off : off+c]
+				off += c
+			}
+		}
+	}
+	for i, k := range idx {
+		if k < 0 {
+			continue
+		}
+		m := &msgs[i]
+		s := acc.pairs[k/2]
+		x := m.Send
+		if k%2 == 1 {
+			x = m.Recv
+		}
+		s.dir[k%2] = append(s.dir[k%2], point{x: float64(x - s.base), d: float64(m.Recv - m.Send)})
+	}
+	acc.n += total
 }
