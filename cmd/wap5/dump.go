@@ -1,5 +1,3 @@
-//go:build wap5reader
-
 package main
 
 import (
@@ -168,6 +166,7 @@ func fdOp(op libsockcap.Op) bool {
 
 // hasFd2 reports whether Fd2 means something for op.
 func hasFd2(op libsockcap.Op) bool {
+	// The reader sets Fd2 to -1 when the record has none.
 	return op == libsockcap.OpDup || op == libsockcap.OpAccept || op == libsockcap.OpSocketpair
 }
 
@@ -224,7 +223,7 @@ func appendEventJSON(b []byte, ev *libsockcap.Event, p *libsockcap.Process) []by
 		b = append(b, `,"dur_ns":`...)
 		b = strconv.AppendInt(b, ev.Dur, 10)
 	}
-	if hasFd2(ev.Op) {
+	if hasFd2(ev.Op) && ev.Fd2 >= 0 {
 		b = append(b, `,"fd2":`...)
 		b = strconv.AppendInt(b, int64(ev.Fd2), 10)
 	}
@@ -322,7 +321,7 @@ func appendEventRow(b []byte, ev *libsockcap.Event) []byte {
 		ret = "-"
 		more = append(more, fmt.Sprintf("lost=%d", ev.Bytes))
 	}
-	if hasFd2(ev.Op) {
+	if hasFd2(ev.Op) && ev.Fd2 >= 0 {
 		more = append(more, fmt.Sprintf("fd2=%d", ev.Fd2))
 	}
 	if ev.Dur != 0 {

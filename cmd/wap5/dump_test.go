@@ -1,5 +1,3 @@
-//go:build wap5reader
-
 package main
 
 import (

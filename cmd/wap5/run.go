@@ -1,5 +1,3 @@
-//go:build wap5reader
-
 package main
 
 import (
@@ -11,7 +9,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -88,11 +85,11 @@ func runAction(c *cli.Context) error {
 		}
 	}
 
-	code, seen, err := runTraced(c, target.Path, argv, env)
+	code, root, seen, err := runTraced(c, target.Path, argv, env)
 	if err != nil {
 		return err
 	}
-	if err := finishRun(stderr, dir, before, seen); err != nil {
+	if err := finishRun(stderr, dir, before, root, seen); err != nil {
 		fmt.Fprintf(stderr, "wap5: %v\n", err)
 		if code == 0 {
 			code = 1
@@ -169,9 +166,12 @@ func lookupEnv(env []string, key string) string {
 
 // runTraced starts the command, forwards signals to it, samples its process
 // tree, and returns its exit status (128+N when killed by signal N).
-func runTraced(c *cli.Context, path string, argv, env []string) (int, []preflight.Seen, error) {
+func runTraced(c *cli.Context, path string, argv, env []string) (code, pid int, seen []preflight.Seen, err error) {
 	cmd := &exec.Cmd{Path: path, Args: argv, Env: env,
-		Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter}
+		Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
+		// A daemon that keeps our stdout (when it is a pipe we copy from)
+		// must not keep us waiting after the command exits.
+		WaitDelay: time.Second}
 	// The command gets its own process group so that a signal sent to
 	// ours reaches it once (forwarded), not twice. On a terminal, its group
 	// becomes the foreground one, so ^C goes straight to it.
@@ -191,8 +191,9 @@ func runTraced(c *cli.Context, path string, argv, env []string) (int, []prefligh
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
+	pid = cmd.Process.Pid
 	watch := preflight.Watch(cmd.Process.Pid, watchInterval)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -206,14 +207,14 @@ loop:
 			break loop
 		}
 	}
-	seen := watch.Stop()
+	seen = watch.Stop()
 	if cmd.ProcessState == nil {
-		return 0, seen, waitErr
+		return 0, pid, seen, waitErr
 	}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal()), seen, nil
+		return 128 + int(ws.Signal()), pid, seen, nil
 	}
-	return cmd.ProcessState.ExitCode(), seen, nil
+	return cmd.ProcessState.ExitCode(), pid, seen, nil
 }
 
 // foregroundTTY returns the fd of r when it is the terminal whose foreground
@@ -260,21 +261,34 @@ type logStats struct {
 	hasLog                               map[int32]bool
 }
 
+// runLog is one log file read after the run.
+type runLog struct {
+	path                     string
+	proc                     libsockcap.Process
+	events, sockets, dropped int64
+}
+
 // finishRun seals this run's logs, prints the summary line, and warns about
 // processes whose sockets the logs do not show.
-func finishRun(stderr io.Writer, dir string, before map[string]bool, seen []preflight.Seen) error {
+func finishRun(stderr io.Writer, dir string, before map[string]bool, root int, seen []preflight.Seen) error {
 	all, err := libsockcap.FindLogs(dir)
 	if err != nil {
 		return err
 	}
-	var logs []string
-	for _, l := range all {
-		if !before[l] {
-			logs = append(logs, l)
+	var fresh []*runLog
+	for _, path := range all {
+		if before[path] {
+			continue
+		}
+		l, warnings := readRunLog(path)
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "wap5: warning: %s\n", w)
+		}
+		if l != nil {
+			fresh = append(fresh, l)
 		}
 	}
-	sort.Strings(logs)
-	st, warnings := sealLogs(logs)
+	st, warnings := sealLogs(ownLogs(fresh, root, seen))
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "wap5: warning: %s\n", w)
 	}
@@ -290,52 +304,92 @@ func finishRun(stderr io.Writer, dir string, before map[string]bool, seen []pref
 	return nil
 }
 
-// sealLogs counts the events of each log, then seals it unless the process
-// that writes it is still running.
-func sealLogs(logs []string) (logStats, []string) {
-	st := logStats{socketEvents: map[int32]int64{}, hasLog: map[int32]bool{}}
-	var warnings []string
-	host, _ := os.Hostname()
-	pids := map[string]bool{}
-	for _, path := range logs {
-		sc, err := libsockcap.Open(path)
-		if err != nil {
-			warnings = append(warnings, err.Error())
-			continue
+// readRunLog counts one log's events; damage comes back as warnings.
+func readRunLog(path string) (*runLog, []string) {
+	sc, err := libsockcap.Open(path)
+	if err != nil {
+		return nil, []string{err.Error()}
+	}
+	defer sc.Close()
+	l := &runLog{path: path, proc: *sc.Process()}
+	for sc.Scan() {
+		switch ev := sc.Event(); ev.Op {
+		case libsockcap.OpGap:
+			l.dropped += ev.Bytes
+		case libsockcap.OpFork, libsockcap.OpExec, libsockcap.OpExit:
+			l.events++
+		default:
+			l.events++
+			l.sockets++
 		}
-		p := sc.Process()
-		for sc.Scan() {
-			ev := sc.Event()
-			st.events++
-			switch ev.Op {
-			case libsockcap.OpGap:
-				st.events--
-				st.dropped += ev.Bytes
-			case libsockcap.OpFork, libsockcap.OpExec, libsockcap.OpExit:
-			default:
-				st.socketEvents[p.Pid]++
+	}
+	var warnings []string
+	for _, w := range sc.Warnings() {
+		warnings = append(warnings, w.Error())
+	}
+	if err := sc.Err(); err != nil {
+		warnings = append(warnings, err.Error())
+	}
+	return l, warnings
+}
+
+// ownLogs keeps the logs written by the traced command's process tree: the
+// root, every process /proc showed in the tree, and, transitively, every
+// process whose parent (recorded at its start) is one of those. Other runs
+// may write into the same directory at the same time.
+func ownLogs(logs []*runLog, root int, seen []preflight.Seen) []*runLog {
+	host, _ := os.Hostname()
+	ours := map[int32]bool{int32(root): true}
+	for _, s := range seen {
+		ours[int32(s.Pid)] = true
+	}
+	keep := make([]bool, len(logs))
+	for changed := true; changed; {
+		changed = false
+		for i, l := range logs {
+			if keep[i] || (l.proc.Host != host && host != "") {
+				continue
+			}
+			if ours[l.proc.Pid] || ours[l.proc.Ppid] {
+				keep[i], changed = true, true
+				ours[l.proc.Pid] = true
 			}
 		}
-		if err := sc.Err(); err != nil {
-			warnings = append(warnings, err.Error())
+	}
+	var out []*runLog
+	for i, l := range logs {
+		if keep[i] {
+			out = append(out, l)
 		}
-		for _, w := range sc.Warnings() {
-			warnings = append(warnings, w.Error())
-		}
-		sc.Close()
-		pids[fmt.Sprintf("%s/%d", p.Host, p.Pid)] = true
-		if p.Host == host || host == "" {
-			st.hasLog[p.Pid] = true
-		}
-		if stillWriting(p.Pid) {
-			st.unsealed = append(st.unsealed, path)
-			st.logBytes += fileSize(path)
+	}
+	return out
+}
+
+// sealLogs seals each log unless the process that writes it is still
+// running, and totals them.
+func sealLogs(logs []*runLog) (logStats, []string) {
+	st := logStats{socketEvents: map[int32]int64{}, hasLog: map[int32]bool{}}
+	var warnings []string
+	pids := map[int32]bool{}
+	for _, l := range logs {
+		st.events += l.events
+		st.dropped += l.dropped
+		st.socketEvents[l.proc.Pid] += l.sockets
+		st.hasLog[l.proc.Pid] = true
+		pids[l.proc.Pid] = true
+		if l.proc.Sealed {
+			st.logBytes += fileSize(l.path)
 			continue
 		}
-		sealed, err := libsockcap.Seal(path)
+		if stillWriting(l.proc.Pid) {
+			st.unsealed = append(st.unsealed, l.path)
+			st.logBytes += fileSize(l.path)
+			continue
+		}
+		sealed, err := libsockcap.Seal(l.path)
 		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("sealing %s: %v", path, err))
-			sealed = path
+			warnings = append(warnings, fmt.Sprintf("sealing %s: %v", l.path, err))
+			sealed = l.path
 		}
 		st.logBytes += fileSize(sealed)
 	}
