@@ -54,7 +54,7 @@ func build(t *testing.T) fixtures {
 func elf32Header() []byte {
 	b := make([]byte, 52)
 	copy(b, "\x7fELF")
-	b[4], b[5], b[6] = 1, 1, 1 // ELFCLASS32, little endian, version 1
+	b[4], b[5], b[6] = 1, 1, 1                // ELFCLASS32, little endian, version 1
 	binary.LittleEndian.PutUint16(b[16:], 3)  // ET_DYN
 	binary.LittleEndian.PutUint16(b[18:], 3)  // EM_386
 	binary.LittleEndian.PutUint32(b[20:], 1)  // EV_CURRENT

@@ -34,9 +34,9 @@ type Watcher struct {
 
 type watched struct {
 	Seen
-	start   string // starttime from /proc/PID/stat, to notice pid reuse
-	inodes  map[string]bool
-	orphan  bool // reparented to us (a subreaper): we must reap it
+	start  string // starttime from /proc/PID/stat, to notice pid reuse
+	inodes map[string]bool
+	orphan bool // reparented to us (a subreaper): we must reap it
 }
 
 // Watch starts sampling root and its descendants every interval until Stop.
