@@ -8,8 +8,11 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 
 	"wap5/libsockcap"
 )
@@ -227,5 +230,85 @@ func BenchmarkDumpTable(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		buf = appendEventRow(buf[:0], &src.events[i%len(src.events)])
+	}
+}
+
+// small.sclog.zst is a real log: python3 under libsockcap.so making a TCP
+// connection to itself, a UDP datagram to itself and a socketpair.
+const smallLog = "testdata/dump/small.sclog.zst"
+
+func TestDumpLogFile(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"small-table", nil},
+		{"small-json", []string{"--json"}},
+		{"small-summary", []string{"--summary"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "", append(append([]string{"dump"}, tc.flags...), smallLog)...)
+			if code != 0 || stderr != "" {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			checkGolden(t, tc.name+".golden", []byte(stdout))
+		})
+	}
+	// A directory argument finds the same log.
+	_, fromFile, _ := runCLI(t, "", "dump", "--json", smallLog)
+	_, fromDir, _ := runCLI(t, "", "dump", "--json", "testdata/dump")
+	if fromFile != fromDir {
+		t.Errorf("dump of the directory differs from dump of the file")
+	}
+}
+
+// TestDumpDamage corrupts records in the middle of the log: dump prints what
+// it can read, warns with file and offset, and exits 0; a file that is not a
+// log at all is an error.
+func TestDumpDamage(t *testing.T) {
+	sealed, err := os.ReadFile(smallLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := dec.DecodeAll(sealed, nil)
+	dec.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Index(raw, []byte("SCCK"))
+	if chunk < 0 {
+		t.Fatal("no chunk in the log")
+	}
+	// Into the records of the first chunk, past its first few events.
+	for i := chunk + 32 + 60; i < chunk+32+72; i++ {
+		raw[i] = 0xff
+	}
+	dir := t.TempDir()
+	damaged := filepath.Join(dir, "damaged.sclog")
+	junk := filepath.Join(dir, "junk.sclog")
+	os.WriteFile(damaged, raw, 0o644)
+	os.WriteFile(junk, []byte("this is not a log\n"), 0o644)
+
+	code, stdout, stderr := runCLI(t, "", "dump", "--json", damaged)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if !regexp.MustCompile(`^wap5: warning: ` + regexp.QuoteMeta(damaged) + `: offset \d+: `).MatchString(stderr) {
+		t.Errorf("stderr %q lacks a warning with file and offset", stderr)
+	}
+	if n := strings.Count(stdout, "\n"); n == 0 {
+		t.Errorf("nothing printed before or after the damage")
+	}
+	code, _, stderr = runCLI(t, "", "dump", junk)
+	if code != 1 || !strings.Contains(stderr, junk) {
+		t.Errorf("junk file: exit %d stderr %q, want 1 and the file name", code, stderr)
+	}
+	code, stdout, _ = runCLI(t, "", "dump", junk, smallLog)
+	if code != 0 || stdout == "" {
+		t.Errorf("junk plus a good log: exit %d, want 0 with the good log printed", code)
 	}
 }
