@@ -2,6 +2,7 @@ package linking
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"testing"
 	"time"
@@ -34,6 +35,9 @@ func truthParents(t *trace.Trace) []int32 {
 func TestDebugJoint(t *testing.T) {
 	tr := simulate(simConfig{clients: 10, perClient: 200, think: gauss{ms(5), ms(5.0 / 3)}, net: gauss{ms(0.3), ms(0.05)},
 		tracelets: multiTier(10, false), seed: 1, clientName: "CLIENT"})
+	if p := os.Getenv("WAP5_DEBUG_TRACE"); p != "" {
+		tr, _ = trace.ReadFile(p)
+	}
 	tr.Sort()
 	o := Options{Window: 100 * time.Millisecond}.Defaults()
 	l := newLinker(tr, o, nil)
@@ -58,10 +62,11 @@ func TestDebugJoint(t *testing.T) {
 	j.span = make([]int32, n)
 	j.kids = make([]uint8, n)
 	j.callSpan = make([]int32, n)
+	j.initCaches()
 	j.countPriors()
 	tp := truthParents(tr)
 	for it := 0; it < 4; it++ {
-		j.pass(rev)
+		j.pass(rev, it >= 2, it == 3)
 		j.refit()
 		bad := map[string]int{}
 		for i := range tr.Messages {
@@ -91,6 +96,9 @@ func TestDebugJoint(t *testing.T) {
 func TestDebugCost(t *testing.T) {
 	tr := simulate(simConfig{clients: 10, perClient: 200, think: gauss{ms(5), ms(5.0 / 3)}, net: gauss{ms(0.3), ms(0.05)},
 		tracelets: multiTier(10, false), seed: 1, clientName: "CLIENT"})
+	if p := os.Getenv("WAP5_DEBUG_TRACE"); p != "" {
+		tr, _ = trace.ReadFile(p)
+	}
 	tr.Sort()
 	o := Options{Window: 100 * time.Millisecond}.Defaults()
 	l := newLinker(tr, o, nil)
@@ -109,12 +117,24 @@ func TestDebugCost(t *testing.T) {
 	j.span = make([]int32, n)
 	j.kids = make([]uint8, n)
 	j.callSpan = make([]int32, n)
+	j.initCaches()
 	j.countPriors()
 	for it := 0; it < 4; it++ {
-		j.pass(rev)
-		j.refit()
+		j.pass(rev, it >= 2, it == 3)
+		if it < 3 {
+			j.refit()
+		}
 	}
-	for _, name := range []string{"WS1", "AP1"} {
+	for k, c := range j.mod.class {
+		if tr.NodeName(k.node) == "AUTH" || tr.NodeName(k.node) == "WS1" {
+			cm := moments{}
+			for _, x := range c.certain {
+				cm.add(float64(x))
+			}
+			t.Logf("class %s>%s>%s reply=%v certain=%d (mean %.1fms) model k=%.1f mean=%.2fms", tr.NodeName(k.trig), tr.NodeName(k.node), tr.NodeName(k.act), k.reply, len(c.certain), cm.mean()*1000, c.d.k, c.d.mean()*1000)
+		}
+	}
+	for _, name := range []string{"WS1", "AP1", "AUTH"} {
 		b, _ := tr.LookupNode(name)
 		var ours, truth float64
 		wrong := 0
@@ -159,4 +179,52 @@ func TestDebugShow(t *testing.T) {
 			t.Logf("%4d %s>%s send %.2f recv %.2f truth %d", i, tr.NodeName(m.Src), tr.NodeName(m.Dst), float64(m.Send%1e10)/1e6, float64(m.Recv%1e10)/1e6, m.Truth)
 		}
 	}
+}
+
+func TestDebugAdmissible(t *testing.T) {
+	tr, _ := trace.ReadFile(os.Getenv("WAP5_DEBUG_TRACE"))
+	tr.Sort()
+	o := Options{}.Defaults()
+	l := newLinker(tr, o, nil)
+	rev := l.reverseEdges()
+	r := l.pairRPCs()
+	l.step1(rev)
+	j := &joint{linker: l, r: r}
+	j.base = make([]dist, len(l.d))
+	for e, d := range l.d {
+		j.base[e] = newDist(1, d)
+	}
+	j.mod = newModels()
+	n := len(l.msgs)
+	j.parent = make([]int32, n)
+	j.prob = make([]float32, n)
+	j.span = make([]int32, n)
+	j.kids = make([]uint8, n)
+	j.callSpan = make([]int32, n)
+	j.initCaches()
+	j.countPriors()
+	b, _ := tr.LookupNode("AUTH")
+	ns := nodeSpans{sidx: j.spanIdx}
+	for _, c := range j.insOf(b) {
+		if r.role[c] == roleRequest {
+			p := r.peer[c]
+			ns.sidx[c] = int32(len(ns.req))
+			ns.req = append(ns.req, c)
+			ns.longest = max(ns.longest, j.msgs[p].Send-j.msgs[c].Recv)
+		}
+	}
+	found, total, cands := 0, 0, 0
+	for _, k := range j.outsOf(b) {
+		if r.role[k] != roleRequest {
+			continue
+		}
+		total++
+		j.admissibleAll(b, &ns, k, j.insOf(b), func(s int32) {
+			cands++
+			if tr.Messages[ns.req[s]].Truth == tr.Messages[k].Truth {
+				found++
+			}
+		})
+	}
+	t.Logf("AUTH calls %d, truth span admissible %d, mean candidates %.2f, longest %v", total, found, float64(cands)/float64(total), ns.longest)
 }

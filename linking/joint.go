@@ -36,6 +36,9 @@ type classModel struct {
 	fit     bool // d was fitted from chosen links
 	mom     moments
 	samples []float32 // delays of the chosen links, seconds
+	// certain are the delays of links that had no alternative (one
+	// admissible parent): the unbiased start of the iteration.
+	certain []float32
 }
 
 type fanModel struct {
@@ -69,6 +72,18 @@ type joint struct {
 
 	candI []int32
 	candC []float64
+
+	// Fast paths to the models, by edge id.
+	classByTrig [][]classEntry
+	fanByEdge   []*fanModel
+	countByEdge []*countModel
+	spanIdx     []int32 // request → its span at the node being repaired, or −1
+}
+
+type classEntry struct {
+	act   int32 // edge id of the caused message
+	reply bool
+	c     *classModel
 }
 
 // runJoint is J1–J5.
@@ -93,14 +108,17 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	j.span = make([]int32, n)
 	j.kids = make([]uint8, n)
 	j.callSpan = make([]int32, n)
+	j.initCaches()
 	j.countPriors()
 	prev := make([]int32, n)
 	fit := Fit{}
 	iters := 0
-	// J3–J4.
-	for iters < l.o.MaxIterations {
+	// J3–J4: sweeps alone until the choices settle, then two passes with
+	// the joint repair (the last one also scores every call).
+	greedy := max(1, l.o.MaxIterations-2)
+	step := func(repair, probs bool) {
 		copy(prev, j.parent)
-		j.pass(rev)
+		j.pass(rev, repair, probs)
 		iters++
 		changed := 0
 		for i := range prev {
@@ -110,11 +128,16 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		}
 		fit.Change = float64(changed) / math.Max(1, float64(n))
 		j.refit()
+	}
+	for iters < greedy {
+		step(false, false)
 		if iters > 1 && fit.Change < 1e-3 {
-			fit.Settled = true
 			break
 		}
 	}
+	step(true, false)
+	step(true, true)
+	fit.Settled = fit.Change < 1e-3
 	fit = j.compare(fit)
 	// J5.
 	return j.instances(), fit, iters
@@ -138,9 +161,16 @@ func (j *joint) closes(sp int32) int64 {
 }
 
 func (j *joint) classOf(trig, act int32) *classModel {
+	te, ae, reply := j.edge[trig], j.edge[act], j.r.role[act] == roleReply
+	for _, e := range j.classByTrig[te] {
+		if e.act == ae && e.reply == reply {
+			return e.c
+		}
+	}
 	m, a := &j.msgs[trig], &j.msgs[act]
-	k := classKey{trig: m.Src, node: a.Src, act: a.Dst, reply: j.r.role[act] == roleReply}
+	k := classKey{trig: m.Src, node: a.Src, act: a.Dst, reply: reply}
 	c := j.mod.class[k]
+	defer func() { j.classByTrig[te] = append(j.classByTrig[te], classEntry{ae, reply, c}) }()
 	if c == nil {
 		c = &classModel{d: j.base[j.edge[act]]}
 		j.mod.class[k] = c
@@ -149,14 +179,23 @@ func (j *joint) classOf(trig, act int32) *classModel {
 }
 
 func (j *joint) fanOf(trig int32) *fanModel {
+	ret := j.r.role[trig] == roleReply
+	slot := 2 * j.edge[trig]
+	if ret {
+		slot++
+	}
+	if f := j.fanByEdge[slot]; f != nil {
+		return f
+	}
 	m := &j.msgs[trig]
-	k := fanKey{trig: m.Src, node: m.Dst, ret: j.r.role[trig] == roleReply}
+	k := fanKey{trig: m.Src, node: m.Dst, ret: ret}
 	f := j.mod.fan[k]
 	if f == nil {
 		f = &fanModel{}
 		*f = defaultFan
 		j.mod.fan[k] = f
 	}
+	j.fanByEdge[slot] = f
 	return f
 }
 
@@ -176,15 +215,14 @@ func (j *joint) logf(trig, act int32, dt float64) float64 {
 	c := j.classOf(trig, act)
 	lp := c.d.logpdf(dt)
 	if c.fit {
-		b := j.base[j.edge[act]].logpdf(dt)
-		hi := math.Max(lp, b)
-		lp = hi + math.Log(0.9*math.Exp(lp-hi)+0.1*math.Exp(b-hi))
+		// The mixture 0.9·class + 0.1·base, by its larger term.
+		lp = math.Max(lp+math.Log(0.9), j.base[j.edge[act]].logpdf(dt)+math.Log(0.1))
 	}
 	return lp
 }
 
 // pass is J3: at every node, every send gets one parent, in time order.
-func (j *joint) pass(rev []int32) {
+func (j *joint) pass(rev []int32, repair, probs bool) {
 	for i := range j.parent {
 		j.parent[i] = -1
 		j.prob[i] = 0
@@ -194,12 +232,15 @@ func (j *joint) pass(rev []int32) {
 	for c := range j.mod.class {
 		j.mod.class[c].mom = moments{}
 		j.mod.class[c].samples = j.mod.class[c].samples[:0]
+		j.mod.class[c].certain = j.mod.class[c].certain[:0]
 	}
 	for b := range j.t.Nodes {
 		j.sweep(trace.NodeID(b))
 	}
-	for b := range j.t.Nodes {
-		j.repair(trace.NodeID(b))
+	if repair {
+		for b := range j.t.Nodes {
+			j.repair(trace.NodeID(b), probs)
+		}
 	}
 	// Messages from untraced senders: the paired request, else the most
 	// likely message the other way (A→B→A causality, §5.1).
@@ -316,6 +357,10 @@ func (j *joint) sweep(b trace.NodeID) {
 			j.parent[o] = best
 			j.kids[best] = min(j.kids[best]+1, 255)
 			sp = j.span[best]
+			if len(j.candI) == 1 && !isReply {
+				c := j.classOf(best, o)
+				c.certain = append(c.certain, float32(float64(s-j.msgs[best].Recv)/1e9))
+			}
 		}
 		j.callSpan[o] = sp
 		if ret >= 0 && j.msgs[ret].Dst == b {
@@ -342,12 +387,32 @@ func (j *joint) refit() {
 		}
 	}
 	j.refitCounts()
-	for _, c := range j.mod.class {
-		if len(c.samples) >= 3 {
+	// Certain delays pooled over the senders of the trigger, for classes
+	// with too few of their own.
+	type poolKey struct {
+		node, act trace.NodeID
+		reply     bool
+	}
+	pool := map[poolKey][]float32{}
+	for k, c := range j.mod.class {
+		pk := poolKey{k.node, k.act, k.reply}
+		pool[pk] = append(pool[pk], c.certain...)
+	}
+	for k, c := range j.mod.class {
+		pc := pool[poolKey{k.node, k.act, k.reply}]
+		switch {
+		case len(c.certain) >= 30:
+			c.d = robustFit(c.certain, j.o.DelayModel)
+			c.fit = true
+		case len(pc) >= 30:
+			c.d = robustFit(pc, j.o.DelayModel)
+			c.fit = true
+		case len(c.samples) >= 3:
 			c.d = robustFit(c.samples, j.o.DelayModel)
 			c.fit = true
 		}
 		c.samples = c.samples[:0]
+		c.certain = c.certain[:0]
 	}
 	for _, f := range j.mod.fan {
 		f.hist = [4]float64{}
@@ -428,4 +493,15 @@ func (j *joint) instances() *instances {
 		in.add(msgs, par, prob)
 	}
 	return in
+}
+
+func (j *joint) initCaches() {
+	ne := len(j.edgeSrc)
+	j.classByTrig = make([][]classEntry, ne)
+	j.fanByEdge = make([]*fanModel, 2*ne)
+	j.countByEdge = make([]*countModel, ne)
+	j.spanIdx = make([]int32, len(j.msgs))
+	for i := range j.spanIdx {
+		j.spanIdx[i] = -1
+	}
 }

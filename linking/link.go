@@ -45,6 +45,8 @@ type Options struct {
 	TryBothBand float64
 	// MinProb drops instances less likely than this (default 1e-3).
 	MinProb float64
+	// IgnoreKinds pairs RPCs by connection only, ignoring kind=/call=.
+	IgnoreKinds bool
 	// AggregateClients names client nodes CLIENT (WAP5 §2.5).
 	AggregateClients bool
 	// FixedPortPeers is how many distinct peer endpoints make a port fixed

@@ -37,7 +37,7 @@ func (l *linker) pairRPCs() *rpcs {
 	calls := map[callKey]int32{}
 	for i := range l.msgs {
 		m := &l.msgs[i]
-		if m.Kind == trace.KindCall && m.Call != trace.NoRef {
+		if m.Kind == trace.KindCall && m.Call != trace.NoRef && !l.o.IgnoreKinds {
 			calls[callKey{m.Call, min(m.Src, m.Dst), max(m.Src, m.Dst)}] = int32(i)
 		}
 	}

@@ -26,6 +26,14 @@ func (c *countModel) set(p [4]float64) {
 	}
 }
 
+func (ns *nodeSpans) at(c int32) (int32, bool) {
+	if c < 0 {
+		return -1, false
+	}
+	s := ns.sidx[c]
+	return s, s >= 0
+}
+
 type countKey struct{ node, dst trace.NodeID }
 
 type repairScratch struct {
@@ -37,8 +45,9 @@ type repairScratch struct {
 
 // nodeSpans are the request spans of one node during repair.
 type nodeSpans struct {
-	req     []int32         // the request opening each span
-	idx     map[int32]int32 // request → span
+	req     []int32 // the request opening each span
+	sidx    []int32 // request message → span, or −1 (shared, reset after)
+	longest int64   // the longest span, ns
 	members [][]int32       // calls of each span, by send time
 	cost    []float64
 }
@@ -50,16 +59,22 @@ type nodeSpans struct {
 // every received message, and the span's signature — then give every send of
 // a span its parent (the latest message the span received before it) and a
 // probability (its span against every other admissible span).
-func (j *joint) repair(b trace.NodeID) {
-	ns := nodeSpans{idx: map[int32]int32{}}
+func (j *joint) repair(b trace.NodeID, probs bool) {
+	ns := nodeSpans{sidx: j.spanIdx}
+	defer func() {
+		for _, c := range ns.req {
+			j.spanIdx[c] = -1
+		}
+	}()
 	ins := j.insOf(b)
 	for _, c := range ins {
 		if j.r.role[c] != roleRequest {
 			continue
 		}
 		if p := j.r.peer[c]; j.msgs[p].Src == b && j.msgs[p].Send != trace.Unknown && j.msgs[p].Send >= j.msgs[c].Recv {
-			ns.idx[c] = int32(len(ns.req))
+			ns.sidx[c] = int32(len(ns.req))
 			ns.req = append(ns.req, c)
+			ns.longest = max(ns.longest, j.msgs[p].Send-j.msgs[c].Recv)
 		}
 	}
 	if len(ns.req) == 0 {
@@ -71,9 +86,9 @@ func (j *joint) repair(b trace.NodeID) {
 		if j.r.role[o] != roleRequest {
 			continue
 		}
-		if s, ok := ns.idx[j.callSpan[o]]; ok {
+		calls = append(calls, o)
+		if s, ok := ns.at(j.callSpan[o]); ok {
 			ns.members[s] = append(ns.members[s], o)
-			calls = append(calls, o)
 		}
 	}
 	ns.cost = make([]float64, len(ns.req))
@@ -84,7 +99,7 @@ func (j *joint) repair(b trace.NodeID) {
 		for round := 0; round < 2; round++ {
 			j.assignByDest(b, &ns, calls, ins)
 		}
-		for pass := 0; pass < 4; pass++ {
+		for pass := 0; pass < 2; pass++ {
 			if !j.improve(b, &ns, calls, ins) {
 				break
 			}
@@ -93,8 +108,10 @@ func (j *joint) repair(b trace.NodeID) {
 	for s, c := range ns.req {
 		j.assignSpan(b, c, ns.members[s])
 	}
-	for _, k := range calls {
-		j.prob[k] = float32(j.callProb(b, &ns, k, ins))
+	if probs {
+		for _, k := range calls {
+			j.prob[k] = float32(j.callProb(b, &ns, k, ins))
+		}
 	}
 }
 
@@ -102,23 +119,12 @@ func (j *joint) repair(b trace.NodeID) {
 // request arrived within the window before call k was sent and that stay
 // open until its return arrives, latest first, at most 16.
 func (j *joint) admissibleSpans(b trace.NodeID, ns *nodeSpans, k int32, ins []int32, f func(s int32)) {
-	m := &j.msgs[k]
-	need := j.need(b, k)
-	p := lastAtOrBefore(ins, m.Send, func(i int32) int64 { return j.msgs[i].Recv })
-	own := ns.idx[j.callSpan[k]]
-	n := 0
-	for ; p >= 0 && n < 16; p-- {
-		c := ins[p]
-		if m.Send-j.msgs[c].Recv > j.x {
-			return
+	own, _ := ns.at(j.callSpan[k])
+	j.admissibleAll(b, ns, k, ins, func(s int32) {
+		if s != own {
+			f(s)
 		}
-		s, ok := ns.idx[c]
-		if !ok || s == own || j.msgs[j.r.peer[c]].Send < need {
-			continue
-		}
-		n++
-		f(s)
-	}
+	})
 }
 
 // need is when call k's span must still be open: its return's arrival.
@@ -153,7 +159,7 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 	changed := false
 	var ma, mb []int32
 	for ci, k := range calls {
-		sa, ok := ns.idx[j.callSpan[k]]
+		sa, ok := ns.at(j.callSpan[k])
 		if !ok {
 			continue
 		}
@@ -169,12 +175,12 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 			}
 		})
 		// Swaps with the next calls to the same node.
-		for cj := ci + 1; cj < len(calls) && cj <= ci+12; cj++ {
+		for cj := ci + 1; cj < len(calls) && cj <= ci+6; cj++ {
 			k2 := calls[cj]
 			if j.msgs[k2].Dst != j.msgs[k].Dst {
 				continue
 			}
-			sb, ok := ns.idx[j.callSpan[k2]]
+			sb, ok := ns.at(j.callSpan[k2])
 			if !ok || sb == sa || !j.fits(b, ns.req[sb], k) || !j.fits(b, ns.req[sa], k2) {
 				continue
 			}
@@ -278,6 +284,10 @@ func fanCost(f *fanModel, k int) float64 {
 	return c
 }
 
+func (j *joint) countModelOf(b, d trace.NodeID) *countModel {
+	return j.mod.count[countKey{b, d}]
+}
+
 // countCost is −log of the span's call counts per destination.
 func (j *joint) countCost(b trace.NodeID, calls []int32) float64 {
 	sc := &j.scr
@@ -292,7 +302,7 @@ func (j *joint) countCost(b trace.NodeID, calls []int32) float64 {
 		for i+n < len(sc.dsts) && sc.dsts[i+n] == sc.dsts[i] {
 			n++
 		}
-		if cm := j.mod.count[countKey{b, sc.dsts[i]}]; cm != nil {
+		if cm := j.countModelOf(b, sc.dsts[i]); cm != nil {
 			cost += -cm.logp[min(n, 3)] + cm.logp[0]
 		} else {
 			cost += 7 // a destination the node never calls from a span
@@ -334,7 +344,7 @@ func (j *joint) assignSpan(b trace.NodeID, c int32, calls []int32) {
 // callProb is call k's probability of belonging to its span rather than to
 // any other admissible span, from the cost differences.
 func (j *joint) callProb(b trace.NodeID, ns *nodeSpans, k int32, ins []int32) float64 {
-	sa, ok := ns.idx[j.callSpan[k]]
+	sa, ok := ns.at(j.callSpan[k])
 	if !ok {
 		return float64(j.prob[k])
 	}
@@ -486,12 +496,12 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 		g := groups[d]
 		// Take the whole group out of the spans.
 		for _, k := range g {
-			if s, ok := ns.idx[j.callSpan[k]]; ok {
+			if s, ok := ns.at(j.callSpan[k]); ok {
 				ns.members[s] = without(nil, ns.members[s], k)
 				ns.cost[s] = math.NaN()
 			}
 		}
-		for i := 0; i < len(g); i += assignCommit {
+		for i := 0; i < len(g); {
 			blk := g[i:min(i+assignBlock, len(g))]
 			cols = cols[:0]
 			clear(colOf)
@@ -530,6 +540,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 			if i+assignBlock < len(g) {
 				keep = assignCommit
 			}
+			i += keep
 			for r := 0; r < keep; r++ {
 				k := blk[r]
 				if col[r] >= len(cols) {
@@ -550,22 +561,24 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 	}
 }
 
-// admissibleAll is admissibleSpans including the call's own span.
+// admissibleAll calls f for every span call k can belong to: its request
+// arrived before k was sent, within the window and the node's longest span,
+// and its reply is sent after k's return arrives; latest first, at most 16.
 func (j *joint) admissibleAll(b trace.NodeID, ns *nodeSpans, k int32, ins []int32, f func(s int32)) {
 	m := &j.msgs[k]
 	need := j.need(b, k)
-	p := lastAtOrBefore(ins, m.Send, func(i int32) int64 { return j.msgs[i].Recv })
+	from := m.Send - min(j.x, ns.longest)
+	p := lastAtOrBefore(ns.req, m.Send, func(i int32) int64 { return j.msgs[i].Recv })
 	n := 0
 	for ; p >= 0 && n < 16; p-- {
-		c := ins[p]
-		if m.Send-j.msgs[c].Recv > j.x {
+		c := ns.req[p]
+		if j.msgs[c].Recv < from {
 			return
 		}
-		s, ok := ns.idx[c]
-		if !ok || j.msgs[j.r.peer[c]].Send < need {
+		if j.msgs[j.r.peer[c]].Send < need {
 			continue
 		}
 		n++
-		f(s)
+		f(int32(p))
 	}
 }

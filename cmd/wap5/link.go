@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"wap5/linking"
+	"wap5/render"
+	"wap5/trace"
+)
+
+func init() {
+	register(func() *cli.Command {
+		return &cli.Command{
+			Name:      "link",
+			Usage:     "message linking (WAP5 §5): causal path patterns with node and network delays",
+			ArgsUsage: "TRACE",
+			Description: "Infers causal paths by message linking. --method joint (default) pairs RPCs and " +
+				"chooses parents jointly per node (spans, delay models learned by iteration, minimum-cost " +
+				"assignment); --method wap5 is WAP5 §5 as published (exponential delay model, try-both " +
+				"trees). --window D links in time chunks of D so that memory stays bounded by a chunk " +
+				"(text input is then read as a stream and must be in time order; no --instances).",
+			Flags: []cli.Flag{
+				&cli.BoolFlag{Name: "json", Usage: "machine-readable output (the contract's JSON)"},
+				&cli.StringFlag{Name: "instances", Usage: "write one JSON line per path instance to `FILE`"},
+				&cli.StringFlag{Name: "method", Value: linking.MethodJoint, Usage: "joint or wap5"},
+				&cli.DurationFlag{Name: "max-delay", Value: 2 * time.Second, Usage: "x: the longest causal delay considered"},
+				&cli.Float64Flag{Name: "spontaneous", Value: 4, Usage: "y: the spontaneous alternative weighs as a delay of y·d"},
+				&cli.StringFlag{Name: "delay-model", Usage: "exp, gamma (shape 2) or fit (joint: gamma fitted by moments); default exp for wap5, fit for joint"},
+				&cli.BoolFlag{Name: "iterate", Usage: "wap5: iterate steps 1–2 until λ settles"},
+				&cli.IntFlag{Name: "iterations", Usage: "at most `N` iterations (default 8 wap5, 4 joint)"},
+				&cli.IntFlag{Name: "try-both", Value: 4, Usage: "wap5: try-both budget per tree"},
+				&cli.BoolFlag{Name: "aggregate-clients", Usage: "name client nodes CLIENT (WAP5 §2.5)"},
+				&cli.BoolFlag{Name: "ignore-kinds", Usage: "ignore kind=/call= and pair RPCs by connection only"},
+				&cli.DurationFlag{Name: "window", Usage: "streaming: link in time chunks of `D`, memory bounded by a chunk"},
+				&cli.IntFlag{Name: "top", Usage: "show only the top `N` patterns (text default 20)"},
+				&cli.BoolFlag{Name: "histograms", Usage: "text: draw node-delay histograms"},
+			},
+			Action: linkAction,
+		}
+	})
+}
+
+func linkAction(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usagef("link wants one TRACE, got %d arguments", c.NArg())
+	}
+	o := linking.Options{
+		Method:           c.String("method"),
+		Window:           c.Duration("max-delay"),
+		Spontaneous:      c.Float64("spontaneous"),
+		DelayModel:       c.String("delay-model"),
+		Iterate:          c.Bool("iterate"),
+		MaxIterations:    c.Int("iterations"),
+		TryBoth:          c.Int("try-both"),
+		AggregateClients: c.Bool("aggregate-clients"),
+		IgnoreKinds:      c.Bool("ignore-kinds"),
+		Stream:           c.Duration("window"),
+	}
+	if o.Method != linking.MethodJoint && o.Method != linking.MethodWAP5 {
+		return usagef("--method %q: want joint or wap5", o.Method)
+	}
+	if m := o.DelayModel; m != "" && m != linking.DelayExp && m != linking.DelayGamma && m != linking.DelayFit {
+		return usagef("--delay-model %q: want exp, gamma or fit", m)
+	}
+	if o.Window <= 0 || o.Stream < 0 || c.Int("top") < 0 || o.TryBoth < 1 {
+		return usagef("--max-delay, --window, --top and --try-both must be positive")
+	}
+	if o.Stream > 0 && c.String("instances") != "" {
+		return usagef("--instances is not available with --window (streaming keeps no instances)")
+	}
+	path := c.Args().First()
+	var (
+		t   *trace.Trace
+		res *linking.Result
+		err error
+	)
+	if o.Stream > 0 {
+		t, res, err = linkStreaming(path, o)
+	} else {
+		if t, err = trace.ReadFile(path); err != nil {
+			return err
+		}
+		res, err = linking.Link(t, o)
+	}
+	if err != nil {
+		return err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
+	}
+	if f := res.Fit; f.Samples > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "wap5: link: delay models over %d links (log-likelihood): exp %.1f, gamma %.1f, fit %.1f; best %s; %d iterations\n",
+			f.Samples, f.LogLik[linking.DelayExp], f.LogLik[linking.DelayGamma], f.LogLik[linking.DelayFit], f.Best, res.Iterations)
+	}
+	if p := c.String("instances"); p != "" {
+		if err := writeInstances(p, t, &res.Paths); err != nil {
+			return err
+		}
+	}
+	paths := res.Paths
+	if top := c.Int("top"); top > 0 && top < len(paths.Patterns) {
+		paths.Patterns = paths.Patterns[:top]
+	}
+	if c.Bool("json") {
+		return render.JSON(c.App.Writer, &paths)
+	}
+	top := c.Int("top")
+	if top == 0 {
+		top = 20
+	}
+	return render.LinkText(c.App.Writer, &paths, &render.LinkTextOptions{Top: top, Histograms: c.Bool("histograms")})
+}
+
+func writeInstances(path string, t *trace.Trace, p *trace.Paths) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := render.Instances(f, t, p); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// linkStreaming reads a text trace message by message into a linking
+// stream; other forms are read whole and then streamed.
+func linkStreaming(path string, o linking.Options) (*trace.Trace, *linking.Result, error) {
+	var r *bufio.Reader
+	name := path
+	if path == "-" {
+		r, name = bufio.NewReaderSize(os.Stdin, 1<<16), "<stdin>"
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer f.Close()
+		r = bufio.NewReaderSize(f, 1<<16)
+	}
+	head, _ := r.Peek(512)
+	if !bytes.HasPrefix(head, []byte(trace.TextHeader)) && !strings.HasPrefix(string(head), "#") {
+		t, err := trace.Read(r, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		res, err := linking.Link(t, o)
+		return t, res, err
+	}
+	t := trace.New()
+	s, err := linking.NewStream(t, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc := trace.NewTextScanner(r, name, t)
+	for sc.Scan() {
+		s.Push(sc.Message())
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, err
+	}
+	return t, s.Close(), nil
+}

@@ -1,0 +1,33 @@
+package linking
+
+import (
+	"os"
+	"testing"
+
+	"wap5/trace"
+)
+
+// BenchmarkLinkGen links a trace written by wap5 gen (WAP5_BENCH_TRACE), or
+// a simulated multi-tier trace when unset.
+func BenchmarkLinkGen(b *testing.B) {
+	var t *trace.Trace
+	if p := os.Getenv("WAP5_BENCH_TRACE"); p != "" {
+		var err error
+		if t, err = trace.ReadFile(p); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		t = simulate(simConfig{clients: 10, perClient: 500, think: gauss{ms(50), ms(15)}, net: gauss{ms(0.3), ms(0.05)},
+			tracelets: multiTier(10, false), seed: 3, clientName: "CLIENT"})
+	}
+	for _, method := range []string{MethodJoint, MethodWAP5} {
+		b.Run(method, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := Link(t, Options{Method: method, NoInstances: true}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(t.Messages))*float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}
