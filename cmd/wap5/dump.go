@@ -407,7 +407,7 @@ func (s *procSummary) appendLine(b []byte, p *libsockcap.Process) []byte {
 	if s.last > s.first {
 		span = time.Duration(s.last - s.first).Round(time.Microsecond)
 	}
-	b = fmt.Appendf(b, "%-12s pid %-7d ppid %-7d %6d events  %4d connect %4d accept  %6d send %10d B  %6d recv %10d B  over %v",
+	b = fmt.Appendf(b, "%-20s pid %-7d ppid %-7d %6d events  %4d connect %4d accept  %6d send %10d B  %6d recv %10d B  over %v",
 		p.Node+"/"+exe, p.Pid, p.Ppid, s.events, s.connects, s.accepts, s.sends, s.sentBytes, s.recvs, s.recvBytes, span)
 	if s.lost > 0 {
 		b = fmt.Appendf(b, "  %d lost", s.lost)
