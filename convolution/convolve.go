@@ -1,0 +1,364 @@
+package convolution
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"gonum.org/v1/gonum/dsp/fourier"
+
+	"wap5/trace"
+)
+
+// TimeMode says which timestamps make the signals.
+type TimeMode int
+
+const (
+	// TimeLocal uses each node's own clock: arrivals at a node by their
+	// receive time, departures by their send time.
+	TimeLocal TimeMode = iota
+	// TimeSend uses each message's send time only (as single-timestamp
+	// traces such as Project 5's have).
+	TimeSend
+)
+
+// Options tunes the algorithm; start from DefaultOptions. Zero durations
+// mean "choose from the trace".
+type Options struct {
+	Time      TimeMode
+	Quantum   time.Duration // μ
+	MaxQuanta int           // bound on T/μ when μ is chosen
+	N, S      float64       // spike and dip thresholds, in standard deviations
+	Tolerance time.Duration // v: matching tolerance around a spike (default μ)
+	MaxDelay  time.Duration // longest causal delay looked for (default T/10)
+	// MinCount and MinFraction drop low-frequency edges: fewer messages
+	// than MinCount, or than MinFraction of the parent edge's.
+	MinCount    int
+	MinFraction float64
+	MaxDepth    int // edges per path
+	MaxRepeat   int // occurrences of one edge (from, to) on a path
+	// DerivedOverlap: a path whose last edge shares at least this fraction
+	// of its messages with the last edge of a longer path from the same
+	// root is derived and removed (negative: keep all).
+	DerivedOverlap float64
+	Roots          []string // root nodes by name (default: chosen from the trace)
+	// FanOut lets one message cause departures at several spikes (delays)
+	// rather than only at the earliest that explains it.
+	FanOut bool
+}
+
+// DefaultOptions returns N = 4, S = 3 and the other defaults documented on
+// Options.
+func DefaultOptions() Options {
+	return Options{MaxQuanta: 1 << 16, N: 4, S: 3, MinCount: 10, MinFraction: 0.05, MaxDepth: 12, MaxRepeat: 2, DerivedOverlap: 0.5}
+}
+
+// Result is the output of Convolve.
+type Result struct {
+	trace.Paths
+	Quantum      time.Duration
+	Quanta       int // S = T/μ
+	Correlations int // cross-correlations computed (output edges explored)
+	Roots        []string
+}
+
+// Convolve runs the convolution algorithm on t; t is not modified.
+func Convolve(t *trace.Trace, opt Options) *Result {
+	def := DefaultOptions()
+	if opt.N <= 0 {
+		opt.N = def.N
+	}
+	if opt.S <= 0 || opt.S >= opt.N {
+		opt.S = math.Min(def.S, opt.N*0.75)
+	}
+	if opt.MaxQuanta <= 0 {
+		opt.MaxQuanta = def.MaxQuanta
+	}
+	if opt.MaxDepth <= 0 {
+		opt.MaxDepth = def.MaxDepth
+	}
+	if opt.MaxRepeat <= 0 {
+		opt.MaxRepeat = def.MaxRepeat
+	}
+	r := &Result{}
+	r.Algorithm = "convolution"
+	c := newConvolver(t, opt)
+	if c == nil {
+		if len(t.Messages) > 0 {
+			r.Warnings = append(r.Warnings, "trace too short for the convolution algorithm")
+		}
+		return r
+	}
+	r.Quantum, r.Quanta = time.Duration(c.mu), c.nq
+	// 2. One edge per destination of each root.
+	for _, root := range c.roots {
+		r.Roots = append(r.Roots, t.NodeName(root))
+		dests := c.bySrc[root]
+		for _, j := range sortedKeys(dests) {
+			v := dests[j]
+			v = slices.Clone(v)
+			x := &vertex{node: j, from: root, count: len(v), msgs: v}
+			c.processNode(x, v, []edge{{root, j}})
+			c.tree = append(c.tree, x)
+		}
+	}
+	r.Correlations = c.correlations
+	// 7. Chains, derived-path removal, ranking.
+	c.patterns(&r.Paths)
+	if len(r.Patterns) == 0 && len(t.Messages) > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("no causal paths found at μ = %v", time.Duration(c.mu)))
+	}
+	return r
+}
+
+type edge struct{ from, to trace.NodeID }
+
+// vertex is a node of the output graph, reached by an edge from "from".
+type vertex struct {
+	node, from trace.NodeID
+	count      int
+	delays     []spikeMatch
+	msgs       []int32 // messages on the incoming edge
+	children   []*vertex
+}
+
+type spikeMatch struct {
+	mean  float64 // seconds
+	count int
+}
+
+type convolver struct {
+	t     *trace.Trace
+	opt   Options
+	t0    int64
+	mu    int64
+	nq    int // quanta
+	n     int // FFT length
+	fft   *fourier.FFT
+	roots []trace.NodeID
+	// Departures by source node, by destination: message indices sorted by
+	// departure time.
+	bySrc   map[trace.NodeID]map[trace.NodeID][]int32
+	allFrom map[trace.NodeID][]int32
+	spectra map[trace.NodeID][]complex128
+	tree    []*vertex
+
+	maxLag, tolQ int
+	s1           []float64
+	c1           []complex128
+	corr         []float64
+	correlations int
+}
+
+func (c *convolver) arr(i int32) int64 {
+	m := &c.t.Messages[i]
+	if c.opt.Time == TimeSend {
+		return m.Time()
+	}
+	if m.Recv != trace.Unknown {
+		return m.Recv
+	}
+	return m.Send
+}
+
+func (c *convolver) dep(i int32) int64 { return c.t.Messages[i].Time() }
+
+func newConvolver(t *trace.Trace, opt Options) *convolver {
+	if len(t.Messages) < 2 {
+		return nil
+	}
+	c := &convolver{t: t, opt: opt, bySrc: map[trace.NodeID]map[trace.NodeID][]int32{}, allFrom: map[trace.NodeID][]int32{}, spectra: map[trace.NodeID][]complex128{}}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	first := map[trace.NodeID]int64{}
+	sends := map[trace.NodeID]bool{}
+	for i := range t.Messages {
+		m := &t.Messages[i]
+		d, a := c.dep(int32(i)), c.arr(int32(i))
+		lo, hi = min(lo, d, a), max(hi, d, a)
+		if f, ok := first[m.Src]; !ok || d < f {
+			first[m.Src] = d
+			sends[m.Src] = true
+		}
+		if f, ok := first[m.Dst]; !ok || a < f {
+			first[m.Dst] = a
+			sends[m.Dst] = false
+		}
+		dm := c.bySrc[m.Src]
+		if dm == nil {
+			dm = map[trace.NodeID][]int32{}
+			c.bySrc[m.Src] = dm
+		}
+		dm[m.Dst] = append(dm[m.Dst], int32(i))
+		c.allFrom[m.Src] = append(c.allFrom[m.Src], int32(i))
+	}
+	if hi <= lo {
+		return nil
+	}
+	for _, dm := range c.bySrc {
+		for _, v := range dm {
+			sortBy(v, c.dep)
+		}
+	}
+	for _, v := range c.allFrom {
+		sortBy(v, c.dep)
+	}
+	c.t0 = lo
+	// 1. The quantum, and the roots.
+	c.mu = int64(opt.Quantum)
+	if c.mu <= 0 {
+		c.mu = c.chooseQuantum(hi - lo)
+	}
+	c.nq = int((hi-lo)/c.mu) + 1
+	maxDelay := int64(opt.MaxDelay)
+	if maxDelay <= 0 {
+		maxDelay = max((hi-lo)/10, 10*c.mu)
+	}
+	c.maxLag = int(min(maxDelay/c.mu+1, int64(c.nq-1)))
+	// Zero padding to nq+maxLag keeps the circular correlation linear over
+	// the lags looked at.
+	n := fftSize(c.nq + c.maxLag + 1)
+	c.n = n
+	c.fft = fourier.NewFFT(n)
+	tol := int64(opt.Tolerance)
+	if tol <= 0 {
+		tol = c.mu
+	}
+	c.tolQ = int((tol + c.mu - 1) / c.mu)
+	if len(opt.Roots) > 0 {
+		for _, name := range opt.Roots {
+			if id, ok := t.LookupNode(name); ok {
+				c.roots = append(c.roots, id)
+			}
+		}
+	} else {
+		for id, s := range sends {
+			if s {
+				c.roots = append(c.roots, id)
+			}
+		}
+		slices.Sort(c.roots)
+	}
+	c.s1 = make([]float64, n)
+	c.corr = make([]float64, n)
+	c.c1 = make([]complex128, n/2+1)
+	return c
+}
+
+// chooseQuantum implements step 1's choice of μ.
+func (c *convolver) chooseQuantum(span int64) int64 {
+	// Median gap between an arrival at a node and that node's next send.
+	var gaps []int64
+	arrivals := map[trace.NodeID][]int64{}
+	for i := range c.t.Messages {
+		m := &c.t.Messages[i]
+		arrivals[m.Dst] = append(arrivals[m.Dst], c.arr(int32(i)))
+	}
+	for node, as := range arrivals {
+		slices.Sort(as)
+		out := c.allFrom[node]
+		k := 0
+		for _, a := range as {
+			for k < len(out) && c.dep(out[k]) < a {
+				k++
+			}
+			if k == len(out) {
+				break
+			}
+			gaps = append(gaps, c.dep(out[k])-a)
+		}
+	}
+	mu := int64(time.Millisecond)
+	if len(gaps) > 0 {
+		slices.Sort(gaps)
+		mu = roundDown125(gaps[len(gaps)/2] / 10)
+	}
+	floor := span / int64(c.opt.MaxQuanta)
+	if mu < floor {
+		mu = roundUp125(floor)
+	}
+	return max(mu, 1000) // 1 µs
+}
+
+func roundDown125(x int64) int64 {
+	if x < 1 {
+		return 1
+	}
+	p := int64(1)
+	for p*10 <= x {
+		p *= 10
+	}
+	switch {
+	case x >= 5*p:
+		return 5 * p
+	case x >= 2*p:
+		return 2 * p
+	}
+	return p
+}
+
+func roundUp125(x int64) int64 {
+	r := roundDown125(x)
+	if r >= x {
+		return r
+	}
+	// Next step of the 1-2-5 series above r.
+	p := int64(1)
+	for p*10 <= r {
+		p *= 10
+	}
+	switch r / p {
+	case 1:
+		return 2 * p
+	case 2:
+		return 5 * p
+	}
+	return 10 * p
+}
+
+// fftSize is the smallest 2^a·3^b·5^c ≥ x, even.
+func fftSize(x int) int {
+	best := 2
+	for best < x {
+		best <<= 1
+	}
+	for p3 := 1; p3 < best; p3 *= 3 {
+		for p35 := p3; p35 < best; p35 *= 5 {
+			n := p35
+			for n < x {
+				n <<= 1
+			}
+			if n%2 == 0 && n < best {
+				best = n
+			}
+		}
+	}
+	return best
+}
+
+func sortBy(ids []int32, key func(int32) int64) {
+	for i := 1; i < len(ids); i++ {
+		if key(ids[i]) < key(ids[i-1]) {
+			slices.SortStableFunc(ids, func(a, b int32) int {
+				ka, kb := key(a), key(b)
+				switch {
+				case ka < kb:
+					return -1
+				case ka > kb:
+					return 1
+				}
+				return 0
+			})
+			return
+		}
+	}
+}
+
+func sortedKeys(m map[trace.NodeID][]int32) []trace.NodeID {
+	ks := make([]trace.NodeID, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}

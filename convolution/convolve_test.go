@@ -1,0 +1,215 @@
+package convolution
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"wap5/trace"
+)
+
+func chainSig(p *trace.Pattern) string {
+	var b strings.Builder
+	b.WriteString(p.Root.From)
+	for s := p.Root; s != nil; {
+		b.WriteString(">" + s.To)
+		if len(s.Children) == 0 {
+			break
+		}
+		s = s.Children[0]
+	}
+	return b.String()
+}
+
+func findChain(t *testing.T, r *Result, sig string) *trace.Pattern {
+	t.Helper()
+	for _, p := range r.Patterns {
+		if chainSig(p) == sig {
+			return p
+		}
+	}
+	var have []string
+	for i, p := range r.Patterns {
+		if i == 12 {
+			break
+		}
+		have = append(have, chainSig(p))
+	}
+	t.Fatalf("no path %s; have:\n%s", sig, strings.Join(have, "\n"))
+	return nil
+}
+
+// edgeOf returns the chain's i-th edge.
+func edgeOf(p *trace.Pattern, i int) *trace.Step {
+	s := p.Root
+	for ; i > 0; i-- {
+		s = s.Children[0]
+	}
+	return s
+}
+
+func TestAddedDelay(t *testing.T) {
+	// Project 5 §7.2, Figure 13: the 200 ms shows on the WS2→AP1 edge.
+	const sig = "CLIENT>WS2>AUTH>WS2>AP1>DB>AP1>WS2>CLIENT"
+	delay := map[bool]float64{}
+	for _, added := range []bool{false, true} {
+		tr := generate(genOpts{tracelets: multiTier(added), workers: 4, instances: 4000, think: ms(300), jitter: 0.1, net: ms(0.5), seed: 1})
+		r := Convolve(tr, DefaultOptions())
+		t.Logf("added=%v: μ=%v, S=%d, %d correlations, %d paths", added, r.Quantum, r.Quanta, r.Correlations, len(r.Patterns))
+		p := findChain(t, r, sig)
+		e := edgeOf(p, 3)
+		if e.From != "WS2" || e.To != "AP1" || len(e.Delays) == 0 {
+			t.Fatalf("edge 3 %+v", e)
+		}
+		delay[added] = e.Delays[0]
+	}
+	if d := delay[true] - delay[false]; math.Abs(d-0.2) > 0.02 {
+		t.Fatalf("WS2→AP1 delay grew by %.3f s (%.3f → %.3f), want 0.200", d, delay[false], delay[true])
+	}
+}
+
+// mailTrace is a free-form trace in the style of Project 5's Received-header
+// experiment (§7.1.3): messages relayed along fixed server chains, each hop
+// after a short delay or, now and then, a queueing delay of about 10 s.
+func mailTrace(seed uint64, routes [][]string, weights []int, n int) *trace.Trace {
+	r := rand.New(rand.NewPCG(seed, 11))
+	tr := trace.New()
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	ts := int64(1_700_000_000e9)
+	for i := 0; i < n; i++ {
+		ts += int64(r.ExpFloat64() * 20e9) // a message every 20 s
+		x := r.IntN(total)
+		ri := 0
+		for x >= weights[ri] {
+			x -= weights[ri]
+			ri++
+		}
+		at := ts
+		route := routes[ri]
+		for h := 0; h+1 < len(route); h++ {
+			if h > 0 {
+				if r.Float64() < 0.2 {
+					at += int64((10 + r.Float64()) * 1e9)
+				} else {
+					at += int64(r.Float64() * 1e9)
+				}
+			}
+			tr.Add(trace.Message{Send: at, Recv: at, Src: tr.Node(route[h]), Dst: tr.Node(route[h+1]), ID: trace.NoRef, Call: trace.NoRef, Truth: int32(ri)})
+		}
+	}
+	tr.Sort()
+	return tr
+}
+
+func TestFreeFormMail(t *testing.T) {
+	routes := [][]string{
+		{"ext1", "gw", "hub", "mbox"},
+		{"ext2", "gw", "hub", "mbox"},
+		{"ext3", "gw2", "hub", "mbox"},
+		{"ext4", "gw2", "relay", "mbox"},
+		{"ext5", "gw", "relay", "hub", "mbox"},
+	}
+	tr := mailTrace(4, routes, []int{30, 25, 20, 15, 10}, 6000)
+	opt := DefaultOptions()
+	opt.Quantum = time.Second
+	r := Convolve(tr, opt)
+	isReal := func(sig string) bool {
+		for _, rt := range routes {
+			if strings.HasPrefix(strings.Join(rt, ">"), sig) {
+				return true
+			}
+		}
+		return false
+	}
+	// Every real route is found in full.
+	for _, rt := range routes {
+		p := findChain(t, r, strings.Join(rt, ">"))
+		if p.Count < 300 {
+			t.Errorf("%s: count %d", strings.Join(rt, ">"), p.Count)
+		}
+	}
+	// False positives, if any, carry few messages (§7.5.7).
+	for _, p := range r.Patterns {
+		if !isReal(chainSig(p)) && p.Count >= 100 {
+			t.Errorf("false path %s with %d messages", chainSig(p), p.Count)
+		}
+	}
+	// The 10 s queueing delays show as secondary spikes.
+	p := findChain(t, r, "ext1>gw>hub>mbox")
+	if e := edgeOf(p, 1); len(e.Delays) < 2 || math.Abs(e.Delays[1]-10.5) > 1 {
+		t.Errorf("gw→hub delays %v, want a secondary spike near 10.5 s", e.Delays)
+	}
+}
+
+func TestCorrelationMatchesDirectSum(t *testing.T) {
+	tr := mailTrace(1, [][]string{{"a", "b", "c"}}, []int{1}, 300)
+	opt := DefaultOptions()
+	opt.Quantum = time.Second
+	c := newConvolver(tr, opt)
+	b, _ := tr.LookupNode("b")
+	v := slices.Clone(c.bySrc[0][b])
+	got := c.correlate(b, v)
+	s1 := make([]float64, c.n)
+	s2 := make([]float64, c.n)
+	c.signal(s1, v, c.arr)
+	c.signal(s2, c.allFrom[b], c.dep)
+	for _, d := range []int{-3, 0, 1, 5, 10, 11, c.maxLag} {
+		want := 0.0
+		for q := 0; q < c.nq; q++ {
+			if q+d >= 0 && q+d < c.nq {
+				want += s1[q] * s2[q+d]
+			}
+		}
+		if math.Abs(got[d+c.maxLag]-want) > 1e-6*math.Max(1, want) {
+			t.Errorf("C(%d) = %v, want %v", d, got[d+c.maxLag], want)
+		}
+	}
+}
+
+func TestSpikes(t *testing.T) {
+	c := &convolver{opt: DefaultOptions(), maxLag: 50, tolQ: 1}
+	corr := make([]float64, 101)
+	for i := range corr {
+		corr[i] = float64(i % 3) // background
+	}
+	corr[50+7], corr[50+8], corr[50+9] = 60, 80, 60 // one spike at lag 8
+	corr[50+20] = 70                                // a second at 20
+	corr[50-30] = 90                                // a negative one: dropped
+	got := c.spikes(corr)
+	want := []spike{{8, 7, 9}, {20, 20, 20}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("spikes %v, want %v", got, want)
+	}
+}
+
+func TestQuantumChoice(t *testing.T) {
+	for _, tc := range []struct{ in, down, up int64 }{{1, 1, 1}, {3, 2, 5}, {7, 5, 10}, {10, 10, 10}, {4_999_999, 2_000_000, 5_000_000}} {
+		if d, u := roundDown125(tc.in), roundUp125(tc.in); d != tc.down || u != tc.up {
+			t.Errorf("%d: down %d up %d, want %d %d", tc.in, d, u, tc.down, tc.up)
+		}
+	}
+	for _, x := range []int{1, 7, 100, 65537, 123457} {
+		n := fftSize(x)
+		m := n
+		for _, p := range []int{2, 3, 5} {
+			for m%p == 0 {
+				m /= p
+			}
+		}
+		if n < x || m != 1 || n%2 != 0 || n > 2*x+2 {
+			t.Errorf("fftSize(%d) = %d", x, n)
+		}
+	}
+}
+
+func TestEmpty(t *testing.T) {
+	if r := Convolve(trace.New(), DefaultOptions()); len(r.Patterns) != 0 || len(r.Warnings) != 0 {
+		t.Fatalf("%+v", r)
+	}
+}
