@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"wap5/nesting"
+	"wap5/render"
+	"wap5/trace"
+)
+
+func init() {
+	register(func() *cli.Command {
+		return &cli.Command{
+			Name:      "nest",
+			Usage:     "nesting algorithm (Project 5 §5.1): call trees with call delays and latencies",
+			ArgsUsage: "TRACE",
+			Description: "Pairs calls with returns (kind=/call= when present, else by connection roles), scores " +
+				"every possible nesting on a log-1.05 histogram per (A, B, C), picks one parent per call with " +
+				"the overlapping-, same- and generic-child penalties, and aggregates call trees into patterns " +
+				"ranked by count. --time send compares sender timestamps only (Project 5's single-timestamp " +
+				"traces); --skew-window and --smooth are its clock-skew compensation.",
+			Flags: []cli.Flag{
+				&cli.BoolFlag{Name: "json", Usage: "machine-readable output (the contract's JSON)"},
+				&cli.StringFlag{Name: "instances", Usage: "write one JSON line per path instance to `FILE`"},
+				&cli.StringFlag{Name: "time", Value: "local", Usage: "local (each node's own clock) or send (sender timestamps only)"},
+				&cli.DurationFlag{Name: "skew-window", Usage: "loosen nesting comparisons by `D`"},
+				&cli.Float64Flag{Name: "smooth", Usage: "Gaussian smoothing of the scoreboard, standard deviation in `BINS` (0: off)"},
+				&cli.Float64Flag{Name: "x", Value: 2, Usage: "overlapping-child penalty exponent"},
+				&cli.Float64Flag{Name: "y", Usage: "same-child penalty exponent"},
+				&cli.Float64Flag{Name: "z", Usage: "generic-child penalty exponent"},
+				&cli.DurationFlag{Name: "bin-lo", Value: time.Millisecond, Usage: "lower edge of the first scoreboard bin"},
+				&cli.IntFlag{Name: "histograms", Value: 100, Usage: "delay histograms for the `N` most frequent patterns"},
+				&cli.IntFlag{Name: "top", Usage: "show only the top `N` patterns (text default 20)"},
+			},
+			Action: nestAction,
+		}
+	})
+}
+
+func nestAction(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usagef("nest wants one TRACE, got %d arguments", c.NArg())
+	}
+	o := nesting.DefaultOptions()
+	switch c.String("time") {
+	case "local":
+	case "send":
+		o.Time = nesting.TimeSend
+	default:
+		return usagef("--time %q: want local or send", c.String("time"))
+	}
+	o.SkewWindow, o.Smooth = c.Duration("skew-window"), c.Float64("smooth")
+	o.X, o.Y, o.Z = c.Float64("x"), c.Float64("y"), c.Float64("z")
+	o.BinLo, o.HistPatterns = c.Duration("bin-lo"), c.Int("histograms")
+	if o.SkewWindow < 0 || o.Smooth < 0 || o.BinLo <= 0 || c.Int("top") < 0 {
+		return usagef("--skew-window, --smooth, --bin-lo and --top must not be negative")
+	}
+	o.NoInstances = c.String("instances") == ""
+	t, err := trace.ReadFile(c.Args().First())
+	if err != nil {
+		return err
+	}
+	if err := t.CheckValid(); err != nil {
+		return fmt.Errorf("%s: %w", c.Args().First(), err)
+	}
+	for _, w := range t.Warnings {
+		fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
+	}
+	start := time.Now()
+	res := nesting.Nest(t, o)
+	for _, w := range res.Warnings {
+		fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
+	}
+	fmt.Fprintf(c.App.ErrWriter, "wap5: nest: %d messages, %d call pairs, %d unpaired, parallelism %.2f, %d paths in %d patterns (%v)\n",
+		res.Messages, res.CallPairs, res.Unpaired, res.Parallelism, res.Roots, len(res.Patterns), time.Since(start).Round(time.Millisecond))
+	if p := c.String("instances"); p != "" {
+		if err := writeInstances(p, t, &res.Paths); err != nil {
+			return err
+		}
+	}
+	paths := res.Paths
+	top := c.Int("top")
+	if top > 0 && top < len(paths.Patterns) {
+		paths.Patterns = paths.Patterns[:top]
+	}
+	if c.Bool("json") {
+		return render.JSON(c.App.Writer, &paths)
+	}
+	if top == 0 {
+		top = 20
+	}
+	return nestText(c.App.Writer, &paths, top)
+}
+
+// nestText prints each pattern as an indented call tree, Figure 8's content:
+// call delay on the edge, latency at the callee.
+func nestText(w io.Writer, p *trace.Paths, top int) error {
+	bw := bufio.NewWriter(w)
+	for i, pat := range p.Patterns {
+		if i == top {
+			fmt.Fprintf(bw, "... %d more patterns\n", len(p.Patterns)-top)
+			break
+		}
+		fmt.Fprintf(bw, "#%d  count %d\n", pat.Rank, pat.Count)
+		pat.Root.Walk(func(s *trace.Step, d int) {
+			delay := "      -"
+			if s.Wait.Known() {
+				delay = fmt.Sprintf("%7.1f", s.Wait.Mean*1e3)
+			}
+			fmt.Fprintf(bw, "  %s%s → %s   call delay %s ms   latency %7.1f ms (sd %.1f)\n", strings.Repeat("  ", d), s.From, s.To,
+				delay, s.Latency.Mean*1e3, s.Latency.Std*1e3)
+		})
+	}
+	return bw.Flush()
+}
