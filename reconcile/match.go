@@ -42,6 +42,23 @@ type end struct {
 	rruns            []run  // receive runs, kept while the sender may be untraced
 	closed           bool
 	socks            []sockRef
+	// Interned names of local and remote, once known (epOK bits).
+	lep, rep trace.EndpointID
+	epOK     uint8
+}
+
+func (m *matcher) localEP(e *end) trace.EndpointID {
+	if e.epOK&1 == 0 {
+		e.lep, e.epOK = m.names.endpoint(e.local), e.epOK|1
+	}
+	return e.lep
+}
+
+func (m *matcher) remoteEP(e *end) trace.EndpointID {
+	if e.epOK&2 == 0 {
+		e.rep, e.epOK = m.names.endpoint(e.remote), e.epOK|2
+	}
+	return e.rep
 }
 
 // conn is one instance (lifetime) of a stream connection key.
@@ -89,7 +106,7 @@ type matcher struct {
 	// sockets (invalid when none or several), to name wildcard datagram
 	// ends.
 	hostAddr map[trace.NodeID]netip.Addr
-	socks    map[sockRef]*end
+	socks    []map[uint64]*end // by source, by Observation.Socket
 	// logged: hosts whose processes are logged; logAddr: the addresses
 	// they use; covered caches the decision per capture observer.
 	logged  map[string]bool
@@ -104,6 +121,10 @@ type matcher struct {
 
 	dg dgramState
 
+	// Messages emitted so far, in blocks (see chunkSize).
+	chunks [][]trace.Message
+	chunk  []trace.Message
+
 	// Counts for warnings.
 	lostDgrams, dupDgrams, unreadBytes, dupRanges int64
 	nconn                                         int32
@@ -115,7 +136,7 @@ func newMatcher(t *trace.Trace, opts Options) (*matcher, error) {
 		w = 5e9
 	}
 	m := &matcher{opts: opts, window: w, t: t, names: newNamer(t, opts.Granularity),
-		socks: map[sockRef]*end{}, conns: map[connKey][]*conn{}, hostAddr: map[trace.NodeID]netip.Addr{},
+		conns: map[connKey][]*conn{}, hostAddr: map[trace.NodeID]netip.Addr{},
 		logged: map[string]bool{}, logAddr: map[netip.Addr]string{}, covered: map[*Observer]bool{}}
 	m.dg.init()
 	for _, tr := range opts.NAT {
@@ -297,8 +318,8 @@ func (m *matcher) noteAddr(n trace.NodeID, e libsockcap.Endpoint) {
 // endOf finds or creates the end an observation belongs to (step 2).
 func (m *matcher) endOf(src int, ob *Observation) *end {
 	ref := sockRef{src, ob.Socket}
-	if ob.Socket != 0 && ob.Op != OpOpen {
-		if e, ok := m.socks[ref]; ok && !e.c.gone {
+	if ob.Socket != 0 && ob.Op != OpOpen && src < len(m.socks) {
+		if e, ok := m.socks[src][ob.Socket]; ok && !e.c.gone {
 			return e
 		}
 	}
@@ -362,13 +383,16 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 		e.role = ob.Role
 	}
 	if e.local.IsZero() || (!e.local.Unix && e.local.Addr.Addr().IsUnspecified()) {
-		e.local = ob.Local
+		e.local, e.epOK = ob.Local, 0
 	}
 	if e.remote.IsZero() {
-		e.remote = ob.Remote
+		e.remote, e.epOK = ob.Remote, 0
 	}
 	if ob.Socket != 0 {
-		m.socks[ref] = e
+		for len(m.socks) <= src {
+			m.socks = append(m.socks, map[uint64]*end{})
+		}
+		m.socks[src][ob.Socket] = e
 		e.socks = append(e.socks, ref)
 	}
 	return e
@@ -484,15 +508,15 @@ func (m *matcher) pump(c *conn, final bool) {
 		case s != nil && (c.resolved || final):
 			for len(s.runs) > 0 && (s.runs[0].done || final) {
 				x := s.runs[0]
-				s.runs = s.runs[1:]
-				m.emit(x.t, x.node, m.names.endpoint(s.local), trace.Unknown, m.names.peer(s.remote), m.names.endpoint(s.remote), x.n, s.role, c.serial)
+				s.runs = popFront(s.runs)
+				m.emit(x.t, x.node, m.localEP(s), trace.Unknown, m.names.peer(s.remote), m.remoteEP(s), x.n, s.role, c.serial)
 			}
 			compact(&s.runs)
 		case r != nil && (c.resolved || final):
 			r.reads = r.reads[:0]
 			for len(r.rruns) > 0 && (r.rruns[0].done || final) {
 				x := r.rruns[0]
-				r.rruns = r.rruns[1:]
+				r.rruns = popFront(r.rruns)
 				role := RoleUnknown
 				switch r.role {
 				case RoleServer:
@@ -500,11 +524,20 @@ func (m *matcher) pump(c *conn, final bool) {
 				case RoleClient:
 					role = RoleServer
 				}
-				m.emit(trace.Unknown, m.names.peer(r.remote), m.names.endpoint(r.remote), x.t, x.node, m.names.endpoint(r.local), x.n, role, c.serial)
+				m.emit(trace.Unknown, m.names.peer(r.remote), m.remoteEP(r), x.t, x.node, m.localEP(r), x.n, role, c.serial)
 			}
 			compact(&r.rruns)
 		}
 	}
+}
+
+// popFront drops a queue's first element; an emptied queue keeps its
+// array, so a connection's steady back-and-forth allocates nothing.
+func popFront[T any](s []T) []T {
+	if len(s) == 1 {
+		return s[:0]
+	}
+	return s[1:]
 }
 
 func compact[T any](s *[]T) {
@@ -525,7 +558,7 @@ func (m *matcher) pumpPair(s, r *end, final bool) {
 			target = x.off + x.n - 1
 		}
 		for len(r.reads) > 0 && r.reads[0].off+r.reads[0].n <= target {
-			r.reads = r.reads[1:]
+			r.reads = popFront(r.reads)
 		}
 		recvT, recvNode := trace.Unknown, r.node
 		if len(r.reads) > 0 && r.reads[0].off <= target {
@@ -535,8 +568,8 @@ func (m *matcher) pumpPair(s, r *end, final bool) {
 		} else {
 			m.unreadBytes += x.n
 		}
-		m.emit(x.t, x.node, m.names.endpoint(s.local), recvT, recvNode, m.names.endpoint(r.local), x.n, s.role, s.c.serial)
-		s.runs = s.runs[1:]
+		m.emit(x.t, x.node, m.localEP(s), recvT, recvNode, m.localEP(r), x.n, s.role, s.c.serial)
+		s.runs = popFront(s.runs)
 	}
 	compact(&s.runs)
 	compact(&r.reads)
@@ -552,8 +585,35 @@ func (m *matcher) emit(send int64, src trace.NodeID, srcEP trace.EndpointID, rec
 	case RoleServer:
 		k = trace.KindReturn
 	}
-	m.t.Messages = append(m.t.Messages, trace.Message{Send: send, Recv: recv, ID: trace.NoRef, Bytes: n,
+	if len(m.chunk) == cap(m.chunk) {
+		if m.chunk != nil {
+			m.chunks = append(m.chunks, m.chunk)
+		}
+		m.chunk = make([]trace.Message, 0, chunkSize)
+	}
+	m.chunk = append(m.chunk, trace.Message{Send: send, Recv: recv, ID: trace.NoRef, Bytes: n,
 		Src: src, Dst: dst, SrcEP: srcEP, DstEP: dstEP, Call: serial, Truth: trace.NoRef, Kind: k})
+}
+
+// chunkSize is how many messages the matcher collects per block: the
+// result is copied once into a slice of the exact size instead of being
+// regrown (and copied, and faulted in) many times.
+const chunkSize = 1 << 15
+
+// messages moves the collected messages into the trace.
+func (m *matcher) messages() {
+	n := len(m.chunk)
+	for _, c := range m.chunks {
+		n += len(c)
+	}
+	msgs := make([]trace.Message, 0, n)
+	for i, c := range m.chunks {
+		msgs = append(msgs, c...)
+		m.chunks[i] = nil
+	}
+	msgs = append(msgs, m.chunk...)
+	m.chunks, m.chunk = nil, nil
+	m.t.Messages = msgs
 }
 
 // resolve decides a connection with one end: a translated peer (step 6) or
@@ -746,8 +806,8 @@ func (m *matcher) retire(c *conn) {
 			continue
 		}
 		for _, ref := range e.socks {
-			if m.socks[ref] == e {
-				delete(m.socks, ref)
+			if m.socks[ref.src][ref.socket] == e {
+				delete(m.socks[ref.src], ref.socket)
 			}
 		}
 	}

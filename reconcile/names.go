@@ -16,6 +16,9 @@ type namer struct {
 	nodes map[*Observer]trace.NodeID
 	addrs map[string]trace.NodeID
 	eps   map[libsockcap.Endpoint]trace.EndpointID
+	// One-entry cache: observations come in runs from one source.
+	lastObs  *Observer
+	lastNode trace.NodeID
 }
 
 func newNamer(t *trace.Trace, g Granularity) *namer {
@@ -63,11 +66,15 @@ func NodeName(o *Observer, g Granularity) string {
 }
 
 func (n *namer) node(o *Observer) trace.NodeID {
-	if id, ok := n.nodes[o]; ok {
-		return id
+	if o == n.lastObs {
+		return n.lastNode
 	}
-	id := n.t.Node(NodeName(o, n.gran))
-	n.nodes[o] = id
+	id, ok := n.nodes[o]
+	if !ok {
+		id = n.t.Node(NodeName(o, n.gran))
+		n.nodes[o] = id
+	}
+	n.lastObs, n.lastNode = o, id
 	return id
 }
 

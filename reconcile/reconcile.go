@@ -1,8 +1,10 @@
 package reconcile
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -167,6 +169,7 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 		}
 	}
 	m.finish()
+	m.messages()
 	sort.Slice(ended, func(i, j int) bool { return ended[i].idx < ended[j].idx })
 	for _, c := range ended {
 		t.Warnings = append(t.Warnings, c.src.Warnings()...)
@@ -176,8 +179,8 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 	}
 	m.report()
 	// 8. Pair calls with returns; 9. sort and number.
-	t.Sort()
-	pairCalls(t)
+	slices.SortStableFunc(t.Messages, func(a, b trace.Message) int { return cmp.Compare(a.Time(), b.Time()) })
+	pairCalls(t, m.nconn)
 	if opts.AggregateClients {
 		t = AggregateClients(t)
 	}
@@ -225,22 +228,26 @@ func Translations(t *trace.Trace) []Translation {
 // the sender's role (KindCall from the connecting end, KindReturn from the
 // accepting end) with their connection's serial in Call; a return without
 // an open call loses its kind.
-func pairCalls(t *trace.Trace) {
-	open := map[int32]int32{}
+func pairCalls(t *trace.Trace, conns int32) {
+	open := make([]int32, conns+1) // call id + 1 of the open call per connection
 	var next int32
 	for i := range t.Messages {
 		msg := &t.Messages[i]
 		conn := msg.Call
 		msg.Call = trace.NoRef
+		if conn < 0 || conn > conns {
+			msg.Kind = trace.KindNone
+			continue
+		}
 		switch msg.Kind {
 		case trace.KindCall:
 			msg.Call = next
-			open[conn] = next
 			next++
+			open[conn] = next
 		case trace.KindReturn:
-			if id, ok := open[conn]; ok {
-				msg.Call = id
-				delete(open, conn)
+			if id := open[conn]; id > 0 {
+				msg.Call = id - 1
+				open[conn] = 0
 			} else {
 				msg.Kind = trace.KindNone
 			}
