@@ -111,6 +111,12 @@ func Open(path string) (*Scanner, error) {
 	}
 	s.data = data
 	if err := s.parseHeader(); err != nil {
+		if s.proc.Sealed && len(s.warnings) > 0 {
+			// a sealed file whose damage left no readable header: no events, the damage reported
+			s.proc.File = path
+			s.data = nil
+			return s, nil
+		}
 		return nil, err
 	}
 	s.index()
