@@ -51,7 +51,7 @@ type Options struct {
 // DefaultOptions returns N = 4, S = 3 and the other defaults documented on
 // Options.
 func DefaultOptions() Options {
-	return Options{MaxQuanta: 1 << 16, N: 4, S: 3, MinCount: 10, MinFraction: 0.05, MaxDepth: 12, MaxRepeat: 2, DerivedOverlap: 0.5}
+	return Options{MaxQuanta: 1 << 16, N: 4, S: 3, MinCount: 10, MinFraction: 0.1, MaxDepth: 12, MaxRepeat: 2, DerivedOverlap: 0.5}
 }
 
 // Result is the output of Convolve.

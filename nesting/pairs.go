@@ -88,22 +88,44 @@ func (s *state) pairingOrder(order []int32) []int32 {
 		}
 		return m.Time()
 	}
-	po := slices.Clone(order)
-	for j := 1; j < len(po); j++ {
-		if key(po[j]) < key(po[j-1]) {
-			slices.SortStableFunc(po, func(a, b int32) int {
-				ka, kb := key(a), key(b)
-				switch {
-				case ka < kb:
-					return -1
-				case ka > kb:
-					return 1
-				}
-				// A call before a return at the same time.
-				return int(msgs[a].Kind) - int(msgs[b].Kind)
-			})
-			break
+	type keyed struct {
+		k int64
+		i int32
+	}
+	ks := make([]keyed, len(order))
+	for j, i := range order {
+		ks[j] = keyed{key(i), i}
+	}
+	less := func(a, b keyed) bool {
+		return a.k < b.k || (a.k == b.k && msgs[a.i].Kind < msgs[b.i].Kind) // a call before a return at the same time
+	}
+	// Nearly sorted (keys differ from send times by network delays): an
+	// insertion sort with a budget, else a full sort.
+	moves, budget := 0, 16*len(ks)+64
+	for j := 1; j < len(ks) && moves <= budget; j++ {
+		x := ks[j]
+		k := j
+		for k > 0 && less(x, ks[k-1]) && moves <= budget {
+			ks[k] = ks[k-1]
+			k--
+			moves++
 		}
+		ks[k] = x
+	}
+	if moves > budget {
+		slices.SortStableFunc(ks, func(a, b keyed) int {
+			switch {
+			case less(a, b):
+				return -1
+			case less(b, a):
+				return 1
+			}
+			return 0
+		})
+	}
+	po := make([]int32, len(ks))
+	for j := range ks {
+		po[j] = ks[j].i
 	}
 	return po
 }

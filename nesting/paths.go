@@ -2,6 +2,7 @@ package nesting
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strings"
 
@@ -156,14 +157,25 @@ func (s *state) histograms(p *pattern, w *walker) {
 	}
 	// The accumulators already hold the samples; only the histograms fill.
 	calls := s.calls
+	lo, inv := o.BinLo.Seconds(), 1/math.Log(o.BinRatio)
+	add := func(h *trace.Histogram, x float64) {
+		switch b := binOf(x, lo, inv, o.Bins); b {
+		case 0:
+			h.Under++
+		case o.Bins + 1:
+			h.Over++
+		default:
+			h.Counts[b-1]++
+		}
+	}
 	for _, r := range p.roots {
 		w.walk(r)
 		for k, ci := range w.order {
 			c := &calls[ci]
 			if k > 0 {
-				p.wait[k].Stats().Hist.Add(float64(c.cs-calls[c.parent].ca)/1e9, 1)
+				add(p.wait[k].Stats().Hist, float64(c.cs-calls[c.parent].ca)/1e9)
 			}
-			p.lat[k].Stats().Hist.Add(float64(c.cr-c.cs)/1e9, 1)
+			add(p.lat[k].Stats().Hist, float64(c.cr-c.cs)/1e9)
 		}
 	}
 }

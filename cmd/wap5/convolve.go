@@ -34,7 +34,7 @@ func init() {
 				&cli.DurationFlag{Name: "tolerance", Usage: "v: matching tolerance around a spike (default μ)"},
 				&cli.DurationFlag{Name: "max-delay", Usage: "longest causal delay looked for (default a tenth of the trace)"},
 				&cli.IntFlag{Name: "min-count", Value: 10, Usage: "drop edges with fewer messages"},
-				&cli.Float64Flag{Name: "min-fraction", Value: 0.05, Usage: "drop edges with less than this fraction of their parent edge's messages"},
+				&cli.Float64Flag{Name: "min-fraction", Value: 0.1, Usage: "drop edges with less than this fraction of their parent edge's messages"},
 				&cli.IntFlag{Name: "max-depth", Value: 12, Usage: "edges per path"},
 				&cli.IntFlag{Name: "max-repeat", Value: 2, Usage: "times one edge may occur on a path"},
 				&cli.Float64Flag{Name: "derived", Value: 0.5, Usage: "overlap of last-edge messages that marks a path derived (negative: keep all)"},

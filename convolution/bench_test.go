@@ -1,0 +1,39 @@
+package convolution
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkCorrelate measures one cross-correlation (step 3) as the number
+// of quanta S grows: the S·log S cost of Project 5's Figure 23.
+func BenchmarkCorrelate(b *testing.B) {
+	tr := mailTrace(1, [][]string{{"a", "b", "c"}}, []int{1}, 20000) // ~400,000 s
+	for _, mu := range []time.Duration{400 * time.Second, 100 * time.Second, 25 * time.Second, 6 * time.Second, 1500 * time.Millisecond} {
+		opt := DefaultOptions()
+		opt.Quantum = mu
+		opt.MaxDelay = 60 * time.Second
+		c := newConvolver(tr, opt)
+		bn, _ := tr.LookupNode("b")
+		v := slices.Clone(c.bySrc[0][bn])
+		c.spectrum(bn)
+		b.Run(fmt.Sprintf("S=%d", c.nq), func(b *testing.B) {
+			for b.Loop() {
+				c.correlate(bn, v)
+			}
+		})
+	}
+}
+
+// BenchmarkConvolve runs the whole algorithm on a multi-tier trace.
+func BenchmarkConvolve(b *testing.B) {
+	tr := generate(genOpts{tracelets: multiTier(false), workers: 4, instances: 8000, think: ms(300), jitter: 0.1, net: ms(0.5), seed: 1})
+	opt := DefaultOptions()
+	opt.Quantum = 10 * time.Millisecond
+	for b.Loop() {
+		Convolve(tr, opt)
+	}
+	b.ReportMetric(float64(len(tr.Messages)), "msgs")
+}
