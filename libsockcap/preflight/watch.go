@@ -171,7 +171,11 @@ func readStat(pid int) (ppid int, state, start string, ok bool) {
 	if err != nil {
 		return 0, "", "", false
 	}
-	s := string(b)
+	return parseStat(string(b))
+}
+
+// parseStat reads ppid, state and start time from the text of /proc/PID/stat.
+func parseStat(s string) (ppid int, state, start string, ok bool) {
 	i := strings.LastIndexByte(s, ')') // comm may contain spaces and parens
 	if i < 0 {
 		return 0, "", "", false
