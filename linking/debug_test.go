@@ -5,7 +5,6 @@ import (
 	"os"
 	"sort"
 	"testing"
-	"time"
 
 	"wap5/trace"
 )
@@ -39,7 +38,7 @@ func TestDebugJoint(t *testing.T) {
 		tr, _ = trace.ReadFile(p)
 	}
 	tr.Sort()
-	o := Options{Window: 100 * time.Millisecond}.Defaults()
+	o := Options{}.Defaults()
 	l := newLinker(tr, o, nil)
 	rev := l.reverseEdges()
 	r := l.pairRPCs()
@@ -62,6 +61,7 @@ func TestDebugJoint(t *testing.T) {
 	j.span = make([]int32, n)
 	j.kids = make([]uint8, n)
 	j.callSpan = make([]int32, n)
+	j.unsure = make([]bool, n)
 	j.initCaches()
 	j.countPriors()
 	tp := truthParents(tr)
@@ -100,7 +100,7 @@ func TestDebugCost(t *testing.T) {
 		tr, _ = trace.ReadFile(p)
 	}
 	tr.Sort()
-	o := Options{Window: 100 * time.Millisecond}.Defaults()
+	o := Options{}.Defaults()
 	l := newLinker(tr, o, nil)
 	rev := l.reverseEdges()
 	r := l.pairRPCs()
@@ -117,8 +117,21 @@ func TestDebugCost(t *testing.T) {
 	j.span = make([]int32, n)
 	j.kids = make([]uint8, n)
 	j.callSpan = make([]int32, n)
+	j.unsure = make([]bool, n)
 	j.initCaches()
 	j.countPriors()
+	sweepHook = func(o int32, c []int32, cc []float64, sc float64) {
+		if o == 90 || o == 110 {
+			t.Logf("sweep %d: cands %v costs %v spont %.2f", o, c, cc, sc)
+		}
+	}
+	defer func() { sweepHook = nil }()
+	assignHook = func(k int32, cols []int32, row []float64) {
+		if k == 90 {
+			t.Logf("assign %d: cols %v row %v", k, cols, row)
+		}
+	}
+	defer func() { assignHook = nil }()
 	for it := 0; it < 4; it++ {
 		j.pass(rev, it >= 2, it == 3)
 		if it < 3 {
@@ -133,6 +146,14 @@ func TestDebugCost(t *testing.T) {
 			}
 			t.Logf("class %s>%s>%s reply=%v certain=%d (mean %.1fms) model k=%.1f mean=%.2fms", tr.NodeName(k.trig), tr.NodeName(k.node), tr.NodeName(k.act), k.reply, len(c.certain), cm.mean()*1000, c.d.k, c.d.mean()*1000)
 		}
+	}
+	for _, k := range []int32{32, 42, 45, 69, 72, 80, 90, 92, 110, 125, 135} {
+		p := j.parent[k]
+		ps := "-"
+		if p >= 0 {
+			ps = fmt.Sprintf("%d %s>%s", p, tr.NodeName(tr.Messages[p].Src), tr.NodeName(tr.Messages[p].Dst))
+		}
+		t.Logf("call %d parent %s span %d prob %.3f", k, ps, j.callSpan[k], j.prob[k])
 	}
 	for _, name := range []string{"WS1", "AP1", "AUTH"} {
 		b, _ := tr.LookupNode(name)
@@ -201,9 +222,10 @@ func TestDebugAdmissible(t *testing.T) {
 	j.span = make([]int32, n)
 	j.kids = make([]uint8, n)
 	j.callSpan = make([]int32, n)
+	j.unsure = make([]bool, n)
 	j.initCaches()
 	j.countPriors()
-	b, _ := tr.LookupNode("AUTH")
+	b, _ := tr.LookupNode(os.Getenv("WAP5_DEBUG_NODE"))
 	ns := nodeSpans{sidx: j.spanIdx}
 	for _, c := range j.insOf(b) {
 		if r.role[c] == roleRequest {
@@ -226,5 +248,18 @@ func TestDebugAdmissible(t *testing.T) {
 			}
 		})
 	}
+	for p, c := range ns.req[:12] {
+		t.Logf("span %d req %d recv %.1f reply send %.1f", p, c, float64(j.msgs[c].Recv%1e11)/1e6, float64(j.msgs[r.peer[c]].Send%1e11)/1e6)
+	}
+	t.Logf("need(90) %.1f", float64(j.need(b, 90)%1e11)/1e6)
 	t.Logf("AUTH calls %d, truth span admissible %d, mean candidates %.2f, longest %v", total, found, float64(cands)/float64(total), ns.longest)
+}
+
+func TestDebugWhy(t *testing.T) {
+	tr, _ := trace.ReadFile(os.Getenv("WAP5_DEBUG_TRACE"))
+	tr.Sort()
+	for _, i := range []int{12, 18, 21, 44, 50, 32, 42, 45, 69, 72, 90, 92, 110, 125, 135} {
+		m := &tr.Messages[i]
+		t.Logf("%4d %s>%s send %.1f recv %.1f truth %d kind %v", i, tr.NodeName(m.Src), tr.NodeName(m.Dst), float64(m.Send%1e11)/1e6, float64(m.Recv%1e11)/1e6, m.Truth, m.Kind)
+	}
 }

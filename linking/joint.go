@@ -16,6 +16,7 @@ const (
 type classKey struct {
 	trig, node, act trace.NodeID
 	reply           bool
+	ret             bool // the trigger is a return
 }
 
 type fanKey struct {
@@ -39,6 +40,9 @@ type classModel struct {
 	// certain are the delays of links that had no alternative (one
 	// admissible parent): the unbiased start of the iteration.
 	certain []float32
+	// logTrans is log P(this class | its trigger's class): how often a
+	// message like the trigger causes a message like this one.
+	logTrans float64
 }
 
 type fanModel struct {
@@ -49,6 +53,13 @@ type fanModel struct {
 func newModels() *models {
 	return &models{class: map[classKey]*classModel{}, fan: map[fanKey]*fanModel{}, count: map[countKey]*countModel{}}
 }
+
+// sweepHook lets tests watch the sweep's choices.
+var sweepHook func(o int32, cands []int32, costs []float64, spont float64)
+
+// spanCallBonus is the extra cost (nats) of calling a send spontaneous when
+// an open request span could have made it.
+const spanCallBonus = 10
 
 var defaultFan = fanModel{cost: [3]float64{-math.Log(0.9), -math.Log(0.3), -math.Log(0.3)}}
 
@@ -72,6 +83,10 @@ type joint struct {
 
 	candI []int32
 	candC []float64
+	// unsure marks the spans (by request) that a call with more than one
+	// admissible parent could have joined: their replies' delays are not
+	// certain.
+	unsure []bool
 
 	// Fast paths to the models, by edge id.
 	classByTrig [][]classEntry
@@ -81,9 +96,9 @@ type joint struct {
 }
 
 type classEntry struct {
-	act   int32 // edge id of the caused message
-	reply bool
-	c     *classModel
+	act        int32 // edge id of the caused message
+	reply, ret bool
+	c          *classModel
 }
 
 // runJoint is J1–J5.
@@ -108,6 +123,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	j.span = make([]int32, n)
 	j.kids = make([]uint8, n)
 	j.callSpan = make([]int32, n)
+	j.unsure = make([]bool, n)
 	j.initCaches()
 	j.countPriors()
 	prev := make([]int32, n)
@@ -162,15 +178,16 @@ func (j *joint) closes(sp int32) int64 {
 
 func (j *joint) classOf(trig, act int32) *classModel {
 	te, ae, reply := j.edge[trig], j.edge[act], j.r.role[act] == roleReply
+	ret := j.r.role[trig] == roleReply
 	for _, e := range j.classByTrig[te] {
-		if e.act == ae && e.reply == reply {
+		if e.act == ae && e.reply == reply && e.ret == ret {
 			return e.c
 		}
 	}
 	m, a := &j.msgs[trig], &j.msgs[act]
-	k := classKey{trig: m.Src, node: a.Src, act: a.Dst, reply: reply}
+	k := classKey{trig: m.Src, node: a.Src, act: a.Dst, reply: reply, ret: j.r.role[trig] == roleReply}
 	c := j.mod.class[k]
-	defer func() { j.classByTrig[te] = append(j.classByTrig[te], classEntry{ae, reply, c}) }()
+	defer func() { j.classByTrig[te] = append(j.classByTrig[te], classEntry{ae, reply, ret, c}) }()
 	if c == nil {
 		c = &classModel{d: j.base[j.edge[act]]}
 		j.mod.class[k] = c
@@ -213,7 +230,7 @@ func (j *joint) cost(trig, act int32, dt float64) float64 {
 // logf is the log density of trig causing act after dt seconds.
 func (j *joint) logf(trig, act int32, dt float64) float64 {
 	c := j.classOf(trig, act)
-	lp := c.d.logpdf(dt)
+	lp := c.d.logpdf(dt) + c.logTrans
 	if c.fit {
 		// The mixture 0.9·class + 0.1·base, by its larger term.
 		lp = math.Max(lp+math.Log(0.9), j.base[j.edge[act]].logpdf(dt)+math.Log(0.1))
@@ -228,6 +245,7 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 		j.prob[i] = 0
 		j.kids[i] = 0
 		j.span[i] = int32(i)
+		j.unsure[i] = false
 	}
 	for c := range j.mod.class {
 		j.mod.class[c].mom = moments{}
@@ -333,6 +351,19 @@ func (j *joint) sweep(b trace.NodeID) {
 		if isReply && len(j.candI) > 0 {
 			sc = math.Inf(1)
 		}
+		// A call made while a request's span is open is that span's work
+		// far more often than a timer's: spontaneity must clearly win.
+		if !isReply {
+			for _, i := range j.candI {
+				if sp := j.span[i]; sp >= 0 && j.r.role[sp] == roleRequest {
+					sc += spanCallBonus
+					break
+				}
+			}
+		}
+		if sweepHook != nil {
+			sweepHook(o, j.candI, j.candC, sc)
+		}
 		best, bc := int32(-1), sc
 		for q, c := range j.candC {
 			if c < bc {
@@ -357,7 +388,14 @@ func (j *joint) sweep(b trace.NodeID) {
 			j.parent[o] = best
 			j.kids[best] = min(j.kids[best]+1, 255)
 			sp = j.span[best]
-			if len(j.candI) == 1 && !isReply {
+			if !isReply && len(j.candI) > 1 {
+				for _, i := range j.candI {
+					if sp := j.span[i]; sp >= 0 {
+						j.unsure[sp] = true
+					}
+				}
+			}
+			if len(j.candI) == 1 && (!isReply || !j.unsure[req]) {
 				c := j.classOf(best, o)
 				c.certain = append(c.certain, float32(float64(s-j.msgs[best].Recv)/1e9))
 			}
@@ -390,16 +428,16 @@ func (j *joint) refit() {
 	// Certain delays pooled over the senders of the trigger, for classes
 	// with too few of their own.
 	type poolKey struct {
-		node, act trace.NodeID
-		reply     bool
+		node, act  trace.NodeID
+		reply, ret bool
 	}
 	pool := map[poolKey][]float32{}
 	for k, c := range j.mod.class {
-		pk := poolKey{k.node, k.act, k.reply}
+		pk := poolKey{k.node, k.act, k.reply, k.ret}
 		pool[pk] = append(pool[pk], c.certain...)
 	}
 	for k, c := range j.mod.class {
-		pc := pool[poolKey{k.node, k.act, k.reply}]
+		pc := pool[poolKey{k.node, k.act, k.reply, k.ret}]
 		switch {
 		case len(c.certain) >= 30:
 			c.d = robustFit(c.certain, j.o.DelayModel)
@@ -411,6 +449,32 @@ func (j *joint) refit() {
 			c.d = robustFit(c.samples, j.o.DelayModel)
 			c.fit = true
 		}
+	}
+	// Transition probabilities from the certain links of each trigger class
+	// (all links where too few are certain).
+	type trigKey struct {
+		trig, node trace.NodeID
+		ret        bool
+	}
+	certainN, allN := map[trigKey]float64{}, map[trigKey]float64{}
+	kinds := map[trigKey]float64{}
+	for k, c := range j.mod.class {
+		tk := trigKey{k.trig, k.node, k.ret}
+		certainN[tk] += float64(len(c.certain))
+		allN[tk] += float64(len(c.samples))
+		kinds[tk]++
+	}
+	for k, c := range j.mod.class {
+		tk := trigKey{k.trig, k.node, k.ret}
+		n, tot := float64(len(c.certain)), certainN[tk]
+		if tot < 30 {
+			n, tot = float64(len(c.samples)), allN[tk]
+		}
+		if tot > 0 {
+			c.logTrans = math.Log((n + 0.5) / (tot + 0.5*kinds[tk]))
+		}
+	}
+	for _, c := range j.mod.class {
 		c.samples = c.samples[:0]
 		c.certain = c.certain[:0]
 	}

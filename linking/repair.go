@@ -45,10 +45,10 @@ type repairScratch struct {
 
 // nodeSpans are the request spans of one node during repair.
 type nodeSpans struct {
-	req     []int32 // the request opening each span
-	sidx    []int32 // request message → span, or −1 (shared, reset after)
-	longest int64   // the longest span, ns
-	members [][]int32       // calls of each span, by send time
+	req     []int32   // the request opening each span
+	sidx    []int32   // request message → span, or −1 (shared, reset after)
+	longest int64     // the longest span, ns
+	members [][]int32 // calls of each span, by send time
 	cost    []float64
 }
 
@@ -107,6 +107,18 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}
 	for s, c := range ns.req {
 		j.assignSpan(b, c, ns.members[s])
+	}
+	// A call the assignment left outside every span starts a path of its
+	// own, whatever the sweep had tied it to inside one.
+	for _, k := range calls {
+		if _, ok := ns.at(j.callSpan[k]); ok {
+			continue
+		}
+		if p := j.parent[k]; p >= 0 {
+			if _, inSpan := ns.at(j.span[p]); inSpan {
+				j.parent[k] = -1
+			}
+		}
 	}
 	if probs {
 		for _, k := range calls {
@@ -212,7 +224,7 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 
 // fits reports whether call k can belong to request c's span.
 func (j *joint) fits(b trace.NodeID, c, k int32) bool {
-	return j.msgs[c].Recv <= j.msgs[k].Send && j.msgs[c].Recv >= j.msgs[k].Send-j.x &&
+	return j.msgs[c].Recv <= j.msgs[k].Send &&
 		j.msgs[j.r.peer[c]].Send >= j.need(b, k)
 }
 
@@ -464,6 +476,9 @@ func (j *joint) refitCounts() {
 	}
 }
 
+// assignHook lets tests watch the assignment's cost rows.
+var assignHook func(k int32, cols []int32, row []float64)
+
 // Block sizes of the joint assignment: calls are assigned in blocks of
 // assignBlock, of which the first assignCommit are kept before the next
 // block (which starts there) is solved.
@@ -479,10 +494,30 @@ const (
 // s's cost with s's other calls as they are. Calls of a block past its
 // committed part are left out of every span until their own block.
 func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) {
-	groups := map[trace.NodeID][]int32{}
-	var order []trace.NodeID
+	// Calls are grouped by what usually causes calls to their destination
+	// (the sender and role of their parents, by majority): one message
+	// causes one call, so within a group a span takes at most one, and
+	// replicas of a callee (AP1, AP2) share a group.
+	votes := map[[2]uint64]int{}
 	for _, k := range calls {
-		d := j.msgs[k].Dst
+		if p := j.parent[k]; p >= 0 {
+			votes[[2]uint64{uint64(j.msgs[k].Dst), uint64(j.msgs[p].Src)<<1 | uint64(j.r.role[p]&1)}]++
+		}
+	}
+	cause := map[uint64]uint64{}
+	best := map[uint64]int{}
+	for v, n := range votes {
+		if n > best[v[0]] || n == best[v[0]] && v[1] < cause[v[0]] {
+			best[v[0]], cause[v[0]] = n, v[1]
+		}
+	}
+	groups := map[uint64][]int32{}
+	var order []uint64
+	for _, k := range calls {
+		d := uint64(1)<<63 | uint64(j.msgs[k].Dst)
+		if c, ok := cause[uint64(j.msgs[k].Dst)]; ok {
+			d = c
+		}
 		if _, ok := groups[d]; !ok {
 			order = append(order, d)
 		}
@@ -533,6 +568,9 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 				})
 				// Its own "no span" column: spontaneous.
 				row[len(cols)+r] = noSpanCost / 2
+				if assignHook != nil {
+					assignHook(k, cols, row)
+				}
 			}
 			hs := newHungScratch(m)
 			col := hungarian(cost, n, m, hs.u, hs.v, hs.p, hs.way, hs.minv, hs.used)
@@ -562,12 +600,12 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 }
 
 // admissibleAll calls f for every span call k can belong to: its request
-// arrived before k was sent, within the window and the node's longest span,
+// arrived before k was sent, within the node's longest span,
 // and its reply is sent after k's return arrives; latest first, at most 16.
 func (j *joint) admissibleAll(b trace.NodeID, ns *nodeSpans, k int32, ins []int32, f func(s int32)) {
 	m := &j.msgs[k]
 	need := j.need(b, k)
-	from := m.Send - min(j.x, ns.longest)
+	from := m.Send - ns.longest
 	p := lastAtOrBefore(ns.req, m.Send, func(i int32) int64 { return j.msgs[i].Recv })
 	n := 0
 	for ; p >= 0 && n < 16; p-- {
