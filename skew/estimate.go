@@ -67,8 +67,10 @@ type NodeEstimate struct {
 	Status   Status
 	Offset   int64   // ns, at the result's T0 (in the clock segment holding T0)
 	DriftPPM float64 // ppm
-	// Error bounds |estimated − true offset| at T0, ns, assuming only that
-	// one-way delays are not negative: it covers any delay asymmetry.
+	// Error bounds |estimated − true offset|, ns, assuming only that one-way
+	// delays are not negative, so it covers any delay asymmetry: at T0, plus
+	// three standard errors of the drift carried to the ends of the node's
+	// activity.
 	Error int64
 	// FitError is the standard error when delays are symmetric, ns.
 	FitError int64
@@ -302,23 +304,31 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 	drift := make([]float64, nDrift)
 	driftVar := make([]float64, nDrift)
 	if !opts.NoDrift && nDrift > 0 {
-		var obs []diff
-		for _, p := range pcs {
-			if _, _, ok := inComp(p); !ok || p.span < float64(opts.MinDriftSpan) || math.IsInf(p.slopeSE, 1) {
-				continue
+		// A slope is per unit of a's clock; per unit of reference time it is
+		// (1 + r_a) times that, so a second round uses the first's r_a.
+		for round := 0; round < 2; round++ {
+			var obs []diff
+			for _, p := range pcs {
+				if _, _, ok := inComp(p); !ok || p.span < float64(opts.MinDriftSpan) || math.IsInf(p.slopeSE, 1) {
+					continue
+				}
+				s := pairs[p.pair]
+				ra := 0.0
+				if v := nodeVar[s.a]; v >= 0 {
+					ra = drift[v]
+				}
+				v := p.slopeSE*p.slopeSE + 1e-18 // floor: 0.001 ppm
+				obs = append(obs, diff{i: nodeVar[s.a], j: nodeVar[s.b], y: p.slope * (1 + ra), v: v, w: 1})
 			}
-			s := pairs[p.pair]
-			v := p.slopeSE*p.slopeSE + 1e-18 // floor: 0.001 ppm
-			obs = append(obs, diff{i: nodeVar[s.a], j: nodeVar[s.b], y: p.slope, v: v, w: 1})
-		}
-		// prior: quartz clocks are within ~100 ppm of each other, so a drift
-		// the samples cannot pin down shrinks towards zero
-		x, inv, err := solveRobust(nDrift, obs, 1e-8)
-		if err != nil {
-			return nil, err
-		}
-		for k := range drift {
-			drift[k], driftVar[k] = x[k], inv.At(k, k)
+			// prior: quartz clocks are within ~100 ppm of each other, so a
+			// drift the samples cannot pin down shrinks towards zero
+			x, inv, err := solveRobust(nDrift, obs, 1e-8)
+			if err != nil {
+				return nil, err
+			}
+			for k := range drift {
+				drift[k], driftVar[k] = x[k], inv.At(k, k)
+			}
 		}
 	}
 	rOf := func(n trace.NodeID) (float64, float64) {
@@ -430,8 +440,12 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 			res.warnf("node %s: no messages both ways with the reference's component; its clock cannot be corrected", ne.Name)
 		}
 		if ne.Status == Reference || ne.Status == Corrected {
-			r, _ := rOf(id)
+			r, rv := rOf(id)
 			set := false
+			// the drift's uncertainty, carried to the ends of the node's
+			// activity (3 standard errors), widens the bound there
+			span := math.Max(math.Abs(float64(acc.lo[n]-res.T0)), math.Abs(float64(acc.hi[n]-res.T0)))
+			driftErr := 3 * math.Sqrt(rv) * span
 			ne.DriftPPM = r / (1 + r) * 1e6
 			nseg := len(nsteps[n]) + 1
 			t0seg := 0
@@ -451,7 +465,7 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 				if vi >= 0 {
 					e, fe = varErr[vi], math.Sqrt(inv.At(vi, vi))
 				}
-				c := trace.Correction{Node: id, DriftPPM: ne.DriftPPM, Error: int64(math.Ceil(e))}
+				c := trace.Correction{Node: id, DriftPPM: ne.DriftPPM, Error: int64(math.Ceil(e + driftErr))}
 				switch {
 				case nseg == 1:
 					c.At = res.T0 + int64(math.Round(o))
