@@ -1,11 +1,17 @@
 package reconcile
 
 import (
+	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"runtime"
+	"sort"
+	"syscall"
 	"testing"
+	"time"
 
+	"wap5/libsockcap"
 	"wap5/trace"
 )
 
@@ -49,4 +55,174 @@ func BenchmarkReconcileWrite(b *testing.B) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// synthSource generates the observations of one host of a CoDeeN-like
+// system on the fly: every tick, every connection carries one request and
+// one response, in its own time slot (so each host's observations are in
+// time order without sorting). Nothing is stored, so the benchmark measures
+// the matcher, not a log decoder.
+type synthSource struct {
+	obs   *Observer
+	conns []synthConn // this host's connections, by slot
+	ticks int
+	tick  int
+	i     int // index into conns
+	step  int // 0..3: the events of one exchange seen by this host
+	open  bool
+	slots int
+}
+
+type synthConn struct {
+	slot          int
+	client        bool
+	local, remote libsockcap.Endpoint
+	socket        uint64
+	req, resp     int64
+}
+
+const (
+	synthSlot = 100_000 // ns per connection slot
+	synthLat  = 20_000  // one-way network delay
+	synthProc = 30_000  // server time
+)
+
+func (s *synthSource) Name() string       { return s.obs.Host }
+func (s *synthSource) Err() error         { return nil }
+func (s *synthSource) Warnings() []string { return nil }
+
+func (s *synthSource) Next(o *Observation) bool {
+	for {
+		if s.tick >= s.ticks {
+			return false
+		}
+		if s.i >= len(s.conns) {
+			s.i, s.tick = 0, s.tick+1
+			continue
+		}
+		c := &s.conns[s.i]
+		base := int64(1.7e18) + int64(s.tick*s.slots+c.slot)*synthSlot
+		*o = Observation{Proto: libsockcap.ProtoTCP, Stream: true, Observer: s.obs, Socket: c.socket,
+			Local: c.local, Remote: c.remote, Offset: -1, Origin: OriginLog}
+		if s.tick == 0 && s.step == 0 && !s.open {
+			s.open = true
+			o.Op, o.Time = OpOpen, base-1
+			o.Role = RoleServer
+			if c.client {
+				o.Role = RoleClient
+			}
+			return true
+		}
+		switch {
+		case c.client && s.step == 0:
+			o.Op, o.Time, o.Bytes = OpSend, base, c.req
+		case c.client:
+			o.Op, o.Time, o.Bytes = OpRecv, base+2*synthLat+synthProc, c.resp
+		case s.step == 0:
+			o.Op, o.Time, o.Bytes = OpRecv, base+synthLat, c.req
+		default:
+			o.Op, o.Time, o.Bytes = OpSend, base+synthLat+synthProc, c.resp
+		}
+		if s.step == 0 {
+			s.step = 1
+		} else {
+			s.step, s.open = 0, false
+			s.i++
+		}
+		return true
+	}
+}
+
+// codeenSources: hosts × perHost client connections to random other hosts,
+// messages in all (two per exchange).
+func codeenSources(hosts, perHost, messages int) []Source {
+	nconn := hosts * perHost
+	ticks := messages / (2 * nconn)
+	srcs := make([]*synthSource, hosts)
+	for h := range srcs {
+		srcs[h] = &synthSource{obs: &Observer{Host: fmt.Sprintf("node%03d", h), Exe: "/usr/bin/proxy", Pid: int32(1000 + h)},
+			ticks: ticks, slots: nconn}
+	}
+	addr := func(h, port int) libsockcap.Endpoint {
+		return libsockcap.Endpoint{Addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(h >> 8), byte(h), 1}), uint16(port))}
+	}
+	seed := uint32(1)
+	for slot := 0; slot < nconn; slot++ {
+		cl := slot / perHost
+		seed = seed*1664525 + 1013904223
+		sv := (cl + 1 + int(seed>>8)%(hosts-1)) % hosts
+		ce, se := addr(cl, 40000+slot), addr(sv, 3128)
+		req, resp := int64(200+slot%300), int64(1000+slot%5000)
+		srcs[cl].conns = append(srcs[cl].conns, synthConn{slot: slot, client: true, local: ce, remote: se, socket: uint64(slot + 1), req: req, resp: resp})
+		srcs[sv].conns = append(srcs[sv].conns, synthConn{slot: slot, local: se, remote: ce, socket: uint64(slot + 1), req: req, resp: resp})
+	}
+	out := make([]Source, hosts)
+	for h, s := range srcs {
+		sort.Slice(s.conns, func(i, j int) bool { return s.conns[i].slot < s.conns[j].slot })
+		out[h] = s
+	}
+	return out
+}
+
+// BenchmarkReconcileCoDeeN: a CoDeeN-sized reconciliation (WAP5 Table 5:
+// 4.7M messages, 115 hosts) on synthetic observations; reports CPU seconds
+// per run. WAP5_LONG=1 for the full size, else 470k messages.
+func BenchmarkReconcileCoDeeN(b *testing.B) {
+	msgs := 470_000
+	if os.Getenv("WAP5_LONG") != "" {
+		msgs = 4_700_000
+	}
+	var n int
+	var cpu time.Duration
+	for i := 0; i < b.N; i++ {
+		srcs := codeenSources(115, 4, msgs)
+		c0 := cpuTime()
+		t, err := ReconcileSources(srcs, Options{})
+		cpu += cpuTime() - c0
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = len(t.Messages)
+		if n < msgs*99/100 {
+			b.Fatalf("%d messages, want about %d", n, msgs)
+		}
+	}
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric(float64(n)*float64(b.N)/cpu.Seconds(), "msgs/cpu-s")
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestSyntheticCoDeeN checks the benchmark's workload reconciles exactly:
+// every exchange gives a call and its return, both ends timed, with the
+// generator's network delay, between the right hosts.
+func TestSyntheticCoDeeN(t *testing.T) {
+	const hosts, per, msgs = 20, 3, 6000
+	tr, err := ReconcileSources(codeenSources(hosts, per, msgs), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Messages) != msgs {
+		t.Fatalf("%d messages, want %d", len(tr.Messages), msgs)
+	}
+	calls := 0
+	for i := range tr.Messages {
+		m := &tr.Messages[i]
+		if m.Send == trace.Unknown || m.Recv == trace.Unknown || m.Recv-m.Send != synthLat {
+			t.Fatalf("message %s: want both times %d ns apart", trace.AppendTextLine(nil, tr, i), synthLat)
+		}
+		if m.Kind == trace.KindCall {
+			calls++
+		}
+		if i > 0 && m.Time() < tr.Messages[i-1].Time() {
+			t.Fatalf("message %d out of time order", i)
+		}
+	}
+	if calls != msgs/2 || len(tr.Nodes) != hosts {
+		t.Fatalf("%d calls, %d nodes; want %d, %d", calls, len(tr.Nodes), msgs/2, hosts)
+	}
 }

@@ -1,10 +1,8 @@
 package reconcile
 
 import (
-	"cmp"
 	"fmt"
 	"net/netip"
-	"slices"
 	"sort"
 	"strings"
 
@@ -178,8 +176,8 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 		}
 	}
 	m.report()
-	// 8. Pair calls with returns; 9. sort and number.
-	slices.SortStableFunc(t.Messages, func(a, b trace.Message) int { return cmp.Compare(a.Time(), b.Time()) })
+	// 8. Pair calls with returns (messages were sorted by m.messages);
+	// 9. number them.
 	pairCalls(t, m.nconn)
 	if opts.AggregateClients {
 		t = AggregateClients(t)
