@@ -67,7 +67,7 @@ func TestDebugJoint(t *testing.T) {
 	tp := truthParents(tr)
 	for it := 0; it < 4; it++ {
 		j.pass(rev, it >= 2, it == 3)
-		j.refit()
+		j.refit(it < 2)
 		bad := map[string]int{}
 		for i := range tr.Messages {
 			if j.parent[i] != tp[i] {
@@ -135,7 +135,7 @@ func TestDebugCost(t *testing.T) {
 	for it := 0; it < 4; it++ {
 		j.pass(rev, it >= 2, it == 3)
 		if it < 3 {
-			j.refit()
+			j.refit(it < 2)
 		}
 	}
 	for k, c := range j.mod.class {

@@ -143,7 +143,10 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 			}
 		}
 		fit.Change = float64(changed) / math.Max(1, float64(n))
-		j.refit()
+		// Unambiguous links seed the models; once the joint repair has
+		// run, all chosen links refine them (the unambiguous ones are
+		// biased towards short delays: they happen before others arrive).
+		j.refit(!repair)
 	}
 	for iters < greedy {
 		step(false, false)
@@ -408,7 +411,7 @@ func (j *joint) sweep(b trace.NodeID) {
 }
 
 // refit is J4: class densities and fan-out costs from the chosen links.
-func (j *joint) refit() {
+func (j *joint) refit(useCertain bool) {
 	for i := range j.kids {
 		j.kids[i] = 0
 	}
@@ -439,6 +442,9 @@ func (j *joint) refit() {
 	for k, c := range j.mod.class {
 		pc := pool[poolKey{k.node, k.act, k.reply, k.ret}]
 		switch {
+		case !useCertain && len(c.samples) >= 30:
+			c.d = robustFit(c.samples, j.o.DelayModel)
+			c.fit = true
 		case len(c.certain) >= 30:
 			c.d = robustFit(c.certain, j.o.DelayModel)
 			c.fit = true
@@ -467,7 +473,7 @@ func (j *joint) refit() {
 	for k, c := range j.mod.class {
 		tk := trigKey{k.trig, k.node, k.ret}
 		n, tot := float64(len(c.certain)), certainN[tk]
-		if tot < 30 {
+		if tot < 30 || !useCertain {
 			n, tot = float64(len(c.samples)), allN[tk]
 		}
 		if tot > 0 {
