@@ -1,5 +1,10 @@
 package libsockcap
 
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
+
 // Numbers of the on-disk format, mirrored from c/format.h (the one
 // definition; FORMAT.md explains it). internal/sockcapenc's test checks that
 // the two agree.
@@ -55,11 +60,14 @@ const (
 	sumPrefix   = 64
 )
 
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // Checksum computes the UDP payload checksum the library records (FORMAT.md):
-// FNV-1a 32 over the first 64 payload bytes, then the 4 little-endian bytes
-// of the datagram's full length. Readers of pcaps use it to match datagrams.
+// CRC32C over the first 64 payload bytes followed by the 4 little-endian
+// bytes of the datagram's full length. payload may be longer or shorter than
+// 64 bytes (a capture's snap length); length is the datagram's real length.
+// Readers of pcaps use it to match datagrams.
 func Checksum(payload []byte, length int) uint32 {
-	h := uint32(2166136261)
 	n := len(payload)
 	if n > sumPrefix {
 		n = sumPrefix
@@ -67,13 +75,8 @@ func Checksum(payload []byte, length int) uint32 {
 	if n > length {
 		n = length
 	}
-	for _, b := range payload[:n] {
-		h ^= uint32(b)
-		h *= 16777619
-	}
-	for i := 0; i < 4; i++ {
-		h ^= uint32(byte(length >> (8 * i)))
-		h *= 16777619
-	}
-	return h
+	c := crc32.Checksum(payload[:n], castagnoli)
+	var l [4]byte
+	binary.LittleEndian.PutUint32(l[:], uint32(length))
+	return crc32.Update(c, castagnoli, l[:])
 }

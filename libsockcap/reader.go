@@ -81,6 +81,7 @@ type Scanner struct {
 	warnings  []error
 	err       error
 	nchunks   int64
+	recBytes  int64
 }
 
 // Open reads a log, sealed (zstd) or not. It fails only when the file cannot
@@ -303,6 +304,10 @@ func (s *Scanner) Err() error { return s.err }
 // Warnings returns the damage found so far (*DamageError values).
 func (s *Scanner) Warnings() []error { return s.warnings }
 
+// RecordBytes is the size of the records decoded so far (kind byte and
+// body, FD records included; headers and unused chunk space excluded).
+func (s *Scanner) RecordBytes() int64 { return s.recBytes }
+
 // Close releases the log.
 func (s *Scanner) Close() error { s.data = nil; s.heap = nil; return nil }
 
@@ -325,6 +330,7 @@ func (s *Scanner) advance(st *stream) bool {
 			st.pos = st.end // resync at the next chunk
 			continue
 		}
+		s.recBytes += int64(st.pos - start)
 		if ok && isEvent {
 			st.has = true
 			return true

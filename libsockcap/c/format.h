@@ -102,7 +102,7 @@ struct sc_chunk_header {
 #define SC_F_CHILD (1u << 4)   /* uv pid */
 #define SC_F_DUR (1u << 5)     /* uv ns */
 #define SC_F_NAME (1u << 6)    /* uv len (<= SC_NAME_MAX), bytes */
-#define SC_F_SUM (1u << 7)     /* uv (32-bit FNV-1a, see FORMAT.md) */
+#define SC_F_SUM (1u << 7)     /* uv (32-bit CRC32C, see FORMAT.md) */
 #define SC_F_REMOTE (1u << 8)  /* addr */
 #define SC_F_LOCAL (1u << 9)   /* addr */
 #define SC_F_ARG (1u << 10)    /* zz: shutdown how, exit status, fcntl cmd... */
@@ -136,8 +136,9 @@ struct sc_chunk_header {
 /* The largest record the writer produces (an SC_K_EVENT with every field). */
 #define SC_RECORD_MAX 640u
 
-/* UDP payload checksum: FNV-1a 32 over the first SC_SUM_PREFIX payload bytes,
- * then the 4 little-endian bytes of the full datagram length. */
+/* UDP payload checksum: CRC32C (Castagnoli; init ~0, final ~) over the first
+ * SC_SUM_PREFIX payload bytes followed by the 4 little-endian bytes of the
+ * full datagram length. */
 #define SC_SUM_PREFIX 64u
 
 #endif

@@ -40,9 +40,36 @@ struct sc_buf {
 	size_t n, cap;
 	int overflow;
 };
-SC_HIDDEN void sc_put_u8(struct sc_buf *b, uint8_t v);
-SC_HIDDEN void sc_put_uv(struct sc_buf *b, uint64_t v);
-SC_HIDDEN void sc_put_zz(struct sc_buf *b, int64_t v);
+static inline void sc_put_u8(struct sc_buf *b, uint8_t v)
+{
+	if (SC_UNLIKELY(b->n >= b->cap)) {
+		b->overflow = 1;
+		return;
+	}
+	b->p[b->n++] = v;
+}
+
+static inline void sc_put_uv(struct sc_buf *b, uint64_t v)
+{
+	if (SC_UNLIKELY(b->n + 10 > b->cap)) {
+		b->overflow = 1;
+		return;
+	}
+	uint8_t *p = b->p + b->n;
+	size_t n = 0;
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	b->n += n;
+}
+
+static inline void sc_put_zz(struct sc_buf *b, int64_t v)
+{
+	sc_put_uv(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
 SC_HIDDEN void sc_put_bytes(struct sc_buf *b, const void *p, size_t n);
 /* sc_put_addr encodes a sockaddr (NULL or unknown family: SC_AF_NONE). */
 SC_HIDDEN void sc_put_addr(struct sc_buf *b, const struct sockaddr *sa, socklen_t len, uint64_t inode);
