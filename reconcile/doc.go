@@ -17,18 +17,21 @@
 // SC_SUM_PREFIX: FNV-1a over the first 64 payload bytes, then the 4
 // little-endian bytes of the datagram length).
 //
-// # The algorithm (numbers as in match.go)
+// # The algorithm (steps as numbered in the code: reconcile.go, match.go, dgram.go)
 //
 //  1. Merge all sources into one stream ordered by observation time, with a
 //     min-heap of per-source cursors (each source is time-ordered on its own
 //     clock; clocks of different hosts may disagree by less than the window).
 //  2. Name each observation's end: endpoints are canonicalised by the known
-//     address translations (--nat, and those learnt in step 6), and a
-//     connection is keyed by its protocol and unordered endpoint pair (Unix
-//     sockets additionally by the host's boot id and inode). A key may be
-//     reused (port reuse): an OpOpen on an end that already had a connection
-//     starts the next instance of that key, so connections are identified by
-//     key and lifetime.
+//     address translations (--nat, those a capture set shows, and those
+//     learnt in step 6) to the real ends — a DNAT'd destination becomes the
+//     server's address, a SNAT'd source the client's — and a connection is
+//     keyed by its protocol and unordered endpoint pair (loopback addresses
+//     and Unix sockets also by their host; Unix sockets by both inodes when
+//     known, else by path, pairing in order). A key may be reused (port
+//     reuse): an OpOpen on an end that already had a connection starts the
+//     next instance of that key, so connections are identified by key and
+//     lifetime. Observations carrying a Socket id find their end directly.
 //  3. Streams (TCP, Unix stream): each send covers a byte range of its
 //     direction, each receive delivers a byte range. A logical message is a
 //     run of bytes sent in one direction until the sending end receives bytes
@@ -38,39 +41,50 @@
 //     delivered the run's first byte (Options.RecvAt = RecvLast: its last
 //     byte). This is exact whatever the write and read boundaries. When the
 //     sender was not traced, runs are cut at the receiver (reads until the
-//     receiver sends). A byte range seen twice on the same side
-//     (retransmission, two sniffers, a log and a capture) counts once; logs
-//     are preferred over packets.
+//     receiver sends). A byte range seen twice on the same end
+//     (retransmission, two sniffers, a capture and a log) counts once.
+//     Logs win over captures: packets of a host whose processes are logged
+//     are ignored, and a log's open takes over an end a capture saw first.
 //  4. Datagrams (UDP, Unix datagram): a receive matches the oldest unmatched
-//     send of the same flow with the same length and checksum within the
-//     window; unmatched sends older than the window were lost (reported),
-//     receives matching an already matched send are duplicates (reported and
-//     dropped), and matching by content rather than position tolerates
-//     reordering.
+//     send of the same flow (destination port, source port when known,
+//     compatible addresses) with the same length and checksum; unmatched
+//     sends still waiting after the window were lost when a traced process
+//     receives at that address (reported), receives matching an already
+//     matched send are duplicates (reported and dropped), and matching by
+//     content rather than position tolerates reordering. An end bound to
+//     the wildcard address is named by its node's only address, if it has
+//     one, else as the peer saw it.
 //  5. Untraced peers: an end whose peer has not appeared within
 //     Options.Window of its first observation is untraced; its messages keep
 //     Unknown (`-`) for the missing time and the peer node is named by its
 //     address.
 //  6. Address translation: before an end is declared untraced, unpaired ends
-//     of the opposite role (connect vs accept, or datagram flows) whose
-//     addresses differ are compared: same protocol, opened within the window,
-//     and the same first message sizes (streams) or lengths and checksums
-//     (datagrams). A match pairs them and records the translation (DNAT:
-//     destination as the sender wrote it → as the receiver saw it; SNAT:
-//     source), which then canonicalises later connections directly. The
-//     translations found are reported as warnings "nat: ...".
+//     of the opposite role (connect vs accept) whose addresses differ are
+//     compared: same protocol, opened within the window, and the same sizes
+//     of the first message each way as far as both saw them; the closest in
+//     time wins. Datagrams still unmatched after the window are paired with
+//     an unmatched datagram of the same length and checksum. A match pairs
+//     them and records the translation (DNAT: destination as the sender
+//     wrote it → as the receiver saw it; SNAT: source; a SNAT that kept the
+//     port becomes a rule for the whole address), which then canonicalises
+//     later flows directly. The translations found are reported as warnings
+//     "nat: KIND PROTO BEFORE -> AFTER (N flows)". With logs and captures
+//     mixed, the logs are reconciled once first to learn their translations.
 //  7. Name nodes at Options.Granularity: HOST, HOST/EXE or HOST/EXE/PID (EXE
 //     is the program's base name; spaces become '_'); untraced peers by their
-//     IP address (or unix:PATH). With Options.AggregateClients, ports that
-//     accept connections or talk to many peer ports are fixed, others
-//     ephemeral (printed `*`), and nodes that never use a fixed port locally
-//     become CLIENT (WAP5 §2.5).
+//     IP address (or Unix endpoint). With Options.AggregateClients, ports
+//     that accept connections, talk to three or more peer ports, or lie
+//     below the ephemeral range (32768) are fixed, others ephemeral (printed
+//     `*`), and nodes that never use a fixed port become CLIENT (WAP5 §2.5).
 //  8. On TCP and Unix stream connections with a known client and server,
-//     messages from the connecting end are calls and the following messages
-//     from the accepting end their returns (kind= and call=).
-//  9. Sort the messages by time and number them (id=).
+//     messages from the connecting end are calls and the next message from
+//     the accepting end is its return (kind=, call=). The pairing follows
+//     time order, so it assumes clock differences smaller than a round trip.
+//  9. Sort the messages by time (send time, else receive time; ties in the
+//     order they were decided) and number them (id=).
 //
-// Memory is bounded by what is in flight within the window (unmatched byte
-// ranges and datagrams), not by the trace length; the result itself costs
-// 64 bytes per message.
+// Memory during matching is bounded by what is in flight within the window
+// (unmatched byte ranges and datagrams, open connections), not by the trace
+// length; the result itself costs 64 bytes per message, and collecting and
+// sorting it about twice that at the end.
 package reconcile
