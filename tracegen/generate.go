@@ -226,7 +226,9 @@ func newEngine(cfg *Config) (*engine, error) {
 	for ti, tl := range cfg.Tracelets {
 		e.tstats = append(e.tstats, TraceletStats{Name: tl.Name, Variants: map[string]int{}})
 		for k := 0; k < tl.Parallel; k++ {
-			root := tl.From.Choices[k%len(tl.From.Choices)]
+			// Workers of all tracelets take turns over the from= members, so
+			// every member is used when there are enough workers.
+			root := tl.From.Choices[len(e.workers)%len(tl.From.Choices)]
 			// Workers start spread over one think time so they do not move in lockstep.
 			start := int64(tl.Think.Sample(e.r, 1) * e.r.Float64() * 1e9)
 			e.workers = append(e.workers, &worker{tl: ti, root: root, next: start, seq: len(e.workers)})
