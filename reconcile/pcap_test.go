@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -511,4 +512,72 @@ func FuzzPcap(f *testing.F) {
 			s.Warnings()
 		}
 	})
+}
+
+// bigCapture is a capture of conns connections of reqs request/reply pairs
+// each, interleaved in time, seen by one sniffer.
+func bigCapture(tb testing.TB, conns, reqs int) []byte {
+	var pkts []wirePkt
+	req := bytes.Repeat([]byte("q"), 200)
+	rep := bytes.Repeat([]byte("r"), 1400)
+	for c := range conns {
+		cl := fmt.Sprintf("10.201.1.%d:%d", 2+c%200, 30000+c)
+		isnC, isnS := uint32(c)*7919, uint32(c)*104729
+		t := int64(1700000000_000000000) + int64(c)*1000
+		pkts = append(pkts, wirePkt{t, cl, srv, 64, 0, "S", isnC, 0, nil}, wirePkt{t + 100, srv, cl, 64, 0, "SA", isnS, isnC + 1, nil})
+		for r := range reqs {
+			t += 1e6
+			off, roff := uint32(r*len(req)), uint32(r*len(rep)*2)
+			pkts = append(pkts,
+				wirePkt{t, cl, srv, 64, 0, "PA", isnC + 1 + off, isnS + 1 + roff, req},
+				wirePkt{t + 300, srv, cl, 64, 0, "PA", isnS + 1 + roff, isnC + 1 + off + 200, rep},
+				wirePkt{t + 310, srv, cl, 64, 0, "PA", isnS + 1 + roff + 1400, isnC + 1 + off + 200, rep},
+				wirePkt{t + 400, cl, srv, 64, 0, "A", isnC + 1 + off + 200, isnS + 1 + roff + 2800, nil})
+		}
+	}
+	sort.SliceStable(pkts, func(i, j int) bool { return pkts[i].t < pkts[j].t })
+	return writeCapture(tb, fmtPcapNano, linkEthernet, pkts)
+}
+
+func BenchmarkReadCapture(b *testing.B) {
+	data := bigCapture(b, 100, 200)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	var n int
+	for range b.N {
+		c, err := ReadCapture(bytes.NewReader(data), "bench", 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = len(c.Packets)
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "packets/s")
+}
+
+// BenchmarkPcapReconcile is the whole packet path: reading, NAT detection,
+// replay and matching into messages.
+func BenchmarkPcapReconcile(b *testing.B) {
+	data := bigCapture(b, 100, 200)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var msgs, pkts int
+	for range b.N {
+		c, err := ReadCapture(bytes.NewReader(data), "bench", 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pkts = len(c.Packets)
+		set := PcapSources([]*Capture{c}, Options{}, nil)
+		tr, err := ReconcileSources(set.Sources, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		msgs = len(tr.Messages)
+	}
+	if msgs != 100*200*2 {
+		b.Fatalf("%d messages, want %d", msgs, 100*200*2)
+	}
+	b.ReportMetric(float64(pkts)*float64(b.N)/b.Elapsed().Seconds(), "packets/s")
+	b.ReportMetric(float64(msgs)*float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }

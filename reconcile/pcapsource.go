@@ -108,7 +108,10 @@ func PcapSources(caps []*Capture, opts Options, hosts HostNames) *PcapSet {
 		}
 	}
 	for _, c := range caps {
-		sort.SliceStable(c.Packets, func(i, j int) bool { return c.Packets[i].Time < c.Packets[j].Time })
+		less := func(i, j int) bool { return c.Packets[i].Time < c.Packets[j].Time }
+		if !sort.SliceIsSorted(c.Packets, less) {
+			sort.SliceStable(c.Packets, less)
+		}
 	}
 
 	// P3.
