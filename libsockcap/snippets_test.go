@@ -27,6 +27,7 @@ func TestSnippets(t *testing.T) {
 		{name: "threads", check: checkThreads},
 		{name: "signal", check: checkSignal},
 		{name: "closeall", check: checkCloseAll},
+		{name: "privdrop", check: checkPrivDrop},
 		{name: "misc", flags: []string{"-O2", "-D_FORTIFY_SOURCE=2"}, args: func(d string) []string { return []string{filepath.Join(d, "file")} }, check: checkMisc},
 	}
 	for _, tc := range tests {
@@ -291,6 +292,18 @@ func checkSignal(t *testing.T, r runResult, logs []procLog) {
 		t.Errorf("%d sends logged + %d dropped, program made %d", ok, l.P.Dropped, total)
 	}
 	t.Logf("main %d handler %d logged %d dropped %d", r.vals["main"], r.vals["handler"], ok, l.P.Dropped)
+}
+
+func checkPrivDrop(t *testing.T, r runResult, logs []procLog) {
+	if r.vals["skipped"] == 1 {
+		t.Skip("needs root")
+	}
+	l := logs[0]
+	sends := len(l.filter(func(e *Event) bool { return e.Op == OpSend && e.Ret == 4 }))
+	recvs := len(l.filter(func(e *Event) bool { return e.Op == OpRecv && e.Ret == 4 }))
+	if sends != r.vals["pairs"] || recvs != r.vals["pairs"] || r.vals["pairs"] != 30000 {
+		t.Errorf("logged %d sends %d recvs after setuid, program made %d pairs", sends, recvs, r.vals["pairs"])
+	}
 }
 
 func checkCloseAll(t *testing.T, r runResult, logs []procLog) {

@@ -79,6 +79,10 @@ DECL(_Exit, void, int);
 DECL(__read_chk, ssize_t, int, void *, size_t, size_t);
 DECL(__recv_chk, ssize_t, int, void *, size_t, size_t, int);
 DECL(__recvfrom_chk, ssize_t, int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
+DECL(setuid, int, uid_t);
+DECL(setreuid, int, uid_t, uid_t);
+DECL(setresuid, int, uid_t, uid_t, uid_t);
+DECL(seteuid, int, uid_t);
 DECL(getaddrinfo, int, const char *, const char *, const struct addrinfo *, struct addrinfo **);
 DECL(gethostbyname, struct hostent *, const char *);
 DECL(gethostbyname2, struct hostent *, const char *, int);
@@ -97,6 +101,7 @@ void sc_resolve_real(void)
 	R(fcntl); R(fcntl64); R(fork); R(_Fork); R(posix_spawn); R(posix_spawnp);
 	R(execve); R(execvpe); R(fexecve); R(execveat); R(exit); R(_exit); R(_Exit);
 	R(__read_chk); R(__recv_chk); R(__recvfrom_chk);
+	R(setuid); R(setreuid); R(setresuid); R(seteuid);
 	R(getaddrinfo); R(gethostbyname); R(gethostbyname2); R(gethostbyname_r);
 #undef R
 }
@@ -1123,6 +1128,38 @@ SC_EXPORT void _Exit(int status)
 	exit_event(status);
 	(real__Exit ? real__Exit : real__exit)(status);
 	__builtin_unreachable();
+}
+
+/* ---------------- privileges ---------------- */
+
+/* A root process about to become another user could not reopen its root-owned
+ * log afterwards: hand it over and reserve chunks while still privileged. */
+SC_EXPORT int setuid(uid_t uid)
+{
+	ENSURE();
+	sc_before_setuid(uid);
+	return real_setuid(uid);
+}
+
+SC_EXPORT int setreuid(uid_t ruid, uid_t euid)
+{
+	ENSURE();
+	sc_before_setuid(euid != (uid_t)-1 ? euid : ruid);
+	return real_setreuid(ruid, euid);
+}
+
+SC_EXPORT int setresuid(uid_t ruid, uid_t euid, uid_t suid)
+{
+	ENSURE();
+	sc_before_setuid(euid != (uid_t)-1 ? euid : ruid);
+	return real_setresuid(ruid, euid, suid);
+}
+
+SC_EXPORT int seteuid(uid_t euid)
+{
+	ENSURE();
+	sc_before_setuid(euid);
+	return real_seteuid(euid);
 }
 
 /* ---------------- resolver ---------------- */

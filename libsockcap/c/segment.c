@@ -33,6 +33,15 @@ static struct {
 SC_TLS struct sc_thread sc_t;
 volatile uint32_t sc_gen = 1;
 static uint64_t serial_counter;
+
+/* Chunks mapped in advance when a root process drops its privileges: it may
+ * not be able to reopen its own log afterwards. */
+#define SC_POOL_CHUNKS 32
+static struct {
+	uint8_t *base;
+	uint64_t first;
+	uint32_t n, next;
+} pool;
 static pthread_key_t thread_key;
 static int thread_key_ok;
 static SC_TLS int thread_key_set;
@@ -164,9 +173,19 @@ static int create_log(void)
 {
 	char dir[1024];
 	size_t n = put_str(dir, 0, sizeof dir, sc_cfg.dir);
+	if (mkdirs(dir) != 0) {
+		report_once("cannot create log directory", errno);
+		return -1;
+	}
 	n = put_str(dir, n, sizeof dir, "/");
 	n = put_str(dir, n, sizeof dir, sc_cfg.node);
-	if (mkdirs(dir) != 0) {
+	if (mkdir(dir, 0700) == 0) {
+		/* the node directory is as open as SOCKCAP_DIR (0700 unless the user
+		 * made it wider, e.g. for daemons that run as another user) */
+		struct stat st;
+		if (stat(sc_cfg.dir, &st) == 0 && (st.st_mode & 07777) != 0700)
+			chmod(dir, st.st_mode & 07777);
+	} else if (errno != EEXIST) {
 		report_once("cannot create log directory", errno);
 		return -1;
 	}
@@ -264,6 +283,8 @@ void sc_log_open(void)
 /* Called in the child right after fork (our wrappers and pthread_atfork). */
 void sc_after_fork_child(void)
 {
+	pool.base = NULL; /* not mapped in the child (MADV_DONTFORK) */
+	pool.n = pool.next = 0;
 	L.state = LOG_NONE;
 	L.hdr = NULL; /* not mapped in the child (MADV_DONTFORK) */
 	L.reported = 0;
@@ -326,21 +347,33 @@ static int new_chunk(int64_t t)
 	if (!h || t < T->retry_at)
 		return 0;
 	int saved = errno;
-	uint64_t idx = __atomic_fetch_add(&h->nchunks, 1, __ATOMIC_RELAXED);
-	uint64_t off = SC_HDR_SIZE + idx * (uint64_t)SC_CHUNK_SIZE;
+	uint64_t idx;
 	void *p = MAP_FAILED;
-	if (fsize_allows(off + SC_CHUNK_SIZE)) {
-		int fd = open(L.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		if (fd >= 0) {
-			if (posix_fallocate(fd, (off_t)off, SC_CHUNK_SIZE) == 0)
-				p = mmap(NULL, SC_CHUNK_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
-			sys_close(fd);
+	uint32_t k = __atomic_load_n(&pool.next, __ATOMIC_RELAXED);
+	while (k < pool.n) {
+		/* chunks reserved before the process gave up its privileges */
+		if (__atomic_compare_exchange_n(&pool.next, &k, k + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			p = pool.base + (size_t)k * SC_CHUNK_SIZE;
+			idx = pool.first + k;
+			break;
 		}
 	}
 	if (p == MAP_FAILED) {
-		T->retry_at = t + 100000000; /* back off 100 ms: no syscalls per event on a full disk */
-		errno = saved;
-		return 0;
+		idx = __atomic_fetch_add(&h->nchunks, 1, __ATOMIC_RELAXED);
+		uint64_t off = SC_HDR_SIZE + idx * (uint64_t)SC_CHUNK_SIZE;
+		if (fsize_allows(off + SC_CHUNK_SIZE)) {
+			int fd = open(L.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+			if (fd >= 0) {
+				if (posix_fallocate(fd, (off_t)off, SC_CHUNK_SIZE) == 0)
+					p = mmap(NULL, SC_CHUNK_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+				sys_close(fd);
+			}
+		}
+		if (p == MAP_FAILED) {
+			T->retry_at = t + 100000000; /* back off 100 ms: no syscalls per event on a full disk */
+			errno = saved;
+			return 0;
+		}
 	}
 	madvise(p, SC_CHUNK_SIZE, MADV_DONTFORK);
 	struct sc_chunk_header *c = p;
@@ -463,4 +496,43 @@ void sc_make_room(int64_t t, uint32_t need)
 		new_chunk(t);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	T->crit = 0;
+}
+
+/* sc_before_setuid runs while the process is still privileged, just before it
+ * switches to uid: hand the log file to uid (so it can reopen it when the
+ * directories let it) and map a reserve of chunks (for when they do not). */
+void sc_before_setuid(uid_t uid)
+{
+	if (geteuid() != 0 || uid == (uid_t)-1 || uid == 0 || !sc_cfg.enabled)
+		return;
+	int saved = errno;
+	sc_log_open();
+	struct sc_file_header *h = L.hdr;
+	if (__atomic_load_n(&L.state, __ATOMIC_ACQUIRE) != LOG_READY || !h) {
+		errno = saved;
+		return;
+	}
+	if (chown(L.path, uid, (gid_t)-1) != 0) {
+		/* keep going: the reserve below still works */
+	}
+	if (pool.n == 0) {
+		uint64_t first = __atomic_fetch_add(&h->nchunks, SC_POOL_CHUNKS, __ATOMIC_RELAXED);
+		uint64_t off = SC_HDR_SIZE + first * (uint64_t)SC_CHUNK_SIZE;
+		size_t len = (size_t)SC_POOL_CHUNKS * SC_CHUNK_SIZE;
+		int fd = fsize_allows(off + len) ? open(L.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW) : -1;
+		if (fd >= 0) {
+			void *p = MAP_FAILED;
+			if (posix_fallocate(fd, (off_t)off, (off_t)len) == 0)
+				p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+			sys_close(fd);
+			if (p != MAP_FAILED) {
+				madvise(p, len, MADV_DONTFORK);
+				pool.base = p;
+				pool.first = first;
+				pool.next = 0;
+				__atomic_store_n(&pool.n, SC_POOL_CHUNKS, __ATOMIC_RELEASE);
+			}
+		}
+	}
+	errno = saved;
 }

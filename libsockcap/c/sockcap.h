@@ -107,6 +107,7 @@ SC_HIDDEN int64_t sc_now(void);
 SC_HIDDEN int sc_commit(uint8_t kind, int64_t t, const uint8_t *body, size_t len);
 SC_HIDDEN void sc_log_open(void);       /* create this process's log (idempotent) */
 SC_HIDDEN void sc_after_fork_child(void);
+SC_HIDDEN void sc_before_setuid(uid_t uid); /* reserve chunks before privileges go */
 SC_HIDDEN uint64_t sc_chunk_serial(void); /* the calling thread's current chunk serial (0: none) */
 SC_HIDDEN void sc_count_lost(void);
 SC_HIDDEN int sc_room(uint32_t need);
