@@ -109,3 +109,34 @@ func TestNatMapFeedsReconcile(t *testing.T) {
 		}
 	}
 }
+
+// TestNatDocExamples runs every `$ wap5 ...` example of docs/nat.md and
+// compares the output shown there.
+func TestNatDocExamples(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/nat.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(doc), "```console\n")[1:]
+	if len(blocks) == 0 {
+		t.Fatal("no console examples in docs/nat.md")
+	}
+	for _, b := range blocks {
+		b = b[:strings.Index(b, "```")]
+		lines := strings.SplitAfter(b, "\n")
+		cmdline := strings.TrimSpace(strings.TrimPrefix(lines[0], "$ "))
+		args := strings.Fields(cmdline)[1:]
+		for i, a := range args {
+			if strings.HasPrefix(a, "testdata/") {
+				args[i] = "../../" + a
+			}
+		}
+		code, stdout, stderr := runCLI(t, "", args...)
+		if code != 0 {
+			t.Errorf("%s: exit %d: %s", cmdline, code, stderr)
+		}
+		if want := strings.Join(lines[1:], ""); stdout != want {
+			t.Errorf("%s:\n%s\ndocs/nat.md shows:\n%s", cmdline, stdout, want)
+		}
+	}
+}
