@@ -135,7 +135,7 @@ type matcher struct {
 func newMatcher(t *trace.Trace, opts Options) (*matcher, error) {
 	w := int64(opts.Window)
 	if w <= 0 {
-		w = 5e9
+		w = int64(DefaultWindow)
 	}
 	m := &matcher{opts: opts, window: w, t: t, names: newNamer(t, opts.Granularity),
 		conns: map[connKey][]*conn{}, hostAddr: map[trace.NodeID]netip.Addr{},

@@ -154,8 +154,13 @@ const (
 	RecvLast                // the read that delivered its last byte
 )
 
+// DefaultWindow is Options.Window when unset: larger than the clock
+// differences of unsynchronised hosts (WAP5 §7 saw a few seconds), small
+// enough that what waits in it stays small.
+const DefaultWindow = 30 * time.Second
+
 // Options control reconciliation. The zero value is usable (host
-// granularity, first-byte receive times, 5 s window, no gap splitting).
+// granularity, first-byte receive times, DefaultWindow, no gap splitting).
 type Options struct {
 	Granularity      Granularity
 	AggregateClients bool
@@ -165,7 +170,7 @@ type Options struct {
 	RecvAt   RecvAt
 	// Window is how long (observation time) an end waits for its peer, a
 	// datagram for its receive, before it is declared untraced or lost; it
-	// must exceed the clock differences between hosts. 0 means 5 s.
+	// must exceed the clock differences between hosts. 0 means DefaultWindow.
 	Window time.Duration
 	// NAT lists known address translations (wap5 nat --json, --nat FILE).
 	NAT []Translation

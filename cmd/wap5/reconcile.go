@@ -41,7 +41,7 @@ func init() {
 				&cli.StringFlag{Name: "hosts", Usage: "name hosts seen in captures by address: `FILE` in /etc/hosts form"},
 				&cli.DurationFlag{Name: "split-gap", Usage: "also end a message when its sender pauses longer than this (0: never)"},
 				&cli.StringFlag{Name: "recv-at", Value: "first", Usage: "a message's receive time: the read of its first or last byte"},
-				&cli.DurationFlag{Name: "window", Usage: "how long an end waits for its peer before it counts as untraced; must exceed clock differences (default 5s)"},
+				&cli.DurationFlag{Name: "window", Usage: "how long an end waits for its peer before it counts as untraced; must exceed the clock differences between hosts (default 30s)"},
 			},
 			Action: reconcileAction,
 		}
