@@ -28,6 +28,7 @@ func TestSnippets(t *testing.T) {
 		{name: "signal", check: checkSignal},
 		{name: "closeall", check: checkCloseAll},
 		{name: "privdrop", check: checkPrivDrop},
+		{name: "emfile", check: checkEmfile},
 		{name: "misc", flags: []string{"-O2", "-D_FORTIFY_SOURCE=2"}, args: func(d string) []string { return []string{filepath.Join(d, "file")} }, check: checkMisc},
 	}
 	for _, tc := range tests {
@@ -53,7 +54,7 @@ func TestSnippets(t *testing.T) {
 				t.Fatal("no logs")
 			}
 			for _, l := range logs {
-				if l.P.Dropped != 0 && tc.name != "signal" {
+				if l.P.Dropped != 0 && tc.name != "signal" && tc.name != "emfile" {
 					t.Errorf("pid %d dropped %d events", l.P.Pid, l.P.Dropped)
 				}
 				if l.P.Node != "testnode" || l.P.Host == "" || l.P.BootID == "" || l.P.Exe == "" || len(l.P.Argv) == 0 {
@@ -291,6 +292,9 @@ func checkSignal(t *testing.T, r runResult, logs []procLog) {
 	if ok > total || ok+l.P.Dropped < total {
 		t.Errorf("%d sends logged + %d dropped, program made %d", ok, l.P.Dropped, total)
 	}
+	if gaps := l.filter(func(e *Event) bool { return e.Op == OpGap }); sumBytes(gaps) != l.P.Dropped {
+		t.Errorf("gap records count %d lost events, header %d", sumBytes(gaps), l.P.Dropped)
+	}
 	t.Logf("main %d handler %d logged %d dropped %d", r.vals["main"], r.vals["handler"], ok, l.P.Dropped)
 }
 
@@ -303,6 +307,24 @@ func checkPrivDrop(t *testing.T, r runResult, logs []procLog) {
 	recvs := len(l.filter(func(e *Event) bool { return e.Op == OpRecv && e.Ret == 4 }))
 	if sends != r.vals["pairs"] || recvs != r.vals["pairs"] || r.vals["pairs"] != 30000 {
 		t.Errorf("logged %d sends %d recvs after setuid, program made %d pairs", sends, recvs, r.vals["pairs"])
+	}
+}
+
+func checkEmfile(t *testing.T, r runResult, logs []procLog) {
+	l := logs[0]
+	if r.vals["pairs"] != 20010 {
+		t.Errorf("program made %d pairs, want 20010", r.vals["pairs"])
+	}
+	ok := int64(len(l.filter(func(e *Event) bool { return (e.Op == OpSend || e.Op == OpRecv) && e.Ret == 4 })))
+	gaps := l.filter(func(e *Event) bool { return e.Op == OpGap })
+	if l.P.Dropped == 0 || len(gaps) == 0 || sumBytes(gaps) != l.P.Dropped {
+		t.Errorf("dropped %d, gap records %+v", l.P.Dropped, gaps)
+	}
+	if ok+l.P.Dropped != 2*20010 {
+		t.Errorf("%d logged + %d dropped, program made %d calls", ok, l.P.Dropped, 2*20010)
+	}
+	if last := l.Events[len(l.Events)-1]; last.Op != OpExit && last.Op != OpRecv {
+		t.Errorf("logging did not resume: last event %+v", last)
 	}
 }
 
