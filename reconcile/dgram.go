@@ -162,7 +162,7 @@ func (m *matcher) matchDgram(a, b *dgram) {
 	if isWildcard(dstEP) {
 		dstEP = s.remote
 	}
-	m.emit(s.t, s.node, m.names.endpoint(srcEP), r.t, r.node, m.names.endpoint(dstEP), s.key.n, RoleUnknown, trace.NoRef)
+	m.emit(s.t, s.node, m.names.endpoint(srcEP), r.t, r.node, m.names.endpoint(dstEP), s.key.n)
 }
 
 func (m *matcher) noteReceiver(ob *Observation, node trace.NodeID) {
@@ -236,18 +236,18 @@ func (m *matcher) expireDgram(d *dgram) {
 		for _, o := range s.receivers[d.dst.Port()] {
 			if compatible(o.addr, d.dst.Addr()) {
 				m.lostDgrams++
-				m.emit(d.t, d.node, m.names.endpoint(d.local), trace.Unknown, o.node, m.names.endpoint(d.remote), d.key.n, RoleUnknown, trace.NoRef)
+				m.emit(d.t, d.node, m.names.endpoint(d.local), trace.Unknown, o.node, m.names.endpoint(d.remote), d.key.n)
 				return
 			}
 		}
-		m.emit(d.t, d.node, m.names.endpoint(d.local), trace.Unknown, m.names.peer(d.remote), m.names.endpoint(d.remote), d.key.n, RoleUnknown, trace.NoRef)
+		m.emit(d.t, d.node, m.names.endpoint(d.local), trace.Unknown, m.names.peer(d.remote), m.names.endpoint(d.remote), d.key.n)
 		return
 	}
 	if t, ok := s.recent[d.key]; ok && d.t-t <= 2*m.window && t-d.t <= 2*m.window {
 		m.dupDgrams++
 		return
 	}
-	m.emit(trace.Unknown, m.names.peer(d.remote), m.names.endpoint(d.remote), d.t, d.node, m.names.endpoint(d.local), d.key.n, RoleUnknown, trace.NoRef)
+	m.emit(trace.Unknown, m.names.peer(d.remote), m.names.endpoint(d.remote), d.t, d.node, m.names.endpoint(d.local), d.key.n)
 }
 
 func isWildcard(e libsockcap.Endpoint) bool {

@@ -14,6 +14,7 @@ import (
 // run is a logical message being built: bytes [off, off+n) of one direction.
 type run struct {
 	off, n int64
+	ctx    int64 // bytes of the other direction this end had seen when the run began
 	t      int64 // first write (or, for a receiver-cut run, first read)
 	last   int64 // latest write, for gap splitting
 	node   trace.NodeID
@@ -72,7 +73,11 @@ type conn struct {
 	resolved bool // both ends present, or the missing one declared untraced
 	retiring bool
 	gone     bool
-	serial   int32 // distinguishes connections for step 8
+	serial   int32 // creation order
+	// Step 8: calls not yet answered and returns whose call is not yet
+	// emitted, in stream order.
+	calls []pendingCall
+	rets  []pendingRet
 }
 
 type sockRef struct {
@@ -130,6 +135,7 @@ type matcher struct {
 	// Counts for warnings.
 	lostDgrams, dupDgrams, unreadBytes, dupRanges int64
 	nconn                                         int32
+	nextCall                                      int32
 }
 
 func newMatcher(t *trace.Trace, opts Options) (*matcher, error) {
@@ -451,7 +457,7 @@ func (m *matcher) send(e *end, ob *Observation) {
 		}
 		r.done = true
 	}
-	e.runs = append(e.runs, run{off: off, n: n, t: ob.Time, last: ob.Time, node: e.node})
+	e.runs = append(e.runs, run{off: off, n: n, ctx: e.rcvd, t: ob.Time, last: ob.Time, node: e.node})
 	// The other side spoke: the peer's receive run is over.
 	if k := len(e.rruns); k > 0 {
 		e.rruns[k-1].done = true
@@ -490,7 +496,7 @@ func (m *matcher) recv(e *end, ob *Observation) {
 			if k > 0 {
 				e.rruns[k-1].done = true
 			}
-			e.rruns = append(e.rruns, run{off: off, n: n, t: ob.Time, last: ob.Time, node: e.node})
+			e.rruns = append(e.rruns, run{off: off, n: n, ctx: e.sent, t: ob.Time, last: ob.Time, node: e.node})
 		}
 		if c.resolved {
 			return // sender untraced: the receive runs are the messages
@@ -511,7 +517,7 @@ func (m *matcher) pump(c *conn, final bool) {
 			for len(s.runs) > 0 && (s.runs[0].done || final) {
 				x := s.runs[0]
 				s.runs = popFront(s.runs)
-				m.emit(x.t, x.node, m.localEP(s), trace.Unknown, m.names.peer(s.remote), m.remoteEP(s), x.n, s.role, c.serial)
+				m.emitStream(c, &x, s.role, x.t, x.node, m.localEP(s), trace.Unknown, m.names.peer(s.remote), m.remoteEP(s))
 			}
 			compact(&s.runs)
 		case r != nil && (c.resolved || final):
@@ -526,7 +532,7 @@ func (m *matcher) pump(c *conn, final bool) {
 				case RoleClient:
 					role = RoleServer
 				}
-				m.emit(trace.Unknown, m.names.peer(r.remote), m.remoteEP(r), x.t, x.node, m.localEP(r), x.n, role, c.serial)
+				m.emitStream(c, &x, role, trace.Unknown, m.names.peer(r.remote), m.remoteEP(r), x.t, x.node, m.localEP(r))
 			}
 			compact(&r.rruns)
 		}
@@ -570,23 +576,16 @@ func (m *matcher) pumpPair(s, r *end, final bool) {
 		} else {
 			m.unreadBytes += x.n
 		}
-		m.emit(x.t, x.node, m.localEP(s), recvT, recvNode, m.localEP(r), x.n, s.role, s.c.serial)
+		m.emitStream(s.c, x, s.role, x.t, x.node, m.localEP(s), recvT, recvNode, m.localEP(r))
 		s.runs = popFront(s.runs)
 	}
 	compact(&s.runs)
 	compact(&r.reads)
 }
 
-// emit appends a message; Kind carries the sender's role and Call the
-// connection's serial number until the call pairing of step 8.
-func (m *matcher) emit(send int64, src trace.NodeID, srcEP trace.EndpointID, recv int64, dst trace.NodeID, dstEP trace.EndpointID, n int64, role Role, serial int32) {
-	k := trace.KindNone
-	switch role {
-	case RoleClient:
-		k = trace.KindCall
-	case RoleServer:
-		k = trace.KindReturn
-	}
+// emit appends a message and returns it (valid until messages(): blocks
+// never move).
+func (m *matcher) emit(send int64, src trace.NodeID, srcEP trace.EndpointID, recv int64, dst trace.NodeID, dstEP trace.EndpointID, n int64) *trace.Message {
 	if len(m.chunk) == cap(m.chunk) {
 		if m.chunk != nil {
 			m.chunks = append(m.chunks, m.chunk)
@@ -594,7 +593,60 @@ func (m *matcher) emit(send int64, src trace.NodeID, srcEP trace.EndpointID, rec
 		m.chunk = make([]trace.Message, 0, chunkSize)
 	}
 	m.chunk = append(m.chunk, trace.Message{Send: send, Recv: recv, ID: trace.NoRef, Bytes: n,
-		Src: src, Dst: dst, SrcEP: srcEP, DstEP: dstEP, Call: serial, Truth: trace.NoRef, Kind: k})
+		Src: src, Dst: dst, SrcEP: srcEP, DstEP: dstEP, Call: trace.NoRef, Truth: trace.NoRef})
+	return &m.chunk[len(m.chunk)-1]
+}
+
+// emitStream emits a stream message and pairs calls with returns on its
+// connection (step 8): a message from the connecting end is a call; one
+// from the accepting end is the return of the call holding the last byte
+// the server had read when it began to answer (run.ctx). Pairing by stream
+// offsets, not by time, holds whatever the clocks of the two hosts say.
+func (m *matcher) emitStream(c *conn, x *run, role Role, send int64, src trace.NodeID, srcEP trace.EndpointID, recv int64, dst trace.NodeID, dstEP trace.EndpointID) {
+	msg := m.emit(send, src, srcEP, recv, dst, dstEP, x.n)
+	switch role {
+	case RoleClient:
+		msg.Kind, msg.Call = trace.KindCall, m.nextCall
+		m.nextCall++
+		c.calls = append(c.calls, pendingCall{off: x.off, end: x.off + x.n, id: msg.Call})
+	case RoleServer:
+		if x.ctx <= 0 {
+			return // the server spoke first: not an answer
+		}
+		c.rets = append(c.rets, pendingRet{at: x.ctx - 1, msg: msg})
+	default:
+		return
+	}
+	m.pairCalls(c, false)
+}
+
+type pendingCall struct {
+	off, end int64
+	id       int32
+}
+
+type pendingRet struct {
+	at  int64 // the last request byte the server had read
+	msg *trace.Message
+}
+
+// pairCalls settles the returns whose call is known; final gives up on the
+// rest (their calls were never seen).
+func (m *matcher) pairCalls(c *conn, final bool) {
+	for len(c.rets) > 0 {
+		r := c.rets[0]
+		for len(c.calls) > 0 && c.calls[0].end <= r.at {
+			c.calls = popFront(c.calls) // ended before: not answered by this one
+		}
+		switch {
+		case len(c.calls) > 0 && c.calls[0].off <= r.at:
+			r.msg.Kind, r.msg.Call = trace.KindReturn, c.calls[0].id
+			c.calls = popFront(c.calls)
+		case len(c.calls) == 0 && !final:
+			return // its call is not decided yet
+		}
+		c.rets = popFront(c.rets)
+	}
 }
 
 // chunkSize is how many messages the matcher collects per block: the
@@ -822,6 +874,7 @@ func (m *matcher) retire(c *conn) {
 		}
 	}
 	m.pump(c, true)
+	m.pairCalls(c, true)
 	c.gone = true
 	for _, e := range c.ends {
 		if e == nil {

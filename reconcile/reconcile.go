@@ -176,9 +176,9 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 		}
 	}
 	m.report()
-	// 8. Pair calls with returns (messages were sorted by m.messages);
-	// 9. number them.
-	pairCalls(t, m.nconn)
+	// 9. Number the messages (sorted by m.messages), and the calls in the
+	// order they were made.
+	renumberCalls(t, m.nextCall)
 	if opts.AggregateClients {
 		t = AggregateClients(t)
 	}
@@ -221,35 +221,27 @@ func Translations(t *trace.Trace) []Translation {
 	return out
 }
 
-// pairCalls gives each call on a connection a call id and the next message
-// the other way the same id as its return (step 8). Messages come marked by
-// the sender's role (KindCall from the connecting end, KindReturn from the
-// accepting end) with their connection's serial in Call; a return without
-// an open call loses its kind.
-func pairCalls(t *trace.Trace, conns int32) {
-	open := make([]int32, conns+1) // call id + 1 of the open call per connection
+// renumberCalls makes call ids follow time order (they were handed out as
+// calls were decided).
+func renumberCalls(t *trace.Trace, n int32) {
+	if n == 0 {
+		return
+	}
+	ids := make([]int32, n)
+	for i := range ids {
+		ids[i] = -1
+	}
 	var next int32
 	for i := range t.Messages {
-		msg := &t.Messages[i]
-		conn := msg.Call
-		msg.Call = trace.NoRef
-		if conn < 0 || conn > conns {
-			msg.Kind = trace.KindNone
+		m := &t.Messages[i]
+		if m.Kind == trace.KindNone || m.Call < 0 || m.Call >= n {
 			continue
 		}
-		switch msg.Kind {
-		case trace.KindCall:
-			msg.Call = next
+		if ids[m.Call] < 0 {
+			ids[m.Call] = next
 			next++
-			open[conn] = next
-		case trace.KindReturn:
-			if id := open[conn]; id > 0 {
-				msg.Call = id - 1
-				open[conn] = 0
-			} else {
-				msg.Kind = trace.KindNone
-			}
 		}
+		m.Call = ids[m.Call]
 	}
 }
 
