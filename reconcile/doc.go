@@ -77,9 +77,11 @@
 //     below the ephemeral range (32768) are fixed, others ephemeral (printed
 //     `*`), and nodes that never use a fixed port become CLIENT (WAP5 §2.5).
 //  8. On TCP and Unix stream connections with a known client and server,
-//     messages from the connecting end are calls and the next message from
-//     the accepting end is its return (kind=, call=). The pairing follows
-//     time order, so it assumes clock differences smaller than a round trip.
+//     messages from the connecting end are calls; a message from the
+//     accepting end is the return of the call that holds the last byte the
+//     server had read when it began to answer (kind=, call=). The pairing is
+//     by stream position, so it holds whatever the two hosts' clocks say; a
+//     call answered by nothing stays a call, a second answer is no return.
 //  9. Sort the messages by time (send time, else receive time; ties in the
 //     order they were decided) and number them (id=).
 //
