@@ -20,7 +20,7 @@ import (
 // itself) only when there are too few samples for any of them.
 var quantiles = [...]float64{0, 0.05, 0.1, 0.25}
 
-// dirFit is one direction's fit over a piece (step 2b).
+// dirFit is one direction's fit over a piece (steps 2b–2c).
 type dirFit struct {
 	env   line                    // the LP lower envelope
 	lines [len(quantiles)]line    // envelope + quantile correction

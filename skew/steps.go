@@ -207,6 +207,7 @@ func detectSteps(s *series, minStep float64) []pairStep {
 		if width <= 0 {
 			return
 		}
+		// 3a: minimum residual above each direction's envelope per window
 		l0, l1 := fitLine(p0, &buf), fitLine(p1, &buf)
 		r0 := windowMins(p0, l0, start, width, nw)
 		r1 := windowMins(p1, l1, start, width, nw)
@@ -222,6 +223,7 @@ func detectSteps(s *series, minStep float64) []pairStep {
 			u1 = append(u1, r1[w])
 			wi = append(wi, w)
 		}
+		// 3b: a change point of their difference, opposite in the two ways
 		k, J, sigma := changePoint(t, u, 4)
 		if k < 0 || math.Abs(J) < 2*minStep || math.Abs(J) < 8*sigma {
 			return
