@@ -581,3 +581,73 @@ func BenchmarkPcapReconcile(b *testing.B) {
 	b.ReportMetric(float64(pkts)*float64(b.N)/b.Elapsed().Seconds(), "packets/s")
 	b.ReportMetric(float64(msgs)*float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
+
+func FuzzHosts(f *testing.F) {
+	f.Add([]byte("10.201.1.2 client c1\n::1 lo # comment\n"))
+	f.Add([]byte("bogus\n\n#x\nfe80::1%eth0 linklocal\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, warn, err := ReadHosts(bytes.NewReader(data), "fuzz")
+		if err != nil {
+			return
+		}
+		for a, n := range h {
+			if n == "" || strings.ContainsAny(n, " \t\n") || h.Name(a) != n {
+				t.Fatalf("bad entry %v=%q", a, n)
+			}
+		}
+		for _, w := range warn {
+			if !strings.HasPrefix(w, "fuzz:") {
+				t.Fatalf("warning without file: %q", w)
+			}
+		}
+	})
+}
+
+// FuzzPcapStream drives TCP reassembly and connection identification with
+// arbitrary segment sequences (flags, sequence jumps, lengths, two
+// captures), bypassing the file format: deliveries must never overlap.
+func FuzzPcapStream(f *testing.F) {
+	f.Add([]byte{0x02, 0, 0, 0x12, 0, 0, 0x18, 1, 60, 0x18, 2, 40, 0x11, 0, 0})
+	f.Add([]byte{0x18, 0xff, 200, 0x18, 0x80, 10, 0x04, 0, 0, 0x02, 7, 0, 0x18, 3, 3})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a := netip.MustParseAddrPort("10.0.0.1:40000")
+		b := netip.MustParseAddrPort("10.0.0.2:80")
+		caps := []*Capture{{File: "a"}, {File: "b"}}
+		seq := [2]uint32{0xfffffff0, 1 << 31}
+		for i := 0; i+3 <= len(data); i += 3 {
+			flags, jump, n := data[i], data[i+1], data[i+2]
+			dir := int(flags>>7) & 1
+			src, dst := a, b
+			if dir == 1 {
+				src, dst = b, a
+			}
+			p := nat.Packet{Time: int64(i) * 1000, Src: src, Dst: dst, Proto: nat.ProtoTCP,
+				Seq: seq[dir] + uint32(int8(jump)), Len: int32(n), Flags: flags & 0x1f, TTL: 64 - uint8(flags>>5&1), Index: int32(i/3 + 1)}
+			if p.Flags&nat.FlagSYN != 0 {
+				p.Len = 0
+			}
+			seq[dir] = p.Seq + uint32(p.Len)
+			c := caps[(flags>>6)&1]
+			p.Capture = int32((flags >> 6) & 1)
+			c.Packets = append(c.Packets, p)
+		}
+		set := PcapSources(caps, Options{DisableNATDetection: true}, nil)
+		delivered := map[uint64][]span{}
+		for _, s := range set.Sources {
+			var o Observation
+			for s.Next(&o) {
+				if o.Op != OpRecv {
+					continue
+				}
+				if o.Bytes <= 0 {
+					t.Fatalf("empty receive %+v", o)
+				}
+				sp := span{o.Offset, o.Offset + o.Bytes}
+				if len(subtract(sp, delivered[o.Socket])) != 1 || subtract(sp, delivered[o.Socket])[0] != sp {
+					t.Fatalf("bytes %v delivered twice on socket %d (had %s)", sp, o.Socket, describeSpans(delivered[o.Socket]))
+				}
+				delivered[o.Socket] = addSpan(delivered[o.Socket], sp)
+			}
+		}
+	})
+}
