@@ -179,3 +179,29 @@ func BenchmarkDetect(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(pkts))*float64(b.N)/b.Elapsed().Seconds(), "packets/s")
 }
+
+func TestDetectOffsets(t *testing.T) {
+	// TTLs tie and the after-side sniffer's clock is 1 s behind: without
+	// its offset the translation looks reversed.
+	pkts := udpFlow("10.0.1.2:5353", "10.0.1.53:53", "10.0.1.2:5353", "10.0.2.53:53", 3, 5e9, 64, 64)
+	for i := range pkts {
+		if pkts[i].Capture == 1 {
+			pkts[i].Time -= 1e9
+		}
+	}
+	want := "dnat udp 10.0.1.53:53 10.0.2.53:53"
+	for _, tc := range []struct {
+		offsets map[int32]int64
+		right   bool
+	}{{nil, false}, {map[int32]int64{1: -1e9}, true}} {
+		m := Detect(pkts, Options{Offsets: tc.offsets})
+		got := ""
+		if len(m.Translations) == 1 {
+			tr := m.Translations[0]
+			got = tr.Kind + " " + tr.Proto + " " + tr.Before + " " + tr.After
+		}
+		if (got == want) != tc.right {
+			t.Errorf("offsets %v: got %q (want %q: %v)", tc.offsets, got, want, tc.right)
+		}
+	}
+}

@@ -2,6 +2,10 @@ package main
 
 import (
 	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -27,6 +31,7 @@ func init() {
 				&cli.BoolFlag{Name: "json", Usage: "machine-readable output (the contract's JSON)"},
 				&cli.IntFlag{Name: "min-tcp", Value: 2, Usage: "matched TCP packets a rule needs"},
 				&cli.IntFlag{Name: "min-udp", Value: 3, Usage: "matched UDP packets a rule needs (datagrams match by accident more easily)"},
+				&cli.StringSliceFlag{Name: "offset", Usage: "`PCAP=SECONDS`: that capture's clock runs SECONDS ahead of the others (used where TTLs cannot tell the direction); repeatable"},
 			},
 			Action: natAction,
 		}
@@ -40,6 +45,19 @@ func natAction(c *cli.Context) error {
 	if c.Int("min-tcp") < 1 || c.Int("min-udp") < 1 {
 		return usagef("nat: --min-tcp and --min-udp must be at least 1")
 	}
+	offsets := map[int32]int64{}
+	for _, o := range c.StringSlice("offset") {
+		file, secs, ok := strings.Cut(o, "=")
+		v, err := strconv.ParseFloat(secs, 64)
+		if !ok || err != nil || math.IsNaN(v) || math.Abs(v) > 1e6 {
+			return usagef("nat: --offset %q: want PCAP=SECONDS", o)
+		}
+		i := slices.Index(c.Args().Slice(), file)
+		if i < 0 {
+			return usagef("nat: --offset %q: %s is not one of the PCAP arguments", o, file)
+		}
+		offsets[int32(i)] = int64(math.Round(v * 1e9))
+	}
 	var pkts []nat.Packet
 	var warns []string
 	for i, path := range c.Args().Slice() {
@@ -50,7 +68,7 @@ func natAction(c *cli.Context) error {
 		pkts = append(pkts, capt.Packets...)
 		warns = append(warns, capt.Warnings...)
 	}
-	m := nat.Detect(pkts, nat.Options{MinTCP: c.Int("min-tcp"), MinUDP: c.Int("min-udp")})
+	m := nat.Detect(pkts, nat.Options{MinTCP: c.Int("min-tcp"), MinUDP: c.Int("min-udp"), Offsets: offsets})
 	m.Warnings = append(warns, m.Warnings...)
 	for _, w := range m.Warnings {
 		fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)

@@ -44,6 +44,9 @@ func TestNatCommand(t *testing.T) {
 		{"one side only", []string{"nat", "--json", natPcaps[0]}, 0, "one-side.json", ""},
 		{"no args", []string{"nat"}, 2, "", "wap5: nat: no PCAP given"},
 		{"bad threshold", append([]string{"nat", "--min-udp", "0"}, natPcaps...), 2, "", "at least 1"},
+		{"offset", append([]string{"nat", "--json", "--offset", natPcaps[1] + "=2"}, natPcaps...), 0, "dnat-snat.json", ""},
+		{"bad offset", append([]string{"nat", "--offset", "x.pcap=2"}, natPcaps...), 2, "", "not one of the PCAP arguments"},
+		{"bad offset value", append([]string{"nat", "--offset", natPcaps[1] + "=soon"}, natPcaps...), 2, "", "want PCAP=SECONDS"},
 		{"not a capture", []string{"nat", "nat_test.go"}, 1, "", "wap5: nat_test.go: not a pcap or pcapng file"},
 		{"missing file", []string{"nat", "no-such.pcap"}, 1, "", "no-such.pcap"},
 	}
