@@ -30,6 +30,8 @@ const (
 	kRecv  = 2
 	kEvent = 3
 	kFd    = 4
+	kDSend = 5
+	kDRecv = 6
 
 	fRet     = 1 << 0
 	fErrno   = 1 << 1
@@ -55,6 +57,7 @@ const (
 	afUnix  = 1
 	afInet  = 4
 	afInet6 = 6
+	afSame  = 0xff // datagram peer: same as the previous datagram record of the fd in the chunk
 
 	unixPathMax = 108
 	sumPrefix   = 64

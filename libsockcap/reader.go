@@ -46,7 +46,8 @@ type stream struct {
 	end    int // end of current chunk
 	t      int64
 	tid    int32
-	fds    map[int32]*fdInfo // this chunk's fd records
+	fds    map[int32]*fdInfo  // this chunk's fd records
+	peers  map[int32]Endpoint // this chunk's last datagram peer per fd
 	ev     Event
 	has    bool
 }
@@ -274,6 +275,7 @@ func (s *Scanner) nextChunk(st *stream) bool {
 	}
 	st.t = int64(binary.LittleEndian.Uint64(s.data[off+8:]))
 	st.fds = map[int32]*fdInfo{}
+	st.peers = map[int32]Endpoint{}
 	return true
 }
 
@@ -486,6 +488,37 @@ func (s *Scanner) decode(st *stream) (ok, isEvent bool, err error) {
 		}
 		if ret > 0 {
 			e.Bytes = ret
+		}
+	case kDSend, kDRecv:
+		fd := d.fd()
+		ret := d.zz()
+		*e = Event{Op: OpSend, Fd: fd, Fd2: -1, Ret: ret}
+		if kind == kDRecv {
+			e.Op = OpRecv
+		}
+		if ret < 0 {
+			v := d.uv()
+			if v > 1<<16 {
+				d.fail("impossible errno %d", v)
+			}
+			e.Errno = int32(v)
+		} else {
+			e.Bytes = ret
+			if b := d.bytes(4); b != nil {
+				e.Sum = binary.LittleEndian.Uint32(b)
+			}
+		}
+		if d.err == nil && d.pos < len(d.b) && d.b[d.pos] == afSame {
+			d.pos++
+			e.Remote = st.peers[fd] // zero when the previous record is in another chunk
+		} else {
+			e.Remote = d.addr()
+			if !e.Remote.IsZero() {
+				st.peers[fd] = e.Remote
+			}
+		}
+		if d.err != nil {
+			return false, false, d.err
 		}
 	case kEvent:
 		op := Op(d.u8())

@@ -133,6 +133,49 @@ uint32_t sc_sum_final(uint32_t c, uint64_t total_len)
 	return ~sc_sum_update(c, l, 4);
 }
 
+void sc_encode_dgram(struct sc_buf *b, int fd, int64_t ret, int err, uint32_t sum, const struct sockaddr *peer,
+		     socklen_t peer_len, int same)
+{
+	sc_put_zz(b, fd);
+	sc_put_zz(b, ret);
+	if (ret < 0) {
+		sc_put_uv(b, (uint64_t)(uint32_t)err);
+	} else {
+		uint8_t s4[4] = {(uint8_t)sum, (uint8_t)(sum >> 8), (uint8_t)(sum >> 16), (uint8_t)(sum >> 24)};
+		sc_put_bytes(b, s4, 4);
+	}
+	if (same)
+		sc_put_u8(b, SC_AF_SAME);
+	else
+		sc_put_addr(b, peer, peer ? peer_len : 0, 0);
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	return x ^ (x >> 33);
+}
+
+uint64_t sc_addr_key(const struct sockaddr *sa, socklen_t len)
+{
+	if (!sa || len < sizeof(sa_family_t))
+		return 0;
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		uint32_t a;
+		memcpy(&a, &in->sin_addr, 4);
+		return (1ULL << 56) | ((uint64_t)a << 16) | in->sin_port; /* exact */
+	}
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ len;
+	const uint8_t *p = (const uint8_t *)sa;
+	for (socklen_t i = 0; i < len && i < 128; i++)
+		h = mix64(h ^ p[i]);
+	return h | (1ULL << 63);
+}
+
 void sc_encode_event(struct sc_buf *b, const struct sc_event *e)
 {
 	sc_put_u8(b, e->op);

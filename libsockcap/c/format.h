@@ -73,7 +73,12 @@ struct sc_chunk_header {
 #define SC_K_RECV 2  /* same as SC_K_SEND */
 #define SC_K_EVENT 3 /* op u8, fd zz, mask uv, fields in SC_F_* bit order */
 #define SC_K_FD 4    /* fd zz, proto u8, sotype uv, mask uv, fields in SC_FD_* order */
-#define SC_K_MAX 4
+#define SC_K_DSEND 5 /* datagram: fd zz, ret zz, errno uv if ret < 0 else sum (4 bytes LE), peer */
+#define SC_K_DRECV 6 /* same as SC_K_DSEND */
+#define SC_K_MAX 6
+/* The peer of a datagram record is an address, or SC_AF_SAME: the same peer as
+ * the previous datagram record of this fd in this chunk. */
+#define SC_AF_SAME 0xff
 
 /* Operations, numbered as Go's libsockcap.Op. */
 #define SC_OP_SOCKET 1

@@ -221,6 +221,24 @@ static void log_io(int op, int fd, struct sc_fd *f, int64_t t, ssize_t r, int er
 		sc_commit(op == SC_OP_SEND ? SC_K_SEND : SC_K_RECV, t, body, b.n);
 		return;
 	}
+	if (dg && (buf || iov || r < 0)) {
+		/* a datagram: checksum, and the peer unless it is the previous one */
+		uint32_t sum = r >= 0 ? (buf ? sum_buf(buf, r, cap) : sum_iov(iov, iovcnt, r)) : 0;
+		uint64_t key = 0, serial = sc_chunk_serial();
+		int same = 0;
+		if (ra && rl > 0) {
+			key = sc_addr_key(ra, rl);
+			same = key && f->dpeer_key == key && f->dpeer_serial == serial && serial;
+		}
+		uint8_t body[48 + SC_UNIX_PATH_MAX];
+		struct sc_buf b = {body, 0, sizeof body, 0};
+		sc_encode_dgram(&b, fd, r, err, sum, ra && rl > 0 ? ra : NULL, rl, same);
+		if (!b.overflow && sc_commit(op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, t, body, b.n) && key) {
+			f->dpeer_key = key;
+			f->dpeer_serial = sc_chunk_serial();
+		}
+		return;
+	}
 	struct sc_event e = {.op = (uint8_t)op, .fd = fd, .mask = SC_F_RET, .ret = r};
 	if (r < 0) {
 		e.mask |= SC_F_ERRNO;

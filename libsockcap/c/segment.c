@@ -326,7 +326,7 @@ static void reset_thread(void)
 static void count_lost(void)
 {
 	struct sc_thread *T = &sc_t;
-	T->lost++;
+	__atomic_fetch_add(&T->lost, 1, __ATOMIC_RELAXED);
 	if (L.hdr)
 		__atomic_fetch_add(&L.hdr->dropped, 1, __ATOMIC_RELAXED);
 	else
@@ -455,13 +455,16 @@ int sc_commit(uint8_t kind, int64_t t, const uint8_t *body, size_t len)
 		__atomic_fetch_add(&L.hdr->dropped, T->lost_nohdr, __ATOMIC_RELAXED);
 		T->lost_nohdr = 0;
 	}
-	if (SC_UNLIKELY(T->lost)) {
+	if (SC_UNLIKELY(T->lost) && !T->crit) {
+		/* take the count first: a signal handler running in between must not
+		 * report the same losses again */
+		uint64_t n = __atomic_exchange_n(&T->lost, 0, __ATOMIC_RELAXED);
 		uint8_t gb[32];
 		struct sc_buf b = {gb, 0, sizeof gb, 0};
-		struct sc_event e = {.op = SC_OP_GAP, .fd = -1, .mask = SC_F_BYTES, .bytes = T->lost};
+		struct sc_event e = {.op = SC_OP_GAP, .fd = -1, .mask = SC_F_BYTES, .bytes = n};
 		sc_encode_event(&b, &e);
-		if (commit_raw(SC_K_EVENT, t, gb, b.n))
-			T->lost = 0;
+		if (!commit_raw(SC_K_EVENT, t, gb, b.n))
+			__atomic_fetch_add(&T->lost, n, __ATOMIC_RELAXED);
 	}
 	if (!commit_raw(kind, t, body, len)) {
 		count_lost();

@@ -97,6 +97,12 @@ struct sc_event {
 	int64_t arg;
 	int peerpid;
 };
+/* sc_encode_dgram writes the body of an SC_K_DSEND/SC_K_DRECV record; peer
+ * NULL with same set writes SC_AF_SAME, NULL without it SC_AF_NONE. */
+SC_HIDDEN void sc_encode_dgram(struct sc_buf *b, int fd, int64_t ret, int err, uint32_t sum,
+			       const struct sockaddr *peer, socklen_t peer_len, int same);
+/* sc_addr_key identifies an address (to elide repeated datagram peers). */
+SC_HIDDEN uint64_t sc_addr_key(const struct sockaddr *sa, socklen_t len);
 /* sc_encode_event writes the fields after dt into b. */
 SC_HIDDEN void sc_encode_event(struct sc_buf *b, const struct sc_event *e);
 
@@ -146,6 +152,8 @@ struct sc_fd {
 	int32_t family;
 	uint64_t emitted;        /* chunk serial where the SC_K_FD record was last written */
 	uint64_t peer_ino;       /* socketpair: the other end's inode */
+	uint64_t dpeer_key;      /* peer of the last datagram record... */
+	uint64_t dpeer_serial;   /* ...written in this chunk */
 };
 SC_HIDDEN extern struct sc_fd sc_fds[SC_FDMAX];
 /* sc_fd_get returns the state of fd, classifying it on first use (fstat).

@@ -29,6 +29,16 @@ static void put_unix(struct sc_buf *b, const char *path, size_t n, unsigned long
 	memcpy(a.sun_path, path, n);
 	sc_put_addr(b, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n), ino);
 }
+static void encode_dgram(struct sc_buf *b, int fd, long long ret, int err, unsigned sum,
+			 const unsigned char *ip, int v6, unsigned short port, int same) {
+	struct sockaddr_storage ss; memset(&ss, 0, sizeof ss);
+	socklen_t l = 0;
+	if (ip) {
+		if (v6) { struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss; a->sin6_family = AF_INET6; memcpy(&a->sin6_addr, ip, 16); a->sin6_port = htons(port); l = sizeof *a; }
+		else { struct sockaddr_in *a = (struct sockaddr_in *)&ss; a->sin_family = AF_INET; memcpy(&a->sin_addr, ip, 4); a->sin_port = htons(port); l = sizeof *a; }
+	}
+	sc_encode_dgram(b, fd, ret, err, sum, ip ? (struct sockaddr *)&ss : NULL, l, same);
+}
 static void encode_event(struct sc_buf *b, unsigned char op, int fd, unsigned mask, long long ret, int err,
 			 unsigned long long bytes, int fd2, int child, unsigned long long dur, const char *name,
 			 unsigned sum, long long arg, int peerpid, const unsigned char *rip, int rv6, unsigned short rport) {
@@ -59,7 +69,7 @@ var (
 	ChunkHdr  = int(C.SC_CHUNK_HDR_SIZE)
 	Consts    = map[string]int{
 		"SC_CHUNK_MAGIC": int(C.SC_CHUNK_MAGIC), "SC_VERSION": int(C.SC_VERSION), "SC_HDR_STRINGS_OFF": int(C.SC_HDR_STRINGS_OFF),
-		"SC_K_SEND": C.SC_K_SEND, "SC_K_RECV": C.SC_K_RECV, "SC_K_EVENT": C.SC_K_EVENT, "SC_K_FD": C.SC_K_FD,
+		"SC_K_SEND": C.SC_K_SEND, "SC_K_RECV": C.SC_K_RECV, "SC_K_EVENT": C.SC_K_EVENT, "SC_K_FD": C.SC_K_FD, "SC_K_DSEND": C.SC_K_DSEND, "SC_K_DRECV": C.SC_K_DRECV, "SC_AF_SAME": C.SC_AF_SAME,
 		"SC_OP_SOCKET": C.SC_OP_SOCKET, "SC_OP_GAP": C.SC_OP_GAP, "SC_OP_RESOLVE": C.SC_OP_RESOLVE, "SC_OP_SOCKETPAIR": C.SC_OP_SOCKETPAIR,
 		"SC_F_RET": C.SC_F_RET, "SC_F_PEERPID": C.SC_F_PEERPID, "SC_F_ALL": C.SC_F_ALL, "SC_FD_ALL": C.SC_FD_ALL,
 		"SC_AF_UNIX": C.SC_AF_UNIX, "SC_AF_INET": C.SC_AF_INET, "SC_AF_INET6": C.SC_AF_INET6,
@@ -208,6 +218,37 @@ func (c *Chunk) Send(t int64, recv bool, fd int, ret int64, errno int) bool {
 			C.sc_put_uv(b, C.uint64_t(errno))
 		}
 	})
+}
+
+// Dgram appends a datagram record (SC_K_DSEND, or SC_K_DRECV when recv):
+// peer nil with same set elides the address (the previous one of this fd).
+func (c *Chunk) Dgram(t int64, recv bool, fd int, ret int64, errno int, sum uint32, peer *netip.AddrPort, same bool) bool {
+	kind := byte(C.SC_K_DSEND)
+	if recv {
+		kind = C.SC_K_DRECV
+	}
+	var ip *C.uchar
+	if peer != nil {
+		ip = (*C.uchar)(C.CBytes(peer.Addr().AsSlice()))
+		defer C.free(unsafe.Pointer(ip))
+	}
+	return c.record(kind, t, func(b *C.struct_sc_buf) {
+		C.encode_dgram(b, C.int(fd), C.longlong(ret), C.int(errno), C.uint(sum), ip, peerV6(peer), peerPort(peer), boolInt(same))
+	})
+}
+
+func peerV6(p *netip.AddrPort) C.int {
+	if p == nil {
+		return 0
+	}
+	return boolInt(p.Addr().Is6())
+}
+
+func peerPort(p *netip.AddrPort) C.ushort {
+	if p == nil {
+		return 0
+	}
+	return C.ushort(p.Port())
 }
 
 // Event is an SC_K_EVENT record's content.
