@@ -27,7 +27,9 @@ func init() {
 				"captures (recognised by content; in directories *.pcap, *.pcapng, *.cap).\n" +
 				"Output: the text trace on stdout; with -o FILE, the binary trace when FILE ends\n" +
 				"in .bin or .w5t (or --format binary), else text. Warnings (damaged logs with\n" +
-				"file and offset, address translations found as `nat: ...`, losses) go to stderr.\n\n" +
+				"file and offset, address translations found as `nat: ...`, losses) go to stderr.\n" +
+				"Hosts seen only in captures are named by address unless --hosts names them;\n" +
+				"packets of hosts whose processes are logged are ignored (the logs say more).\n\n" +
 				"A message is the bytes one end sends until it receives (a \"fat message\");\n" +
 				"its send time is the first write, its receive time the read that delivered\n" +
 				"its first byte (--recv-at last: its last byte).",
@@ -41,7 +43,7 @@ func init() {
 				&cli.StringFlag{Name: "hosts", Usage: "name hosts seen in captures by address: `FILE` in /etc/hosts form"},
 				&cli.DurationFlag{Name: "split-gap", Usage: "also end a message when its sender pauses longer than this (0: never)"},
 				&cli.StringFlag{Name: "recv-at", Value: "first", Usage: "a message's receive time: the read of its first or last byte"},
-				&cli.DurationFlag{Name: "window", Usage: "how long an end waits for its peer before it counts as untraced; must exceed the clock differences between hosts (default 30s)"},
+				&cli.DurationFlag{Name: "window", Value: reconcile.DefaultWindow, Usage: "how long an end waits for its peer before it counts as untraced; must exceed the clock differences between hosts"},
 			},
 			Action: reconcileAction,
 		}
@@ -84,8 +86,8 @@ func reconcileAction(c *cli.Context) error {
 	opts.DisableNATDetection = c.Bool("no-nat-detect")
 	opts.SplitGap = c.Duration("split-gap")
 	opts.Window = c.Duration("window")
-	if opts.SplitGap < 0 || opts.Window < 0 {
-		return usagef("reconcile: durations must not be negative")
+	if opts.SplitGap < 0 || opts.Window <= 0 {
+		return usagef("reconcile: --window must be positive and --split-gap not negative")
 	}
 	if f := c.String("nat"); f != "" {
 		r, err := os.Open(f)
