@@ -70,13 +70,34 @@ type flowPair struct{ before, after flow }
 // (or at one point that sees both sides of a router) and returns the
 // canonicalisation map. Packets may come in any order.
 func Detect(pkts []Packet, opt Options) *Map {
+	return DetectSets([][]Packet{pkts}, opt)
+}
+
+// pref locates a packet in DetectSets' input: set index and position.
+type pref struct{ set, i int32 }
+
+// DetectSets is Detect over several slices of packets (one per capture,
+// say), without copying them into one.
+func DetectSets(sets [][]Packet, opt Options) *Map {
 	opt = opt.withDefaults()
 	m := &Map{}
+	at := func(r pref) *Packet { return &sets[r.set][r.i] }
+	var all []pref
+	n := 0
+	for _, s := range sets {
+		n += len(s)
+	}
+	all = make([]pref, 0, n)
+	for si, s := range sets {
+		for i := range s {
+			all = append(all, pref{int32(si), int32(i)})
+		}
+	}
 
 	// Originators, for step 3: the SYN's sender, else the first sender.
 	orig := make(map[conv]origin)
-	for i := range pkts {
-		p := &pkts[i]
+	for _, r := range all {
+		p := at(r)
 		c := convOf(p)
 		o, seen := orig[c]
 		syn := p.Proto == ProtoTCP && p.Flags&FlagSYN != 0
@@ -95,19 +116,21 @@ func Detect(pkts []Packet, opt Options) *Map {
 	}
 
 	// 1. Bucket by fingerprint.
-	buckets := make(map[uint64][]int32, len(pkts)/2)
-	for i := range pkts {
-		if pkts[i].Proto != ProtoTCP && pkts[i].Proto != ProtoUDP {
+	buckets := make(map[uint64][]pref, n/2)
+	for _, r := range all {
+		p := at(r)
+		if p.Proto != ProtoTCP && p.Proto != ProtoUDP {
 			continue
 		}
-		buckets[pkts[i].Key] = append(buckets[pkts[i].Key], int32(i))
+		buckets[p.Key] = append(buckets[p.Key], r)
 	}
+	all = nil
 	type group struct {
 		f      flow
 		count  int
 		ttl    uint8
 		time   int64
-		sample int32
+		sample pref
 	}
 	matches := make(map[flowPair]int)
 	crowded := 0
@@ -118,7 +141,7 @@ func Detect(pkts []Packet, opt Options) *Map {
 		}
 		groups = groups[:0]
 		for _, i := range idx {
-			p := &pkts[i]
+			p := at(i)
 			f := flow{p.Src, p.Dst, p.Proto}
 			t := p.Time - opt.Offsets[p.Capture]
 			found := false
@@ -151,7 +174,7 @@ func Detect(pkts []Packet, opt Options) *Map {
 				}
 				// 3. The flow's original direction.
 				fp := flowPair{bef.f, aft.f}
-				if o, ok := orig[convOf(&pkts[bef.sample])]; ok && o.ep != bef.f.src {
+				if o, ok := orig[convOf(at(bef.sample))]; ok && o.ep != bef.f.src {
 					fp = flowPair{aft.f.reverse(), bef.f.reverse()}
 				}
 				matches[fp] += min(bef.count, aft.count)

@@ -82,15 +82,11 @@ func PcapSources(caps []*Capture, opts Options, hosts HostNames) *PcapSet {
 	}
 	// P2.
 	if !opts.DisableNATDetection && len(caps) > 0 {
-		var all []nat.Packet
-		if len(caps) == 1 {
-			all = caps[0].Packets
-		} else {
-			for _, c := range caps {
-				all = append(all, c.Packets...)
-			}
+		sets := make([][]nat.Packet, len(caps))
+		for i, c := range caps {
+			sets[i] = c.Packets
 		}
-		found := nat.Detect(all, nat.Options{})
+		found := nat.DetectSets(sets, nat.Options{})
 		for _, t := range found.Translations {
 			set.NAT.Add(t)
 		}

@@ -58,17 +58,17 @@ func natAction(c *cli.Context) error {
 		}
 		offsets[int32(i)] = int64(math.Round(v * 1e9))
 	}
-	var pkts []nat.Packet
+	var sets [][]nat.Packet
 	var warns []string
 	for i, path := range c.Args().Slice() {
 		capt, err := reconcile.ReadCaptureFile(path, int32(i))
 		if err != nil {
 			return err
 		}
-		pkts = append(pkts, capt.Packets...)
+		sets = append(sets, capt.Packets)
 		warns = append(warns, capt.Warnings...)
 	}
-	m := nat.Detect(pkts, nat.Options{MinTCP: c.Int("min-tcp"), MinUDP: c.Int("min-udp"), Offsets: offsets})
+	m := nat.DetectSets(sets, nat.Options{MinTCP: c.Int("min-tcp"), MinUDP: c.Int("min-udp"), Offsets: offsets})
 	m.Warnings = append(warns, m.Warnings...)
 	for _, w := range m.Warnings {
 		fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
