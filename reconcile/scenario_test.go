@@ -268,3 +268,25 @@ func TestScenarios(t *testing.T) {
 		})
 	}
 }
+
+// Translations reads back the translations Reconcile reported.
+func TestTranslations(t *testing.T) {
+	data, err := os.ReadFile("testdata/scenarios/tcp_dnat.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := parseTxtar(string(data))
+	tr, err := ReconcileSources(buildSources(t, sc.sections["events"]), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Translations(tr)
+	want := []Translation{
+		{Kind: "dnat", Proto: "tcp", Before: "10.0.9.9:80", After: "10.0.0.2:8080", Flows: 2},
+		{Kind: "snat", Proto: "tcp", Before: "10.0.0.1:40000", After: "10.0.5.1:61000", Flows: 1},
+		{Kind: "snat", Proto: "tcp", Before: "10.0.0.1:40001", After: "10.0.5.1:61001", Flows: 1},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
+}
