@@ -539,11 +539,14 @@ func (m *matcher) pump(c *conn, final bool) {
 	}
 }
 
-// popFront drops a queue's first element; an emptied queue keeps its
+// popFront drops a queue's first element; a short queue keeps its whole
 // array, so a connection's steady back-and-forth allocates nothing.
 func popFront[T any](s []T) []T {
-	if len(s) == 1 {
-		return s[:0]
+	if len(s) <= 16 {
+		// Short queues (the usual one or two entries) shift down, so the
+		// array's front is never lost to reslicing.
+		copy(s, s[1:])
+		return s[:len(s)-1]
 	}
 	return s[1:]
 }
