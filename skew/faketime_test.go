@@ -170,8 +170,8 @@ func checkClock(t *testing.T, tr *trace.Trace, evs []clientEvent, limit float64)
 		}
 	}
 	first, last := truth.at(0)/1e9, truth.at(float64(evs[len(evs)-1].real-evs[0].real))/1e9
-	t.Logf("true clock error %.6f s → %.6f s (%.1f ppm); estimate %.6f s at T0, drift %.1f ppm, bound %.6f s; worst error %.6f s (at %.1f s) over %d timestamps",
-		first, last, truth.b*1e6, float64(ne.Offset)/1e9, ne.DriftPPM, float64(ne.Error)/1e9, worst, worstAt, len(evs))
+	t.Logf("%s: true clock error %.6f s → %.6f s (%.1f ppm); estimate %.6f s at T0, drift %.1f ppm, bound %.6f s; worst error %.6f s (at %.1f s) over %d timestamps",
+		t.Name(), first, last, truth.b*1e6, float64(ne.Offset)/1e9, ne.DriftPPM, float64(ne.Error)/1e9, worst, worstAt, len(evs))
 	if worst > limit {
 		t.Errorf("worst error %.6f s > %.3f s", worst, limit)
 	}
