@@ -124,3 +124,69 @@ func robustFit(xs []float32, model string) dist {
 	}
 	return m.fit(model)
 }
+
+// peakFit finds the peak of the delays to all candidate parents — the true
+// links concentrate there while false ones spread out — and fits the family
+// to it: the peak's centre and, from its width at half height, its spread.
+func peakFit(xs []float32, model string) (dist, bool) {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	lo, hi := float64(s[n/50]), float64(s[n-1-n/50])
+	if hi <= lo {
+		return dist{}, false
+	}
+	const bins = 40
+	w := (hi - lo) / bins
+	var h [bins]float64
+	for _, x := range s {
+		if b := int((float64(x) - lo) / w); b >= 0 && b < bins {
+			h[b]++
+		}
+	}
+	var sm [bins]float64
+	for i := range h {
+		for k := i - 1; k <= i+1; k++ {
+			if k >= 0 && k < bins {
+				sm[i] += h[k] / 3
+			}
+		}
+	}
+	// The even spread of false pairs is the background: the median bin.
+	srt := sm
+	slices.Sort(srt[:])
+	bg := srt[bins/2]
+	p := 0
+	for i := range sm {
+		if sm[i] > sm[p] {
+			p = i
+		}
+	}
+	if sm[p]-bg < 5*math.Sqrt(bg+1) {
+		return dist{}, false // no clear peak above the noise
+	}
+	half := bg + (sm[p]-bg)/2
+	a, b := p, p
+	for a > 0 && sm[a-1] >= half {
+		a--
+	}
+	for b < bins-1 && sm[b+1] >= half {
+		b++
+	}
+	var m moments
+	for _, x := range s {
+		if v := float64(x); v >= lo+float64(a)*w && v < lo+float64(b+1)*w {
+			m.add(v)
+		}
+	}
+	if m.n < 10 {
+		return dist{}, false
+	}
+	mu := m.mean()
+	sigma := float64(b-a+1) * w / 2.355
+	if model == DelayExp || model == DelayGamma {
+		return m.fit(model), true
+	}
+	k := math.Min(400, math.Max(1, mu*mu/(sigma*sigma)))
+	return newDist(k, mu/k), true
+}

@@ -40,6 +40,10 @@ type classModel struct {
 	// certain are the delays of links that had no alternative (one
 	// admissible parent): the unbiased start of the iteration.
 	certain []float32
+	// cand are the delays to every admissible candidate in the first pass:
+	// true links pile up in a peak above the spread of false ones.
+	cand []float32
+	peak *dist // the peak found in cand, kept for the passes before repair
 	// logTrans is log P(this class | its trigger's class): how often a
 	// message like the trigger causes a message like this one.
 	logTrans float64
@@ -53,9 +57,6 @@ type fanModel struct {
 func newModels() *models {
 	return &models{class: map[classKey]*classModel{}, fan: map[fanKey]*fanModel{}, count: map[countKey]*countModel{}}
 }
-
-// sweepHook lets tests watch the sweep's choices.
-var sweepHook func(o int32, cands []int32, costs []float64, spont float64)
 
 // spanCallBonus is the extra cost (nats) of calling a send spontaneous when
 // an open request span could have made it.
@@ -87,6 +88,10 @@ type joint struct {
 	// admissible parent could have joined: their replies' delays are not
 	// certain.
 	unsure []bool
+	first  bool // the first pass: collect candidate delays
+	// horizon is, per node, the longest span (request received → reply
+	// sent), at most x: no call waits longer for its cause.
+	horizon []int64
 
 	// Fast paths to the models, by edge id.
 	classByTrig [][]classEntry
@@ -132,6 +137,20 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// J3–J4: sweeps alone until the choices settle, then two passes with
 	// the joint repair (the last one also scores every call).
 	greedy := max(1, l.o.MaxIterations-2)
+	j.horizon = make([]int64, len(l.t.Nodes))
+	for c := range l.msgs {
+		if r.role[c] == roleRequest && l.msgs[c].Recv != trace.Unknown {
+			if p := l.msgs[r.peer[c]]; p.Send != trace.Unknown && p.Src == l.msgs[c].Dst {
+				j.horizon[p.Src] = max(j.horizon[p.Src], min(p.Send-l.msgs[c].Recv, l.x))
+			}
+		}
+	}
+	for b := range j.horizon {
+		if j.horizon[b] == 0 {
+			j.horizon[b] = l.x
+		}
+	}
+	j.first = true
 	step := func(repair, probs bool) {
 		copy(prev, j.parent)
 		j.pass(rev, repair, probs)
@@ -147,6 +166,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		// run, all chosen links refine them (the unambiguous ones are
 		// biased towards short delays: they happen before others arrive).
 		j.refit(!repair)
+		j.first = false
 	}
 	for iters < greedy {
 		step(false, false)
@@ -276,6 +296,11 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 			j.kids[p] = min(j.kids[p]+1, 255)
 			continue
 		}
+		// A request from an untraced node starts a call of its own: what
+		// came before it from this node is the return of an earlier one.
+		if j.r.role[i] == roleRequest && !j.keep {
+			continue
+		}
 		d := j.base[j.edge[i]]
 		best, bc, sum := int32(-1), math.Inf(1), 0.0
 		ls := d.logpdf(j.o.Spontaneous * d.mean())
@@ -330,6 +355,20 @@ func (j *joint) sweep(b trace.NodeID) {
 		if isReply {
 			req = j.r.peer[o]
 		}
+		if j.first {
+			// Every earlier received message, admissible or not: false
+			// pairs spread evenly, true ones pile up at the class's delay.
+			for q := len(live) - 1; q >= 0 && q >= len(live)-256; q-- {
+				i := live[q]
+				if s-j.msgs[i].Recv > j.horizon[b] {
+					break
+				}
+				if i != ret {
+					c := j.classOf(i, o)
+					c.cand = append(c.cand, float32(float64(s-j.msgs[i].Recv)/1e9))
+				}
+			}
+		}
 		j.candI, j.candC = j.candI[:0], j.candC[:0]
 		for _, i := range live {
 			if i == ret {
@@ -363,9 +402,6 @@ func (j *joint) sweep(b trace.NodeID) {
 					break
 				}
 			}
-		}
-		if sweepHook != nil {
-			sweepHook(o, j.candI, j.candC, sc)
 		}
 		best, bc := int32(-1), sc
 		for q, c := range j.candC {
@@ -439,6 +475,13 @@ func (j *joint) refit(useCertain bool) {
 		pk := poolKey{k.node, k.act, k.reply, k.ret}
 		pool[pk] = append(pool[pk], c.certain...)
 	}
+	for _, c := range j.mod.class {
+		if len(c.cand) >= 50 {
+			if d, ok := peakFit(c.cand, j.o.DelayModel); ok {
+				c.peak = &d
+			}
+		}
+	}
 	for k, c := range j.mod.class {
 		pc := pool[poolKey{k.node, k.act, k.reply, k.ret}]
 		switch {
@@ -448,10 +491,12 @@ func (j *joint) refit(useCertain bool) {
 		case len(c.certain) >= 30:
 			c.d = robustFit(c.certain, j.o.DelayModel)
 			c.fit = true
+		case c.peak != nil:
+			c.d, c.fit = *c.peak, true
 		case len(pc) >= 30:
 			c.d = robustFit(pc, j.o.DelayModel)
 			c.fit = true
-		case len(c.samples) >= 3:
+		case len(c.samples) >= 3 && !(c.fit && j.carried != nil):
 			c.d = robustFit(c.samples, j.o.DelayModel)
 			c.fit = true
 		}
@@ -476,6 +521,9 @@ func (j *joint) refit(useCertain bool) {
 		if tot < 30 || !useCertain {
 			n, tot = float64(len(c.samples)), allN[tk]
 		}
+		if j.carried != nil && tot < 30 {
+			continue // a stream chunk with too little to say: keep what was learnt
+		}
 		if tot > 0 {
 			c.logTrans = math.Log((n + 0.5) / (tot + 0.5*kinds[tk]))
 		}
@@ -483,6 +531,7 @@ func (j *joint) refit(useCertain bool) {
 	for _, c := range j.mod.class {
 		c.samples = c.samples[:0]
 		c.certain = c.certain[:0]
+		c.cand = nil
 	}
 	for _, f := range j.mod.fan {
 		f.hist = [4]float64{}

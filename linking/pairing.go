@@ -85,6 +85,7 @@ func (l *linker) pairRPCs() *rpcs {
 		conn[i] = c
 	}
 	start, items := csr(n, nc, func(i int) int { return int(conn[i]) })
+	fixed := FixedEndpoints(l.t, l.o.FixedPortPeers)
 	var a, b []int32
 	for c := 0; c < nc; c++ {
 		a, b = a[:0], b[:0]
@@ -99,6 +100,13 @@ func (l *linker) pairRPCs() *rpcs {
 		step := func(i int32) {
 			if open >= 0 && fwd[open] != fwd[i] {
 				link(open, i)
+				open = -1
+				return
+			}
+			// A message from a server port to a client port with nothing
+			// open is a reply whose request came before the trace (or the
+			// chunk) began: pairing it would invert the connection.
+			if m := &l.msgs[i]; fixed[m.SrcEP] && !fixed[m.DstEP] {
 				open = -1
 				return
 			}

@@ -426,9 +426,6 @@ func (j *joint) countPriors() {
 // refitCounts blends the counts of the spans as assigned into the count
 // models.
 func (j *joint) refitCounts() {
-	for _, cm := range j.mod.count {
-		cm.seen = [4]float64{}
-	}
 	per := map[int32]map[trace.NodeID]int{}
 	for k, c := range j.callSpan {
 		if c >= 0 && j.r.role[k] == roleRequest && j.msgs[k].Send != trace.Unknown && j.r.role[c] == roleRequest && j.msgs[c].Dst == j.msgs[k].Src {
@@ -438,16 +435,38 @@ func (j *joint) refitCounts() {
 			per[c][j.msgs[k].Dst]++
 		}
 	}
-	spansAt := make([]float64, len(j.t.Nodes))
-	for c := range j.msgs {
+	// Spans no ambiguous call could have joined give unbiased counts; use
+	// them where a node has enough.
+	sure := make([]float64, len(j.t.Nodes))
+	all := make([]float64, len(j.t.Nodes))
+	isSpan := func(c int) bool {
 		if j.r.role[c] != roleRequest || j.msgs[c].Recv == trace.Unknown {
-			continue
+			return false
 		}
-		if p := j.r.peer[c]; j.msgs[p].Send == trace.Unknown || j.msgs[p].Src != j.msgs[c].Dst {
+		p := j.r.peer[c]
+		return j.msgs[p].Send != trace.Unknown && j.msgs[p].Src == j.msgs[c].Dst
+	}
+	for c := range j.msgs {
+		if isSpan(c) {
+			all[j.msgs[c].Dst]++
+			if !j.unsure[c] {
+				sure[j.msgs[c].Dst]++
+			}
+		}
+	}
+	for _, cm := range j.mod.count {
+		cm.seen = [4]float64{}
+	}
+	tot := make([]float64, len(j.t.Nodes))
+	for c := range j.msgs {
+		if !isSpan(c) {
 			continue
 		}
 		b := j.msgs[c].Dst
-		spansAt[b]++
+		if sure[b] >= 30 && j.unsure[c] {
+			continue
+		}
+		tot[b]++
 		for d, n := range per[int32(c)] {
 			if cm := j.mod.count[countKey{b, d}]; cm != nil {
 				cm.seen[min(n, 3)]++
@@ -455,14 +474,14 @@ func (j *joint) refitCounts() {
 		}
 	}
 	for key, cm := range j.mod.count {
-		tot := spansAt[key.node]
-		if tot == 0 {
+		t := tot[key.node]
+		if t == 0 {
 			continue
 		}
-		cm.seen[0] = tot - cm.seen[1] - cm.seen[2] - cm.seen[3]
+		cm.seen[0] = t - cm.seen[1] - cm.seen[2] - cm.seen[3]
 		var p [4]float64
 		for i := range p {
-			p[i] = 0.5*cm.prior[i] + 0.5*cm.seen[i]/tot
+			p[i] = 0.2*cm.prior[i] + 0.8*cm.seen[i]/t
 		}
 		cm.set(p)
 	}
@@ -476,9 +495,6 @@ func (j *joint) refitCounts() {
 	}
 }
 
-// assignHook lets tests watch the assignment's cost rows.
-var assignHook func(k int32, cols []int32, row []float64)
-
 // Block sizes of the joint assignment: calls are assigned in blocks of
 // assignBlock, of which the first assignCommit are kept before the next
 // block (which starts there) is solved.
@@ -486,6 +502,9 @@ const (
 	assignBlock  = 24
 	assignCommit = 12
 	noSpanCost   = 1e6
+	// overCapacity is the price (nats) of a call joining a span beyond the
+	// group's usual number of calls per span.
+	overCapacity = 20
 )
 
 // assignByDest re-assigns the calls to one destination at a time, all at
@@ -524,7 +543,9 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 		groups[d] = append(groups[d], k)
 	}
 	var cost []float64
-	var cols []int32
+	var cols []int32 // span of each column; a span has one column per slot
+	var slot []int
+	var over []int32 // per row: the span its own column stands for, or −1
 	colOf := map[int32]int{}
 	var ma []int32
 	for _, d := range order {
@@ -536,19 +557,53 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 				ns.cost[s] = math.NaN()
 			}
 		}
+		// Slots: how many calls of the group one span may take in a block
+		// (parallel or repeated calls), from the count models.
+		slots := 1
+		inSpan := map[int32]int{}
+		for _, k := range g {
+			if s, ok := ns.at(j.callSpan[k]); ok {
+				inSpan[s]++
+			}
+		}
+		var atLeast [4]int
+		for _, n := range inSpan {
+			for q := 1; q <= min(n, 3); q++ {
+				atLeast[q]++
+			}
+		}
+		for q := 2; q <= 3; q++ {
+			if atLeast[q]*5 >= atLeast[1] && atLeast[q] > 0 {
+				slots = q
+			}
+		}
+		for _, k := range g {
+			if cm := j.countModelOf(b, j.msgs[k].Dst); cm != nil {
+				for q := 3; q > slots; q-- {
+					if cm.p[q] >= 0.05 {
+						slots = q
+						break
+					}
+				}
+			}
+		}
 		for i := 0; i < len(g); {
 			blk := g[i:min(i+assignBlock, len(g))]
-			cols = cols[:0]
+			cols, slot = cols[:0], slot[:0]
 			clear(colOf)
 			for _, k := range blk {
 				j.admissibleAll(b, ns, k, ins, func(s int32) {
 					if _, ok := colOf[s]; !ok {
 						colOf[s] = len(cols)
-						cols = append(cols, s)
+						for q := 1; q <= slots; q++ {
+							cols = append(cols, s)
+							slot = append(slot, q)
+						}
 					}
 				})
 			}
 			n, m := len(blk), len(cols)+len(blk)
+			over = slices.Grow(over[:0], n)[:n]
 			cost = append(cost[:0], make([]float64, n*m)...)
 			for s := range cols {
 				if math.IsNaN(ns.cost[cols[s]]) {
@@ -560,16 +615,38 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 				for c := range row {
 					row[c] = noSpanCost
 				}
+				d := j.msgs[k].Dst
+				cm := j.countModelOf(b, d)
 				j.admissibleAll(b, ns, k, ins, func(s int32) {
 					ma = j.with(ma, ns.members[s], k)
-					if c := j.spanCost(b, ns.req[s], ma) - ns.cost[s]; c < noSpanCost {
-						row[colOf[s]] = c
+					c := j.spanCost(b, ns.req[s], ma) - ns.cost[s]
+					if c >= noSpanCost {
+						return
+					}
+					m := 0
+					for _, x := range ns.members[s] {
+						if j.msgs[x].Dst == d {
+							m++
+						}
+					}
+					for q := 1; q <= slots; q++ {
+						// The q-th call of the block into this span is
+						// the (m+q)-th to d: the count term changes.
+						cq := c
+						if cm != nil && q > 1 {
+							cq += countStep(cm, m+q) - countStep(cm, m+1)
+						}
+						row[colOf[s]+q-1] = cq
 					}
 				})
-				// Its own "no span" column: spontaneous.
+				// Its own column: over capacity into its cheapest span
+				// (at a price), or spontaneous when none is admissible.
 				row[len(cols)+r] = noSpanCost / 2
-				if assignHook != nil {
-					assignHook(k, cols, row)
+				over[r] = -1
+				for c := 0; c < len(cols); c += slots {
+					if v := row[c+slots-1] + overCapacity; v < row[len(cols)+r] {
+						row[len(cols)+r], over[r] = v, cols[c]
+					}
 				}
 			}
 			hs := newHungScratch(m)
@@ -581,11 +658,16 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 			i += keep
 			for r := 0; r < keep; r++ {
 				k := blk[r]
-				if col[r] >= len(cols) {
+				if col[r] >= len(cols) && over[r] < 0 {
 					j.setCallSpan(b, k, spanRoot)
 					continue
 				}
-				s := cols[col[r]]
+				var s int32
+				if col[r] >= len(cols) {
+					s = over[r]
+				} else {
+					s = cols[col[r]]
+				}
 				ns.members[s] = j.with(nil, ns.members[s], k)
 				ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
 				j.setCallSpan(b, k, ns.req[s])
@@ -619,4 +701,9 @@ func (j *joint) admissibleAll(b trace.NodeID, ns *nodeSpans, k int32, ins []int3
 		n++
 		f(int32(p))
 	}
+}
+
+// countStep is the cost of a span's n-th call to a destination given n−1.
+func countStep(cm *countModel, n int) float64 {
+	return -cm.logp[min(n, 3)] + cm.logp[min(n-1, 3)]
 }

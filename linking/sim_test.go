@@ -387,8 +387,12 @@ func truthPaths(t *trace.Trace) *trace.Paths {
 			par[j] = -1
 			m := &t.Messages[mi]
 			best := int64(math.MinInt64)
+			isRet := m.Kind == trace.KindReturn && m.Call != trace.NoRef
 			for k := 0; k < j; k++ {
 				q := &t.Messages[ms[k]]
+				if isRet && q.Kind == trace.KindCall && q.Call != m.Call {
+					continue // a return answers its own call, not a parallel one
+				}
 				var at int64
 				switch {
 				case q.Dst == m.Src && q.Recv != trace.Unknown && m.Send != trace.Unknown && q.Recv <= m.Send:
