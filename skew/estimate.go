@@ -391,6 +391,7 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 	}
 
 	// Pair results.
+	setAside := 0
 	for oi, o := range obs {
 		p := pcs[obsPiece[oi]]
 		s := pairs[p.pair]
@@ -399,8 +400,10 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 		pe := PairEstimate{A: s.a, B: s.b, At: s.base + p.xm, Offset: int64(math.Round(p.delta)),
 			MinRTT: int64(math.Round(p.rtt)), Noise: int64(math.Round(p.noise)), Samples: p.n, Weight: o.w}
 		if o.w < 1 {
-			res.warnf("pair %s–%s set aside: its offset disagrees with the rest of the graph by %.6f s (asymmetric delays?)",
-				t.NodeName(s.a), t.NodeName(s.b), (o.y-(at(off, o.j)-at(off, o.i)))/1e9)
+			if setAside++; setAside <= 20 {
+				res.warnf("pair %s–%s set aside: its offset disagrees with the rest of the graph by %.6f s (asymmetric delays?)",
+					t.NodeName(s.a), t.NodeName(s.b), (o.y-(at(off, o.j)-at(off, o.i)))/1e9)
+			}
 		}
 		if !opts.NoDrift && p.span >= float64(opts.MinDriftSpan) {
 			pe.DriftPPM = p.slope * 1e6
@@ -414,6 +417,10 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 		res.Pairs = append(res.Pairs, pe)
 	}
 
+	if setAside > 20 {
+		res.warnf("%d more pairs set aside (%d in all)", setAside-20, setAside)
+	}
+
 	// Node results and corrections.
 	for n := range samples {
 		samples[n] = 0
@@ -425,6 +432,7 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 		samples[s.b] += p.n[0] + p.n[1]
 	}
 	hasClock := func(n int) bool { return n < len(acc.lo) && acc.lo[n] <= acc.hi[n] }
+	uncorrectable := 0
 	for n := 0; n < nn; n++ {
 		id := trace.NodeID(n)
 		ne := NodeEstimate{Node: id, Name: t.NodeName(id), Samples: samples[n]}
@@ -437,7 +445,9 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 			ne.Status = Corrected
 		default:
 			ne.Status = Uncorrectable
-			res.warnf("node %s: no messages both ways with the reference's component; its clock cannot be corrected", ne.Name)
+			if uncorrectable++; uncorrectable <= 20 {
+				res.warnf("node %s: no messages both ways with the reference's component; its clock cannot be corrected", ne.Name)
+			}
 		}
 		if ne.Status == Reference || ne.Status == Corrected {
 			r, rv := rOf(id)
@@ -493,6 +503,9 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 			}
 		}
 		res.Nodes = append(res.Nodes, ne)
+	}
+	if uncorrectable > 20 {
+		res.warnf("%d more nodes cannot be corrected (%d in all)", uncorrectable-20, uncorrectable)
 	}
 	for n, sts := range nsteps {
 		for _, st := range sts {
