@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func linkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "link", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// TestLinkGolden: the contract's JSON and the text table, for both methods
+// (golden files named after the options).
+func TestLinkGolden(t *testing.T) {
+	trace := filepath.Join("testdata", "link", "small.txt")
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
+		{"small.joint.json", []string{"link", "--json", trace}},
+		{"small.wap5.json", []string{"link", "--json", "--method", "wap5", "--max-delay", "100ms", trace}},
+		{"small.joint.txt", []string{"link", trace}},
+		{"small.clients.json", []string{"link", "--json", "--aggregate-clients", trace}},
+	} {
+		code, stdout, stderr := runCLI(t, "", tc.args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d, stderr %s", tc.args, code, stderr)
+		}
+		linkGolden(t, tc.golden, []byte(stdout))
+	}
+}
+
+// TestLinkContract checks the JSON shape the contract fixes and the
+// --instances lines.
+func TestLinkContract(t *testing.T) {
+	dir := t.TempDir()
+	inst := filepath.Join(dir, "inst.jsonl")
+	code, stdout, stderr := runCLI(t, "", "link", "--json", "--instances", inst, filepath.Join("testdata", "link", "small.txt"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Algorithm string `json:"algorithm"`
+		Patterns  []struct {
+			Rank     int             `json:"rank"`
+			Count    int             `json:"count"`
+			Expected float64         `json:"expected"`
+			MaxProb  float64         `json:"max_prob"`
+			Root     json.RawMessage `json:"root"`
+		} `json:"patterns"`
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Algorithm != "linking" || len(out.Patterns) != 3 || out.Warnings == nil {
+		t.Fatalf("algorithm %q, %d patterns, warnings %v", out.Algorithm, len(out.Patterns), out.Warnings)
+	}
+	for i, p := range out.Patterns {
+		if p.Rank != i+1 || (i > 0 && p.Expected > out.Patterns[i-1].Expected) {
+			t.Errorf("pattern %d: rank %d expected %v out of order", i, p.Rank, p.Expected)
+		}
+	}
+	var root struct {
+		From, To string
+		Net      *float64 `json:"net_s"`
+		Wait     *float64 `json:"wait_s"`
+		Children []struct {
+			From, To string
+			Net      *float64 `json:"net_s"`
+			Wait     *float64 `json:"wait_s"`
+		} `json:"children"`
+	}
+	// The static page (one call) ties with the two full paths; take c1's
+	// full path.
+	found := false
+	for _, p := range out.Patterns {
+		if err := json.Unmarshal(p.Root, &root); err != nil {
+			t.Fatal(err)
+		}
+		if root.From == "c1" && len(root.Children) == 1 && root.Children[0].To == "auth" {
+			found = true
+			break
+		}
+	}
+	if !found {
+		t.Fatalf("no c1 → web → auth pattern in %s", stdout)
+	}
+	// web's clock is 2 ms ahead: corrected, c1→web takes 0.3 ms.
+	if root.Net == nil || *root.Net < 0.00029 || *root.Net > 0.00031 || root.Wait != nil {
+		t.Errorf("root %+v", root)
+	}
+	if len(root.Children) != 1 || root.Children[0].To != "auth" || root.Children[0].Wait == nil || *root.Children[0].Wait < 0.0099 || *root.Children[0].Wait > 0.0101 {
+		t.Errorf("first child %+v", root.Children)
+	}
+	f, err := os.ReadFile(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(f))
+	lines := 0
+	for sc.Scan() {
+		var in struct {
+			Pattern int      `json:"pattern"`
+			Prob    float64  `json:"prob"`
+			IDs     []string `json:"ids"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &in); err != nil {
+			t.Fatal(err)
+		}
+		lines++
+		if len(in.IDs) != 6 && len(in.IDs) != 2 || in.Prob <= 0 || in.Prob > 1 {
+			t.Errorf("instance %+v", in)
+		}
+		if len(in.IDs) == 6 && in.IDs[0][0] != in.IDs[5][0] {
+			t.Errorf("instance %v mixes two requests", in.IDs)
+		}
+	}
+	if lines != 3 {
+		t.Errorf("%d instance lines, want 3", lines)
+	}
+}
+
+func TestLinkUsage(t *testing.T) {
+	tr := filepath.Join("testdata", "link", "small.txt")
+	for _, args := range [][]string{
+		{"link"},
+		{"link", "--method", "magic", tr},
+		{"link", "--delay-model", "cauchy", tr},
+		{"link", "--window", "10s", "--instances", "x", tr},
+	} {
+		if code, _, stderr := runCLI(t, "", args...); code != 2 || !strings.HasPrefix(stderr, "wap5: ") {
+			t.Errorf("%v: exit %d, stderr %q; want usage error", args, code, stderr)
+		}
+	}
+	if code, _, stderr := runCLI(t, "", "link", "no-such-file"); code != 1 || !strings.Contains(stderr, "no-such-file") {
+		t.Errorf("missing file: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestLinkStreaming: --window reads the text trace as a stream.
+func TestLinkStreaming(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "", "link", "--json", "--window", "1s", filepath.Join("testdata", "link", "small.txt"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, `"algorithm": "linking"`) || !strings.Contains(stdout, `"to": "auth"`) {
+		t.Errorf("stream output:\n%s", stdout)
+	}
+}
