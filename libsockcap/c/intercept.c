@@ -206,6 +206,9 @@ static uint32_t sum_iov(const struct iovec *iov, size_t cnt, ssize_t n)
 static void log_io(int op, int fd, struct sc_fd *f, int64_t t, ssize_t r, int err, const struct sockaddr *ra,
 		   socklen_t rl, const void *buf, size_t cap, const struct iovec *iov, size_t iovcnt)
 {
+	if (SC_LIKELY(!ra && f->sotype == SOCK_STREAM) &&
+	    SC_LIKELY(sc_fast_io(op == SC_OP_SEND ? SC_K_SEND : SC_K_RECV, t, fd, r, f)))
+		return;
 	if (SC_UNLIKELY(f->flags & SC_FDF_UNNAMED) && r >= 0)
 		sc_fd_describe(fd, f, t, NULL, 0); /* the kernel bound a port at the first send */
 	else

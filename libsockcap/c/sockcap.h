@@ -114,10 +114,8 @@ SC_HIDDEN int sc_commit(uint8_t kind, int64_t t, const uint8_t *body, size_t len
 SC_HIDDEN void sc_log_open(void);       /* create this process's log (idempotent) */
 SC_HIDDEN void sc_after_fork_child(void);
 SC_HIDDEN void sc_before_setuid(uid_t uid); /* reserve chunks before privileges go */
-SC_HIDDEN uint64_t sc_chunk_serial(void); /* the calling thread's current chunk serial (0: none) */
 SC_HIDDEN void sc_count_lost(void);
-SC_HIDDEN int sc_room(uint32_t need);
-SC_HIDDEN void sc_make_room(int64_t t, uint32_t need); /* start a new chunk if fewer bytes are free */ /* the calling thread's chunk has need bytes free */
+SC_HIDDEN void sc_make_room(int64_t t, uint32_t need); /* start a new chunk if fewer bytes are free */
 
 /* Per-thread state. */
 struct sc_thread {
@@ -137,6 +135,30 @@ struct sc_thread {
 };
 SC_HIDDEN extern SC_TLS struct sc_thread sc_t;
 SC_HIDDEN extern volatile uint32_t sc_gen;
+
+/* the calling thread's current chunk serial (0: none) */
+static inline uint64_t sc_chunk_serial(void)
+{
+	return sc_t.gen == sc_gen ? sc_t.serial : 0;
+}
+
+/* the calling thread's chunk has need bytes free */
+static inline int sc_room(uint32_t need)
+{
+	return sc_t.gen == sc_gen && sc_t.chunk && sc_t.pos + need <= SC_CHUNK_SIZE;
+}
+
+/* sc_raw_zz writes a zigzag varint at q (no bounds check: the caller has room). */
+static inline uint8_t *sc_raw_zz(uint8_t *q, int64_t v)
+{
+	uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+	while (u >= 0x80) {
+		*q++ = (uint8_t)(u | 0x80);
+		u >>= 7;
+	}
+	*q++ = (uint8_t)u;
+	return q;
+}
 
 /* ---- fdtable.c: per-fd state ---- */
 #define SC_FDMAX 65536
@@ -167,6 +189,32 @@ SC_HIDDEN struct sc_fd *sc_fd_set_socket(int fd, int domain, int type);
 SC_HIDDEN void sc_fd_describe(int fd, struct sc_fd *f, int64_t t, const struct sockaddr *remote_hint, socklen_t hint_len);
 /* sc_fd_ensure writes the SC_K_FD record if this chunk does not have it yet. */
 SC_HIDDEN void sc_fd_ensure(int fd, struct sc_fd *f, int64_t t);
+
+/* sc_fast_io appends an SC_K_SEND/SC_K_RECV record for a successful transfer
+ * when nothing special is pending (chunk with room, fd described in it, no
+ * losses to report); it returns 0 to send the caller down the general path.
+ * The whole write happens inside the thread's critical flag, so a signal
+ * handler's record cannot interleave (it is counted as lost instead). */
+static inline int sc_fast_io(uint8_t kind, int64_t t, int fd, int64_t ret, const struct sc_fd *f)
+{
+	struct sc_thread *T = &sc_t;
+	if (SC_UNLIKELY(T->gen != sc_gen || !T->chunk || T->lost || T->crit || ret < 0 ||
+			T->pos + 2 * SC_RECORD_MAX > SC_CHUNK_SIZE || f->emitted != T->serial ||
+			(f->flags & (SC_FDF_CONNECTING | SC_FDF_UNNAMED))))
+		return 0;
+	T->crit = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	uint8_t *p = T->chunk + T->pos;
+	uint8_t *q = sc_raw_zz(p + 1, t - T->last);
+	q = sc_raw_zz(q, fd);
+	q = sc_raw_zz(q, ret);
+	T->pos = (uint32_t)(q - T->chunk);
+	T->last = t;
+	__atomic_store_n(p, kind, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	T->crit = 0;
+	return 1;
+}
 
 /* ---- intercept.c ---- */
 SC_HIDDEN void sc_resolve_real(void);
