@@ -95,11 +95,25 @@ func PcapSources(caps []*Capture, opts Options, hosts HostNames) *PcapSet {
 		}
 	}
 	if len(set.NAT.Translations) > 0 {
+		type protoEP struct {
+			ep    netip.AddrPort
+			proto uint8
+		}
+		memo := make(map[protoEP]netip.AddrPort)
+		canon := func(proto uint8, ep netip.AddrPort) netip.AddrPort {
+			k := protoEP{ep, proto}
+			c, ok := memo[k]
+			if !ok {
+				c = set.NAT.CanonicalAddrPort(proto, ep)
+				memo[k] = c
+			}
+			return c
+		}
 		for _, c := range caps {
 			for i := range c.Packets {
 				p := &c.Packets[i]
-				p.Src = set.NAT.CanonicalAddrPort(p.Proto, p.Src)
-				p.Dst = set.NAT.CanonicalAddrPort(p.Proto, p.Dst)
+				p.Src = canon(p.Proto, p.Src)
+				p.Dst = canon(p.Proto, p.Dst)
 			}
 		}
 	}
