@@ -65,6 +65,9 @@ func GenerateSummary(cfg *Config) (*trace.Trace, *Summary, error) {
 		return nil, nil, err
 	}
 	t := e.t
+	if cfg.Messages > 0 && cfg.Messages < 1<<31 {
+		t.Messages = make([]trace.Message, 0, cfg.Messages+cfg.Messages/64+1024)
+	}
 	e.emit = func(m *genMsg) error {
 		if cfg.Parents && m.parent != 0 {
 			if t.Extra == nil {
@@ -110,9 +113,10 @@ func Write(w io.Writer, cfg *Config) (*Summary, error) {
 type genNode struct {
 	*Node
 	offNs  int64
-	ep     trace.EndpointID // listening endpoint
-	eph    int              // next ephemeral port
-	ephEP  map[uint16]trace.EndpointID
+	ep     trace.EndpointID   // listening endpoint
+	eph    int                // next ephemeral port
+	eph0   int                // first ephemeral port
+	ephIDs []trace.EndpointID // interned ephemeral endpoints, by port − eph0 (mod the range); 0: not yet
 	ipText string
 	class  int // link class: nodes of one class have the same link delays
 }
@@ -184,22 +188,27 @@ func newEngine(cfg *Config) (*engine, error) {
 	if cfg.Duration <= 0 && cfg.Messages <= 0 {
 		return nil, fmt.Errorf("%s: give a duration or a message count (the generator would never stop)", cfg.File)
 	}
-	e := &engine{cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)), t: trace.New(),
+	// The tables are filled directly; the trace builds its name indexes
+	// lazily if a user interns more names (interning millions of ephemeral
+	// endpoints through the index would dominate generation).
+	e := &engine{cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)), t: &trace.Trace{Endpoints: []string{"-"}},
 		startNs: int64(math.Round(cfg.Start * 1e9)), nextID: 1, nextCall: 1, truth: 1,
 		sameCache: map[*Target]map[string]*Target{}}
 	e.minOff = math.MaxInt64
+	seen := make(map[string]bool, len(cfg.Nodes))
 	for i, n := range cfg.Nodes {
-		id := e.t.Node(n.Name)
-		if int(id) != i {
+		if seen[n.Name] || n.Name == "" {
 			return nil, fmt.Errorf("%s:%d: node %q declared twice", cfg.File, n.Line, n.Name)
 		}
-		e.t.Nodes[id].Untraced = n.Untraced
-		g := genNode{Node: n, offNs: int64(math.Round(n.Offset * 1e9)), ipText: n.IP.String(), ephEP: map[uint16]trace.EndpointID{}}
+		seen[n.Name] = true
+		e.t.Nodes = append(e.t.Nodes, trace.Node{Name: n.Name, Untraced: n.Untraced})
+		g := genNode{Node: n, offNs: int64(math.Round(n.Offset * 1e9)), ipText: n.IP.String()}
 		if n.IP.Is6() {
 			g.ipText = "[" + g.ipText + "]"
 		}
-		g.ep = e.t.Endpoint(g.ipText + ":" + strconv.Itoa(n.Port))
-		g.eph = 32768 + (i*7919)%28000
+		g.ep = e.addEndpoint(g.ipText + ":" + strconv.Itoa(n.Port))
+		g.eph = ephLo + (i*7919)%28000
+		g.eph0 = g.eph
 		if !n.Untraced {
 			e.minOff = min(e.minOff, g.offNs)
 			e.minDrift = min(e.minDrift, n.DriftPPM)
@@ -514,13 +523,25 @@ func (e *engine) linkFor(a, b int) Dist {
 	return best
 }
 
+func (e *engine) addEndpoint(name string) trace.EndpointID {
+	e.t.Endpoints = append(e.t.Endpoints, name)
+	return trace.EndpointID(len(e.t.Endpoints) - 1)
+}
+
+// The ephemeral port range (Linux's default is 32768–60999).
+const (
+	ephLo    = 32768
+	ephHi    = 60999
+	ephRange = ephHi - ephLo + 1
+)
+
 // ephemeral returns a fresh client-side port of node n.
 func (e *engine) ephemeral(n int) uint16 {
 	g := &e.nodes[n]
 	p := g.eph
 	g.eph++
-	if g.eph > 60999 {
-		g.eph = 32768
+	if g.eph > ephHi {
+		g.eph = ephLo
 	}
 	return uint16(p)
 }
@@ -531,10 +552,16 @@ func (e *engine) endpoint(n int32, port uint16) trace.EndpointID {
 	if int(port) == g.Port {
 		return g.ep
 	}
-	id, ok := g.ephEP[port]
-	if !ok {
-		id = e.t.Endpoint(g.ipText + ":" + strconv.Itoa(int(port)))
-		g.ephEP[port] = id
+	// Ports are handed out in sequence from eph0, so the slice grows with
+	// the ports a node has used (not with the port range).
+	k := (int(port) - g.eph0 + ephRange) % ephRange
+	if k >= len(g.ephIDs) {
+		g.ephIDs = append(g.ephIDs, make([]trace.EndpointID, k+1-len(g.ephIDs))...)
+	}
+	id := g.ephIDs[k]
+	if id == trace.NoEndpoint {
+		id = e.addEndpoint(g.ipText + ":" + strconv.Itoa(int(port)))
+		g.ephIDs[k] = id
 	}
 	return id
 }
