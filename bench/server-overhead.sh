@@ -49,7 +49,6 @@ nginx_conf() { # DIR PORT
 daemon off;
 master_process on;
 worker_processes 1;
-user root;
 pid $1/nginx.pid;
 error_log $1/error.log warn;
 events { worker_connections 1024; }
@@ -66,6 +65,7 @@ NP=$(free_port); NC=$(free_port)
 nginx_conf "$W/nginx-plain" "$NP"
 nginx_conf "$W/nginx-cap" "$NC"
 taskset -c 0 nginx -p "$W/nginx-plain" -c "$W/nginx-plain/nginx.conf" -e "$W/nginx-plain/error.log" &
+NGX_PLAIN=$!
 PIDS+=($!)
 taskset -c 0 "$WAP5" run --out "$W/logs-nginx" --node nginx -- \
   nginx -p "$W/nginx-cap" -c "$W/nginx-cap/nginx.conf" -e "$W/nginx-cap/error.log" 2>"$W/nginx-cap.err" &
@@ -76,6 +76,7 @@ wait_listen "$NP"; wait_listen "$NC"
 RP=$(free_port); RC=$(free_port)
 redis_args=(--bind 127.0.0.1 --save "" --appendonly no --loglevel warning)
 taskset -c 0 redis-server --port "$RP" "${redis_args[@]}" >/dev/null &
+REDIS_PLAIN=$!
 PIDS+=($!)
 taskset -c 0 "$WAP5" run --out "$W/logs-redis" --node redis -- redis-server --port "$RC" "${redis_args[@]}" \
   >/dev/null 2>"$W/redis-cap.err" &
@@ -83,23 +84,49 @@ REDIS_CAP=$!
 PIDS+=("$REDIS_CAP")
 wait_listen "$RP"; wait_listen "$RC"
 
-wrk_rps() { taskset -c 1 wrk -t1 -c32 -d"${SECS}s" "http://127.0.0.1:$1/small.html" | awk '/^Requests\/sec:/ {print $2}'; }
+# cpu_ns PID: on-CPU time of all threads of PID so far (schedstat, ns).
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}'; }
+# server_pid WRAPPER: the server process itself (the nginx worker; redis).
+nginx_worker() { pgrep -P "$1" | head -1; }
+
+# wrk_run PORT: prints "req/s requests".
+wrk_run() {
+  taskset -c 1 wrk -t1 -c32 -d"${SECS}s" "http://127.0.0.1:$1/small.html" |
+    awk '/requests in/ {n = $1} /^Requests\/sec:/ {r = $2} END {print r, n}'
+}
 redis_rps() { # PORT TEST
   taskset -c 1 redis-benchmark -p "$1" -q -t "$2" -n 200000 -c 32 | tr '\r' '\n' | awk -v t="$(echo "$2" | tr a-z A-Z)" '$1 == t":" {print $2}' | tail -1
 }
 
-declare -A S
-echo "warm-up"; wrk_rps "$NP" >/dev/null; wrk_rps "$NC" >/dev/null
+declare -A S L R C
+NGX_PLAIN_W=$(nginx_worker "$NGX_PLAIN"); NGX_CAP_W=$(nginx_worker "$(pgrep -P "$NGX_CAP")")
+REDIS_PLAIN_P=$REDIS_PLAIN; REDIS_CAP_P=$(pgrep -P "$REDIS_CAP")
+echo "warm-up"; wrk_run "$NP" >/dev/null; wrk_run "$NC" >/dev/null
 for i in $(seq "$RUNS"); do
   # Alternate which variant goes first, so drift hits both alike.
   if (( i % 2 )); then order="plain cap"; else order="cap plain"; fi
   for v in $order; do
     port=$NP; [ "$v" = cap ] && port=$NC
-    r=$(wrk_rps "$port"); S[nginx-$v]+="$r "
-    rport=$RP; [ "$v" = cap ] && rport=$RC
-    g=$(redis_rps "$rport" get); S[get-$v]+="$g "
-    s=$(redis_rps "$rport" set); S[set-$v]+="$s "
+    wpid=$NGX_PLAIN_W; [ "$v" = cap ] && wpid=$NGX_CAP_W
+    c0=$(cpu_ns "$wpid")
+    read -r r n < <(wrk_run "$port")
+    c1=$(cpu_ns "$wpid")
+    S[nginx-$v]+="$r "; L[nginx-$v]=$r
+    C[nginx-$v]+="$(awk -v d=$((c1 - c0)) -v n="$n" 'BEGIN {printf "%.0f", d / n}') "
+    rport=$RP; rpid=$REDIS_PLAIN_P; [ "$v" = cap ] && { rport=$RC; rpid=$REDIS_CAP_P; }
+    c0=$(cpu_ns "$rpid")
+    g=$(redis_rps "$rport" get); S[get-$v]+="$g "; L[get-$v]=$g
+    c1=$(cpu_ns "$rpid")
+    s=$(redis_rps "$rport" set); S[set-$v]+="$s "; L[set-$v]=$s
+    c2=$(cpu_ns "$rpid")
+    C[get-$v]+="$(( (c1 - c0) / 200000 )) "
+    C[set-$v]+="$(( (c2 - c1) / 200000 )) "
     echo "run $i $v: nginx $r req/s, redis GET $g, SET $s"
+  done
+  # Each round's with/without ratio: robust to the machine's load drifting
+  # between rounds (other jobs share it).
+  for k in nginx get set; do
+    R[$k]+="$(awk -v p="${L[$k-plain]}" -v c="${L[$k-cap]}" 'BEGIN {printf "%.4f", c / p}') "
   done
 done
 
@@ -119,20 +146,37 @@ redis_sum=$(grep '^wap5: [0-9]* processes' "$W/redis-cap.err" || true)
   echo "- nginx $(nginx -v 2>&1 | sed 's/.*\///'): 1 worker, 612-byte static file, \`wrk -t1 -c32 -d${SECS}s\`."
   echo "- redis $(redis-server --version | sed 's/.* v=\([^ ]*\).*/\1/'): \`redis-benchmark -q -t get|set -n 200000 -c 32\`."
   echo
-  echo "| workload | without capture (median) | with capture (median) | ratio | loss | samples without / with |"
-  echo "|---|---|---|---|---|---|"
+  echo "| workload | without capture (median) | with capture (median) | ratio of medians | median of per-round ratios | loss | samples without / with |"
+  echo "|---|---|---|---|---|---|---|"
   for k in nginx get set; do
     p=$(tr ' ' '\n' <<<"${S[$k-plain]}" | grep . | median)
     c=$(tr ' ' '\n' <<<"${S[$k-cap]}" | grep . | median)
     ratio=$(awk -v p="$p" -v c="$c" 'BEGIN {printf "%.4f", c / p}')
-    loss=$(awk -v p="$p" -v c="$c" 'BEGIN {printf "%.1f%%", (1 - c / p) * 100}')
+    rr=$(tr ' ' '\n' <<<"${R[$k]}" | grep . | median)
+    loss=$(awk -v r="$rr" 'BEGIN {printf "%.1f%%", (1 - r) * 100}')
     name=$k; [ "$k" = get ] && name="redis GET"; [ "$k" = set ] && name="redis SET"; [ "$k" = nginx ] && name="nginx (wrk)"
-    echo "| $name | $p req/s | $c req/s | $ratio | $loss | ${S[$k-plain]}/ ${S[$k-cap]}|"
+    echo "| $name | $p req/s | $c req/s | $ratio | $rr | $loss | ${S[$k-plain]}/ ${S[$k-cap]}|"
+  done
+  echo
+  echo "Loss is 1 − the median of per-round ratios (each round measures both variants back to back)."
+  echo
+  echo "Server CPU time per request (on-CPU ns of the nginx worker / redis-server, all threads, from"
+  echo "/proc/PID/task/*/schedstat, divided by the requests served): less sensitive to other jobs"
+  echo "on this shared machine than throughput. At saturation, throughput loss = 1 − plain/captured."
+  echo
+  echo "| workload | ns/request without | ns/request with | added ns/request | implied loss | samples without / with |"
+  echo "|---|---|---|---|---|---|"
+  for k in nginx get set; do
+    p=$(tr ' ' '\n' <<<"${C[$k-plain]}" | grep . | median)
+    c=$(tr ' ' '\n' <<<"${C[$k-cap]}" | grep . | median)
+    name=$k; [ "$k" = get ] && name="redis GET"; [ "$k" = set ] && name="redis SET"; [ "$k" = nginx ] && name="nginx (wrk)"
+    echo "| $name | $p | $c | $(awk -v p="$p" -v c="$c" 'BEGIN {printf "%.0f", c - p}') | $(awk -v p="$p" -v c="$c" 'BEGIN {printf "%.1f%%", (1 - p / c) * 100}') | ${C[$k-plain]}/ ${C[$k-cap]}|"
   done
   echo
   echo "Capture summaries (what the traced servers logged over all runs):"
   echo "- nginx: \`${ngx_sum#wap5: }\`"
   echo "- redis: \`${redis_sum#wap5: }\`"
+  echo
   echo
   echo "Target: ≤ 2% throughput loss."
 } > "$OUT"

@@ -62,8 +62,6 @@ step_capture() {
 daemon off;
 master_process on;
 worker_processes 2;
-# Workers stay root: logs are created before nginx drops privileges.
-user root;
 pid $conf/nginx.pid;
 error_log $conf/error.log warn;
 events { worker_connections 256; }
