@@ -34,31 +34,51 @@
 //     aggregated.
 //
 // Method "joint" replaces steps 2–3 by choices made together rather than one
-// message at a time (the remaining steps are shared):
+// message at a time (steps 1, 4 and 5 are shared):
 //
 //	J1. Pair RPCs: kind=call/return with call= ids where the trace has them,
 //	    otherwise request/response alternation on a connection (a message
 //	    pairs with the next message in the other direction on the same
-//	    endpoints; the order within a connection is taken on the clock both
-//	    events share).
-//	J2. Initialise one delay model per transition class (incoming edge →
-//	    outgoing edge at a node) from step 1's λ.
-//	J3. At every traced node, sweep its sends in time order and give each one
-//	    parent among the node's received messages, jointly: a received message
-//	    opens or continues a span (a request's span ends when its paired reply
-//	    is sent); a reply may only descend from its own request's span, a call
-//	    only from a span still open when its return arrives; each received
-//	    message normally causes one send (further children pay a learned
-//	    fan-out cost); the cost of a link is −log of its class's delay density
-//	    and a spontaneous send pays the WAP5 spontaneous weight. A message from
-//	    an untraced node descends from its paired request (or, unpaired, from
-//	    the most likely A→B message, §5.1).
-//	J4. Refit the class delay models (gamma by moments, or exponential) and
-//	    fan-out costs from the chosen links and repeat J3 until the choices
-//	    settle.
-//	J5. Every message now has at most one parent: the instances are the trees
+//	    endpoints, ordered on the clock both events share; a reply from a
+//	    server port with no request open is left alone, so a trace or chunk
+//	    that starts mid-connection is not inverted).
+//	J2. One delay model per transition class (the sender of the received
+//	    message, the node, the destination of the sent one, their roles),
+//	    starting from step 1's exponential; on the first pass, the delays
+//	    from every send to every earlier received message are collected per
+//	    class: true links pile up in a peak above the even spread of false
+//	    ones, and the peak seeds the class.
+//	J3. Sweep: at every traced node, each send in time order takes the
+//	    cheapest admissible received message as its parent. A received
+//	    request opens a span that ends when its paired reply is sent; a
+//	    reply may only descend from its own request's span, a call only from
+//	    a span still open when its return arrives, and a call with an open
+//	    span at hand is spontaneous only at a high price. The cost of a link
+//	    is −log(density of its class at the delay × P(class | trigger class))
+//	    plus a learned fan-out cost; a spontaneous send pays the WAP5 weight
+//	    of a delay y·d. A message from an untraced node descends from its
+//	    paired request (or, unpaired, from the most likely message the other
+//	    way, §5.1); a request from an untraced node starts a path.
+//	J4. Repair (the joint step, on the last passes): calls are grouped by
+//	    what usually causes calls to their destination, and each group is
+//	    assigned to the request spans at once — a minimum-cost assignment
+//	    (Hungarian algorithm, in overlapping blocks) where a call's cost in a
+//	    span is what it adds to the span's cost: the delay of every send of
+//	    the span after the latest message the span received before it, the
+//	    fan-out of every received message, and the span's number of calls
+//	    per destination (its prior from the trace: calls per request). Then
+//	    moves and swaps between spans while they lower the cost. Every send
+//	    of a span gets as parent the latest message the span received before
+//	    it, and every call a probability: its span against the others.
+//	J5. Refit the class densities (gamma by moments, or exponential, fitted
+//	    within two interquartile ranges), transition and fan-out
+//	    probabilities and the count models from the links — first from the
+//	    unambiguous links only (one admissible parent), after a repair from
+//	    all — and repeat J3 (sweeps alone until they settle, then two passes
+//	    with J4).
+//	J6. Every message now has at most one parent: the instances are the trees
 //	    under the parentless messages; an instance's probability is the product
-//	    of each choice's normalised weight among its admissible alternatives.
+//	    of its choices' probabilities.
 //
 // The windowed mode (Options.Stream) runs the same algorithm over time chunks
 // with an overlap of the window x, carrying the delay models from chunk to

@@ -134,7 +134,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	prev := make([]int32, n)
 	fit := Fit{}
 	iters := 0
-	// J3–J4: sweeps alone until the choices settle, then two passes with
+	// J3–J5: sweeps alone until the choices settle, then two passes with
 	// the joint repair (the last one also scores every call).
 	greedy := max(1, l.o.MaxIterations-2)
 	j.horizon = make([]int64, len(l.t.Nodes))
@@ -178,7 +178,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	step(true, true)
 	fit.Settled = fit.Change < 1e-3
 	fit = j.compare(fit)
-	// J5.
+	// J6.
 	return j.instances(), fit, iters
 }
 
@@ -261,7 +261,7 @@ func (j *joint) logf(trig, act int32, dt float64) float64 {
 	return lp
 }
 
-// pass is J3: at every node, every send gets one parent, in time order.
+// pass is J3 (and J4 when repair is set) over all nodes.
 func (j *joint) pass(rev []int32, repair, probs bool) {
 	for i := range j.parent {
 		j.parent[i] = -1
@@ -320,7 +320,8 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 	}
 }
 
-// sweep assigns the sends of node b.
+// sweep is J3 at node b: every send, in time order, takes its cheapest
+// admissible parent.
 func (j *joint) sweep(b trace.NodeID) {
 	ins, outs := j.insOf(b), j.outsOf(b)
 	var live []int32
@@ -446,7 +447,8 @@ func (j *joint) sweep(b trace.NodeID) {
 	}
 }
 
-// refit is J4: class densities and fan-out costs from the chosen links.
+// refit is J5: class densities, transitions and fan-out costs from the
+// chosen links.
 func (j *joint) refit(useCertain bool) {
 	for i := range j.kids {
 		j.kids[i] = 0
@@ -569,7 +571,7 @@ func (j *joint) compare(fit Fit) Fit {
 	return compareFits(per, fit)
 }
 
-// instances is J5: the trees under parentless messages.
+// instances is J6: the trees under parentless messages.
 func (j *joint) instances() *instances {
 	n := len(j.msgs)
 	start := make([]int32, n+1)

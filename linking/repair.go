@@ -52,7 +52,7 @@ type nodeSpans struct {
 	cost    []float64
 }
 
-// repair is the joint part of J3 at node b: starting from the sweep's
+// repair is J4 at node b: starting from the sweep's
 // choices, move calls between request spans and swap calls of two spans
 // while that lowers the total cost of the spans involved — the delay of
 // every send after the latest message of its span before it, the fan-out of
