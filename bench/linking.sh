@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Linking performance: the CoDeeN-sized generated trace (testdata/gen/codeen.gen,
+# 4.7M messages, 115 proxies, one hour — WAP5 Table 5's size) linked by both
+# methods, CPU seconds and peak memory (medians of RUNS runs); messages per
+# CPU-second; and the streaming mode's peak memory as the trace grows 10×.
+# Environment: RUNS (default 3), WAP5 (binary; built when unset), TMPDIR.
+#   bench/linking.sh     # about 5 minutes on 2 cores
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if [[ -z "${WAP5:-}" ]]; then
+	WAP5=$tmp/wap5
+	go build -o "$WAP5" ./cmd/wap5
+fi
+echo "machine: $(nproc) cores, $(lscpu | grep 'Model name' | sed 's/Model name: *//'), $(date -u +%Y-%m-%dT%H:%MZ)"
+
+# measure LABEL CMD...: median user+sys CPU seconds and peak RSS (MB) of RUNS runs.
+measure() {
+	local label=$1
+	shift
+	local cpus=() mems=()
+	for _ in $(seq "$RUNS"); do
+		/usr/bin/time -f "%U %S %M" -o "$tmp/time" "$@" >/dev/null 2>"$tmp/err"
+		read -r u s m <"$tmp/time"
+		cpus+=("$(echo "$u + $s" | bc)")
+		mems+=("$((m / 1024))")
+	done
+	local cpu mem
+	cpu=$(printf '%s\n' "${cpus[@]}" | sort -n | sed -n "$(((RUNS + 1) / 2))p")
+	mem=$(printf '%s\n' "${mems[@]}" | sort -n | sed -n "$(((RUNS + 1) / 2))p")
+	echo "$label cpu_s=$cpu rss_mb=$mem (runs: ${cpus[*]})"
+}
+
+"$WAP5" gen -o "$tmp/codeen.txt" testdata/gen/codeen.gen
+n=$(grep -vc '^#' "$tmp/codeen.txt")
+echo "codeen trace: $n messages"
+for method in wap5 joint; do
+	measure "link --method $method (text input, read + link)" "$WAP5" link --method "$method" --json "$tmp/codeen.txt"
+done
+# Linking alone (the trace already in memory), Go benchmark.
+WAP5_BENCH_TRACE=$tmp/codeen.txt go test -run XXX -bench 'LinkGen' -benchtime 1x -count 1 ./linking | grep Benchmark
+
+# Streaming memory as the trace grows 10×.
+for d in 60s 600s; do
+	"$WAP5" gen --duration "$d" -o "$tmp/mt.txt" testdata/gen/multitier.gen
+	m=$(grep -vc '^#' "$tmp/mt.txt")
+	measure "multitier $d ($m messages) link --window 30s" "$WAP5" link --window 30s --json "$tmp/mt.txt"
+	measure "multitier $d ($m messages) link (whole trace)" "$WAP5" link --json "$tmp/mt.txt"
+done
