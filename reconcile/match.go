@@ -120,9 +120,10 @@ type matcher struct {
 	logAddr map[netip.Addr]string
 	covered map[*Observer]bool
 	conns   map[connKey][]*conn
-	// lonely lists connections with one end, by creation, for step 6.
-	lonely       []*conn
-	lonelyPruned int
+	// lonely lists connections created by a client's or a server's end
+	// (by role), in creation order, for step 6.
+	lonely       [RolePair][]*conn
+	lonelyPruned [RolePair]int
 	timers       []deadline // FIFO: deadlines are pushed in nondecreasing order
 	thead        int
 
@@ -377,7 +378,9 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 		m.nconn++
 		c = &conn{key: key, first: m.now, serial: m.nconn}
 		m.conns[key] = append(list, c)
-		m.addLonely(c)
+		if ob.Role == RoleClient || ob.Role == RoleServer {
+			m.addLonely(c, ob.Role)
+		}
 		m.schedule(deadline{at: m.now + m.window, c: c, kind: dlResolve})
 	}
 	e := c.ends[side]
@@ -408,19 +411,20 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 
 // addLonely lists a new connection for step 6, pruning the list of
 // connections that found their peer once it has doubled.
-func (m *matcher) addLonely(c *conn) {
-	if len(m.lonely) >= 1024 && len(m.lonely) >= 2*m.lonelyPruned {
-		live := m.lonely[:0]
-		for _, o := range m.lonely {
+func (m *matcher) addLonely(c *conn, r Role) {
+	l := m.lonely[r]
+	if len(l) >= 1024 && len(l) >= 2*m.lonelyPruned[r] {
+		live := l[:0]
+		for _, o := range l {
 			if !o.gone && !o.resolved {
 				live = append(live, o)
 			}
 		}
-		clear(m.lonely[len(live):])
-		m.lonely = live
-		m.lonelyPruned = len(live)
+		clear(l[len(live):])
+		l = live
+		m.lonelyPruned[r] = len(live)
 	}
-	m.lonely = append(m.lonely, c)
+	m.lonely[r] = append(l, c)
 }
 
 // paired is called when a connection has both ends: the receiver-cut runs
@@ -732,8 +736,13 @@ func (m *matcher) pairTranslated(c *conn) bool {
 	}
 	var best *conn
 	var bestDT int64
-	live := m.lonely[:0]
-	for _, o := range m.lonely {
+	want := RoleServer
+	if e.role == RoleServer {
+		want = RoleClient
+	}
+	list := m.lonely[want]
+	live := list[:0]
+	for _, o := range list {
 		if o.gone || o.resolved {
 			continue
 		}
@@ -764,10 +773,8 @@ func (m *matcher) pairTranslated(c *conn) bool {
 			best, bestDT = o, dt
 		}
 	}
-	for i := len(live); i < len(m.lonely); i++ {
-		m.lonely[i] = nil
-	}
-	m.lonely = live
+	clear(list[len(live):])
+	m.lonely[want] = live
 	if best == nil {
 		return false
 	}
@@ -785,10 +792,9 @@ func (m *matcher) pairTranslated(c *conn) bool {
 	// Later packets of the other end find c under best's key.
 	c.aliases = append(c.aliases, best.key)
 	c.aliases = append(c.aliases, best.aliases...)
-	list := m.conns[best.key]
-	for i, x := range list {
+	for i, x := range m.conns[best.key] {
 		if x == best {
-			list[i] = c
+			m.conns[best.key][i] = c
 		}
 	}
 	m.paired(c)
