@@ -20,6 +20,7 @@ done
 [ -x "$WAP5" ] && [ -f "$ROOT/bin/libsockcap.so" ] || { echo "server-overhead: run make first" >&2; exit 1; }
 
 W=$(mktemp -d /tmp/wap5-bench.XXXXXX)
+chmod 755 "$W" # nginx workers run as nobody
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
@@ -91,8 +92,10 @@ nginx_worker() { pgrep -P "$1" | head -1; }
 
 # wrk_run PORT: prints "req/s requests".
 wrk_run() {
-  taskset -c 1 wrk -t1 -c32 -d"${SECS}s" "http://127.0.0.1:$1/small.html" |
-    awk '/requests in/ {n = $1} /^Requests\/sec:/ {r = $2} END {print r, n}'
+  local out
+  out=$(taskset -c 1 wrk -t1 -c32 -d"${SECS}s" "http://127.0.0.1:$1/small.html")
+  if grep -q 'Non-2xx' <<<"$out"; then echo "server-overhead: nginx answered errors:" >&2; echo "$out" >&2; exit 1; fi
+  awk '/requests in/ {n = $1} /^Requests\/sec:/ {r = $2} END {print r, n}' <<<"$out"
 }
 redis_rps() { # PORT TEST
   taskset -c 1 redis-benchmark -p "$1" -q -t "$2" -n 200000 -c 32 | tr '\r' '\n' | awk -v t="$(echo "$2" | tr a-z A-Z)" '$1 == t":" {print $2}' | tail -1
