@@ -3,6 +3,7 @@ package capturetest
 import (
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ func TestUDP(t *testing.T) {
 	pc.Close()
 	srv := s.start("udp-server", py, "-c", udpServer, strconv.Itoa(port), strconv.Itoa(n))
 	srvPid := srv.pid()
-	time.Sleep(300 * time.Millisecond) // let it bind; the client's first datagram would be lost otherwise
+	waitUDP(t, port) // the client's first datagram would be lost otherwise
 	clientPid, out := runWithPid(s, "udp-client", py, "-c", udpClient, strconv.Itoa(port), strconv.Itoa(n))
 	select {
 	case <-srv.done:
@@ -113,6 +114,19 @@ func TestUDP(t *testing.T) {
 			}
 		}
 	}
+}
+
+// waitUDP waits until a socket is bound to UDP 127.0.0.1:port.
+func waitUDP(t *testing.T, port int) {
+	t.Helper()
+	want := fmt.Sprintf(" 0100007F:%04X ", port)
+	for i := 0; i < 400; i++ {
+		if b, err := os.ReadFile("/proc/net/udp"); err == nil && strings.Contains(string(b), want) {
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatalf("nothing bound to UDP port %d", port)
 }
 
 // unixPair forks twice: over a socketpair the child sends 100 bytes and gets
