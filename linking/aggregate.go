@@ -310,36 +310,47 @@ func cmpTime(a, b int64) int {
 // canonical ones (nil when unchanged).
 func (a *aggregator) build(p *pattern) (*trace.Pattern, []int32) {
 	n := len(p.par)
-	steps := make([]*trace.Step, n)
-	offMean := make(map[*trace.Step]float64, n)
-	idx := make(map[*trace.Step]int32, n)
+	steps := make([]trace.Step, n)
+	off := make([]float64, n)
+	kids := make([][]int32, n)
 	for j := 0; j < n; j++ {
-		s := &trace.Step{From: a.names[p.from[j]], To: a.names[p.to[j]], Kind: p.kind[j], Count: p.count,
+		steps[j] = trace.Step{From: a.names[p.from[j]], To: a.names[p.to[j]], Kind: p.kind[j], Count: p.count,
 			Net: p.acc.net[j].Stats(), Wait: p.acc.wait[j].Stats(), Latency: p.acc.lat[j].Stats()}
-		steps[j] = s
-		offMean[s] = p.acc.off[j].Stats().Mean
-		idx[s] = int32(j)
-	}
-	for j := 1; j < n; j++ {
-		ps := steps[p.par[j]]
-		ps.Children = append(ps.Children, steps[j])
+		off[j] = p.acc.off[j].Stats().Mean
+		if j > 0 {
+			kids[p.par[j]] = append(kids[p.par[j]], int32(j))
+		}
 	}
 	changed := false
-	for j := 0; j < n; j++ {
-		ch := steps[j].Children
-		less := func(x, y int) bool { return offMean[ch[x]] < offMean[ch[y]] }
-		if !sort.SliceIsSorted(ch, less) {
-			sort.SliceStable(ch, less)
+	for j := range kids {
+		ks := kids[j]
+		less := func(x, y int) bool { return off[ks[x]] < off[ks[y]] }
+		if !sort.SliceIsSorted(ks, less) {
+			sort.SliceStable(ks, less)
 			changed = true
+		}
+		if len(ks) > 0 {
+			steps[j].Children = make([]*trace.Step, len(ks))
+			for c, k := range ks {
+				steps[j].Children[c] = &steps[k]
+			}
 		}
 	}
 	var perm []int32
-	if changed {
-		steps[0].Walk(func(s *trace.Step, _ int) { perm = append(perm, idx[s]) })
-	}
 	depth := 0
-	steps[0].Walk(func(_ *trace.Step, d int) { depth = max(depth, d+1) })
-	tp := &trace.Pattern{Count: p.count, Expected: p.expected, MaxProb: p.maxProb, Root: steps[0],
+	var walk func(j int32, d int)
+	walk = func(j int32, d int) {
+		perm = append(perm, j)
+		depth = max(depth, d+1)
+		for _, k := range kids[j] {
+			walk(k, d+1)
+		}
+	}
+	walk(0, 0)
+	if !changed {
+		perm = nil
+	}
+	tp := &trace.Pattern{Count: p.count, Expected: p.expected, MaxProb: p.maxProb, Root: &steps[0],
 		Metrics: map[string]float64{
 			"mean_prob":           p.expected / float64(p.count),
 			"expected_sqrt_count": p.expected / math.Sqrt(float64(p.count)),
