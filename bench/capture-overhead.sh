@@ -62,6 +62,29 @@ for mode in pair udp file; do
 	unset res ures
 done
 
+if command -v valgrind >/dev/null; then
+	echo
+	echo "Instructions per call (valgrind --tool=callgrind, user space, deterministic): the"
+	echo "difference between 40000 and 20000 iterations, divided by the calls made."
+	echo
+	echo "| workload | no preload | libsockcap | added |"
+	echo "|---|---|---|---|"
+	ir() { # preload mode n -> instructions
+		rm -rf "$TMP/logs"
+		if [ "$1" = yes ]; then
+			SOCKCAP_DIR=$TMP/logs LD_PRELOAD=$LIB valgrind --tool=callgrind --callgrind-out-file=/dev/null "$TMP/bench" "$2" "$3" 2>&1
+		else
+			valgrind --tool=callgrind --callgrind-out-file=/dev/null "$TMP/bench" "$2" "$3" 2>&1
+		fi | awk '/Collected/ {gsub(",", "", $4); print $4}'
+	}
+	for mode in pair udp file; do
+		calls=2; [ "$mode" = file ] && calls=1
+		a=$(( ($(ir no $mode 40000) - $(ir no $mode 20000)) / (20000 * calls) ))
+		b=$(( ($(ir yes $mode 40000) - $(ir yes $mode 20000)) / (20000 * calls) ))
+		echo "| $mode | $a | $b | +$((b - a)) |"
+	done
+fi
+
 echo
 echo "Bytes per event on disk (request/response over TCP loopback, random sizes, 20000 round trips):"
 rm -rf "$TMP/logs"

@@ -203,12 +203,34 @@ static uint32_t sum_iov(const struct iovec *iov, size_t cnt, ssize_t n)
 
 /* log_io records one send or recv. For datagram sockets it adds the payload
  * checksum and the address the call named. */
-static void log_io(int op, int fd, struct sc_fd *f, int64_t t, ssize_t r, int err, const struct sockaddr *ra,
+__attribute__((noinline)) static void log_io(int op, int fd, struct sc_fd *f, int64_t t, ssize_t r, int err, const struct sockaddr *ra,
 		   socklen_t rl, const void *buf, size_t cap, const struct iovec *iov, size_t iovcnt)
 {
-	if (SC_LIKELY(!ra && f->sotype == SOCK_STREAM) &&
-	    SC_LIKELY(sc_fast_io(op == SC_OP_SEND ? SC_K_SEND : SC_K_RECV, t, fd, r, f)))
-		return;
+	if (SC_LIKELY(!ra && f->sotype == SOCK_STREAM && r >= 0)) {
+		uint8_t *q = sc_fast_begin(t, f);
+		if (SC_LIKELY(q != NULL)) {
+			q = sc_raw_zz(q, fd);
+			q = sc_raw_zz(q, r);
+			sc_fast_end(op == SC_OP_SEND ? SC_K_SEND : SC_K_RECV, t, q);
+			return;
+		}
+	} else if (is_dgram(f) && (buf || iov || r < 0)) {
+		uint64_t key = ra && rl > 0 ? sc_addr_key(ra, rl) : 0;
+		uint8_t *q = sc_fast_begin(t, f);
+		if (SC_LIKELY(q != NULL)) {
+			uint32_t sum = r >= 0 ? (buf ? sum_buf(buf, r, cap) : sum_iov(iov, iovcnt, r)) : 0;
+			int same = key && f->dpeer_key == key && f->dpeer_serial == sc_t.serial;
+			/* the chunk has room for the largest record: encode in place */
+			struct sc_buf b = {q, 0, 48 + SC_UNIX_PATH_MAX, 0};
+			sc_encode_dgram(&b, fd, r, err, sum, key ? ra : NULL, rl, same);
+			sc_fast_end(op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, t, q + b.n);
+			if (key) {
+				f->dpeer_key = key;
+				f->dpeer_serial = sc_t.serial;
+			}
+			return;
+		}
+	}
 	if (SC_UNLIKELY(f->flags & SC_FDF_UNNAMED) && r >= 0)
 		sc_fd_describe(fd, f, t, NULL, 0); /* the kernel bound a port at the first send */
 	else
@@ -634,14 +656,34 @@ SC_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const str
 	SEND_BODY(SC_OP_SEND, fd, real_sendto(fd, buf, n, flags, a, al), a, a ? al : 0, buf, n, NULL, 0)
 }
 
-SC_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+/* read/write and their vector forms mostly see files and pipes: the check for
+ * a non-socket is kept small so that it ends in a tail call of the real
+ * function; the rest lives out of line. */
+#define NOT_TRACED(fd) (SC_LIKELY(sc_ready == 2) && ((unsigned)(fd) >= SC_FDMAX ? (fd) < 0 : \
+	(sc_fds[fd].kind == SC_FD_OTHER || !sc_cfg.enabled)))
+
+__attribute__((noinline)) static ssize_t write_slow(int fd, const void *buf, size_t n)
 {
 	SEND_BODY(SC_OP_SEND, fd, real_write(fd, buf, n), NULL, 0, buf, n, NULL, 0)
 }
 
-SC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+SC_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	if (NOT_TRACED(fd))
+		return real_write(fd, buf, n);
+	return write_slow(fd, buf, n);
+}
+
+__attribute__((noinline)) static ssize_t writev_slow(int fd, const struct iovec *iov, int cnt)
 {
 	SEND_BODY(SC_OP_SEND, fd, real_writev(fd, iov, cnt), NULL, 0, NULL, 0, iov, cnt > 0 ? (size_t)cnt : 0)
+}
+
+SC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	if (NOT_TRACED(fd))
+		return real_writev(fd, iov, cnt);
+	return writev_slow(fd, iov, cnt);
 }
 
 SC_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
@@ -650,19 +692,40 @@ SC_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 		  m && m->msg_name ? m->msg_namelen : 0, NULL, 0, m ? m->msg_iov : NULL, m ? m->msg_iovlen : 0)
 }
 
-SC_EXPORT ssize_t read(int fd, void *buf, size_t n)
+__attribute__((noinline)) static ssize_t read_slow(int fd, void *buf, size_t n)
 {
 	RECV_BODY(fd, real_read(fd, buf, n), NULL, 0, buf, n, NULL, 0)
 }
 
-SC_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+SC_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	if (NOT_TRACED(fd))
+		return real_read(fd, buf, n);
+	return read_slow(fd, buf, n);
+}
+
+__attribute__((noinline)) static ssize_t read_chk_slow(int fd, void *buf, size_t n, size_t buflen)
 {
 	RECV_BODY(fd, real___read_chk(fd, buf, n, buflen), NULL, 0, buf, n, NULL, 0)
 }
 
-SC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+SC_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	if (NOT_TRACED(fd))
+		return real___read_chk(fd, buf, n, buflen);
+	return read_chk_slow(fd, buf, n, buflen);
+}
+
+__attribute__((noinline)) static ssize_t readv_slow(int fd, const struct iovec *iov, int cnt)
 {
 	RECV_BODY(fd, real_readv(fd, iov, cnt), NULL, 0, NULL, 0, iov, cnt > 0 ? (size_t)cnt : 0)
+}
+
+SC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	if (NOT_TRACED(fd))
+		return real_readv(fd, iov, cnt);
+	return readv_slow(fd, iov, cnt);
 }
 
 /* recv/recvfrom on a datagram socket: learn the sender even when the caller

@@ -190,30 +190,34 @@ SC_HIDDEN void sc_fd_describe(int fd, struct sc_fd *f, int64_t t, const struct s
 /* sc_fd_ensure writes the SC_K_FD record if this chunk does not have it yet. */
 SC_HIDDEN void sc_fd_ensure(int fd, struct sc_fd *f, int64_t t);
 
-/* sc_fast_io appends an SC_K_SEND/SC_K_RECV record for a successful transfer
- * when nothing special is pending (chunk with room, fd described in it, no
- * losses to report); it returns 0 to send the caller down the general path.
- * The whole write happens inside the thread's critical flag, so a signal
- * handler's record cannot interleave (it is counted as lost instead). */
-static inline int sc_fast_io(uint8_t kind, int64_t t, int fd, int64_t ret, const struct sc_fd *f)
+/* The fast path for transfers: sc_fast_begin reserves the rest of the
+ * calling thread's chunk for one record when nothing special is pending
+ * (chunk with room, fd described in it, no losses to report) and writes dt;
+ * the caller writes the body at the returned cursor and sc_fast_end commits
+ * it by storing the kind byte. It returns NULL to send the caller down the
+ * general path. The whole write happens inside the thread's critical flag,
+ * so a signal handler's record cannot interleave (it is counted as lost). */
+static inline uint8_t *sc_fast_begin(int64_t t, const struct sc_fd *f)
 {
 	struct sc_thread *T = &sc_t;
-	if (SC_UNLIKELY(T->gen != sc_gen || !T->chunk || T->lost || T->crit || ret < 0 ||
+	if (SC_UNLIKELY(T->gen != sc_gen || !T->chunk || T->lost || T->crit ||
 			T->pos + 2 * SC_RECORD_MAX > SC_CHUNK_SIZE || f->emitted != T->serial ||
 			(f->flags & (SC_FDF_CONNECTING | SC_FDF_UNNAMED))))
-		return 0;
+		return NULL;
 	T->crit = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return sc_raw_zz(T->chunk + T->pos + 1, t - T->last);
+}
+
+static inline void sc_fast_end(uint8_t kind, int64_t t, uint8_t *end)
+{
+	struct sc_thread *T = &sc_t;
 	uint8_t *p = T->chunk + T->pos;
-	uint8_t *q = sc_raw_zz(p + 1, t - T->last);
-	q = sc_raw_zz(q, fd);
-	q = sc_raw_zz(q, ret);
-	T->pos = (uint32_t)(q - T->chunk);
+	T->pos = (uint32_t)(end - T->chunk);
 	T->last = t;
 	__atomic_store_n(p, kind, __ATOMIC_RELEASE);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	T->crit = 0;
-	return 1;
 }
 
 /* ---- intercept.c ---- */
