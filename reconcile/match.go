@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"net/netip"
+	"runtime/debug"
 	"slices"
 	"sort"
 
@@ -671,6 +672,9 @@ func (m *matcher) messages() {
 		n += len(c)
 	}
 	m.chunks = append(m.chunks, m.chunk)
+	if len(m.chunks) >= releaseBlocks {
+		debug.FreeOSMemory() // the inputs' buffers, before the keys and the result
+	}
 	type key struct {
 		t   int64
 		idx int64 // chunk<<32 | index
@@ -689,13 +693,38 @@ func (m *matcher) messages() {
 	if !sorted {
 		slices.SortStableFunc(keys, func(a, b key) int { return cmp.Compare(a.t, b.t) })
 	}
+	// Gather. Messages come out nearly in time order, so blocks empty one
+	// after another: drop each once copied, and on large traces hand the
+	// memory back now and then, so that the blocks and the result are not
+	// resident at once (peak ≈ result + keys instead of twice the result).
+	left := make([]int32, len(m.chunks))
+	for i, c := range m.chunks {
+		left[i] = int32(len(c))
+	}
+	release := len(m.chunks) >= releaseBlocks
+	freed := 0
 	msgs := make([]trace.Message, n)
 	for i, k := range keys {
-		msgs[i] = m.chunks[k.idx>>32][k.idx&(1<<32-1)]
+		ci := k.idx >> 32
+		msgs[i] = m.chunks[ci][k.idx&(1<<32-1)]
+		if left[ci]--; left[ci] == 0 {
+			m.chunks[ci] = nil
+			if freed++; release && freed%releaseBlocks == 0 {
+				debug.FreeOSMemory()
+			}
+		}
 	}
 	m.chunks, m.chunk = nil, nil
 	m.t.Messages = msgs
+	if release {
+		keys = nil
+		debug.FreeOSMemory() // the keys and the last blocks
+	}
 }
+
+// releaseBlocks: on traces of at least this many blocks, the memory of
+// every this many copied blocks is returned to the system during the gather.
+const releaseBlocks = 4
 
 // resolve decides a connection with one end: a translated peer (step 6) or
 // an untraced one (step 5).
