@@ -82,6 +82,15 @@ int main(void)
 	close(n);
 	close(s2);
 	close(l);
+
+	/* listen without bind: the kernel picks the port; the library reports it */
+	int lb = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(listen(lb, 1) == 0);
+	struct sockaddr_in lba;
+	al = sizeof lba;
+	getsockname(lb, (struct sockaddr *)&lba, &al);
+	printf("unbound_listen_port %d\n", ntohs(lba.sin_port));
+	close(lb);
 	/* errno preserved by the wrappers */
 	errno = 0;
 	CHECK(close(12345) == -1 && errno == EBADF);
