@@ -27,6 +27,7 @@ type linker struct {
 
 	d []float64 // step 1: mean causal delay per edge, seconds (0: unknown)
 
+	fixed    []bool  // fixed endpoints (WAP5 §2.5), computed on demand
 	carried  *models // delay models carried from a previous stream chunk
 	warnings []string
 }

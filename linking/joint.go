@@ -344,6 +344,13 @@ func (j *joint) sweep(b trace.NodeID) {
 		live = live[:w]
 
 		isReply := j.r.role[o] == roleReply
+		if j.r.role[o] == roleOneway && j.orphanReply(o) {
+			// A reply whose request was lost: it starts nothing and
+			// belongs to no span it could be attached to.
+			j.callSpan[o] = spanRoot
+			j.prob[o] = 1
+			continue
+		}
 		need := s
 		var ret int32 = -1
 		if j.r.role[o] == roleRequest {

@@ -85,7 +85,7 @@ func (l *linker) pairRPCs() *rpcs {
 		conn[i] = c
 	}
 	start, items := csr(n, nc, func(i int) int { return int(conn[i]) })
-	fixed := FixedEndpoints(l.t, l.o.FixedPortPeers)
+	fixed := l.fixedEndpoints()
 	var a, b []int32
 	for c := 0; c < nc; c++ {
 		a, b = a[:0], b[:0]
@@ -139,4 +139,21 @@ func (l *linker) before(a, b int32) bool {
 		return ma.Send <= mb.Recv
 	}
 	return ma.Time() <= mb.Time()
+}
+
+// fixedEndpoints is FixedEndpoints of the linker's trace, computed once.
+func (l *linker) fixedEndpoints() []bool {
+	if l.fixed == nil {
+		l.fixed = FixedEndpoints(l.t, l.o.FixedPortPeers)
+	}
+	return l.fixed
+}
+
+// orphanReply reports whether unpaired message i looks like a reply whose
+// request is missing (lost, or before the trace): from a fixed port to an
+// ephemeral one.
+func (l *linker) orphanReply(i int32) bool {
+	f := l.fixedEndpoints()
+	m := &l.msgs[i]
+	return f[m.SrcEP] && !f[m.DstEP]
 }

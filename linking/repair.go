@@ -505,6 +505,9 @@ const (
 	// overCapacity is the price (nats) of a call joining a span beyond the
 	// group's usual number of calls per span.
 	overCapacity = 20
+	// rootCost is the price of leaving a call out of every span (a call
+	// whose request was lost, or a timer's): beyond over-capacity.
+	rootCost = 40
 )
 
 // assignByDest re-assigns the calls to one destination at a time, all at
@@ -641,7 +644,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 				})
 				// Its own column: over capacity into its cheapest span
 				// (at a price), or spontaneous when none is admissible.
-				row[len(cols)+r] = noSpanCost / 2
+				row[len(cols)+r] = rootCost
 				over[r] = -1
 				for c := 0; c < len(cols); c += slots {
 					if v := row[c+slots-1] + overCapacity; v < row[len(cols)+r] {
