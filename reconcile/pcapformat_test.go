@@ -75,9 +75,9 @@ func TestReadPcapngBlocks(t *testing.T) {
 		ngInterface(linkEthernet, ngOption(9, []byte{9}), ngOption(2, []byte("vc"))), // ns
 		ngInterface(linkEthernet, ngOption(9, []byte{0x80 | 20}), ngOption(14, binary.LittleEndian.AppendUint64(nil, 100))),
 		ngBlock(0x0bad, []byte("custom block, skipped")),
-		ngEnhanced(0, 1_500_000_000, eth(0)),  // 1.5 s
-		ngEnhanced(1, 3<<20|1<<19, eth(1)),    // 3.5 s + 100 s offset
-		ngEnhanced(5, 0, eth(1)),              // no interface 5
+		ngEnhanced(0, 1_500_000_000, eth(0)), // 1.5 s
+		ngEnhanced(1, 3<<20|1<<19, eth(1)),   // 3.5 s + 100 s offset
+		ngEnhanced(5, 0, eth(1)),             // no interface 5
 		ngBlock(ngPB, append(obsolete, eth(2)...)),
 		ngSection(), // a new section forgets the interfaces
 		ngInterface(linkSLL2),
