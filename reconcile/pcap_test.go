@@ -483,6 +483,7 @@ func FuzzPcap(f *testing.F) {
 		}
 	}
 	f.Add(writeCapture(f, fmtPcapNano, linkRaw, []wirePkt{{1e9, "[fd00::1]:5000", "[fd00::2]:53", 64, 7, "udp", 0, 0, []byte("x")}}))
+	f.Add(handBuiltPcapng(f))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ReadCapture(bytes.NewReader(data), "fuzz", 0)
 		if err != nil {

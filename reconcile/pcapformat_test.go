@@ -59,7 +59,8 @@ func ngEnhanced(iface uint32, ts uint64, frame []byte) []byte {
 	return ngBlock(ngEPB, append(body, frame...))
 }
 
-func TestReadPcapngBlocks(t *testing.T) {
+// handBuiltPcapng has every kind of pcapng block the reader handles.
+func handBuiltPcapng(t testing.TB) []byte {
 	p := conversation(cli, srv, 64, 63, 1000, 5000)
 	eth := func(i int) []byte { return linkFrame(linkEthernet, ipPacket(t, p[i])) }
 	obsolete := binary.LittleEndian.AppendUint16(nil, 0)
@@ -85,6 +86,12 @@ func TestReadPcapngBlocks(t *testing.T) {
 	} {
 		file = append(file, b...)
 	}
+	return file
+}
+
+func TestReadPcapngBlocks(t *testing.T) {
+	p := conversation(cli, srv, 64, 63, 1000, 5000)
+	file := handBuiltPcapng(t)
 	c, err := ReadCapture(bytes.NewReader(file), "ng", 0)
 	if err != nil {
 		t.Fatal(err)
