@@ -180,28 +180,31 @@ func checkClock(t *testing.T, tr *trace.Trace, evs []clientEvent, limit float64)
 	}
 }
 
-// fitTruth fits fake − real against real − real₀ (ns) by least squares,
-// twice, the second time without events more than 100 µs off the first
-// line.
+// fitTruth fits fake − real against real − real₀ (ns) robustly (Theil–Sen:
+// the median of pairwise slopes, then the median intercept), so that the
+// events where the process was preempted between reading the two clocks,
+// common on a loaded machine, do not bend the truth.
 func fitTruth(evs []clientEvent) line {
-	fit := func(keep func(x, y float64) bool) line {
-		var S, Sx, Sy, Sxx, Sxy float64
-		for _, e := range evs {
-			x, y := float64(e.real-evs[0].real), float64(e.fake-e.real)
-			if !keep(x, y) {
-				continue
-			}
-			S++
-			Sx += x
-			Sy += y
-			Sxx += x * x
-			Sxy += x * y
-		}
-		xm := Sx / S
-		return line{x0: xm, a: Sy / S, b: (Sxy - Sx*Sy/S) / (Sxx - Sx*Sx/S)}
+	step := max(1, len(evs)/400)
+	var xs, ys []float64
+	for k := 0; k < len(evs); k += step {
+		xs = append(xs, float64(evs[k].real-evs[0].real))
+		ys = append(ys, float64(evs[k].fake-evs[k].real))
 	}
-	l := fit(func(float64, float64) bool { return true })
-	return fit(func(x, y float64) bool { return math.Abs(y-l.at(x)) < 1e5 })
+	var slopes []float64
+	for i := range xs {
+		for j := i + 1; j < len(xs); j++ {
+			if xs[j] != xs[i] {
+				slopes = append(slopes, (ys[j]-ys[i])/(xs[j]-xs[i]))
+			}
+		}
+	}
+	b := median(slopes)
+	icp := make([]float64, len(xs))
+	for i := range xs {
+		icp[i] = ys[i] - b*xs[i]
+	}
+	return line{a: median(icp), b: b}
 }
 
 func runPair(t *testing.T, dir string, server, client []string) {
