@@ -1035,7 +1035,7 @@ static char *const *fix_env(char *const envp[], char **out, size_t cap, char *pb
 
 #define ENV_FIXED(envp, name)                                                                          \
 	size_t cnt_##name = env_count(envp);                                                           \
-	size_t cap_##name = cnt_##name < 65536 ? cnt_##name + 4 : 4;                                   \
+	size_t cap_##name = cnt_##name < 4096 ? cnt_##name + 4 : 4; /* huge environments: left alone */                                   \
 	char *arr_##name[cap_##name];                                                                  \
 	char pbuf_##name[sizeof sc_cfg.env_preload + 4096];                                            \
 	char *const *name = fix_env(envp, arr_##name, cap_##name, pbuf_##name, sizeof pbuf_##name);
