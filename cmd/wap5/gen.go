@@ -58,6 +58,15 @@ func genAction(c *cli.Context) error {
 	if c.Bool("binary") && out == "" {
 		return usagef("--binary needs -o FILE")
 	}
+	if out == "-" {
+		if c.Bool("json") {
+			return usagef("-o - and --json would both write to stdout")
+		}
+		if c.Bool("binary") {
+			return usagef("--binary does not write to stdout; give -o FILE")
+		}
+		out = "" // stdout
+	}
 	var sum *tracegen.Summary
 	switch {
 	case c.Bool("binary"):

@@ -46,6 +46,8 @@ func TestGenCLI(t *testing.T) {
 		{name: "binary", args: []string{"gen", "--binary", "-o", filepath.Join(dir, "o.bin"), cfg}, outFile: filepath.Join(dir, "o.bin")},
 		{name: "overrides", args: []string{"gen", "--seed", "7", "--messages", "100", "--stddev-scale", "2", "--loss", "0.1",
 			"--sniffer", "1000:16", "--skew", "s=5ms", "--drift", "s=10", "--parents", cfg}, stdout: " parent="},
+		{name: "stdout dash", args: []string{"gen", "-o", "-", cfg}, stdout: "# wap5 message trace v1\n"},
+		{name: "dash and json", args: []string{"gen", "-o", "-", "--json", cfg}, code: 2, stderr: "both write to stdout"},
 		{name: "no config", args: []string{"gen"}, code: 2, stderr: "wap5: gen wants one CONFIG"},
 		{name: "binary without -o", args: []string{"gen", "--binary", cfg}, code: 2, stderr: "--binary needs -o"},
 		{name: "bad skew node", args: []string{"gen", "--skew", "zz=1ms", cfg}, code: 2, stderr: `no node or group "zz"`},
