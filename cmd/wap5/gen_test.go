@@ -98,3 +98,44 @@ func TestGenJSONSummary(t *testing.T) {
 		t.Fatalf("summary %+v", sum)
 	}
 }
+
+// Every `wap5 gen` example in docs/gen.md runs (shortened to a few hundred
+// messages, output files in a temporary directory), so the docs cannot drift.
+func TestGenDocExamples(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/gen.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	n := 0
+	for _, line := range strings.Split(string(doc), "\n") {
+		if !strings.HasPrefix(line, "wap5 gen ") || strings.Contains(line, "[") {
+			continue // not an example (the synopsis)
+		}
+		if i := strings.Index(line, "  #"); i >= 0 {
+			line = line[:i]
+		}
+		args := strings.Fields(line)[1:]
+		for i, a := range args {
+			switch {
+			case a == ">":
+				args = args[:i] // stdout is captured anyway
+			case strings.HasPrefix(a, "testdata/"):
+				args[i] = filepath.Join("..", "..", a)
+			case i > 0 && args[i-1] == "-o":
+				args[i] = filepath.Join(dir, a)
+			}
+			if a == ">" {
+				break
+			}
+		}
+		args = append([]string{args[0], "--messages", "300"}, args[1:]...)
+		n++
+		if code, _, stderr := runCLI(t, "", args...); code != 0 {
+			t.Errorf("%s: exit %d: %s", line, code, stderr)
+		}
+	}
+	if n < 5 {
+		t.Fatalf("found %d examples in docs/gen.md", n)
+	}
+}
