@@ -177,23 +177,30 @@ func BenchmarkReconcileCoDeeN(b *testing.B) {
 	if os.Getenv("WAP5_LONG") != "" {
 		msgs = 4_700_000
 	}
-	var n int
-	var cpu time.Duration
-	for i := 0; i < b.N; i++ {
-		srcs := codeenSources(115, 4, msgs)
-		c0 := cpuTime()
-		t, err := ReconcileSources(srcs, Options{})
-		cpu += cpuTime() - c0
-		if err != nil {
-			b.Fatal(err)
-		}
-		n = len(t.Messages)
-		if n < msgs*99/100 {
-			b.Fatalf("%d messages, want about %d", n, msgs)
-		}
+	for _, v := range []struct {
+		name string
+		opts Options
+	}{{"plain", Options{}}, {"return-memory", Options{ReturnMemory: true}}} {
+		b.Run(v.name, func(b *testing.B) {
+			var n int
+			var cpu time.Duration
+			for i := 0; i < b.N; i++ {
+				srcs := codeenSources(115, 4, msgs)
+				c0 := cpuTime()
+				t, err := ReconcileSources(srcs, v.opts)
+				cpu += cpuTime() - c0
+				if err != nil {
+					b.Fatal(err)
+				}
+				n = len(t.Messages)
+				if n < msgs*99/100 {
+					b.Fatalf("%d messages, want about %d", n, msgs)
+				}
+			}
+			b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+			b.ReportMetric(float64(n)*float64(b.N)/cpu.Seconds(), "msgs/cpu-s")
+		})
 	}
-	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
-	b.ReportMetric(float64(n)*float64(b.N)/cpu.Seconds(), "msgs/cpu-s")
 }
 
 func cpuTime() time.Duration {

@@ -87,6 +87,8 @@
 //
 // Memory during matching is bounded by what is in flight within the window
 // (unmatched byte ranges and datagrams, open connections), not by the trace
-// length; the result itself costs 64 bytes per message, and collecting and
-// sorting it about twice that at the end.
+// length; the result itself costs 64 bytes per message. Messages are
+// collected in blocks and gathered once into the sorted result; with
+// Options.ReturnMemory the blocks' memory goes back to the system as they
+// are copied, so the peak stays near the result plus its 16-byte sort keys.
 package reconcile

@@ -672,7 +672,8 @@ func (m *matcher) messages() {
 		n += len(c)
 	}
 	m.chunks = append(m.chunks, m.chunk)
-	if len(m.chunks) >= releaseBlocks {
+	release := m.opts.ReturnMemory && len(m.chunks) >= releaseBlocks
+	if release {
 		debug.FreeOSMemory() // the inputs' buffers, before the keys and the result
 	}
 	type key struct {
@@ -701,7 +702,7 @@ func (m *matcher) messages() {
 	for i, c := range m.chunks {
 		left[i] = int32(len(c))
 	}
-	release := len(m.chunks) >= releaseBlocks
+	every := max(releaseBlocks, len(m.chunks)/8) // at most ~8 releases: each is a full GC
 	freed := 0
 	msgs := make([]trace.Message, n)
 	for i, k := range keys {
@@ -709,7 +710,7 @@ func (m *matcher) messages() {
 		msgs[i] = m.chunks[ci][k.idx&(1<<32-1)]
 		if left[ci]--; left[ci] == 0 {
 			m.chunks[ci] = nil
-			if freed++; release && freed%releaseBlocks == 0 {
+			if freed++; release && freed%every == 0 {
 				debug.FreeOSMemory()
 			}
 		}
@@ -722,8 +723,9 @@ func (m *matcher) messages() {
 	}
 }
 
-// releaseBlocks: on traces of at least this many blocks, the memory of
-// every this many copied blocks is returned to the system during the gather.
+// releaseBlocks: on traces of at least this many blocks, the memory of the
+// copied blocks is returned to the system every this many blocks (or every
+// eighth of them) during the gather.
 const releaseBlocks = 4
 
 // resolve decides a connection with one end: a translated peer (step 6) or

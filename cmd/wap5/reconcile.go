@@ -82,6 +82,7 @@ func reconcileAction(c *cli.Context) error {
 			return usagef("reconcile: not writing a binary trace to a terminal; use -o FILE")
 		}
 	}
+	opts.ReturnMemory = true // one trace per process: keep the peak low
 	opts.AggregateClients = c.Bool("aggregate-clients")
 	opts.DisableNATDetection = c.Bool("no-nat-detect")
 	opts.SplitGap = c.Duration("split-gap")
