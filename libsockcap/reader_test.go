@@ -477,4 +477,25 @@ func ExampleOpen() {
 	// 250000 send tcp 10.0.0.1:80 10.0.0.2:40000 1400
 }
 
+func ExampleSummarize() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	for pid := int32(1); pid <= 2; pid++ {
+		l := enc.NewLog(enc.Header{Pid: pid, Node: "n1", StartWall: t0})
+		c := l.Chunk(pid, t0)
+		c.Fd(t0, 4, 1, 1, &enc.Addr{IP: cli}, &enc.Addr{IP: srv}, 0)
+		c.Send(t0+10, false, 4, 100, 0)
+		c.Send(t0+20, true, 4, 200, 0)
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d-1.sclog", pid)), l.Bytes(), 0o600)
+	}
+	sum, err := libsockcap.Summarize(dir)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%d processes, %d events, %d dropped\n", sum.Processes, sum.Events, sum.Dropped)
+	// Output:
+	// 2 processes, 4 events, 0 dropped
+}
+
 var _ = bytes.Equal

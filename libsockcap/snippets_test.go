@@ -265,7 +265,19 @@ func checkProc(reinject bool) func(t *testing.T, r runResult, logs []procLog) {
 }
 
 func checkThreads(t *testing.T, r runResult, logs []procLog) {
-	l := logs[0]
+	child := byPid(logs, r.vals["child"])
+	if r.vals["child_status"] != 0 || len(child) != 1 {
+		t.Fatalf("child forked among busy threads: status %d, %d logs", r.vals["child_status"], len(child))
+	}
+	if n := len(child[0].filter(func(e *Event) bool { return e.Op == OpSend && e.Ret == 5 })); n != 1 {
+		t.Errorf("child logged %d sends, want 1", n)
+	}
+	var l procLog
+	for _, x := range logs {
+		if int(x.P.Pid) != r.vals["child"] {
+			l = x
+		}
+	}
 	per := map[int32]int{}
 	for _, e := range l.Events {
 		if e.Op == OpSend && e.Ret > 0 {

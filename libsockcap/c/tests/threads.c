@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define THREADS 4
@@ -33,8 +34,21 @@ int main(void)
 	pthread_t t[THREADS];
 	for (int i = 0; i < THREADS; i++)
 		pthread_create(&t[i], NULL, run, NULL);
+	/* fork while the other threads are in the library: the child starts its
+	 * own log from a clean state */
+	usleep(1000);
+	pid_t c = fork();
+	if (c == 0) {
+		int sv[2];
+		if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) != 0 || send(sv[0], "child", 5, 0) != 5)
+			_exit(1);
+		_exit(0);
+	}
+	int st = 0;
+	waitpid(c, &st, 0);
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
+	printf("child %d\nchild_status %d\n", (int)c, st);
 	printf("threads %d\nsends %d\n", THREADS, SENDS);
 	return 0;
 }
