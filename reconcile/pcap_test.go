@@ -652,3 +652,67 @@ func FuzzPcapStream(f *testing.F) {
 		}
 	})
 }
+
+// A capture on the router sees every packet twice, before and after
+// forwarding (one TTL apart, addresses translated): each byte and each
+// datagram still counts once.
+func TestPcapRouterCaptureSeesBothSides(t *testing.T) {
+	before := conversation(cli, "10.201.1.100:80", 64, 63, 1000, 5000)
+	after := conversation("10.201.2.1:40000", srv, 63, 64, 1000, 5000)
+	plain := conversation(cli, srv, 64, 64, 1000, 5000)
+	var pkts []wirePkt
+	for i := range before {
+		first, second := before[i], after[i]
+		if plain[i].src == srv { // the server's packets reach the router on its side first
+			first, second = after[i], before[i]
+		}
+		second.t += 20_000
+		pkts = append(pkts, first, second)
+	}
+	for i := range 4 {
+		q := []byte(fmt.Sprintf("query %d", i))
+		at := int64(1700000000_000000000) + 3e6 + int64(i)*1e6
+		pkts = append(pkts,
+			wirePkt{at, "10.201.1.2:5353", "10.201.1.100:53", 64, 0, "udp", 0, 0, q},
+			wirePkt{at + 20_000, "10.201.2.1:5353", "10.201.2.2:5353", 63, 0, "udp", 0, 0, q})
+	}
+	sort.SliceStable(pkts, func(i, j int) bool { return pkts[i].t < pkts[j].t })
+	set := sources(t, Options{}, names, writeCapture(t, fmtPcapNano, linkSLL2, pkts))
+	if len(set.NAT.Translations) < 3 {
+		t.Errorf("translations %+v", set.NAT.Translations)
+	}
+	var tcpObs, udpSends, udpRecvs int
+	for _, line := range observations(t, set) {
+		switch {
+		case strings.Contains(line, ":5353") && strings.Contains(line, " send "):
+			udpSends++
+		case strings.Contains(line, ":5353") && strings.Contains(line, " recv "):
+			udpRecvs++
+		case strings.Contains(line, "warning"):
+			t.Errorf("unexpected %s", line)
+		default:
+			tcpObs++
+		}
+	}
+	if tcpObs != len(plainConversation) || udpSends != 4 || udpRecvs != 4 {
+		t.Errorf("%d tcp observations (want %d), %d udp sends, %d receives (want 4, 4)", tcpObs, len(plainConversation), udpSends, udpRecvs)
+	}
+}
+
+// When the capture missed a segment but the receiver's acknowledgement shows
+// it arrived, the bytes held after the gap are delivered at once rather than
+// at the connection's end.
+func TestPcapAckPastGap(t *testing.T) {
+	p := conversation(cli, srv, 64, 64, 1000, 5000)
+	p = append(p[:3], p[4:]...) // the request's first segment (60 bytes) is missed
+	set := sources(t, Options{}, names, writeCapture(t, fmtPcapNano, linkEthernet, p))
+	got := observations(t, set)
+	want := []string{
+		plainConversation[0], plainConversation[1],
+		"0 310 send client 10.201.1.2:40000>10.201.2.2:8080 60+40",
+		"0 400 recv server 10.201.2.2:8080>10.201.1.2:40000 60+40", // at the server's ACK
+	}
+	want = append(want, plainConversation[6:]...)
+	want = append(want, "0 warning: cap0: 60 bytes in 1 TCP connections were never seen by this capture (missed packets); delivery skipped over them")
+	checkLines(t, got, want)
+}

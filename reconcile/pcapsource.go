@@ -357,6 +357,7 @@ type pcapSource struct {
 	gaps      int64
 	gapConns  int
 	warned    []string
+	udpSeen   map[udpCopy]udpSeen
 }
 
 func (s *pcapSource) Name() string { return s.c.File }
@@ -418,10 +419,42 @@ func (s *pcapSource) emit(p *nat.Packet, op Op, obs *Observer, local, remote net
 	return &s.queue[len(s.queue)-1]
 }
 
+// udpCopy identifies a datagram for spotting its second copy at one capture
+// point (a capture on a router sees it before and after forwarding).
+type udpCopy struct {
+	src, dst netip.AddrPort
+	key      uint64
+}
+
+type udpSeen struct {
+	time int64
+	ttl  uint8
+}
+
+// udpCopyWindow is how close in time two copies of a datagram must be.
+const udpCopyWindow = 200_000_000
+
 func (s *pcapSource) udp(p *nat.Packet) {
 	if p.Len <= 0 {
 		return
 	}
+	// The same datagram again within the window, with another TTL (it went
+	// through a router between the two sightings), is a copy, not a resend.
+	if s.udpSeen == nil {
+		s.udpSeen = make(map[udpCopy]udpSeen)
+	}
+	k := udpCopy{p.Src, p.Dst, p.Key}
+	if prev, ok := s.udpSeen[k]; ok && p.Time-prev.time < udpCopyWindow && prev.ttl != p.TTL {
+		return
+	}
+	if len(s.udpSeen) > 4096 {
+		for k, v := range s.udpSeen {
+			if p.Time-v.time >= udpCopyWindow {
+				delete(s.udpSeen, k)
+			}
+		}
+	}
+	s.udpSeen[k] = udpSeen{p.Time, p.TTL}
 	for k, obs := range [2]*Observer{s.here(p.Src), s.here(p.Dst)} {
 		if obs == nil {
 			continue
@@ -496,6 +529,9 @@ func (s *pcapSource) tcp(p *nat.Packet, c *tcpConn) {
 			s.deliver(p, c, dir, st, dst, span{off, end})
 		}
 	}
+	if p.Flags&nat.FlagACK != 0 && src != nil {
+		s.ackPastGaps(p, c, 1-dir, src)
+	}
 	if p.Flags&(nat.FlagFIN|nat.FlagRST) != 0 {
 		if dst != nil && st.rcvInit {
 			s.skipGaps(p, c, dir, st, dst)
@@ -544,6 +580,29 @@ func (s *pcapSource) recv(p *nat.Packet, c *tcpConn, dir int, obs *Observer, fro
 	}
 	o := s.emit(p, OpRecv, obs, local, remote, libsockcap.ProtoTCP, true)
 	o.Socket, o.Offset, o.Bytes = socketID(c, 1-dir), from, to-from
+}
+
+// ackPastGaps: the receiver of direction dir acknowledged bytes beyond a
+// gap this capture never saw, so it did receive them; what is held after the
+// gap is delivered now (the acknowledgement's time bounds the receive time),
+// and the unseen bytes are counted as missed.
+func (s *pcapSource) ackPastGaps(p *nat.Packet, c *tcpConn, dir int, obs *Observer) {
+	st := s.state[c.id*2+int32(dir)]
+	if st == nil || !st.rcvInit || len(st.pending) == 0 || (!c.known[dir] && !c.based[dir]) {
+		return
+	}
+	ack := st.last + int64(int32(p.Ack-c.isn[dir]-uint32(st.last)))
+	for len(st.pending) > 0 && ack > st.pending[0].from && st.pending[0].from > st.rcvNext {
+		s.gaps += st.pending[0].from - st.rcvNext
+		s.gapConns++
+		st.rcvNext = st.pending[0].from
+		from := st.rcvNext
+		for len(st.pending) > 0 && st.pending[0].from <= st.rcvNext {
+			st.rcvNext = max(st.rcvNext, st.pending[0].to)
+			st.pending = st.pending[1:]
+		}
+		s.recv(p, c, dir, obs, from, st.rcvNext)
+	}
 }
 
 // skipGaps delivers everything held, skipping bytes the capture never saw.

@@ -6,7 +6,8 @@
 #
 #   client ns (10.201.1.2) ── router ns (10.201.1.1 | 10.201.2.1) ── server ns (10.201.2.2)
 #
-# Writes OUTDIR/client-side.pcap and OUTDIR/server-side.pcap, OUTDIR/expected
+# Writes OUTDIR/client-side.pcap and OUTDIR/server-side.pcap (and
+# OUTDIR/router-any.pcap, tcpdump -i any on the router), OUTDIR/expected
 # (one line per message the workload sent: "tcp|udp request|reply BYTES"),
 # OUTDIR/hosts, and with WAP5_BIN (bin/ with wap5 and libsockcap.so) the
 # libsockcap logs of both programs under OUTDIR/logs. Everything is torn down on
@@ -119,12 +120,13 @@ for i in range(dgrams):
 exp.close()
 EOF
 
-# Captures on both router veths.
-for side in "vc client-side" "vs server-side"; do set -- $side
-  ip netns exec $R tcpdump -i $1 -U -s 0 -w "$out/$2.pcap" 2>"$out/tcpdump-$2.log" &
+# Captures on both router veths, and one of the whole router (-i any: Linux
+# cooked headers, every forwarded packet twice, before and after NAT).
+for side in "vc client-side" "vs server-side" "any router-any"; do set -- $side
+  ip netns exec $R tcpdump -i $1 --immediate-mode -U -s 0 -w "$out/$2.pcap" 2>"$out/tcpdump-$2.log" &
   pids+=($!)
 done
-for f in client-side server-side; do
+for f in client-side server-side router-any; do
   for _ in $(seq 100); do grep -q "listening on" "$out/tcpdump-$f.log" 2>/dev/null && break; sleep 0.05; done
 done
 
@@ -143,5 +145,5 @@ timeout 60 ip netns exec $C "${clirun[@]}" python3 "$out/client.py" "$CONNS" "$R
 sleep 0.3
 kill -TERM $srv 2>/dev/null || true
 wait $srv 2>/dev/null || true
-sleep 0.2
+sleep 0.5 # let the captures drain before the trap stops them
 echo "nat-testbed: done in $out" >&2
