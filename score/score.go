@@ -44,7 +44,10 @@ type Report struct {
 		Patterns  int `json:"patterns"`  // distinct keys
 		Instances int `json:"instances"` // listed instances (0 if none)
 	} `json:"inferred"`
-	Patterns         Counts          `json:"patterns"`
+	Patterns Counts `json:"patterns"`
+	// ChainsContained (convolution): truth patterns whose node chain appears
+	// inside some inferred chain, a looser "found" than key equality.
+	ChainsContained  *Contained      `json:"chains_contained,omitempty"`
 	InstancesByCount Counts          `json:"instances_by_count"`
 	MessagesByCount  Counts          `json:"messages_by_count"`
 	Instances        *InstanceScore  `json:"instances,omitempty"`
@@ -75,6 +78,12 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// Contained counts truth chains found inside inferred chains.
+type Contained struct {
+	Found  int     `json:"found"`
+	Recall float64 `json:"recall"`
 }
 
 // InstanceScore compares listed inferred instances with truth instances by
@@ -286,6 +295,19 @@ func Score(truth *trace.Trace, inferred *trace.Paths, opts Options) Report {
 	}
 	r.Patterns.FP = float64(len(ilist)) - r.Patterns.TP
 	r.Patterns.finish()
+	if v == viewConvolution {
+		c := &Contained{}
+		for _, p := range tlist {
+			for _, ip := range ilist {
+				if strings.Contains(">"+ip.key+">", ">"+p.key+">") {
+					c.Found++
+					break
+				}
+			}
+		}
+		c.Recall = ratio(float64(c.Found), float64(len(tlist)))
+		r.ChainsContained = c
+	}
 
 	// 5. Instances and messages by counts.
 	truthMsgs := 0

@@ -183,6 +183,10 @@ func TestViews(t *testing.T) {
 			if !slices.Equal(fn, tc.topFN) {
 				t.Errorf("top-N false negatives %v, want %v", fn, tc.topFN)
 			}
+			if (r.ChainsContained != nil) != (tc.name == "convolution chains") ||
+				r.ChainsContained != nil && (r.ChainsContained.Found != 1 || r.ChainsContained.Recall != 0.5) {
+				t.Errorf("chains contained: %+v", r.ChainsContained)
+			}
 			if r.Delays.Steps != tc.delaySteps || r.Delays.MeanRelErr > 0.011 {
 				t.Errorf("delays %+v (want %d steps, small errors); matched %+v", r.Delays, tc.delaySteps, r.Matched)
 			}

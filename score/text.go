@@ -16,6 +16,9 @@ func WriteText(w io.Writer, r *Report) error {
 		fmt.Fprintf(b, "%-20s %10s %10s %10s %9.3f %7.3f\n", name, num(c.TP), num(c.FP), num(c.FN), c.Precision, c.Recall)
 	}
 	row("patterns", r.Patterns)
+	if c := r.ChainsContained; c != nil {
+		fmt.Fprintf(b, "%-20s %10d %10s %10s %9s %7.3f   (truth chains inside an inferred chain)\n", "chains contained", c.Found, "", "", "", c.Recall)
+	}
 	row("instances (counts)", r.InstancesByCount)
 	row("messages (counts)", r.MessagesByCount)
 	if in := r.Instances; in != nil {
