@@ -103,6 +103,8 @@ func TestReadCaptureIPv6AndUDP(t *testing.T) {
 		{1e9, "[fd00::1]:5000", "[fd00::2]:53", 64, 7, "udp", 0, 0, pl},
 		{2e9, "[fd00::1]:40000", "[fd00::2]:80", 64, 7, "S", 10, 0, nil},
 		{3e9, "10.0.0.1:5000", "10.0.0.2:53", 64, 9, "udp", 0, 0, bytes.Repeat([]byte{1}, 200)},
+		{4e9, "10.0.0.1:5353", "224.0.0.251:5353", 255, 0, "udp", 0, 0, []byte("mdns")},
+		{5e9, "0.0.0.0:68", "255.255.255.255:67", 64, 0, "udp", 0, 0, []byte("dhcp")},
 	}
 	c, err := ReadCapture(bytes.NewReader(writeCapture(t, fmtPcapng, linkEthernet, pkts)), "v6.pcapng", 0)
 	if err != nil {
@@ -110,6 +112,9 @@ func TestReadCaptureIPv6AndUDP(t *testing.T) {
 	}
 	if len(c.Packets) != 3 {
 		t.Fatalf("%d packets, want 3 (warnings %q)", len(c.Packets), c.Warnings)
+	}
+	if len(c.Warnings) != 1 || c.Warnings[0] != "v6.pcapng: 2 multicast or broadcast datagrams skipped" {
+		t.Errorf("warnings %q", c.Warnings)
 	}
 	u := c.Packets[0]
 	if u.Proto != nat.ProtoUDP || u.Src.String() != "[fd00::1]:5000" || u.Len != int32(len(pl)) || u.Sum != nat.UDPSum(pl, len(pl)) || u.Snapped {

@@ -364,6 +364,7 @@ type decoder struct {
 	badLink    map[int]int
 	nonIP      int
 	otherProto int
+	multicast  int
 }
 
 var errShort = errors.New("short")
@@ -436,6 +437,10 @@ func (d *decoder) frame(link int, t int64, data []byte, orig, n int) {
 		d.otherProto++
 		return
 	}
+	if a := p.Dst.Addr(); a.IsMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+		d.multicast++ // one-to-many datagrams (mDNS, DHCP...) are not messages between two nodes
+		return
+	}
 	p.Time, p.Capture, p.Index = t, d.capture, int32(n)
 	d.c.Packets = append(d.c.Packets, p)
 }
@@ -446,6 +451,9 @@ func (d *decoder) finish() {
 	}
 	if d.fragments > 0 {
 		d.c.warnf("%d IP fragments skipped (fragmented datagrams are not reassembled)", d.fragments)
+	}
+	if d.multicast > 0 {
+		d.c.warnf("%d multicast or broadcast datagrams skipped", d.multicast)
 	}
 	if d.short > 0 {
 		d.c.warnf("%d frames too short for their headers skipped (snap length too small?)", d.short)
