@@ -81,6 +81,42 @@ type conn struct {
 	rets  []pendingRet
 }
 
+// sockTable finds an end by its source's socket id: ids are usually small
+// and dense (a counter), so a slice serves them; others go to a map.
+type sockTable struct {
+	dense  []*end
+	sparse map[uint64]*end
+}
+
+const denseSockets = 1 << 20
+
+func (t *sockTable) get(id uint64) *end {
+	if id < denseSockets {
+		if id < uint64(len(t.dense)) {
+			return t.dense[id]
+		}
+		return nil
+	}
+	return t.sparse[id]
+}
+
+func (t *sockTable) set(id uint64, e *end) {
+	switch {
+	case id < denseSockets:
+		for uint64(len(t.dense)) <= id {
+			t.dense = append(t.dense, nil)
+		}
+		t.dense[id] = e
+	case e == nil:
+		delete(t.sparse, id)
+	default:
+		if t.sparse == nil {
+			t.sparse = map[uint64]*end{}
+		}
+		t.sparse[id] = e
+	}
+}
+
 type sockRef struct {
 	src    int
 	socket uint64
@@ -114,7 +150,7 @@ type matcher struct {
 	// sockets (invalid when none or several), to name wildcard datagram
 	// ends.
 	hostAddr map[trace.NodeID]netip.Addr
-	socks    []map[uint64]*end // by source, by Observation.Socket
+	socks    []sockTable // by source, by Observation.Socket
 	// logged: hosts whose processes are logged; logAddr: the addresses
 	// they use; covered caches the decision per capture observer.
 	logged  map[string]bool
@@ -329,7 +365,7 @@ func (m *matcher) noteAddr(n trace.NodeID, e libsockcap.Endpoint) {
 func (m *matcher) endOf(src int, ob *Observation) *end {
 	ref := sockRef{src, ob.Socket}
 	if ob.Socket != 0 && ob.Op != OpOpen && src < len(m.socks) {
-		if e, ok := m.socks[src][ob.Socket]; ok && !e.c.gone {
+		if e := m.socks[src].get(ob.Socket); e != nil && !e.c.gone {
 			return e
 		}
 	}
@@ -402,9 +438,9 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 	}
 	if ob.Socket != 0 {
 		for len(m.socks) <= src {
-			m.socks = append(m.socks, map[uint64]*end{})
+			m.socks = append(m.socks, sockTable{})
 		}
-		m.socks[src][ob.Socket] = e
+		m.socks[src].set(ob.Socket, e)
 		e.socks = append(e.socks, ref)
 	}
 	return e
@@ -921,8 +957,8 @@ func (m *matcher) retire(c *conn) {
 			continue
 		}
 		for _, ref := range e.socks {
-			if m.socks[ref.src][ref.socket] == e {
-				delete(m.socks[ref.src], ref.socket)
+			if m.socks[ref.src].get(ref.socket) == e {
+				m.socks[ref.src].set(ref.socket, nil)
 			}
 		}
 	}

@@ -16,9 +16,6 @@ type namer struct {
 	nodes map[*Observer]trace.NodeID
 	addrs map[string]trace.NodeID
 	eps   map[libsockcap.Endpoint]trace.EndpointID
-	// One-entry cache: observations come in runs from one source.
-	lastObs  *Observer
-	lastNode trace.NodeID
 }
 
 func newNamer(t *trace.Trace, g Granularity) *namer {
@@ -66,15 +63,15 @@ func NodeName(o *Observer, g Granularity) string {
 }
 
 func (n *namer) node(o *Observer) trace.NodeID {
-	if o == n.lastObs {
-		return n.lastNode
+	if o.namedBy == n {
+		return o.node
 	}
 	id, ok := n.nodes[o]
 	if !ok {
 		id = n.t.Node(NodeName(o, n.gran))
 		n.nodes[o] = id
 	}
-	n.lastObs, n.lastNode = o, id
+	o.namedBy, o.node = n, id
 	return id
 }
 

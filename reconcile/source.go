@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"wap5/libsockcap"
+	"wap5/trace"
 )
 
 // Op is what an observation records.
@@ -61,6 +62,10 @@ type Observer struct {
 	Pid    int32  // 0 for packets
 	BootID string // scopes Unix-domain sockets to one running kernel ("" = Host)
 	File   string // input file, for warnings
+
+	// The node this observer was named as, by the namer that named it.
+	namedBy *namer
+	node    trace.NodeID
 }
 
 // Observation is one socket event as seen by one observer; see the package
