@@ -730,6 +730,9 @@ SC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 
 /* recv/recvfrom on a datagram socket: learn the sender even when the caller
  * does not ask, by passing our own address buffer. */
+static ssize_t recvfrom_logged(int fd, struct sc_fd *f, void *buf, size_t n, int flags, struct sockaddr *a,
+			       socklen_t *al, size_t buflen, int chk);
+
 static ssize_t recvfrom_impl(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al,
 			     size_t buflen, int chk)
 {
@@ -740,6 +743,12 @@ static ssize_t recvfrom_impl(int fd, void *buf, size_t n, int flags, struct sock
 			return real___recvfrom_chk(fd, buf, n, buflen, flags, a, al);
 		return real_recvfrom(fd, buf, n, flags, a, al);
 	}
+	return recvfrom_logged(fd, f, buf, n, flags, a, al, buflen, chk);
+}
+
+static ssize_t recvfrom_logged(int fd, struct sc_fd *f, void *buf, size_t n, int flags, struct sockaddr *a,
+			       socklen_t *al, size_t buflen, int chk)
+{
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof ss;
 	struct sockaddr *ua = a;
@@ -764,7 +773,17 @@ static ssize_t recvfrom_impl(int fd, void *buf, size_t n, int flags, struct sock
 
 SC_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
-	return recvfrom_impl(fd, buf, n, flags, NULL, NULL, 0, 0);
+	ENSURE();
+	struct sc_fd tmp, *f = sock_of(fd, &tmp);
+	if (SC_LIKELY(!f))
+		return real_recv(fd, buf, n, flags);
+	if (is_dgram(f))
+		return recvfrom_logged(fd, f, buf, n, flags, NULL, NULL, 0, 0);
+	ssize_t r = real_recv(fd, buf, n, flags);
+	int e = errno;
+	log_io(SC_OP_RECV, fd, f, sc_now(), r, e, NULL, 0, buf, n, NULL, 0);
+	errno = e;
+	return r;
 }
 
 SC_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al)

@@ -46,12 +46,6 @@ static pthread_key_t thread_key;
 static int thread_key_ok;
 static SC_TLS int thread_key_set;
 
-int64_t sc_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int64_t mono_now(void)
 {

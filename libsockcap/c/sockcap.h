@@ -107,7 +107,14 @@ SC_HIDDEN uint64_t sc_addr_key(const struct sockaddr *sa, socklen_t len);
 SC_HIDDEN void sc_encode_event(struct sc_buf *b, const struct sc_event *e);
 
 /* ---- segment.c: log file, chunks, commit ---- */
-SC_HIDDEN int64_t sc_now(void);
+/* sc_now reads the record clock: CLOCK_REALTIME through the vDSO, as the
+ * process sees it (libfaketime, when preloaded too, shifts it). */
+static inline int64_t sc_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 /* sc_commit appends one record (kind, then dt, then body) to the calling
  * thread's chunk. Async-signal-safe; never fails visibly (losses are counted). */
 SC_HIDDEN int sc_commit(uint8_t kind, int64_t t, const uint8_t *body, size_t len);
