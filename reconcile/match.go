@@ -707,56 +707,170 @@ func (m *matcher) messages() {
 	for _, c := range m.chunks {
 		n += len(c)
 	}
-	m.chunks = append(m.chunks, m.chunk)
-	release := m.opts.ReturnMemory && len(m.chunks) >= releaseBlocks
+	if len(m.chunk) > 0 || len(m.chunks) == 0 {
+		m.chunks = append(m.chunks, m.chunk)
+	}
+	blocks := m.chunks
+	release := m.opts.ReturnMemory && len(blocks) >= releaseBlocks
 	if release {
-		debug.FreeOSMemory() // the inputs' buffers, before the keys and the result
+		debug.FreeOSMemory() // the inputs' buffers, before the result
 	}
-	type key struct {
-		t   int64
-		idx int64 // chunk<<32 | index
+	// Each block sorted stably by time (16-byte keys, then an in-place
+	// permutation: cheaper than moving 64-byte messages in a sort).
+	var keys []sortKey
+	for _, c := range blocks {
+		keys = sortBlock(c, keys)
 	}
-	keys := make([]key, 0, n)
-	sorted := true
-	for ci, c := range m.chunks {
-		for i := range c {
-			k := key{c[i].Time(), int64(ci)<<32 | int64(i)}
-			if len(keys) > 0 && k.t < keys[len(keys)-1].t {
-				sorted = false
-			}
-			keys = append(keys, k)
+	keys = nil
+	// Merge the blocks into the result: ties go to the earlier block, so
+	// the order is that of a stable sort of everything in emission order.
+	// Messages come out nearly in time order, so the merge mostly copies
+	// long runs from one block, and blocks empty one after another: each
+	// is dropped once copied, and with ReturnMemory the memory goes back
+	// to the system now and then, so that blocks and result are not both
+	// resident (peak ≈ the result, not twice it).
+	msgs := make([]trace.Message, 0, n)
+	pos := make([]int, len(blocks))
+	h := blockHeap{blocks: blocks, pos: pos}
+	for i, c := range blocks {
+		if len(c) > 0 {
+			h.idx = append(h.idx, i)
 		}
 	}
-	if !sorted {
-		slices.SortStableFunc(keys, func(a, b key) int { return cmp.Compare(a.t, b.t) })
-	}
-	// Gather. Messages come out nearly in time order, so blocks empty one
-	// after another: drop each once copied, and on large traces hand the
-	// memory back now and then, so that the blocks and the result are not
-	// resident at once (peak ≈ result + keys instead of twice the result).
-	left := make([]int32, len(m.chunks))
-	for i, c := range m.chunks {
-		left[i] = int32(len(c))
-	}
-	every := max(releaseBlocks, len(m.chunks)/8) // at most ~8 releases: each is a full GC
+	h.init()
+	every := max(releaseBlocks, len(blocks)/8) // at most ~8 releases: each is a full GC
 	freed := 0
-	msgs := make([]trace.Message, n)
-	for i, k := range keys {
-		ci := k.idx >> 32
-		msgs[i] = m.chunks[ci][k.idx&(1<<32-1)]
-		if left[ci]--; left[ci] == 0 {
-			m.chunks[ci] = nil
+	for len(h.idx) > 0 {
+		bi := h.idx[0]
+		b := blocks[bi]
+		// Copy from this block while it stays ahead of every other head.
+		p := pos[bi]
+		end := len(b)
+		if len(h.idx) > 1 {
+			limT, limB := h.second()
+			q := p + 1
+			for q < end {
+				t := b[q].Time()
+				if t > limT || t == limT && bi > limB {
+					break
+				}
+				q++
+			}
+			end = q
+		}
+		msgs = append(msgs, b[p:end]...)
+		pos[bi] = end
+		if end == len(b) {
+			blocks[bi] = nil
+			h.pop()
 			if freed++; release && freed%every == 0 {
 				debug.FreeOSMemory()
 			}
+		} else {
+			h.down(0)
 		}
 	}
 	m.chunks, m.chunk = nil, nil
 	m.t.Messages = msgs
 	if release {
-		keys = nil
-		debug.FreeOSMemory() // the keys and the last blocks
+		debug.FreeOSMemory() // the last blocks
 	}
+}
+
+type sortKey struct {
+	t   int64
+	idx int32
+}
+
+// sortBlock sorts one block stably by time, reusing keys.
+func sortBlock(c []trace.Message, keys []sortKey) []sortKey {
+	keys = keys[:0]
+	sorted := true
+	for i := range c {
+		k := sortKey{c[i].Time(), int32(i)}
+		if i > 0 && k.t < keys[i-1].t {
+			sorted = false
+		}
+		keys = append(keys, k)
+	}
+	if sorted {
+		return keys
+	}
+	slices.SortStableFunc(keys, func(a, b sortKey) int { return cmp.Compare(a.t, b.t) })
+	// Position i takes the message at keys[i].idx; follow the cycles.
+	for i := range keys {
+		if keys[i].idx < 0 || int(keys[i].idx) == i {
+			continue
+		}
+		tmp := c[i]
+		j := i
+		for {
+			k := int(keys[j].idx)
+			keys[j].idx = -1
+			if k == i {
+				c[j] = tmp
+				break
+			}
+			c[j] = c[k]
+			j = k
+		}
+	}
+	return keys
+}
+
+// blockHeap orders blocks by their next message (time, then block index).
+type blockHeap struct {
+	blocks [][]trace.Message
+	pos    []int
+	idx    []int
+}
+
+func (h *blockHeap) less(a, b int) bool {
+	ta, tb := h.blocks[a][h.pos[a]].Time(), h.blocks[b][h.pos[b]].Time()
+	return ta < tb || ta == tb && a < b
+}
+
+func (h *blockHeap) init() {
+	for i := len(h.idx)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *blockHeap) down(i int) {
+	n := len(h.idx)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && h.less(h.idx[r], h.idx[l]) {
+			j = r
+		}
+		if !h.less(h.idx[j], h.idx[i]) {
+			return
+		}
+		h.idx[i], h.idx[j] = h.idx[j], h.idx[i]
+		i = j
+	}
+}
+
+func (h *blockHeap) pop() {
+	n := len(h.idx) - 1
+	h.idx[0] = h.idx[n]
+	h.idx = h.idx[:n]
+	h.down(0)
+}
+
+// second is the head (time, block) of the runner-up: the smaller child of
+// the root.
+func (h *blockHeap) second() (int64, int) {
+	c := 1
+	if len(h.idx) > 2 && h.less(h.idx[2], h.idx[1]) {
+		c = 2
+	}
+	b := h.idx[c]
+	return h.blocks[b][h.pos[b]].Time(), b
 }
 
 // releaseBlocks: on traces of at least this many blocks, the memory of the

@@ -1,0 +1,56 @@
+package reconcile
+
+import (
+	"cmp"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"wap5/trace"
+)
+
+// The block sort and merge of step 9 orders messages exactly as a stable
+// sort by time of everything in emission order would, whatever the block
+// boundaries, ties and disorder.
+func TestMessagesOrder(t *testing.T) {
+	r := rand.New(rand.NewSource(9))
+	for _, tc := range []struct {
+		name           string
+		n, block, jump int
+	}{
+		{"empty", 0, 4, 1}, {"one block", 50, 64, 10}, {"nearly sorted", 5000, 256, 20},
+		{"shuffled", 3000, 100, 1 << 30}, {"many ties", 4000, 128, 3}, {"exact blocks", 512, 128, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &matcher{t: trace.New()}
+			var all []trace.Message
+			for i := 0; i < tc.n; i++ {
+				tm := int64(i) + int64(r.Intn(tc.jump))
+				if tc.jump == 3 {
+					tm = int64(i / 10)
+				}
+				msg := trace.Message{Send: tm, Recv: trace.Unknown, ID: int64(i)}
+				if r.Intn(5) == 0 {
+					msg.Send, msg.Recv = trace.Unknown, tm
+				}
+				all = append(all, msg)
+				if len(m.chunk) == tc.block {
+					m.chunks = append(m.chunks, m.chunk)
+					m.chunk = nil
+				}
+				m.chunk = append(m.chunk, msg)
+			}
+			m.messages()
+			want := slices.Clone(all)
+			slices.SortStableFunc(want, func(a, b trace.Message) int { return cmp.Compare(a.Time(), b.Time()) })
+			if len(m.t.Messages) != len(want) {
+				t.Fatalf("%d messages, want %d", len(m.t.Messages), len(want))
+			}
+			for i := range want {
+				if m.t.Messages[i] != want[i] {
+					t.Fatalf("position %d: message id %d, want id %d", i, m.t.Messages[i].ID, want[i].ID)
+				}
+			}
+		})
+	}
+}
