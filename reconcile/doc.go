@@ -83,12 +83,15 @@
 //     by stream position, so it holds whatever the two hosts' clocks say; a
 //     call answered by nothing stays a call, a second answer is no return.
 //  9. Sort the messages by time (send time, else receive time; ties in the
-//     order they were decided) and number them (id=).
+//     order they were decided): sort each block of emitted messages, merge
+//     the blocks; then number them (id=) and renumber the calls in time
+//     order.
 //
 // Memory during matching is bounded by what is in flight within the window
 // (unmatched byte ranges and datagrams, open connections), not by the trace
 // length; the result itself costs 64 bytes per message. Messages are
-// collected in blocks and gathered once into the sorted result; with
-// Options.ReturnMemory the blocks' memory goes back to the system as they
-// are copied, so the peak stays near the result plus its 16-byte sort keys.
+// collected in blocks, each block is sorted, and the blocks are merged once
+// into the result (step 9); with Options.ReturnMemory the blocks' memory
+// goes back to the system as they are copied, so the peak stays near the
+// size of the result instead of twice it.
 package reconcile

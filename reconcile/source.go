@@ -182,8 +182,8 @@ type Options struct {
 	// DisableNATDetection turns off step 6.
 	DisableNATDetection bool
 	// ReturnMemory hands memory back to the system while the result is
-	// gathered (a few forced collections): peak RSS about the result plus
-	// a sixth, instead of twice the result. For one-shot commands.
+	// gathered (a few forced collections): peak RSS about the size of the
+	// result instead of twice it. For one-shot commands.
 	ReturnMemory bool
 }
 
