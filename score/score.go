@@ -514,9 +514,42 @@ func inferredWait(v view, st *trace.Step) (float64, bool) {
 }
 
 func scoreInstances(t *trace.Trace, insts []tinst, inferred []trace.Instance, truthMsgs int, warnings *[]string) *InstanceScore {
-	byKey := make(map[string]int, len(insts))
+	// Each message belongs to one truth instance in tree views: an inferred
+	// instance is a truth instance when all its messages belong to the same
+	// one and it has as many. Chains share messages: match by set keys.
+	owner := make([]int32, len(t.Messages))
+	for i := range owner {
+		owner[i] = -1
+	}
+	var byKey map[string]int
 	for k := range insts {
-		byKey[msgKey(insts[k].msgs)] = k
+		for _, m := range insts[k].msgs {
+			if owner[m] >= 0 && byKey == nil {
+				byKey = make(map[string]int, len(insts))
+			}
+			owner[m] = int32(k)
+		}
+	}
+	if byKey != nil {
+		for k := range insts {
+			byKey[msgKey(insts[k].msgs)] = k
+		}
+	}
+	lookup := func(msgs []int32) (int, bool) {
+		if byKey != nil {
+			k, ok := byKey[msgKey(msgs)]
+			return k, ok
+		}
+		k := owner[msgs[0]]
+		if k < 0 || len(insts[k].msgs) != len(msgs) {
+			return 0, false
+		}
+		for _, m := range msgs {
+			if owner[m] != k {
+				return 0, false
+			}
+		}
+		return int(k), true
 	}
 	s := &InstanceScore{Inferred: len(inferred), MessagesTotal: truthMsgs}
 	found := make([]bool, len(insts))
@@ -537,7 +570,10 @@ func scoreInstances(t *trace.Trace, insts []tinst, inferred []trace.Instance, tr
 			continue
 		}
 		psum += in.Prob
-		k, hit := byKey[msgKey(msgs)]
+		if len(msgs) == 0 {
+			continue
+		}
+		k, hit := lookup(msgs)
 		if !hit {
 			continue
 		}
