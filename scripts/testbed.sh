@@ -147,7 +147,7 @@ run $ns_s1 s1 udp-server s1 5353 "$out/truth/s1-udp.jsonl" 2>"$work/s1-udp.err" 
 peers="10.200.3.1=c"
 run $ns_s2 s2 unix-helper s2 "$usock" "$out/truth/s2-helper.jsonl" 2>"$work/s2-helper.err" & pids+=($!)
 wait_port() { # wait_port NS PORT [udp]
-	for _ in $(seq 100); do
+	for _ in $(seq 400); do # 20 s: python starts slowly on a busy machine
 		if ip netns exec $1 ss -H -ln${3:-t} "sport = :$2" | grep -q .; then return 0; fi
 		sleep 0.05
 	done
@@ -155,7 +155,7 @@ wait_port() { # wait_port NS PORT [udp]
 	cat "$work"/*.err >&2
 	return 1
 }
-for _ in $(seq 100); do [ -S "$usock" ] && break; sleep 0.05; done
+for _ in $(seq 400); do [ -S "$usock" ] && break; sleep 0.05; done
 run $ns_s2 s2 thread-server s2 9000 "$usock" "$out/truth/s2-thread.jsonl" 2>"$work/s2-thread.err" & pids+=($!)
 wait_port $ns_s1 8080
 wait_port $ns_s1 5353 u
