@@ -64,7 +64,7 @@ func ReadCaptureFile(path string, capture int32) (*Capture, error) {
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		// Most captured frames take 70–1600 bytes with their record header;
 		// a hint on the small side saves most of the slice's regrowth.
-		hint = int(min(st.Size()/256, 1<<24))
+		hint = int(min(st.Size()/256, 1<<20))
 	}
 	return readCapture(f, path, capture, hint)
 }
