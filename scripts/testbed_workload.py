@@ -100,9 +100,11 @@ def fork_server(node, port, truth_path):
                     t_recv = time.time_ns()
                     rep = reply_for(req)
                     t_send = time.time_ns()
-                    n = send_msg(c, rep)
-                    truth.sent(node, peer_node(addr, peers), n, "tcp")
-                    truth.timing(server="fork", recv_ns=t_recv, send_ns=t_send, req=4 + len(req), rep=n)
+                    # Recorded before sending: once the client has its
+                    # reply, the testbed may stop this server at any time.
+                    truth.sent(node, peer_node(addr, peers), 4 + len(rep), "tcp")
+                    truth.timing(server="fork", recv_ns=t_recv, send_ns=t_send, req=4 + len(req), rep=4 + len(rep))
+                    send_msg(c, rep)
             except EOFError:
                 pass
             c.close()
@@ -126,14 +128,14 @@ def thread_server(node, port, upath, truth_path):
                 req = recv_msg(c)
                 t_recv = time.time_ns()
                 body = b"u" * (len(req) % 200 + 5)
-                n = send_msg(u, body)
-                truth.sent(node, node, n, "unix")
+                truth.sent(node, node, 4 + len(body), "unix")
+                send_msg(u, body)
                 recv_msg(u)
                 rep = reply_for(req)
                 t_send = time.time_ns()
-                n = send_msg(c, rep)
-                truth.sent(node, peer_node(addr, peers), n, "tcp")
-                truth.timing(server="thread", recv_ns=t_recv, send_ns=t_send, req=4 + len(req), rep=n)
+                truth.sent(node, peer_node(addr, peers), 4 + len(rep), "tcp")
+                truth.timing(server="thread", recv_ns=t_recv, send_ns=t_send, req=4 + len(req), rep=4 + len(rep))
+                send_msg(c, rep)
         except EOFError:
             pass
         c.close()
@@ -158,8 +160,8 @@ def unix_helper(node, path, truth_path):
         try:
             while True:
                 req = recv_msg(c)
-                n = send_msg(c, b"h" * (len(req) + 7))
-                truth.sent(node, node, n, "unix")
+                truth.sent(node, node, 4 + len(req) + 7, "unix")
+                send_msg(c, b"h" * (len(req) + 7))
         except EOFError:
             pass
         c.close()
@@ -179,9 +181,9 @@ def udp_server(node, port, truth_path):
         t_recv = time.time_ns()
         rep = b"d" * (len(d) * 2 % 700 + 3)
         t_send = time.time_ns()
-        s.sendto(rep, addr)
         truth.sent(node, peer_node(addr, peers), len(rep), "udp")
         truth.timing(server="udp", recv_ns=t_recv, send_ns=t_send, req=len(d), rep=len(rep))
+        s.sendto(rep, addr)
 
 
 def client(node, truth_path, specs):
