@@ -55,7 +55,7 @@
 //     reference's first segment fixed at zero, in the reference's connected
 //     component; nodes outside it are uncorrectable (a warning).
 //     a. Drift: weighted least squares over the pieces' slopes (weights from
-//     their standard errors), with a prior of 100 ppm so that a drift the
+//     their standard errors), with a prior of 200 ppm (two clocks within 100 ppm of true time) so that a drift the
 //     samples cannot pin down stays near zero.
 //     b. Offsets: weighted least squares over the pieces' Δ, moved to a
 //     common reference time T0 with the drifts (weights from the standard

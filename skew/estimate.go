@@ -320,9 +320,10 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 				v := p.slopeSE*p.slopeSE + 1e-18 // floor: 0.001 ppm
 				obs = append(obs, diff{i: nodeVar[s.a], j: nodeVar[s.b], y: p.slope * (1 + ra), v: v, w: 1})
 			}
-			// prior: quartz clocks are within ~100 ppm of each other, so a
-			// drift the samples cannot pin down shrinks towards zero
-			x, inv, err := solveRobust(nDrift, obs, 1e-8)
+			// prior: quartz clocks are within ~100 ppm of true time, so two
+			// of them within ~200 ppm of each other; a drift the samples
+			// cannot pin down shrinks towards zero
+			x, inv, err := solveRobust(nDrift, obs, 4e-8)
 			if err != nil {
 				return nil, err
 			}

@@ -36,6 +36,6 @@ func ExampleEstimate() {
 	m := tr.Messages[0]
 	fmt.Printf("first message's delay after correction: %.4f s\n", float64(m.Recv-m.Send)/1e9)
 	// Output:
-	// b is 2.5000 s ahead of a (bound 0.0056 s)
+	// b is 2.5000 s ahead of a (bound 0.0092 s)
 	// first message's delay after correction: 0.0020 s
 }
