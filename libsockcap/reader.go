@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
+	"runtime"
 	"strings"
+	"syscall"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -83,6 +86,7 @@ type Scanner struct {
 	err       error
 	nchunks   int64
 	recBytes  int64
+	mapped    []byte // the mmap of an unsealed log, until Close
 }
 
 // Open reads a log, sealed (zstd) or not. It fails only when the file cannot
@@ -93,23 +97,51 @@ func Open(path string) (*Scanner, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(f)
+	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
+	var magic [4]byte
+	n, _ := io.ReadFull(f, magic[:])
 	s := &Scanner{file: path, procFds: map[int32]*fdInfo{}}
-	if bytes.HasPrefix(data, zstdMagic) {
+	var data []byte
+	switch {
+	case n == 4 && bytes.Equal(magic[:], zstdMagic):
 		s.proc.Sealed = true
-		dec, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<34))
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<34))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		out, derr := io.ReadAll(dec)
 		dec.Close()
 		if derr != nil {
+			var pe *fs.PathError
+			if errors.As(derr, &pe) {
+				return nil, fmt.Errorf("%s: %w", path, derr) // an I/O error, not damage
+			}
 			s.warn(int64(len(out)), "sealed file truncated or corrupt: %v", derr)
 		}
 		data = out
+	case fi.Size() > 0 && fi.Mode().IsRegular():
+		// unsealed logs are mapped, not copied: they can be large, and a
+		// live process may still be appending (committed records only are read)
+		m, err := syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		s.mapped = m
+		runtime.SetFinalizer(s, (*Scanner).Close)
+		data = m
+	default:
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if data, err = io.ReadAll(f); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	s.data = data
 	if err := s.parseHeader(); err != nil {
@@ -119,6 +151,7 @@ func Open(path string) (*Scanner, error) {
 			s.data = nil
 			return s, nil
 		}
+		s.Close()
 		return nil, err
 	}
 	s.index()
@@ -311,7 +344,16 @@ func (s *Scanner) Warnings() []error { return s.warnings }
 func (s *Scanner) RecordBytes() int64 { return s.recBytes }
 
 // Close releases the log.
-func (s *Scanner) Close() error { s.data = nil; s.heap = nil; return nil }
+func (s *Scanner) Close() error {
+	s.data, s.heap = nil, nil
+	if s.mapped != nil {
+		m := s.mapped
+		s.mapped = nil
+		runtime.SetFinalizer(s, nil)
+		return syscall.Munmap(m)
+	}
+	return nil
+}
 
 // advance decodes the stream's next event into st.ev. At an uncommitted
 // record it stops the chunk silently; at damage it warns and resyncs at the
