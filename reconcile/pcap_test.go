@@ -721,3 +721,44 @@ func TestPcapAckPastGap(t *testing.T) {
 	want = append(want, "0 warning: cap0: 60 bytes in 1 TCP connections were never seen by this capture (missed packets); delivery skipped over them")
 	checkLines(t, got, want)
 }
+
+// A transfer longer than 1 GiB (here in 1 MiB pseudo-segments, past the
+// 32-bit sequence wrap too) stays one connection with growing offsets.
+func TestPcapLongTransfer(t *testing.T) {
+	a, b := netip.MustParseAddrPort(cli), netip.MustParseAddrPort(srv)
+	const seg = 1 << 20
+	isn := uint32(0xc0000000)
+	pk := func(tm int64, src, dst netip.AddrPort, flags uint8, seq, ack uint32, n int32) nat.Packet {
+		return nat.Packet{Time: tm, Src: src, Dst: dst, Proto: nat.ProtoTCP, Flags: flags, Seq: seq, Ack: ack, Len: n, TTL: 64}
+	}
+	c := &Capture{File: "long"}
+	c.Packets = append(c.Packets, pk(0, a, b, nat.FlagSYN, isn, 0, 0), pk(1, b, a, nat.FlagSYN|nat.FlagACK, 7, isn+1, 0))
+	const n = 5000 // 5000 MiB: more than a full wrap of the sequence space
+	for i := range n {
+		c.Packets = append(c.Packets, pk(int64(10+i), a, b, nat.FlagACK, isn+1+uint32(i)*seg, 8, seg))
+	}
+	c.Packets = append(c.Packets, pk(10+n, a, b, nat.FlagACK|nat.FlagFIN, isn+1+uint32(n*seg%(1<<32)), 8, 0))
+	set := PcapSources([]*Capture{c}, Options{}, nil)
+	var sends, recvs int64
+	sockets := map[uint64]bool{}
+	var o Observation
+	for set.Sources[0].Next(&o) {
+		switch o.Op {
+		case OpSend:
+			if o.Offset != sends {
+				t.Fatalf("send at offset %d, want %d", o.Offset, sends)
+			}
+			sends += o.Bytes
+			sockets[o.Socket] = true
+		case OpRecv:
+			if o.Offset != recvs {
+				t.Fatalf("receive at offset %d, want %d", o.Offset, recvs)
+			}
+			recvs += o.Bytes
+			sockets[o.Socket] = true
+		}
+	}
+	if sends != n*seg || recvs != n*seg || len(sockets) != 2 {
+		t.Errorf("sent %d, received %d on %d sockets; want %d on 2", sends, recvs, len(sockets), int64(n)*seg)
+	}
+}

@@ -206,6 +206,18 @@ func pairOf(p *nat.Packet) pairKey {
 	return pairKey{p.Src, p.Dst}
 }
 
+type lastKey struct {
+	conn int32
+	dir  int
+}
+
+// near: seq is within 1 GiB of the direction's last sequence number, so a
+// long transfer stays on its connection while a new ISN starts another.
+func near(last, seq uint32) bool {
+	d := int32(seq - last)
+	return d > -1<<30 && d < 1<<30
+}
+
 // plausible: seq lies at most 1 GiB after the direction's first byte (or a
 // little before it: the SYN itself, a keep-alive).
 func plausible(c *tcpConn, dir int, seq uint32) bool {
@@ -260,6 +272,7 @@ func identifyConns(caps []*Capture) *connTable {
 	for ci, cp := range caps {
 		assign := make([]int32, len(cp.Packets))
 		cur := make(map[pairKey]*tcpConn)
+		last := make(map[lastKey]uint32) // per connection direction, the last sequence number
 		for i := range cp.Packets {
 			p := &cp.Packets[i]
 			assign[i] = -1
@@ -268,6 +281,12 @@ func identifyConns(caps []*Capture) *connTable {
 			}
 			pk := pairOf(p)
 			var c *tcpConn
+			dir := func(c *tcpConn) int {
+				if p.Src == c.a {
+					return 0
+				}
+				return 1
+			}
 			if p.Flags&nat.FlagSYN != 0 {
 				if p.Flags&nat.FlagACK != 0 {
 					c = bySyn[synKey{pk, p.Dst, p.Ack}]
@@ -276,16 +295,11 @@ func identifyConns(caps []*Capture) *connTable {
 				}
 				cur[pk] = c
 				assign[i] = c.id
+				last[lastKey{c.id, dir(c)}] = p.Seq + 1
 				continue
 			}
-			dir := func(c *tcpConn) int {
-				if p.Src == c.a {
-					return 0
-				}
-				return 1
-			}
 			data := p.Len > 0 || p.Flags&nat.FlagFIN != 0
-			if c = cur[pk]; c != nil && (!c.known[dir(c)] || plausible(c, dir(c), p.Seq)) {
+			if c = cur[pk]; c != nil && (!c.known[dir(c)] || near(last[lastKey{c.id, dir(c)}], p.Seq)) {
 				// keep
 			} else if cands := byPair[pk]; len(cands) > 0 {
 				var best *tcpConn
@@ -316,6 +330,7 @@ func identifyConns(caps []*Capture) *connTable {
 			}
 			cur[pk] = c
 			assign[i] = c.id
+			last[lastKey{c.id, dir(c)}] = p.Seq
 			if d := dir(c); !c.known[d] && data && (!c.based[d] || int32(p.Seq-c.isn[d]) < 0) {
 				// The lowest sequence number seen in this direction.
 				c.isn[d], c.based[d] = p.Seq, true
