@@ -762,3 +762,29 @@ func TestPcapLongTransfer(t *testing.T) {
 		t.Errorf("sent %d, received %d on %d sockets; want %d on 2", sends, recvs, len(sockets), int64(n)*seg)
 	}
 }
+
+// Without a handshake the stream offsets count from the lowest sequence
+// number seen, which a long transfer's wrap must not move.
+func TestPcapLongTransferMidStream(t *testing.T) {
+	a, b := netip.MustParseAddrPort(cli), netip.MustParseAddrPort(srv)
+	const seg, n = 1 << 20, 3000
+	c := &Capture{File: "mid"}
+	for i := range n {
+		c.Packets = append(c.Packets, nat.Packet{Time: int64(i), Src: a, Dst: b, Proto: nat.ProtoTCP, Flags: nat.FlagACK,
+			Seq: 12345 + uint32(i)*seg, Len: seg, TTL: 64})
+	}
+	set := PcapSources([]*Capture{c}, Options{}, nil)
+	var o Observation
+	var want int64
+	for set.Sources[0].Next(&o) {
+		if o.Op == OpSend {
+			if o.Offset != want {
+				t.Fatalf("send at offset %d, want %d", o.Offset, want)
+			}
+			want += o.Bytes
+		}
+	}
+	if want != n*seg {
+		t.Errorf("sent %d bytes, want %d", want, n*seg)
+	}
+}

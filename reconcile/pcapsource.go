@@ -331,8 +331,9 @@ func identifyConns(caps []*Capture) *connTable {
 			cur[pk] = c
 			assign[i] = c.id
 			last[lastKey{c.id, dir(c)}] = p.Seq
-			if d := dir(c); !c.known[d] && data && (!c.based[d] || int32(p.Seq-c.isn[d]) < 0) {
-				// The lowest sequence number seen in this direction.
+			if d := dir(c); !c.known[d] && data && (!c.based[d] || int32(p.Seq-c.isn[d]) < 0 && int32(p.Seq-c.isn[d]) > -1<<30) {
+				// The lowest sequence number seen in this direction (a
+				// reordered earlier segment, not the far side of a wrap).
 				c.isn[d], c.based[d] = p.Seq, true
 			}
 		}
