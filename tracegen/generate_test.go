@@ -488,3 +488,57 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestTargetsAndLinks(t *testing.T) {
+	const cfgText = `
+seed 7
+messages 20000
+node c client count=4 region=eu,us
+node s count=4 port=80 region=eu,us
+node w port=81
+node v port=82
+link * * delay=1ms
+link c s delay=10ms back=30ms
+link @eu @eu delay=2ms
+tracelet a from=c think=uniform(0ms,5ms) parallel=4
+  call s@same
+tracelet b from=c think=uniform(0ms,5ms) parallel=4
+  call w:3|v:1
+`
+	cfg := mustParse(t, cfgText)
+	tr, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	region := map[string]string{}
+	for _, n := range cfg.Nodes {
+		region[n.Name] = n.Region
+	}
+	count := map[string]int{}
+	for _, m := range tr.Messages {
+		src, dst := tr.NodeName(m.Src), tr.NodeName(m.Dst)
+		net := float64(m.Recv-m.Send) / 1e6
+		switch {
+		case strings.HasPrefix(dst, "s"):
+			if region[src] != region[dst] {
+				t.Fatalf("@same: %s (%s) called %s (%s)", src, region[src], dst, region[dst])
+			}
+			// Node/group rules (c s) beat region rules (@eu @eu).
+			if math.Abs(net-10) > 1e-6 {
+				t.Fatalf("%s→%s took %g ms, want 10 (link c s)", src, dst, net)
+			}
+		case strings.HasPrefix(src, "s"):
+			if math.Abs(net-30) > 1e-6 {
+				t.Fatalf("%s→%s took %g ms, want 30 (back=)", src, dst, net)
+			}
+		case m.Kind == trace.KindCall:
+			count[dst]++
+			if math.Abs(net-1) > 1e-6 {
+				t.Fatalf("%s→%s took %g ms, want 1 (link * *)", src, dst, net)
+			}
+		}
+	}
+	if r := float64(count["w"]) / float64(count["v"]); r < 2.6 || r > 3.4 {
+		t.Fatalf("weights 3:1 gave %d:%d", count["w"], count["v"])
+	}
+}
