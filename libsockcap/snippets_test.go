@@ -216,12 +216,12 @@ func checkUnix(t *testing.T, r runResult, logs []procLog) {
 
 func checkProc(reinject bool) func(t *testing.T, r runResult, logs []procLog) {
 	return func(t *testing.T, r runResult, logs []procLog) {
-		want := 5
+		want := 9
 		if !reinject {
-			want = 4
+			want = 8
 		}
-		if r.vals["bytes"] != 5 {
-			t.Errorf("program received %d bytes, want 5", r.vals["bytes"])
+		if r.vals["bytes"] != 9 {
+			t.Errorf("program received %d bytes, want 9", r.vals["bytes"])
 		}
 		parentPid := int(logs[0].P.Pid)
 		for _, l := range logs {
@@ -231,15 +231,15 @@ func checkProc(reinject bool) func(t *testing.T, r runResult, logs []procLog) {
 		}
 		parent := byPid(logs, parentPid)[0]
 		forks := parent.filter(func(e *Event) bool { return e.Op == OpFork })
-		if len(forks) != 5 {
-			t.Errorf("%d fork events, want 5", len(forks))
+		if len(forks) != 9 {
+			t.Errorf("%d fork events, want 9", len(forks))
 		}
 		failed := parent.filter(func(e *Event) bool { return e.Op == OpExec && e.Errno == int32(syscall.ENOENT) })
 		if len(failed) != 1 || failed[0].Name != "/nonexistent/prog" {
 			t.Errorf("failed exec: %+v", failed)
 		}
 		sent := 0
-		for _, k := range []string{"fork", "vfork", "_Fork", "posix_spawn", "stripped"} {
+		for _, k := range []string{"fork", "vfork", "_Fork", "posix_spawn", "stripped", "execvp", "execle", "fexecve", "execveat"} {
 			pid := r.vals[k]
 			found := false
 			for _, f := range forks {

@@ -327,12 +327,6 @@ static void count_lost(void)
 		T->lost_nohdr++;
 }
 
-void sc_count_lost(void)
-{
-	if (sc_t.gen != sc_gen)
-		reset_thread();
-	count_lost();
-}
 
 static int new_chunk(int64_t t)
 {

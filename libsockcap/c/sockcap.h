@@ -121,7 +121,6 @@ SC_HIDDEN int sc_commit(uint8_t kind, int64_t t, const uint8_t *body, size_t len
 SC_HIDDEN void sc_log_open(void);       /* create this process's log (idempotent) */
 SC_HIDDEN void sc_after_fork_child(void);
 SC_HIDDEN void sc_before_setuid(uid_t uid); /* reserve chunks before privileges go */
-SC_HIDDEN void sc_count_lost(void);
 SC_HIDDEN void sc_make_room(int64_t t, uint32_t need); /* start a new chunk if fewer bytes are free */
 
 /* Per-thread state. */

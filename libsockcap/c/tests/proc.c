@@ -4,6 +4,7 @@
  * inherited socketpair so its log must exist. argv[1] "child" = exec'd image. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,35 @@ int main(int argc, char **argv)
 	}
 	waitpid(p, NULL, 0);
 	printf("stripped %d\n", p);
+
+	/* the rest of the exec family, each in a forked child */
+	const char *kinds[] = {"execvp", "execle", "fexecve", "execveat"};
+	for (int k = 0; k < 4; k++) {
+		p = fork();
+		if (p == 0) {
+			switch (k) {
+			case 0:
+				execvp(argv[0], cargv);
+				break;
+			case 1:
+				execle(argv[0], argv[0], "child", fdstr, (char *)NULL, environ);
+				break;
+			case 2: {
+				int fd = open(argv[0], O_RDONLY | O_CLOEXEC);
+				fexecve(fd, cargv, environ);
+				break;
+			}
+			case 3:
+				execveat(AT_FDCWD, argv[0], cargv, environ, 0);
+				break;
+			}
+			_exit(127);
+		}
+		int st = 0;
+		waitpid(p, &st, 0);
+		printf("%s %d\n", kinds[k], p);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
 
 	/* a failing exec is recorded and the program goes on */
 	errno = 0;
