@@ -152,7 +152,6 @@ type tpat struct {
 	insts []int     // indices into truth instances
 	waits []stepAcc // per canonical step
 	lats  []stepAcc // nesting: call latency
-	shape *tinst    // first instance (step layout)
 	size  int       // messages per instance
 	rank  int       // 1-based by count
 }
@@ -237,12 +236,13 @@ func Score(truth *trace.Trace, inferred *trace.Paths, opts Options) Report {
 		in := &insts[k]
 		p := tpats[in.key]
 		if p == nil {
-			p = &tpat{key: in.key, shape: in, size: len(in.msgs), waits: make([]stepAcc, len(in.steps)), lats: make([]stepAcc, len(in.steps))}
+			p = &tpat{key: in.key, size: len(in.msgs), waits: make([]stepAcc, len(in.steps)), lats: make([]stepAcc, len(in.steps))}
 			tpats[in.key] = p
 		}
 		p.count++
 		p.insts = append(p.insts, k)
 		truthDelays(truth, v, in, par, p)
+		in.steps, in.parent = nil, nil // only the message set is needed from here on
 	}
 	tlist := make([]*tpat, 0, len(tpats))
 	for _, p := range tpats {
