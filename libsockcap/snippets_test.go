@@ -391,7 +391,7 @@ func checkMisc(t *testing.T, r runResult, logs []procLog) {
 		t.Errorf("%d dups, want 2", n)
 	}
 	res := l.filter(func(e *Event) bool { return e.Op == OpResolve })
-	if len(res) != 1 || res[0].Name != "localhost" || res[0].Dur <= 0 {
+	if len(res) != 3 || res[0].Name != "localhost" || res[0].Dur <= 0 || res[1].Name != "localhost" || res[2].Name != "localhost" {
 		t.Errorf("resolver events %+v", res)
 	}
 	out, err := exec.Command("nm", "-D", "--undefined-only", snippet(t, "misc", "-O2", "-D_FORTIFY_SOURCE=2")).Output()

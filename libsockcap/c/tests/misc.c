@@ -51,5 +51,11 @@ int main(int argc, char **argv)
 	if (r == 0)
 		freeaddrinfo(res);
 	printf("gai %d\n", r);
+	struct hostent *h = gethostbyname("localhost");
+	struct hostent he, *res2 = NULL;
+	char hb[1024];
+	int herr = 0;
+	gethostbyname_r("localhost", &he, hb, sizeof hb, &res2, &herr);
+	printf("ghbn %d\n", h != NULL);
 	return 0;
 }
