@@ -17,11 +17,12 @@ func BenchmarkCorrelate(b *testing.B) {
 		opt.MaxDelay = 60 * time.Second
 		c := newConvolver(tr, opt)
 		bn, _ := tr.LookupNode("b")
+		cn, _ := tr.LookupNode("c")
 		v := slices.Clone(c.bySrc[0][bn])
-		c.spectrum(bn)
+		c.spectrum(edge{bn, cn})
 		b.Run(fmt.Sprintf("S=%d", c.nq), func(b *testing.B) {
 			for b.Loop() {
-				c.correlate(bn, v)
+				c.correlate(c.transform(v), edge{bn, cn})
 			}
 		})
 	}

@@ -46,12 +46,21 @@ type Options struct {
 	// FanOut lets one message cause departures at several spikes (delays)
 	// rather than only at the earliest that explains it.
 	FanOut bool
+	// ThroughRoots continues paths that reach a root node; by default a
+	// path ends there (a client that got its reply starts a new path).
+	ThroughRoots bool
+	// MinRootFraction drops edges with less than this fraction of the
+	// messages on their path's first edge.
+	MinRootFraction float64
+	// MaxCorrelations bounds the search (0: no bound); a truncated search
+	// is reported in a warning.
+	MaxCorrelations int
 }
 
 // DefaultOptions returns N = 4, S = 3 and the other defaults documented on
 // Options.
 func DefaultOptions() Options {
-	return Options{MaxQuanta: 1 << 16, N: 4, S: 3, MinCount: 10, MinFraction: 0.1, MaxDepth: 12, MaxRepeat: 2, DerivedOverlap: 0.5}
+	return Options{MaxQuanta: 1 << 16, N: 4, S: 3, MinCount: 10, MinFraction: 0.1, MinRootFraction: 0.03, MaxCorrelations: 5000, MaxDepth: 12, MaxRepeat: 2, DerivedOverlap: 0.5}
 }
 
 // Result is the output of Convolve.
@@ -99,11 +108,14 @@ func Convolve(t *trace.Trace, opt Options) *Result {
 			v := dests[j]
 			v = slices.Clone(v)
 			x := &vertex{node: j, from: root, count: len(v), msgs: v}
-			c.processNode(x, v, []edge{{root, j}})
+			c.processNode(x, v, []edge{{root, j}}, len(v))
 			c.tree = append(c.tree, x)
 		}
 	}
 	r.Correlations = c.correlations
+	if c.truncated {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("search stopped after %d cross-correlations; raise the count thresholds or the quantum", c.correlations))
+	}
 	// 7. Chains, derived-path removal, ranking.
 	c.patterns(&r.Paths)
 	if len(r.Patterns) == 0 && len(t.Messages) > 0 {
@@ -129,22 +141,25 @@ type spikeMatch struct {
 }
 
 type convolver struct {
-	t     *trace.Trace
-	opt   Options
-	t0    int64
-	mu    int64
-	nq    int // quanta
-	n     int // FFT length
-	fft   *fourier.FFT
-	roots []trace.NodeID
+	t      *trace.Trace
+	opt    Options
+	t0     int64
+	mu     int64
+	nq     int // quanta
+	n      int // FFT length
+	fft    *fourier.FFT
+	roots  []trace.NodeID
+	isRoot map[trace.NodeID]bool
 	// Departures by source node, by destination: message indices sorted by
 	// departure time.
-	bySrc   map[trace.NodeID]map[trace.NodeID][]int32
-	allFrom map[trace.NodeID][]int32
-	spectra map[trace.NodeID][]complex128
-	tree    []*vertex
+	bySrc       map[trace.NodeID]map[trace.NodeID][]int32
+	allFrom     map[trace.NodeID][]int32
+	spectra     map[edge][]complex128
+	sparseCache map[edge][]point
+	tree        []*vertex
 
 	maxLag, tolQ int
+	truncated    bool
 	s1           []float64
 	c1           []complex128
 	corr         []float64
@@ -168,7 +183,7 @@ func newConvolver(t *trace.Trace, opt Options) *convolver {
 	if len(t.Messages) < 2 {
 		return nil
 	}
-	c := &convolver{t: t, opt: opt, bySrc: map[trace.NodeID]map[trace.NodeID][]int32{}, allFrom: map[trace.NodeID][]int32{}, spectra: map[trace.NodeID][]complex128{}}
+	c := &convolver{t: t, opt: opt, bySrc: map[trace.NodeID]map[trace.NodeID][]int32{}, allFrom: map[trace.NodeID][]int32{}, spectra: map[edge][]complex128{}, sparseCache: map[edge][]point{}}
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	first := map[trace.NodeID]int64{}
 	sends := map[trace.NodeID]bool{}
@@ -238,6 +253,10 @@ func newConvolver(t *trace.Trace, opt Options) *convolver {
 			}
 		}
 		slices.Sort(c.roots)
+	}
+	c.isRoot = map[trace.NodeID]bool{}
+	for _, r := range c.roots {
+		c.isRoot[r] = true
 	}
 	c.s1 = make([]float64, n)
 	c.corr = make([]float64, n)

@@ -153,12 +153,13 @@ func TestCorrelationMatchesDirectSum(t *testing.T) {
 	opt.Quantum = time.Second
 	c := newConvolver(tr, opt)
 	b, _ := tr.LookupNode("b")
+	cn, _ := tr.LookupNode("c")
 	v := slices.Clone(c.bySrc[0][b])
-	got := c.correlate(b, v)
+	got := c.correlate(c.transform(v), edge{b, cn})
 	s1 := make([]float64, c.n)
 	s2 := make([]float64, c.n)
 	c.signal(s1, v, c.arr)
-	c.signal(s2, c.allFrom[b], c.dep)
+	c.signal(s2, c.bySrc[b][cn], c.dep)
 	for _, d := range []int{-3, 0, 1, 5, 10, 11, c.maxLag} {
 		want := 0.0
 		for q := 0; q < c.nq; q++ {
@@ -182,7 +183,10 @@ func TestSpikes(t *testing.T) {
 	corr[50+20] = 70                                // a second at 20
 	corr[50-30] = 90                                // a negative one: dropped
 	got := c.spikes(corr)
-	want := []spike{{8, 7, 9}, {20, 20, 20}}
+	want := []spike{{8, 7, 9, 0}, {20, 20, 20, 0}}
+	for i := range got {
+		got[i].excess = 0
+	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("spikes %v, want %v", got, want)
 	}
@@ -211,5 +215,24 @@ func TestQuantumChoice(t *testing.T) {
 func TestEmpty(t *testing.T) {
 	if r := Convolve(trace.New(), DefaultOptions()); len(r.Patterns) != 0 || len(r.Warnings) != 0 {
 		t.Fatalf("%+v", r)
+	}
+}
+
+func TestSparseCorrelationEqualsFFT(t *testing.T) {
+	tr := mailTrace(2, [][]string{{"a", "b", "c"}, {"d", "b", "c"}}, []int{2, 1}, 500)
+	opt := DefaultOptions()
+	opt.Quantum = 2 * time.Second
+	c := newConvolver(tr, opt)
+	b, _ := tr.LookupNode("b")
+	cn, _ := tr.LookupNode("c")
+	a, _ := tr.LookupNode("a")
+	v := slices.Clone(c.bySrc[a][b])
+	sortBy(v, c.arr)
+	fft := c.correlate(c.transform(v), edge{b, cn})
+	direct := c.correlateSparse(c.sparse(v, c.arr), c.sparseEdge(edge{b, cn}))
+	for i := range fft {
+		if math.Abs(fft[i]-direct[i]) > 1e-6*math.Max(1, direct[i]) {
+			t.Fatalf("lag %d: FFT %v, direct %v", i-c.maxLag, fft[i], direct[i])
+		}
 	}
 }

@@ -25,7 +25,7 @@
 //  5. For every spike and destination k, match each message of V one to
 //     one with the earliest unmatched message j→k sent within the spike's
 //     delay range. All spikes towards one k form one output edge j→k (as in
-//     Figure 9): its delays are the spikes' mean matched delays by declining
+//     Figure 9): its delays are the spikes' median matched delays by declining
 //     count, its count the number of distinct matched messages.
 //  6. Drop low-frequency noise (§5.2.3): an edge with fewer than MinCount
 //     messages, or less than MinFraction of its parent edge's, ends the

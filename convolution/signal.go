@@ -24,29 +24,33 @@ func (c *convolver) signal(dst []float64, ids []int32, at func(int32) int64) {
 	}
 }
 
-// spectrum returns the cached FFT of node j's departure signal.
-func (c *convolver) spectrum(j trace.NodeID) []complex128 {
-	if sp, ok := c.spectra[j]; ok {
+// spectrum returns the cached FFT of the departure signal of edge j→k.
+func (c *convolver) spectrum(e edge) []complex128 {
+	if sp, ok := c.spectra[e]; ok {
 		return sp
 	}
-	c.signal(c.s1, c.allFrom[j], c.dep)
+	c.signal(c.s1, c.bySrc[e.from][e.to], c.dep)
 	sp := c.fft.Coefficients(nil, c.s1)
-	c.spectra[j] = sp
+	c.spectra[e] = sp
 	return sp
 }
 
-// correlate is step 3: C(d) = Σ_t s1(t)·s2(t+d) of V's arrivals at j (s1)
-// and j's departures (s2), returned for d in [−maxLag, maxLag] at index
-// d+maxLag.
-func (c *convolver) correlate(j trace.NodeID, v []int32) []float64 {
-	c.correlations++
-	s2 := c.spectrum(j)
+// transform is the first half of step 3: the spectrum of V's arrivals.
+func (c *convolver) transform(v []int32) []complex128 {
 	c.signal(c.s1, v, c.arr)
-	c1 := c.fft.Coefficients(c.c1, c.s1)
-	for k := range c1 {
-		c1[k] = complex(real(c1[k]), -imag(c1[k])) * s2[k]
+	return c.fft.Coefficients(make([]complex128, c.n/2+1), c.s1)
+}
+
+// correlate is step 3: C(d) = Σ_t s1(t)·s2(t+d) of V's arrivals at j (s1,
+// whose spectrum is f1) and j's departures to k (s2), for d in [−maxLag,
+// maxLag] at index d+maxLag.
+func (c *convolver) correlate(f1 []complex128, e edge) []float64 {
+	c.correlations++
+	s2 := c.spectrum(e)
+	for k := range f1 {
+		c.c1[k] = complex(real(f1[k]), -imag(f1[k])) * s2[k]
 	}
-	full := c.fft.Sequence(c.corr, c1)
+	full := c.fft.Sequence(c.corr, c.c1)
 	out := make([]float64, 2*c.maxLag+1)
 	inv := 1 / float64(c.n)
 	for d := -c.maxLag; d <= c.maxLag; d++ {
@@ -59,23 +63,85 @@ func (c *convolver) correlate(j trace.NodeID, v []int32) []float64 {
 	return out
 }
 
+// point is a non-zero quantum of a signal.
+type point struct {
+	q int32
+	v float64
+}
+
+// sparse returns the non-zero quanta of the √-count signal of ids (sorted
+// by at).
+func (c *convolver) sparse(ids []int32, at func(int32) int64) []point {
+	var out []point
+	for _, i := range ids {
+		q := int32((at(i) - c.t0) / c.mu)
+		if n := len(out); n > 0 && out[n-1].q == q {
+			out[n-1].v++
+		} else {
+			out = append(out, point{q, 1})
+		}
+	}
+	for i := range out {
+		out[i].v = math.Sqrt(out[i].v)
+	}
+	return out
+}
+
+func (c *convolver) sparseEdge(e edge) []point {
+	if sp, ok := c.sparseCache[e]; ok {
+		return sp
+	}
+	sp := c.sparse(c.bySrc[e.from][e.to], c.dep)
+	c.sparseCache[e] = sp
+	return sp
+}
+
+// correlateSparse is correlate by direct summation over non-zero quanta.
+func (c *convolver) correlateSparse(s1, s2 []point) []float64 {
+	c.correlations++
+	out := make([]float64, 2*c.maxLag+1)
+	L := int32(c.maxLag)
+	lo := 0
+	for _, a := range s1 {
+		for lo < len(s2) && s2[lo].q < a.q-L {
+			lo++
+		}
+		for k := lo; k < len(s2) && s2[k].q <= a.q+L; k++ {
+			out[s2[k].q-a.q+L] += a.v * s2[k].v
+		}
+	}
+	return out
+}
+
 // spike is a run of the correlation above S standard deviations whose peak
 // is above N; lags in quanta.
-type spike struct{ peak, lo, hi int }
+type spike struct {
+	peak, lo, hi int
+	excess       float64 // Σ (C − mean) over the run
+}
 
 // spikes is step 4.
 func (c *convolver) spikes(corr []float64) []spike {
+	// Mean and standard deviation of the background: spikes themselves
+	// are left out (three rounds of clipping at N σ) so that one strong
+	// spike does not hide weaker ones.
 	mean, sd := 0.0, 0.0
-	for _, x := range corr {
-		mean += x
-	}
-	mean /= float64(len(corr))
-	for _, x := range corr {
-		sd += (x - mean) * (x - mean)
-	}
-	sd = math.Sqrt(sd / float64(len(corr)))
-	if sd == 0 {
-		return nil
+	cut := math.Inf(1)
+	for round := 0; round < 3; round++ {
+		n, sum, sum2 := 0, 0.0, 0.0
+		for _, x := range corr {
+			if x <= cut {
+				n++
+				sum += x
+				sum2 += x * x
+			}
+		}
+		if n == 0 {
+			break
+		}
+		mean = sum / float64(n)
+		sd = math.Sqrt(math.Max(sum2/float64(n)-mean*mean, 0))
+		cut = mean + c.opt.N*sd
 	}
 	hiT, loT := mean+c.opt.N*sd, mean+c.opt.S*sd
 	var out []spike
@@ -94,6 +160,9 @@ func (c *convolver) spikes(corr []float64) []spike {
 		if corr[s.peak] < hiT {
 			continue
 		}
+		for d := s.lo; d <= s.hi; d++ {
+			s.excess += corr[d] - mean
+		}
 		s.peak, s.lo, s.hi = s.peak-c.maxLag, s.lo-c.maxLag, s.hi-c.maxLag
 		// Negative delays beyond the tolerance are not causal (§5.2.3).
 		if s.peak < -c.tolQ {
@@ -104,9 +173,10 @@ func (c *convolver) spikes(corr []float64) []spike {
 	return out
 }
 
-// match is step 5 for one spike: each message of V not yet consumed by an
-// earlier spike is matched with the earliest unmatched departure of j sent
-// within [lo, hi] ns after it, to a destination skip allows. It returns
+// match is step 5 for one spike and one destination: each message of V not
+// yet consumed by an earlier spike is matched with the earliest unmatched
+// message of z (departures of j to one node) sent within [lo, hi] ns after
+// it, to a destination skip allows. It returns
 // the matched departures, the V positions they came from and their delays.
 func (c *convolver) match(v []int32, vUsed []bool, z []int32, used []bool, lo, hi int64, skip func(trace.NodeID) bool) (out []int32, from []int, delay []int64) {
 	p := 0
@@ -137,56 +207,89 @@ func (c *convolver) match(v []int32, vUsed []bool, z []int32, used []bool, lo, h
 
 // processNode is steps 3–6 for the vertex x of node j, reached by the
 // messages v; path holds the edges from the root.
-func (c *convolver) processNode(x *vertex, v []int32, path []edge) {
+func (c *convolver) processNode(x *vertex, v []int32, path []edge, rootCount int) {
 	j := x.node
-	z := c.allFrom[j]
-	if len(path) >= c.opt.MaxDepth || len(z) == 0 || len(v) == 0 {
+	if c.opt.MaxCorrelations > 0 && c.correlations >= c.opt.MaxCorrelations {
+		c.truncated = true
+		return
+	}
+	if len(path) >= c.opt.MaxDepth || len(c.allFrom[j]) == 0 || len(v) == 0 || (c.isRoot[j] && !c.opt.ThroughRoots) {
 		return
 	}
 	sortBy(v, c.arr)
-	sp := c.spikes(c.correlate(j, v))
-	if len(sp) == 0 {
-		return
-	}
+	var f1 []complex128 // V's spectrum, computed when first needed
+	sv := c.sparse(v, c.arr)
 	type acc struct {
 		all    []int32
 		delays []spikeMatch
 	}
 	per := map[trace.NodeID]*acc{}
-	used := make([]bool, len(z))
-	vUsed := make([]bool, len(v))
-	skip := func(k trace.NodeID) bool { return repeats(path, edge{j, k}) >= c.opt.MaxRepeat } // a cycle
 	minLag := -int64(c.tolQ) * c.mu
 	if c.opt.Time == TimeLocal {
 		minLag = 0 // one clock: an effect cannot precede its cause
 	}
-	// Spikes in order of delay: a message of V causes at most one
-	// departure, the earliest that a spike explains; later spikes are the
-	// same causality seen through further hops (unless FanOut).
-	for _, s := range sp {
-		lo := max(int64(min(s.lo-1, s.peak-c.tolQ))*c.mu, minLag)
-		hi := int64(max(s.hi+1, s.peak+c.tolQ)) * c.mu
-		m, from, delay := c.match(v, vUsed, z, used, lo, hi, skip)
-		sums := map[trace.NodeID][2]float64{}
-		for n, mi := range m {
-			k := c.t.Messages[mi].Dst
-			a := per[k]
-			if a == nil {
-				a = &acc{}
-				per[k] = a
+	vUsed := make([]bool, len(v))
+	none := func(trace.NodeID) bool { return false }
+	// A spike must carry a share of V's messages (§5.2.3's noise).
+	minSpike := max(c.opt.MinCount/2, int(c.opt.MinFraction*float64(len(v))/2), 2)
+	for _, k := range sortedKeys(c.bySrc[j]) {
+		if repeats(path, edge{j, k}) >= c.opt.MaxRepeat {
+			continue // a cycle
+		}
+		z := c.bySrc[j][k]
+		if len(z) < c.opt.MinCount {
+			continue
+		}
+		// 3. Direct summation when the signals are sparse enough to beat
+		// the FFT (deep vertices carry few messages); both give the same C.
+		var corr []float64
+		sz := c.sparseEdge(edge{j, k})
+		direct := float64(len(sv)) * float64(len(sz)) * float64(2*c.maxLag+1) / float64(c.nq)
+		if direct+float64(len(sv)) < 3*float64(c.n)*math.Log2(float64(c.n)) {
+			corr = c.correlateSparse(sv, sz)
+		} else {
+			if f1 == nil {
+				f1 = c.transform(v)
 			}
-			a.all = append(a.all, mi)
-			sm := sums[k]
-			sums[k] = [2]float64{sm[0] + float64(delay[n]), sm[1] + 1}
+			corr = c.correlate(f1, edge{j, k})
+		}
+		sp := c.spikes(corr)
+		// Noise (§5.2.3): a spike's excess over the background estimates
+		// how many messages it really explains; coincidences between busy
+		// signals give none to speak of.
+		sp = slices.DeleteFunc(sp, func(s spike) bool { return s.excess < float64(minSpike) })
+		if len(sp) == 0 {
+			continue
+		}
+		used := make([]bool, len(z))
+		clear(vUsed)
+		a := &acc{}
+		// Spikes in order of delay: a message of V causes at most one
+		// message to k, at the earliest spike that explains it; later
+		// spikes towards k are the same causality seen through further
+		// hops (unless FanOut).
+		for _, s := range sp {
+			lo := max(int64(min(s.lo-1, s.peak-c.tolQ))*c.mu, minLag)
+			hi := int64(max(s.hi+1, s.peak+c.tolQ)) * c.mu
+			m, from, delay := c.match(v, vUsed, z, used, lo, hi, none)
+			if len(m) < minSpike {
+				continue
+			}
+			a.all = append(a.all, m...)
 			if !c.opt.FanOut {
-				vUsed[from[n]] = true
+				for _, vi := range from {
+					vUsed[vi] = true
+				}
+			} else {
+				clear(used)
 			}
+			// The median of the matched delays: robust to the odd wrong
+			// match at the edge of a wide spike.
+			slices.Sort(delay)
+			a.delays = append(a.delays, spikeMatch{mean: max(float64(delay[len(delay)/2])/1e9, 0), count: len(m)})
 		}
-		for k, sm := range sums {
-			per[k].delays = append(per[k].delays, spikeMatch{mean: max(sm[0]/sm[1]/1e9, 0), count: int(sm[1])})
-		}
-		if c.opt.FanOut {
-			clear(used) // each spike matches afresh
+		if len(a.all) > 0 {
+			per[k] = a
 		}
 	}
 	keys := make([]trace.NodeID, 0, len(per))
@@ -197,14 +300,25 @@ func (c *convolver) processNode(x *vertex, v []int32, path []edge) {
 	for _, k := range keys {
 		a := per[k]
 		// 6. Low-frequency noise ends the path here.
-		if len(a.all) < c.opt.MinCount || float64(len(a.all)) < c.opt.MinFraction*float64(x.count) {
+		if len(a.all) < c.opt.MinCount || float64(len(a.all)) < c.opt.MinFraction*float64(x.count) ||
+			float64(len(a.all)) < c.opt.MinRootFraction*float64(rootCount) {
 			continue
 		}
 		slices.SortStableFunc(a.delays, func(p, q spikeMatch) int { return q.count - p.count })
 		y := &vertex{node: k, from: j, count: len(a.all), delays: a.delays, msgs: a.all}
 		x.children = append(x.children, y)
-		c.processNode(y, a.all, append(path, edge{j, k}))
+		c.processNode(y, a.all, append(path, edge{j, k}), rootCount)
 	}
+}
+
+// zIndex finds message q in z, which is sorted by departure time.
+func zIndex(z []int32, q int32) int {
+	for i, x := range z {
+		if x == q {
+			return i
+		}
+	}
+	return -1
 }
 
 func repeats(path []edge, e edge) int {
