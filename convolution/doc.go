@@ -12,26 +12,40 @@
 //     send.
 //  2. From each root i, one output edge i→j per destination j, carrying all
 //     messages V from i to j (FindPathsFromRoot).
-//  3. ProcessNode(j, V): turn V's arrivals at j and all of j's departures
-//     into indicator signals, s(t) = √(messages in [tμ, (t+1)μ)) (§5.2.1),
-//     and cross-correlate them with an FFT (FindCorrelation). The spectrum of
-//     each node's departures is computed once and cached.
-//  4. Spikes of the correlation (FindCausedMessages): local maxima at least
-//     N standard deviations above the mean, separated by a dip below S
-//     standard deviations (N = 4, S = 3), at shifts between −v and
-//     MaxDelay. Each spike's run of points above S sets its delay range,
-//     widened to at least ±v (§5.2.2), and a spike at a negative shift
-//     beyond the tolerance is dropped (§5.2.3).
-//  5. For every spike and destination k, match each message of V one to
-//     one with the earliest unmatched message j→k sent within the spike's
-//     delay range. All spikes towards one k form one output edge j→k (as in
-//     Figure 9): its delays are the spikes' median matched delays by declining
-//     count, its count the number of distinct matched messages.
+//  3. ProcessNode(j, V): turn V's arrivals at j and the departures of each
+//     edge j→k into indicator signals, s(t) = √(messages in [tμ, (t+1)μ))
+//     (§5.2.1), and cross-correlate them (FindCorrelation) by FFT, the
+//     spectrum of V computed once per vertex and each edge's cached; when
+//     the signals are sparse enough (deep vertices carry few messages) the
+//     same sums are taken directly over their non-zero quanta, whichever
+//     costs less. Correlating per destination rather than against all of
+//     j's departures (as Figure 6 does, splitting by destination after)
+//     keeps one busy edge's spikes from hiding a quieter edge's.
+//  4. Spikes of each correlation (FindCausedMessages): local maxima at
+//     least N standard deviations above the mean, separated by a dip below
+//     S standard deviations (N = 4, S = 3), at shifts between −v and
+//     MaxDelay. The mean and deviation are those of the background (three
+//     rounds of clipping at N σ), so one strong spike does not hide weaker
+//     ones. Each spike's run of points above S sets its delay range,
+//     widened to at least ±v (§5.2.2). A spike at a negative shift beyond
+//     the tolerance is dropped, and with each node's own clock (TimeLocal) no
+//     negative delay is matched at all (§5.2.3). A spike whose excess over
+//     the background (Σ C − mean over its run, about the number of messages
+//     it explains) is below the minimum edge share is noise.
+//  5. For every spike, in order of delay, match each message of V that no
+//     earlier spike towards k explained one to one with the earliest
+//     unmatched message j→k sent within the spike's delay range; later
+//     spikes towards k would be the same causality seen through further
+//     hops (FanOut lifts this). All spikes towards one k form one output
+//     edge j→k (as in Figure 9): its delays are the spikes' median matched
+//     delays by declining count, its count the number of matched messages.
 //  6. Drop low-frequency noise (§5.2.3): an edge with fewer than MinCount
-//     messages, or less than MinFraction of its parent edge's, ends the
-//     path there. Suppress cycles: an edge may occur at most MaxRepeat times
-//     on a path, and paths stop at MaxDepth edges. Recurse from k with the
-//     matched messages (step 3).
+//     messages, less than MinFraction of its parent edge's, or less than
+//     MinRootFraction of its path's first edge's, ends the path there.
+//     Suppress cycles: an edge may occur at most MaxRepeat times on a path;
+//     paths stop at MaxDepth edges and at root nodes (a client that got its
+//     reply starts a new path). Recurse from k with the matched messages
+//     (step 3). MaxCorrelations bounds the whole search (with a warning).
 //  7. Every root-to-leaf chain of the output graph is a path pattern; its
 //     count is the smallest edge count along it. Suppress accidentally short
 //     and derived paths by frequency counts (§5.2.3, §5.3.1): a path whose
