@@ -105,14 +105,21 @@ void sc_fd_describe(int fd, struct sc_fd *f, int64_t t, const struct sockaddr *h
 		    (ls.ss_family == AF_INET6 && ((struct sockaddr_in6 *)&ls)->sin6_port == 0))
 			f->flags |= SC_FDF_UNNAMED;
 	}
-	if (getpeername(fd, (struct sockaddr *)&rs, &rl) == 0) {
+	int hint_ok = hint && hint_len >= sizeof(sa_family_t) && hint_len <= sizeof rs;
+	if (hint_ok && hint->sa_family != AF_UNIX) {
+		/* an IP peer as connect named it or accept returned it: no getpeername
+		 * (Unix paths are taken from the kernel: the server's name for it) */
+		memcpy(&rs, hint, hint_len);
+		rl = hint_len;
+		mask |= SC_FD_REMOTE;
+	} else if (getpeername(fd, (struct sockaddr *)&rs, &rl) == 0) {
 		mask |= SC_FD_REMOTE;
 		f->flags |= SC_FDF_CONNECTED;
 	} else if (f->peer_ino) {
 		rs.ss_family = AF_UNIX;
 		rl = sizeof(sa_family_t);
 		mask |= SC_FD_REMOTE;
-	} else if (hint && hint_len > 0 && hint_len <= sizeof rs) {
+	} else if (hint_ok) {
 		memcpy(&rs, hint, hint_len);
 		rl = hint_len;
 		mask |= SC_FD_REMOTE;

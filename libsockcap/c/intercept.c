@@ -398,6 +398,8 @@ SC_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	int64_t t2 = sc_now();
 	if (r == 0 || e == EINPROGRESS || e == EALREADY) {
 		f->flags &= (uint8_t)~SC_FDF_CONNECTING;
+		if (r == 0)
+			f->flags |= SC_FDF_CONNECTED;
 		sc_fd_describe(fd, f, t, addr, len); /* the local name connect chose */
 		if (r != 0)
 			f->flags |= SC_FDF_CONNECTING; /* peer confirmed at first I/O */
@@ -413,8 +415,11 @@ SC_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	return r;
 }
 
-static int after_accept(int lfd, int r, int e, int flags)
+static int after_accept(int lfd, int r, int e, int flags, const struct sockaddr *addr, const socklen_t *len,
+			socklen_t cap)
 {
+	/* the peer accept wrote, when it fit in the caller's buffer */
+	socklen_t hint_len = r >= 0 && addr && len && *len > 0 && *len <= cap ? *len : 0;
 	if (!sc_cfg.enabled)
 		return r;
 	struct sc_fd ltmp, *lf = NULL;
@@ -425,7 +430,8 @@ static int after_accept(int lfd, int r, int e, int flags)
 		f->flags |= SC_FDF_CONNECTED;
 		if (active()) {
 			int64_t t = sc_now();
-			sc_fd_describe(r, f, t, NULL, 0); /* the peer even when accept did not ask */
+			/* the peer even when accept did not ask */
+			sc_fd_describe(r, f, t, hint_len ? addr : NULL, hint_len);
 			struct sc_event ev = {.op = SC_OP_ACCEPT, .fd = r, .fd2 = lfd, .ret = r,
 					      .mask = SC_F_RET | SC_F_FD2};
 			event(t, &ev);
@@ -441,9 +447,10 @@ static int after_accept(int lfd, int r, int e, int flags)
 SC_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	ENSURE();
+	socklen_t cap = len ? *len : 0;
 	int r = real_accept(fd, addr, len);
 	int e = errno;
-	after_accept(fd, r, e, 0);
+	after_accept(fd, r, e, 0, addr, len, cap);
 	errno = e;
 	return r;
 }
@@ -451,9 +458,10 @@ SC_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 SC_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	ENSURE();
+	socklen_t cap = len ? *len : 0;
 	int r = real_accept4(fd, addr, len, flags);
 	int e = errno;
-	after_accept(fd, r, e, 0);
+	after_accept(fd, r, e, 0, addr, len, cap);
 	errno = e;
 	return r;
 }

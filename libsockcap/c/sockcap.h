@@ -191,7 +191,7 @@ SC_HIDDEN void sc_fd_forget(int fd);
 /* sc_fd_set_socket marks fd as a socket created or accepted by the program. */
 SC_HIDDEN struct sc_fd *sc_fd_set_socket(int fd, int domain, int type);
 /* sc_fd_describe writes an SC_K_FD record for fd into the caller's chunk.
- * remote_hint is used when getpeername fails (connect in progress, UDP). */
+ * A hint is the peer (connect's target, accept's result): getpeername is skipped. */
 SC_HIDDEN void sc_fd_describe(int fd, struct sc_fd *f, int64_t t, const struct sockaddr *remote_hint, socklen_t hint_len);
 /* sc_fd_ensure writes the SC_K_FD record if this chunk does not have it yet. */
 SC_HIDDEN void sc_fd_ensure(int fd, struct sc_fd *f, int64_t t);
