@@ -6,8 +6,6 @@ import (
 	"math"
 	"sort"
 
-	"gonum.org/v1/gonum/mat"
-
 	"wap5/trace"
 )
 
@@ -323,13 +321,12 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 			// prior: quartz clocks are within ~100 ppm of true time, so two
 			// of them within ~200 ppm of each other; a drift the samples
 			// cannot pin down shrinks towards zero
-			x, inv, err := solveRobust(nDrift, obs, 4e-8)
+			sol, err := solveGraph(nDrift, obs, 4e-8)
 			if err != nil {
 				return nil, err
 			}
-			for k := range drift {
-				drift[k], driftVar[k] = x[k], inv.At(k, k)
-			}
+			copy(drift, sol.x)
+			copy(driftVar, sol.variance)
 		}
 	}
 	rOf := func(n trace.NodeID) (float64, float64) {
@@ -347,7 +344,7 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 	off := make([]float64, nv)
 	var obs []diff
 	var obsPiece []int
-	var inv *mat.SymDense
+	var sol *solution
 	for round := 0; round < 3; round++ {
 		obs, obsPiece = obs[:0], obsPiece[:0]
 		for pi, p := range pcs {
@@ -370,24 +367,22 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 				asym: 0.1 * math.Max(p.rtt, 0) / 2})
 			obsPiece = append(obsPiece, pi)
 		}
-		x, in, err := solveRobust(nv, obs, 0)
-		if err != nil {
+		var err error
+		if sol, err = solveGraph(nv, obs, 0); err != nil {
 			return nil, err
 		}
-		off, inv = x, in
+		off = sol.x
 	}
 
 	// Step 5: error bounds.
-	sens := sensitivityBound(nv, obs, inv)
-	flo, fhi, feasible := feasibleRange(nv, obs)
-	if !feasible && nv > 0 {
+	if !sol.feasible && nv > 0 {
 		res.warnf("pair delay limits contradict each other around a cycle (clock steps or drift not captured?); error bounds from sensitivity only")
 	}
 	varErr := make([]float64, nv)
 	for k := range varErr {
-		varErr[k] = sens[k]
-		if feasible {
-			varErr[k] = math.Min(varErr[k], math.Max(fhi[k]-off[k], off[k]-flo[k]))
+		varErr[k] = sol.sens[k]
+		if sol.feasible {
+			varErr[k] = math.Min(varErr[k], math.Max(sol.hi[k]-off[k], off[k]-sol.lo[k]))
 		}
 	}
 
@@ -474,7 +469,7 @@ func (acc *Accumulator) Estimate(t *trace.Trace, opts Options) (*Result, error) 
 				o := at(off, vi)
 				var e, fe float64
 				if vi >= 0 {
-					e, fe = varErr[vi], math.Sqrt(inv.At(vi, vi))
+					e, fe = varErr[vi], math.Sqrt(sol.variance[vi])
 				}
 				c := trace.Correction{Node: id, DriftPPM: ne.DriftPPM, Error: int64(math.Ceil(e + driftErr))}
 				switch {
