@@ -29,6 +29,7 @@ type dgram struct {
 	send     bool
 	t        int64
 	node     trace.NodeID
+	host     string // the observer's host, for fillWildcard
 	local    libsockcap.Endpoint
 	remote   libsockcap.Endpoint
 	src, dst netip.AddrPort // canonical source and destination
@@ -72,7 +73,8 @@ func (m *matcher) observeDgram(ob *Observation) {
 	if (ob.Op != OpSend && ob.Op != OpRecv) || ob.Bytes < 0 {
 		return
 	}
-	d := &dgram{send: ob.Op == OpSend, t: ob.Time, node: m.names.node(ob.Observer), local: ob.Local, remote: ob.Remote}
+	d := &dgram{send: ob.Op == OpSend, t: ob.Time, node: m.names.node(ob.Observer), host: hostScope(ob.Observer),
+		local: ob.Local, remote: ob.Remote}
 	k := dgKey{proto: ob.Proto, n: ob.Bytes, sum: ob.Sum}
 	if d.send {
 		d.src, d.dst = m.nat.canon(ob.Local.Addr), m.nat.canon(ob.Remote.Addr)
@@ -84,7 +86,7 @@ func (m *matcher) observeDgram(ob *Observation) {
 	}
 	k.dport = d.dst.Port()
 	if ob.Proto == libsockcap.ProtoUnix || d.dst.Addr().IsLoopback() || d.src.Addr().IsLoopback() {
-		k.scope = scopeOf(ob.Observer)
+		k.scope = hostScope(ob.Observer)
 	}
 	d.key = k
 	s := &m.dg
@@ -154,11 +156,11 @@ func (m *matcher) matchDgram(a, b *dgram) {
 	}
 	// A wildcard-bound end is named by its host's address when the host
 	// has one, else as the other end saw it.
-	srcEP := m.fillWildcard(s.local, s.node)
+	srcEP := m.fillWildcard(s.local, s.host)
 	if isWildcard(srcEP) {
 		srcEP = r.remote
 	}
-	dstEP := m.fillWildcard(r.local, r.node)
+	dstEP := m.fillWildcard(r.local, r.host)
 	if isWildcard(dstEP) {
 		dstEP = s.remote
 	}
@@ -224,8 +226,8 @@ func (m *matcher) expireDgram(d *dgram) {
 				snd, rcv = p, d
 			}
 			proto := d.key.proto.String()
-			m.learn("dnat", proto, snd.remote, m.fillWildcard(rcv.local, rcv.node))
-			m.learn("snat", proto, m.fillWildcard(snd.local, snd.node), rcv.remote)
+			m.learn("dnat", proto, snd.remote, m.fillWildcard(rcv.local, rcv.host))
+			m.learn("snat", proto, m.fillWildcard(snd.local, snd.host), rcv.remote)
 			m.matchDgram(snd, rcv)
 			return
 		}
@@ -255,12 +257,12 @@ func isWildcard(e libsockcap.Endpoint) bool {
 }
 
 // fillWildcard replaces the wildcard address of a datagram endpoint by the
-// only non-loopback address its node is seen using on stream sockets.
-func (m *matcher) fillWildcard(e libsockcap.Endpoint, node trace.NodeID) libsockcap.Endpoint {
+// only non-loopback address its host is seen using on stream sockets.
+func (m *matcher) fillWildcard(e libsockcap.Endpoint, host string) libsockcap.Endpoint {
 	if !isWildcard(e) || !e.Addr.IsValid() {
 		return e
 	}
-	if a := m.hostAddr[node]; a.IsValid() {
+	if a := m.hostAddr[host]; a.IsValid() {
 		return libsockcap.Endpoint{Addr: netip.AddrPortFrom(a, e.Addr.Port())}
 	}
 	return e

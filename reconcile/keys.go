@@ -36,7 +36,17 @@ type connKey struct {
 	a, b  epKey
 }
 
-// scopeOf is the kernel a Unix socket lives in.
+// hostScope is the host an address means something on: loopback
+// addresses, Unix paths and the addresses of wildcard sockets. Node names
+// tell apart network namespaces of one kernel (one boot id).
+func hostScope(o *Observer) string {
+	if o == nil {
+		return ""
+	}
+	return o.Host + "\x00" + o.BootID
+}
+
+// scopeOf is the kernel a Unix socket inode lives in.
 func scopeOf(o *Observer) string {
 	if o == nil {
 		return ""
@@ -184,12 +194,12 @@ func parseRuleEndpoint(s string) (netip.Addr, uint16, bool, error) {
 // key returns the canonical endpoint key of e as observed by o.
 func (m *matcher) epKeyOf(e libsockcap.Endpoint, o *Observer) epKey {
 	if e.Unix {
-		return epKey{path: e.Path, inode: e.Inode, scope: scopeOf(o)}
+		return epKey{path: e.Path, inode: e.Inode, scope: hostScope(o)}
 	}
 	ap := m.nat.canon(e.Addr)
 	if ap.Addr().IsLoopback() {
 		// 127.0.0.1 on two hosts is two different places.
-		return epKey{ap: ap, scope: scopeOf(o)}
+		return epKey{ap: ap, scope: hostScope(o)}
 	}
 	return epKey{ap: ap}
 }
@@ -199,14 +209,16 @@ func (m *matcher) epKeyOf(e libsockcap.Endpoint, o *Observer) epKey {
 func (m *matcher) connKeyOf(ob *Observation) (connKey, int) {
 	var l, r epKey
 	if ob.Proto == libsockcap.ProtoUnix {
-		sc := scopeOf(ob.Observer)
 		switch {
 		case ob.Local.Inode != 0 && ob.Remote.Inode != 0:
-			// Both inodes: exact (socketpair, connected sockets).
+			// Both inodes: exact (socketpair, connected sockets), across
+			// the namespaces of one kernel.
+			sc := scopeOf(ob.Observer)
 			l = epKey{inode: ob.Local.Inode, scope: sc}
 			r = epKey{inode: ob.Remote.Inode, scope: sc}
 		default:
 			// A path and an unnamed end: instances pair in order.
+			sc := hostScope(ob.Observer)
 			l = epKey{path: ob.Local.Path, scope: sc}
 			r = epKey{path: ob.Remote.Path, scope: sc}
 		}

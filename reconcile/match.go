@@ -146,10 +146,9 @@ type matcher struct {
 	nat    natTable
 	now    int64
 
-	// hostAddr is the one non-loopback address each node uses on stream
-	// sockets (invalid when none or several), to name wildcard datagram
-	// ends.
-	hostAddr map[trace.NodeID]netip.Addr
+	// hostAddr is the one non-loopback address each host uses on stream
+	// sockets (invalid when several), to name wildcard datagram ends.
+	hostAddr map[string]netip.Addr
 	socks    []sockTable // by source, by Observation.Socket
 	// logged: hosts whose processes are logged; logAddr: the addresses
 	// they use; covered caches the decision per capture observer.
@@ -182,7 +181,7 @@ func newMatcher(t *trace.Trace, opts Options) (*matcher, error) {
 		w = int64(DefaultWindow)
 	}
 	m := &matcher{opts: opts, window: w, t: t, names: newNamer(t, opts.Granularity),
-		conns: map[connKey][]*conn{}, hostAddr: map[trace.NodeID]netip.Addr{},
+		conns: map[connKey][]*conn{}, hostAddr: map[string]netip.Addr{},
 		logged: map[string]bool{}, logAddr: map[netip.Addr]string{}, covered: map[*Observer]bool{}}
 	m.dg.init()
 	for _, tr := range opts.NAT {
@@ -276,7 +275,7 @@ func (m *matcher) observe(src int, ob *Observation) {
 		}
 	}
 	if ob.Op == OpOpen {
-		m.noteAddr(e.node, ob.Local)
+		m.noteAddr(hostScope(ob.Observer), ob.Local)
 	}
 	c := e.c
 	switch ob.Op {
@@ -343,8 +342,8 @@ func (m *matcher) noteLogAddr(ob *Observation) {
 	}
 }
 
-// noteAddr remembers the address a node uses (see hostAddr).
-func (m *matcher) noteAddr(n trace.NodeID, e libsockcap.Endpoint) {
+// noteAddr remembers the address a host uses (see hostAddr).
+func (m *matcher) noteAddr(n string, e libsockcap.Endpoint) {
 	if e.Unix || !e.Addr.IsValid() {
 		return
 	}

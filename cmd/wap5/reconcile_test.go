@@ -117,3 +117,34 @@ func TestReconcileBinaryOutput(t *testing.T) {
 		t.Fatalf("binary and text differ:\n%s\n---\n%s", sa.String(), sb.String())
 	}
 }
+
+// TestReconcileDocExamples runs every `$ wap5 ...` example of
+// docs/reconcile.md and compares the output shown there.
+func TestReconcileDocExamples(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/reconcile.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(doc), "```console\n")[1:]
+	if len(blocks) == 0 {
+		t.Fatal("no console examples in docs/reconcile.md")
+	}
+	for _, b := range blocks {
+		b = b[:strings.Index(b, "```")]
+		lines := strings.SplitAfter(b, "\n")
+		cmdline := strings.TrimSpace(strings.TrimPrefix(lines[0], "$ "))
+		args := strings.Fields(cmdline)[1:]
+		for i, a := range args {
+			if strings.HasPrefix(a, "reconcile/testdata/") {
+				args[i] = "../../" + a
+			}
+		}
+		code, stdout, stderr := runCLI(t, "", args...)
+		if code != 0 {
+			t.Errorf("%s: exit %d: %s", cmdline, code, stderr)
+		}
+		if want := strings.Join(lines[1:], ""); stdout != want {
+			t.Errorf("%s:\n%s\ndocs/reconcile.md shows:\n%s", cmdline, stdout, want)
+		}
+	}
+}
