@@ -27,8 +27,9 @@
 //     learnt in step 6) to the real ends — a DNAT'd destination becomes the
 //     server's address, a SNAT'd source the client's — and a connection is
 //     keyed by its protocol and unordered endpoint pair (loopback addresses
-//     and Unix sockets also by their host; Unix sockets by both inodes when
-//     known, else by path, pairing in order). A key may be reused (port
+//     and Unix paths also by their host — node name and boot id, so network
+//     namespaces of one kernel stay apart; Unix sockets by both inodes when
+//     known, within one kernel, else by path, pairing in order). A key may be reused (port
 //     reuse): an OpOpen on an end that already had a connection starts the
 //     next instance of that key, so connections are identified by key and
 //     lifetime. Observations carrying a Socket id find their end directly.
