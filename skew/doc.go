@@ -53,7 +53,9 @@
 //  4. Pairs combined over the graph of nodes (graph.go, gonum): unknowns are
 //     one drift per node and one offset per node and clock segment, the
 //     reference's first segment fixed at zero, in the reference's connected
-//     component; nodes outside it are uncorrectable (a warning).
+//     component; nodes outside it are uncorrectable (a warning). Nodes with one
+//     neighbour (and trees of them) are eliminated exactly first, so the dense
+//     solve covers only the nodes on cycles.
 //     a. Drift: weighted least squares over the pieces' slopes (weights from
 //     their standard errors), with a prior of 200 ppm (two clocks within 100 ppm of true time) so that a drift the
 //     samples cannot pin down stays near zero.
