@@ -442,3 +442,32 @@ func TestNeverBreakProgram(t *testing.T) {
 		}
 	})
 }
+
+// A relative SOCKCAP_DIR is anchored at the start directory: a program that
+// changes directory and runs others still logs to the same place.
+func TestRelativeDir(t *testing.T) {
+	lib := libPath(t)
+	bin := snippet(t, "threads")
+	start := t.TempDir()
+	cmd := exec.Command("sh", "-c", "cd / && "+bin)
+	cmd.Dir = start
+	pre := lib
+	if x := os.Getenv("SOCKCAP_PRELOAD_EXTRA"); x != "" {
+		pre = x + " " + lib
+	}
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+pre, "SOCKCAP_DIR=rel-logs")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	logs := readLogs(t, filepath.Join(start, "rel-logs"))
+	found := false
+	for _, l := range logs {
+		found = found || strings.HasSuffix(l.P.Exe, "/"+filepath.Base(bin))
+	}
+	if !found {
+		t.Errorf("the program run after cd / did not log under the start directory (%d logs)", len(logs))
+	}
+	if _, err := os.Stat("/rel-logs"); err == nil {
+		t.Errorf("logs written to /rel-logs")
+	}
+}

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 struct sc_config sc_cfg;
 
@@ -51,8 +52,18 @@ void sc_config_load(void)
 
 	if (!dir || !dir[0] || strlen(dir) >= sizeof sc_cfg.dir - 1)
 		return;
-	copy(sc_cfg.dir, sizeof sc_cfg.dir, dir);
-	join(sc_cfg.env_dir, sizeof sc_cfg.env_dir, "SOCKCAP_DIR=", dir);
+	if (dir[0] != '/') {
+		/* relative: anchor it now, before the program changes directory, and
+		 * pass the absolute form to the programs it runs */
+		char cwd[sizeof sc_cfg.dir];
+		if (!getcwd(cwd, sizeof cwd) || strlen(cwd) + 1 + strlen(dir) >= sizeof sc_cfg.dir - 1)
+			return;
+		join(sc_cfg.dir, sizeof sc_cfg.dir, cwd, "/");
+		size_t n = strlen(sc_cfg.dir);
+		copy(sc_cfg.dir + n, sizeof sc_cfg.dir - n, dir);
+	} else
+		copy(sc_cfg.dir, sizeof sc_cfg.dir, dir);
+	join(sc_cfg.env_dir, sizeof sc_cfg.env_dir, "SOCKCAP_DIR=", sc_cfg.dir);
 	if (node && node[0]) {
 		join(sc_cfg.env_node, sizeof sc_cfg.env_node, "SOCKCAP_NODE=", node);
 		sc_cfg.has_env_node = 1;

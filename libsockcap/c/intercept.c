@@ -1023,10 +1023,13 @@ static char *const *fix_env(char *const envp[], char **out, size_t cap, char *pb
 	size_t n = env_count(envp);
 	if (n + 4 > cap)
 		return envp;
-	int has_dir = 0, has_node = !sc_cfg.has_env_node, pre_at = -1, pre_ok = 0;
+	int has_dir = 0, has_node = !sc_cfg.has_env_node, pre_at = -1, pre_ok = 0, dir_at = -1;
 	for (size_t i = 0; i < n; i++) {
-		if (has_prefix(envp[i], "SOCKCAP_DIR="))
+		if (has_prefix(envp[i], "SOCKCAP_DIR=")) {
 			has_dir = 1;
+			if (envp[i][12] != '/')
+				dir_at = (int)i; /* relative: replaced by the absolute form */
+		}
 		else if (has_prefix(envp[i], "SOCKCAP_NODE="))
 			has_node = 1;
 		else if (has_prefix(envp[i], "LD_PRELOAD=")) {
@@ -1034,11 +1037,13 @@ static char *const *fix_env(char *const envp[], char **out, size_t cap, char *pb
 			pre_ok = preload_has_us(envp[i] + 11);
 		}
 	}
-	if (has_dir && has_node && pre_ok)
+	if (has_dir && has_node && pre_ok && dir_at < 0)
 		return envp;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
 		out[k++] = envp[i];
+	if (dir_at >= 0)
+		out[dir_at] = sc_cfg.env_dir;
 	if (!pre_ok) {
 		if (pre_at >= 0) {
 			/* theirs kept, ours first */
