@@ -1,10 +1,13 @@
 // Package sockcapenc builds libsockcap logs in memory with the C library's own
 // encoder (c/encode.c through cgo), so the Go reader can be tested against
 // what the C side really writes: round trips, damage, fuzz seeds.
+//
+// encode.c, format.h and sockcap.h here are symbolic links to ../../c: the go
+// command only notices changes to C files inside the package directory.
 package sockcapenc
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../c -Wall -Werror
+#cgo CFLAGS: -Wall -Werror
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
