@@ -31,7 +31,7 @@ type Options struct {
 	MaxQuanta int           // bound on T/μ when μ is chosen
 	N, S      float64       // spike and dip thresholds, in standard deviations
 	Tolerance time.Duration // v: matching tolerance around a spike (default μ)
-	MaxDelay  time.Duration // longest causal delay looked for (default T/10)
+	MaxDelay  time.Duration // longest causal delay looked for (default T/10, at most 2000 μ)
 	// MinCount and MinFraction drop low-frequency edges: fewer messages
 	// than MinCount, or than MinFraction of the parent edge's.
 	MinCount    int
@@ -227,7 +227,7 @@ func newConvolver(t *trace.Trace, opt Options) *convolver {
 	c.nq = int((hi-lo)/c.mu) + 1
 	maxDelay := int64(opt.MaxDelay)
 	if maxDelay <= 0 {
-		maxDelay = max((hi-lo)/10, 10*c.mu)
+		maxDelay = max(min((hi-lo)/10, 2000*c.mu), 10*c.mu)
 	}
 	c.maxLag = int(min(maxDelay/c.mu+1, int64(c.nq-1)))
 	// Zero padding to nq+maxLag keeps the circular correlation linear over

@@ -245,7 +245,7 @@ func (c *convolver) processNode(x *vertex, v []int32, path []edge, rootCount int
 		var corr []float64
 		sz := c.sparseEdge(edge{j, k})
 		direct := float64(len(sv)) * float64(len(sz)) * float64(2*c.maxLag+1) / float64(c.nq)
-		if direct+float64(len(sv)) < 3*float64(c.n)*math.Log2(float64(c.n)) {
+		if 4*direct+float64(len(sv)) < 3*float64(c.n)*math.Log2(float64(c.n)) {
 			corr = c.correlateSparse(sv, sz)
 		} else {
 			if f1 == nil {
