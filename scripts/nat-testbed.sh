@@ -30,7 +30,7 @@ id=$$
 C=w5nc$id R=w5nr$id S=w5ns$id
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   for n in $C $R $S; do ip netns del $n 2>/dev/null || true; done
 }
@@ -145,5 +145,15 @@ timeout 60 ip netns exec $C "${clirun[@]}" python3 "$out/client.py" "$CONNS" "$R
 sleep 0.3
 kill -TERM $srv 2>/dev/null || true
 wait $srv 2>/dev/null || true
-sleep 0.5 # let the captures drain before the trap stops them
+# Let the captures drain before the trap stops them: on a loaded machine
+# tcpdump can lag the workload by seconds, so wait until every file has
+# stopped growing for a second (at most 20 s), then stop tcpdump gracefully.
+stable=0 last=
+for _ in $(seq 200); do
+  now=$(stat -c %s "$out"/client-side.pcap "$out"/server-side.pcap "$out"/router-any.pcap 2>/dev/null | tr '\n' ' ')
+  if [ "$now" = "$last" ]; then stable=$((stable+1)); else stable=0; fi
+  last=$now
+  [ $stable -ge 10 ] && break
+  sleep 0.1
+done
 echo "nat-testbed: done in $out" >&2
