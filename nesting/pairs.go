@@ -17,21 +17,36 @@ func (s *state) findCallPairs() {
 	none := 0
 	// 1a. Messages marked call/return, matched on (caller, callee, call id);
 	// open calls with the same key queue up and returns take the earliest.
-	type key struct {
-		a, b trace.NodeID
-		id   int32
+	po := s.pairingOrder(order)
+	if len(s.t.Nodes) <= 1<<16 {
+		none = pairKinds(s, po, func(a, b trace.NodeID, id int32) uint64 {
+			return uint64(a)<<48 | uint64(b)<<32 | uint64(uint32(id))
+		})
+	} else {
+		type key struct {
+			a, b trace.NodeID
+			id   int32
+		}
+		none = pairKinds(s, po, func(a, b trace.NodeID, id int32) key { return key{a, b, id} })
 	}
+	if none > 0 {
+		s.pairByConnection(order, none)
+	}
+}
+
+func pairKinds[K comparable](s *state, order []int32, mk func(a, b trace.NodeID, id int32) K) (none int) {
+	msgs := s.t.Messages
 	type queue struct{ head, tail int32 }
-	open := make(map[key]queue)
-	link := make([]int32, 0)
-	for _, i := range s.pairingOrder(order) {
+	open := make(map[K]queue)
+	var link []int32
+	for _, i := range order {
 		m := &msgs[i]
 		switch m.Kind {
 		case trace.KindCall:
-			if link == nil || len(link) == 0 {
+			if link == nil {
 				link = make([]int32, len(msgs))
 			}
-			k := key{m.Src, m.Dst, m.Call}
+			k := mk(m.Src, m.Dst, m.Call)
 			link[i] = -1
 			if q, ok := open[k]; ok {
 				link[q.tail] = i
@@ -40,7 +55,7 @@ func (s *state) findCallPairs() {
 				open[k] = queue{i, i}
 			}
 		case trace.KindReturn:
-			k := key{m.Dst, m.Src, m.Call}
+			k := mk(m.Dst, m.Src, m.Call)
 			q, ok := open[k]
 			if !ok {
 				s.unpaired++
@@ -61,9 +76,7 @@ func (s *state) findCallPairs() {
 			s.unpaired++
 		}
 	}
-	if none > 0 {
-		s.pairByConnection(order, none)
-	}
+	return none
 }
 
 // pairingOrder orders call and return messages on the callee's clock: a

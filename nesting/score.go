@@ -41,23 +41,51 @@ func (s *state) group() *byNode {
 	return g
 }
 
-// sortBy sorts ids by key, stably, skipping the sort when already in order
-// (the usual case: traces come sorted by time).
+// sortBy sorts ids by key, stably. Traces come nearly sorted, so an
+// insertion sort with a budget of moves comes first.
 func sortBy(ids []int32, key func(int32) int64) {
-	for i := 1; i < len(ids); i++ {
-		if key(ids[i]) < key(ids[i-1]) {
-			slices.SortStableFunc(ids, func(a, b int32) int {
-				ka, kb := key(a), key(b)
-				switch {
-				case ka < kb:
-					return -1
-				case ka > kb:
-					return 1
-				}
-				return 0
-			})
-			return
+	type keyed struct {
+		k int64
+		i int32
+	}
+	if len(ids) < 2 {
+		return
+	}
+	ks := make([]keyed, len(ids))
+	sorted := true
+	for j, i := range ids {
+		ks[j] = keyed{key(i), i}
+		if j > 0 && ks[j].k < ks[j-1].k {
+			sorted = false
 		}
+	}
+	if sorted {
+		return
+	}
+	moves, budget := 0, 16*len(ks)+64
+	for j := 1; j < len(ks) && moves <= budget; j++ {
+		x := ks[j]
+		k := j
+		for k > 0 && x.k < ks[k-1].k && moves <= budget {
+			ks[k] = ks[k-1]
+			k--
+			moves++
+		}
+		ks[k] = x
+	}
+	if moves > budget {
+		slices.SortStableFunc(ks, func(a, b keyed) int {
+			switch {
+			case a.k < b.k:
+				return -1
+			case a.k > b.k:
+				return 1
+			}
+			return 0
+		})
+	}
+	for j := range ks {
+		ids[j] = ks[j].i
 	}
 }
 
