@@ -56,3 +56,14 @@ func BenchmarkBinary(b *testing.B) {
 	b.ReportMetric(float64(buf.Len())/100000, "B/msg-on-disk")
 	b.ReportMetric(float64(b.N*100000)/b.Elapsed().Seconds(), "msgs/s")
 }
+
+func BenchmarkWriteBinary(b *testing.B) {
+	t := synthetic(100000)
+	var buf bytes.Buffer
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		buf.Reset()
+		WriteBinary(&buf, t)
+	}
+	b.ReportMetric(float64(b.N*len(t.Messages))/b.Elapsed().Seconds(), "msgs/s")
+}

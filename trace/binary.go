@@ -1,9 +1,7 @@
 package trace
 
 import (
-	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -29,15 +27,30 @@ const (
 )
 
 type binWriter struct {
-	w   *bufio.Writer
-	buf [binary.MaxVarintLen64]byte
+	w   io.Writer
+	b   []byte
+	err error
 }
 
-func (b *binWriter) uv(v uint64) { n := binary.PutUvarint(b.buf[:], v); b.w.Write(b.buf[:n]) }
-func (b *binWriter) sv(v int64)  { n := binary.PutVarint(b.buf[:], v); b.w.Write(b.buf[:n]) }
+func (b *binWriter) uv(v uint64) { b.b = binary.AppendUvarint(b.b, v) }
+func (b *binWriter) sv(v int64)  { b.b = binary.AppendVarint(b.b, v) }
 func (b *binWriter) str(s string) {
 	b.uv(uint64(len(s)))
-	b.w.WriteString(s)
+	b.b = append(b.b, s...)
+}
+
+// maybeFlush hands full chunks to the compressor.
+func (b *binWriter) maybeFlush() {
+	if len(b.b) >= 1<<20 {
+		b.flush()
+	}
+}
+
+func (b *binWriter) flush() {
+	if b.err == nil && len(b.b) > 0 {
+		_, b.err = b.w.Write(b.b)
+	}
+	b.b = b.b[:0]
 }
 
 // WriteBinary writes the trace in the compact binary form (zstd-compressed).
@@ -47,11 +60,13 @@ func WriteBinary(w io.Writer, t *Trace) error {
 	if _, err := io.WriteString(w, BinaryMagic); err != nil {
 		return err
 	}
-	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault))
+	// One encoder goroutine: CPU-seconds, not wall time, are what a trace
+	// costs; SpeedFastest was no faster here and twice the size.
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return err
 	}
-	b := &binWriter{w: bufio.NewWriterSize(zw, 256*1024)}
+	b := &binWriter{w: zw, b: make([]byte, 0, 1<<20+4096)}
 	b.uv(binaryVersion)
 	b.uv(uint64(len(t.Nodes)))
 	for _, n := range t.Nodes {
@@ -133,15 +148,21 @@ func WriteBinary(w io.Writer, t *Trace) error {
 		if hasExtra {
 			b.str(x)
 		}
+		b.maybeFlush()
 	}
-	if err := b.w.Flush(); err != nil {
-		return err
+	if b.flush(); b.err != nil {
+		return b.err
 	}
 	return zw.Close()
 }
 
+// binReader decodes varints from a buffer of decompressed bytes, refilled
+// from the decompressor in large reads (much cheaper than a byte at a time).
 type binReader struct {
-	r    *bufio.Reader
+	r    io.Reader
+	buf  []byte
+	pos  int
+	eof  bool
 	file string
 	err  error
 }
@@ -152,24 +173,57 @@ func (b *binReader) fail(format string, a ...any) {
 	}
 }
 
+// ensure tries to make n bytes available; it reports whether they are.
+func (b *binReader) ensure(n int) bool {
+	if len(b.buf)-b.pos >= n {
+		return true
+	}
+	if b.eof {
+		return false
+	}
+	rest := copy(b.buf, b.buf[b.pos:])
+	b.buf, b.pos = b.buf[:rest], 0
+	if need := max(n, 1<<20); cap(b.buf) < need {
+		nb := make([]byte, rest, need)
+		copy(nb, b.buf)
+		b.buf = nb
+	}
+	for len(b.buf) < n || len(b.buf) < cap(b.buf)/2 {
+		m, err := b.r.Read(b.buf[len(b.buf):cap(b.buf)])
+		b.buf = b.buf[:len(b.buf)+m]
+		if err != nil {
+			b.eof = true
+			if err != io.EOF {
+				b.fail("%v", err)
+			}
+			break
+		}
+	}
+	return len(b.buf)-b.pos >= n
+}
+
 func (b *binReader) uv() uint64 {
 	if b.err != nil {
 		return 0
 	}
-	v, err := binary.ReadUvarint(b.r)
-	if err != nil {
-		b.fail("truncated or corrupt: %v", err)
+	if !b.ensure(binary.MaxVarintLen64) && b.pos >= len(b.buf) {
+		b.fail("truncated or corrupt: %v", io.ErrUnexpectedEOF)
+		return 0
 	}
+	v, n := binary.Uvarint(b.buf[b.pos:])
+	if n <= 0 {
+		b.fail("truncated or corrupt varint at byte %d of the message section", b.pos)
+		return 0
+	}
+	b.pos += n
 	return v
 }
 
 func (b *binReader) sv() int64 {
-	if b.err != nil {
-		return 0
-	}
-	v, err := binary.ReadVarint(b.r)
-	if err != nil {
-		b.fail("truncated or corrupt: %v", err)
+	u := b.uv()
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
 	}
 	return v
 }
@@ -188,11 +242,13 @@ func (b *binReader) str() string {
 	if b.err != nil {
 		return ""
 	}
-	p := make([]byte, n)
-	if _, err := io.ReadFull(b.r, p); err != nil {
-		b.fail("truncated string: %v", err)
+	if !b.ensure(n) {
+		b.fail("truncated string: %v", io.ErrUnexpectedEOF)
+		return ""
 	}
-	return string(p)
+	s := string(b.buf[b.pos : b.pos+n])
+	b.pos += n
+	return s
 }
 
 // ReadBinary reads a binary trace (starting with BinaryMagic). A truncated or
@@ -208,7 +264,7 @@ func ReadBinary(r io.Reader, file string) (*Trace, error) {
 		return nil, err
 	}
 	defer zr.Close()
-	b := &binReader{r: bufio.NewReaderSize(zr, 256*1024), file: file}
+	b := &binReader{r: zr, file: file}
 	if v := b.uv(); b.err == nil && v != binaryVersion {
 		return nil, fmt.Errorf("%s: binary trace version %d, want %d", file, v, binaryVersion)
 	}
@@ -293,9 +349,7 @@ func ReadBinary(r io.Reader, file string) (*Trace, error) {
 		t.Messages = append(t.Messages, m)
 	}
 	if b.err != nil {
-		if errors.Is(b.err, io.ErrUnexpectedEOF) || len(t.Messages) > 0 || n > 0 {
-			t.Warnf("%v (kept the %d messages before message %d)", b.err, len(t.Messages), len(t.Messages))
-		}
+		t.Warnf("%v (kept the %d messages before message %d)", b.err, len(t.Messages), len(t.Messages))
 	}
 	if err := t.CheckValid(); err != nil {
 		return nil, fmt.Errorf("%s: %v", file, err)
