@@ -27,7 +27,8 @@ type contentKey struct {
 // dgram is one datagram sent or received, waiting for its other end.
 type dgram struct {
 	send     bool
-	t        int64
+	t        int64 // as the observer recorded it
+	ct       int64 // on the reference clock (step 0), for comparisons
 	node     trace.NodeID
 	host     string // the observer's host, for fillWildcard
 	local    libsockcap.Endpoint
@@ -73,7 +74,7 @@ func (m *matcher) observeDgram(ob *Observation) {
 	if (ob.Op != OpSend && ob.Op != OpRecv) || ob.Bytes < 0 {
 		return
 	}
-	d := &dgram{send: ob.Op == OpSend, t: ob.Time, node: m.names.node(ob.Observer), host: hostScope(ob.Observer),
+	d := &dgram{send: ob.Op == OpSend, t: ob.Time, ct: ob.Time - m.corr, node: m.names.node(ob.Observer), host: hostScope(ob.Observer),
 		local: ob.Local, remote: ob.Remote}
 	k := dgKey{proto: ob.Proto, n: ob.Bytes, sum: ob.Sum}
 	if d.send {
@@ -217,7 +218,7 @@ func (m *matcher) expireDgram(d *dgram) {
 			if p.done || p.send == d.send {
 				continue
 			}
-			dt := p.t - d.t
+			dt := p.ct - d.ct
 			if dt < -m.window || dt > m.window {
 				continue
 			}
@@ -245,7 +246,7 @@ func (m *matcher) expireDgram(d *dgram) {
 		m.emit(d.t, d.node, m.names.endpoint(d.local), trace.Unknown, m.names.peer(d.remote), m.names.endpoint(d.remote), d.key.n)
 		return
 	}
-	if t, ok := s.recent[d.key]; ok && d.t-t <= 2*m.window && t-d.t <= 2*m.window {
+	if t, ok := s.recent[d.key]; ok && d.ct-t <= 2*m.window && t-d.ct <= 2*m.window {
 		m.dupDgrams++
 		return
 	}

@@ -39,6 +39,18 @@ type logSource struct {
 	warnings []string
 	close    func() error
 	done     bool
+	path string // the log file (NewLogSource), for reread
+}
+
+// reread opens the same log again from its start (step 0).
+func (s *logSource) reread() (Source, error) {
+	if s.path != "" {
+		return NewLogSource(s.path)
+	}
+	if ss, ok := s.sc.(*sliceScanner); ok {
+		return EventSource(ss.p, ss.ev), nil
+	}
+	return nil, fmt.Errorf("%s: cannot be read again", s.name)
 }
 
 // NewLogSource reads one libsockcap log file as a Source.
@@ -49,6 +61,7 @@ func NewLogSource(path string) (Source, error) {
 	}
 	s := newLogSource(sc, path)
 	s.close = sc.Close
+	s.path = path
 	return s, nil
 }
 

@@ -141,6 +141,9 @@ const (
 type matcher struct {
 	opts   Options
 	window int64
+	// corr is the clock offset of the observation being handled (step 0):
+	// times compared across sources are ob.Time − corr.
+	corr int64
 	t      *trace.Trace
 	names  *namer
 	nat    natTable
@@ -237,8 +240,9 @@ func (m *matcher) fire(d deadline) {
 }
 
 // observe handles one observation (steps 2–5).
-func (m *matcher) observe(src int, ob *Observation) {
-	m.advance(ob.Time)
+func (m *matcher) observe(src int, ob *Observation, corr int64) {
+	m.corr = corr
+	m.advance(ob.Time - corr)
 	if ob.Observer == nil {
 		return
 	}
@@ -1132,6 +1136,8 @@ type cursor struct {
 	src  Source
 	idx  int
 	ob   Observation
+	at   int64 // ob.Time on the reference clock (step 0)
+	corr int64 // this source's clock offset
 	done bool
 }
 

@@ -144,12 +144,23 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 			m.logged[ls.obs.Host] = true
 		}
 	}
-	// 1. Merge the sources by time.
+	// 0. Clock offsets between the sources, for matching only.
+	var offsets []int64
+	if !opts.SyncedClocks {
+		var warns []string
+		offsets, warns = estimateOffsets(sources, opts)
+		t.Warnings = append(t.Warnings, warns...)
+	}
+	// 1. Merge the sources by (offset-corrected) time.
 	h := make(sourceHeap, 0, len(sources))
 	var ended []*cursor
 	for i, s := range sources {
 		c := &cursor{src: s, idx: i}
+		if offsets != nil {
+			c.corr = offsets[i]
+		}
 		if s.Next(&c.ob) {
+			c.at = c.ob.Time - c.corr
 			h = append(h, c)
 		} else {
 			ended = append(ended, c)
@@ -158,8 +169,9 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 	h.init()
 	for len(h) > 0 {
 		c := h[0]
-		m.observe(c.idx, &c.ob)
+		m.observe(c.idx, &c.ob, c.corr)
 		if c.src.Next(&c.ob) {
+			c.at = c.ob.Time - c.corr
 			h.down(0)
 		} else {
 			ended = append(ended, c)
@@ -348,10 +360,10 @@ func (h sourceHeap) down(i int) {
 			return
 		}
 		j := l
-		if r := l + 1; r < n && h[r].ob.Time < h[l].ob.Time {
+		if r := l + 1; r < n && h[r].at < h[l].at {
 			j = r
 		}
-		if h[j].ob.Time >= h[i].ob.Time {
+		if h[j].at >= h[i].at {
 			return
 		}
 		h[i], h[j] = h[j], h[i]

@@ -1,0 +1,285 @@
+package reconcile
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"wap5/libsockcap"
+)
+
+// Step 0 (clock offsets for matching): hosts' clocks may disagree by
+// minutes (WAP5 §7), far more than the window an end waits for its peer.
+// Before matching, the sources are read once for their connection
+// establishments only: a connect on one source and the accept of the same
+// connection (same protocol and canonical 4-tuple, instances of a reused
+// tuple paired in order) on another bound the offset between the two
+// clocks — the accept returns after the connect began, so
+// accept − connect ≥ offset(server) − offset(client), and handshakes the
+// other way bound it from below. Per pair of sources: the smallest
+// difference near the median (robust to a mispaired instance), the
+// midpoint of the two bounds when connections go both ways. A maximum
+// spanning tree over the pairs (most handshakes first; sources of one host
+// joined at offset 0 where no handshake links them) gives every source an
+// offset against one reference. The merge (step 1) and every comparison of
+// times across sources then use offset-corrected time; the messages keep
+// the times their observers recorded (correcting them is `wap5 skew`'s job).
+
+// rereader is a source that can be read again from its start, for the
+// offset pass. Sources that cannot (built by the caller, captures: one
+// sniffer's clock already chosen per host) keep offset 0 unless their host
+// is linked to an estimated one.
+type rereader interface {
+	reread() (Source, error)
+}
+
+// Limits of the offset pass: waiting opens per connection key, and samples
+// kept per pair of sources.
+const (
+	maxWaitingOpens = 1024
+	maxClockSamples = 4096
+	// clockNear: samples this close to a pair's median take part in its
+	// minimum (the accept follows the connect by microseconds to
+	// milliseconds; a mispaired reuse of a tuple lies seconds away).
+	clockNear = int64(time.Second)
+)
+
+type hsKey struct {
+	proto          libsockcap.Proto
+	client, server epKey
+}
+
+type hsOpen struct {
+	src int32
+	t   int64
+}
+
+type hsQueue struct{ clients, servers []hsOpen }
+
+type srcPair struct{ client, server int32 }
+
+// clockPass collects handshake samples.
+type clockPass struct {
+	nat     *natTable
+	waiting map[hsKey]*hsQueue
+	samples map[srcPair][]int64 // accept time − connect time, raw clocks
+}
+
+func (p *clockPass) endKey(e libsockcap.Endpoint, o *Observer) epKey {
+	ap := p.nat.canon(e.Addr)
+	if ap.Addr().IsLoopback() {
+		return epKey{ap: ap, scope: hostScope(o)}
+	}
+	return epKey{ap: ap}
+}
+
+func (p *clockPass) observe(src int, ob *Observation) {
+	if ob.Op != OpOpen || !ob.Stream || ob.Proto == libsockcap.ProtoUnix || ob.Local.Unix || ob.Remote.Unix ||
+		!ob.Local.Addr.IsValid() || !ob.Remote.Addr.IsValid() {
+		return
+	}
+	l, r := p.endKey(ob.Local, ob.Observer), p.endKey(ob.Remote, ob.Observer)
+	var k hsKey
+	switch ob.Role {
+	case RoleClient:
+		k = hsKey{ob.Proto, l, r}
+	case RoleServer:
+		k = hsKey{ob.Proto, r, l}
+	default:
+		return
+	}
+	q := p.waiting[k]
+	if q == nil {
+		q = &hsQueue{}
+		p.waiting[k] = q
+	}
+	me := hsOpen{int32(src), ob.Time}
+	mine, other := &q.clients, &q.servers
+	if ob.Role == RoleServer {
+		mine, other = &q.servers, &q.clients
+	}
+	for i, o := range *other {
+		if o.src == me.src {
+			continue // the same clock: nothing to learn
+		}
+		*other = slices.Delete(*other, i, i+1)
+		pair, d := srcPair{o.src, me.src}, me.t-o.t
+		if ob.Role == RoleClient {
+			pair, d = srcPair{me.src, o.src}, o.t-me.t
+		}
+		if s := p.samples[pair]; len(s) < maxClockSamples {
+			p.samples[pair] = append(s, d)
+		}
+		if len(q.clients) == 0 && len(q.servers) == 0 {
+			delete(p.waiting, k)
+		}
+		return
+	}
+	if len(*mine) >= maxWaitingOpens {
+		*mine = slices.Delete(*mine, 0, 1)
+	}
+	*mine = append(*mine, me)
+}
+
+// lowNearMedian is the smallest sample within clockNear of the median.
+func lowNearMedian(s []int64) int64 {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	for _, v := range s {
+		if v >= med-clockNear {
+			return v
+		}
+	}
+	return med
+}
+
+// clockEdge is an estimate of offset(b) − offset(a) from n handshakes.
+type clockEdge struct {
+	a, b int
+	d    int64
+	n    int
+}
+
+// estimateOffsets runs the offset pass over sources (step 0) and returns
+// each source's offset against the reference (nil when nothing was
+// estimated), with warnings about large offsets.
+func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
+	hosts := make([]string, len(sources))
+	distinct := map[string]bool{}
+	var re []Source
+	var idx []int
+	for i, s := range sources {
+		if ls, ok := s.(*logSource); ok {
+			hosts[i] = hostScope(ls.obs)
+			distinct[hosts[i]] = true
+		}
+		if r, ok := s.(rereader); ok {
+			if c, err := r.reread(); err == nil {
+				re = append(re, c)
+				idx = append(idx, i)
+			}
+		}
+	}
+	if len(distinct) < 2 || len(re) < 2 {
+		return nil, nil // one host, one clock
+	}
+	p := &clockPass{nat: &natTable{}, waiting: map[hsKey]*hsQueue{}, samples: map[srcPair][]int64{}}
+	for _, tr := range opts.NAT {
+		p.nat.addRule(tr) // checked by newMatcher
+	}
+	h := make(sourceHeap, 0, len(re))
+	for i, s := range re {
+		c := &cursor{src: s, idx: idx[i]}
+		if s.Next(&c.ob) {
+			c.at = c.ob.Time
+			h = append(h, c)
+		}
+	}
+	h.init()
+	for len(h) > 0 {
+		c := h[0]
+		p.observe(c.idx, &c.ob)
+		if c.src.Next(&c.ob) {
+			c.at = c.ob.Time
+			h.down(0)
+		} else {
+			h.pop()
+		}
+	}
+	// Per unordered pair: both bounds.
+	var edges []clockEdge
+	for pair, s := range p.samples {
+		a, b := int(pair.client), int(pair.server)
+		if back, ok := p.samples[srcPair{pair.server, pair.client}]; ok {
+			if a > b {
+				continue // handled from the other side
+			}
+			hi, lo := lowNearMedian(s), -lowNearMedian(back)
+			d := hi
+			if lo <= hi {
+				d = lo + (hi-lo)/2
+			}
+			edges = append(edges, clockEdge{a, b, d, len(s) + len(back)})
+			continue
+		}
+		edges = append(edges, clockEdge{a, b, lowNearMedian(s), len(s)})
+	}
+	// Sources of one host share its clock where no handshake says better.
+	first := map[string]int{}
+	for i, h := range hosts {
+		if h == "" {
+			continue
+		}
+		if f, ok := first[h]; ok {
+			edges = append(edges, clockEdge{f, i, 0, 0})
+		} else {
+			first[h] = i
+		}
+	}
+	if len(p.samples) == 0 {
+		return nil, nil
+	}
+	slices.SortStableFunc(edges, func(x, y clockEdge) int {
+		if x.n != y.n {
+			return y.n - x.n
+		}
+		if x.a != y.a {
+			return x.a - y.a
+		}
+		return x.b - y.b
+	})
+	// Maximum spanning forest (Kruskal), then offsets along the trees.
+	parent := make([]int, len(sources))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(x int) int {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	adj := make([][]clockEdge, len(sources))
+	for _, e := range edges {
+		ra, rb := find(e.a), find(e.b)
+		if ra == rb {
+			continue
+		}
+		parent[ra] = rb
+		adj[e.a] = append(adj[e.a], e)
+		adj[e.b] = append(adj[e.b], clockEdge{e.b, e.a, -e.d, e.n})
+	}
+	off := make([]int64, len(sources))
+	seen := make([]bool, len(sources))
+	var warns []string
+	warned := map[string]bool{}
+	for root := range sources {
+		if seen[root] {
+			continue
+		}
+		seen[root] = true
+		queue := []int{root}
+		for len(queue) > 0 {
+			x := queue[0]
+			queue = queue[1:]
+			for _, e := range adj[x] {
+				if seen[e.b] {
+					continue
+				}
+				seen[e.b] = true
+				off[e.b] = off[x] + e.d
+				queue = append(queue, e.b)
+				if e.n > 0 && math.Abs(float64(off[e.b]-off[root])) >= float64(time.Second) && (hosts[e.b] == "" || !warned[hosts[e.b]]) {
+					warned[hosts[e.b]] = true
+					warns = append(warns, fmt.Sprintf("clocks: %s is %+.3f s off %s (estimated from %d handshakes, for matching only; times kept as recorded)",
+						sources[e.b].Name(), float64(off[e.b]-off[root])/1e9, sources[root].Name(), e.n))
+				}
+			}
+		}
+	}
+	return off, warns
+}

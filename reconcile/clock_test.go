@@ -1,0 +1,202 @@
+package reconcile
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"wap5/libsockcap"
+	"wap5/trace"
+)
+
+// offsetHost is one host of the offset scenario: its process's log and its
+// clock's offset from true time.
+type offsetHost struct {
+	name string
+	addr string
+	off  int64
+	proc *libsockcap.Process
+	ev   []libsockcap.Event
+	fd   int32
+}
+
+func (h *offsetHost) add(t int64, ev libsockcap.Event) {
+	ev.Proc, ev.Time = h.proc, t+h.off
+	if ev.Fd2 == 0 {
+		ev.Fd2 = -1
+	}
+	h.ev = append(h.ev, ev)
+}
+
+func ep(s string) libsockcap.Endpoint {
+	return libsockcap.Endpoint{Addr: netip.MustParseAddrPort(s)}
+}
+
+// wantMsgKey is a message as the scenario expects it: raw clock times.
+type offsetMsg struct {
+	send, recv int64
+	src, dst   string
+	bytes      int64
+}
+
+// offsetScenario: hosts A (true time), B (+offB) and C (−offC) exchange, every
+// 15 s for rounds rounds: a TCP call A→B:80 and C→B:80, both from the same
+// client port each round (port reuse), a TCP call B→A:8080 (handshakes the
+// other way), and a UDP query A→C:53 with its answer, all with the same
+// contents every round (order matching). Returns the sources and every
+// message the workload sent.
+func offsetScenario(offB, offC int64, rounds int) ([]Source, []offsetMsg) {
+	const base = int64(1_700_000_000_000_000_000)
+	hosts := map[string]*offsetHost{
+		"A": {name: "hostA", addr: "10.0.0.1", off: 0},
+		"B": {name: "hostB", addr: "10.0.0.2", off: offB},
+		"C": {name: "hostC", addr: "10.0.0.3", off: -offC},
+	}
+	for k, h := range hosts {
+		h.proc = &libsockcap.Process{Host: h.name, Node: h.name, Exe: "/usr/bin/p" + k, Pid: 100, File: h.name + ".sclog"}
+		h.fd = 3
+	}
+	var want []offsetMsg
+	us := int64(time.Microsecond)
+	msg := func(t0 int64, from, to *offsetHost, delay, n int64) {
+		want = append(want, offsetMsg{t0 + from.off, t0 + delay + to.off, from.name, to.name, n})
+	}
+	tcp := func(t int64, cl, sv *offsetHost, cport, sport string, req, resp int64) {
+		c, s := cl.addr+":"+cport, sv.addr+":"+sport
+		cfd, sfd := cl.fd, sv.fd+100
+		cl.fd++
+		sv.fd++
+		cl.add(t, libsockcap.Event{Op: libsockcap.OpConnect, Fd: cfd, Proto: libsockcap.ProtoTCP, SoType: 1, Local: ep(c), Remote: ep(s)})
+		sv.add(t+150*us, libsockcap.Event{Op: libsockcap.OpAccept, Fd: sfd, Proto: libsockcap.ProtoTCP, SoType: 1, Local: ep(s), Remote: ep(c)})
+		cl.add(t+200*us, libsockcap.Event{Op: libsockcap.OpSend, Fd: cfd, Proto: libsockcap.ProtoTCP, SoType: 1, Bytes: req, Ret: req})
+		sv.add(t+300*us, libsockcap.Event{Op: libsockcap.OpRecv, Fd: sfd, Proto: libsockcap.ProtoTCP, SoType: 1, Bytes: req, Ret: req})
+		sv.add(t+900*us, libsockcap.Event{Op: libsockcap.OpSend, Fd: sfd, Proto: libsockcap.ProtoTCP, SoType: 1, Bytes: resp, Ret: resp})
+		cl.add(t+1000*us, libsockcap.Event{Op: libsockcap.OpRecv, Fd: cfd, Proto: libsockcap.ProtoTCP, SoType: 1, Bytes: resp, Ret: resp})
+		cl.add(t+1100*us, libsockcap.Event{Op: libsockcap.OpClose, Fd: cfd})
+		sv.add(t+1200*us, libsockcap.Event{Op: libsockcap.OpClose, Fd: sfd})
+		msg(t+200*us, cl, sv, 100*us, req)
+		msg(t+900*us, sv, cl, 100*us, resp)
+	}
+	A, B, C := hosts["A"], hosts["B"], hosts["C"]
+	for r := 0; r < rounds; r++ {
+		t := base + int64(r)*int64(15*time.Second)
+		tcp(t, A, B, "40000", "80", 100, 2000)
+		tcp(t+int64(time.Second), C, B, "41000", "80", 120, 3000)
+		tcp(t+2*int64(time.Second), B, A, "42000", "8080", 140, 4000)
+		// UDP: the same query and answer every round.
+		t += 3 * int64(time.Second)
+		a, c := ep("10.0.0.1:5000"), ep("10.0.0.3:53")
+		A.add(t, libsockcap.Event{Op: libsockcap.OpSend, Fd: 50, Proto: libsockcap.ProtoUDP, SoType: 2, Local: a, Remote: c, Bytes: 40, Ret: 40, Sum: 77})
+		C.add(t+200*us, libsockcap.Event{Op: libsockcap.OpRecv, Fd: 50, Proto: libsockcap.ProtoUDP, SoType: 2, Local: c, Remote: a, Bytes: 40, Ret: 40, Sum: 77})
+		C.add(t+500*us, libsockcap.Event{Op: libsockcap.OpSend, Fd: 50, Proto: libsockcap.ProtoUDP, SoType: 2, Local: c, Remote: a, Bytes: 90, Ret: 90, Sum: 88})
+		A.add(t+700*us, libsockcap.Event{Op: libsockcap.OpRecv, Fd: 50, Proto: libsockcap.ProtoUDP, SoType: 2, Local: a, Remote: c, Bytes: 90, Ret: 90, Sum: 88})
+		msg(t, A, C, 200*us, 40)
+		msg(t+500*us, C, A, 200*us, 90)
+	}
+	var srcs []Source
+	for _, k := range []string{"A", "B", "C"} {
+		h := hosts[k]
+		sort.SliceStable(h.ev, func(i, j int) bool { return h.ev[i].Time < h.ev[j].Time })
+		srcs = append(srcs, EventSource(h.proc, h.ev))
+	}
+	return srcs, want
+}
+
+func offsetLines(tr *trace.Trace) []string {
+	var out []string
+	for i := range tr.Messages {
+		m := &tr.Messages[i]
+		out = append(out, fmt.Sprintf("%d %s %d %s %d", m.Send, tr.NodeName(m.Src), m.Recv, tr.NodeName(m.Dst), m.Bytes))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestClockOffsets: hosts minutes apart are matched as if their clocks
+// agreed (step 0), the messages keep the times their hosts recorded, calls
+// pair with their returns, and reused ports and same-content datagrams still
+// pair instance by instance.
+func TestClockOffsets(t *testing.T) {
+	min := int64(time.Minute)
+	for _, c := range []struct {
+		name       string
+		offB, offC int64
+		window     time.Duration
+	}{
+		{"3min", 3 * min, 3 * min, 0},
+		{"3min-5s-window", 3 * min, 3 * min, 5 * time.Second},
+		{"B-behind", -3 * min, -2 * min, 0},
+		{"5s", 5 * int64(time.Second), 5 * int64(time.Second), 5 * time.Second},
+		{"synced", 0, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srcs, want := offsetScenario(c.offB, c.offC, 12)
+			tr, err := ReconcileSources(srcs, Options{Window: c.window})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.CheckValid(); err != nil {
+				t.Fatal(err)
+			}
+			var wl []string
+			for _, m := range want {
+				wl = append(wl, fmt.Sprintf("%d %s %d %s %d", m.send, m.src, m.recv, m.dst, m.bytes))
+			}
+			slices.Sort(wl)
+			got := offsetLines(tr)
+			if strings.Join(got, "\n") != strings.Join(wl, "\n") {
+				t.Fatalf("messages differ (%d, want %d)\n--- got\n%s\n--- want\n%s\nwarnings: %q", len(got), len(wl),
+					strings.Join(got, "\n"), strings.Join(wl, "\n"), tr.Warnings)
+			}
+			calls, rets := 0, 0
+			for i := range tr.Messages {
+				switch tr.Messages[i].Kind {
+				case trace.KindCall:
+					calls++
+				case trace.KindReturn:
+					rets++
+				}
+			}
+			if calls != 36 || rets != 36 {
+				t.Errorf("%d calls, %d returns; want 36 each", calls, rets)
+			}
+			for _, w := range tr.Warnings {
+				if !strings.HasPrefix(w, "clocks: ") {
+					t.Errorf("unexpected warning %q", w)
+				}
+			}
+		})
+	}
+}
+
+// TestEstimateOffsets checks the estimates themselves: within the
+// handshake delay of the true offsets.
+func TestEstimateOffsets(t *testing.T) {
+	min := int64(time.Minute)
+	srcs, _ := offsetScenario(3*min, 2*min, 5)
+	off, warns := estimateOffsets(srcs, Options{})
+	if len(off) != 3 {
+		t.Fatalf("offsets %v", off)
+	}
+	want := []int64{0, 3 * min, -2 * min}
+	for i := range want {
+		if d := (off[i] - off[0]) - want[i]; d < -int64(time.Millisecond) || d > int64(time.Millisecond) {
+			t.Errorf("source %d: offset %d, want %d (±1 ms)", i, off[i]-off[0], want[i])
+		}
+	}
+	if len(warns) != 2 {
+		t.Errorf("warnings %q, want one per shifted host", warns)
+	}
+	// One host: no pass at all.
+	one, _ := offsetScenario(0, 0, 1)
+	for _, s := range one {
+		s.(*logSource).obs.Host = "same"
+	}
+	if off, _ := estimateOffsets(one, Options{}); off != nil {
+		t.Errorf("one host: offsets %v, want none", off)
+	}
+}
