@@ -1,9 +1,11 @@
 package libsockcap
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -89,7 +91,9 @@ func committedLen(data []byte) (int, error) {
 }
 
 // Seal compresses a finished log with zstd into path + ".zst", truncated to
-// its committed length, and removes the original. A sealed path is returned
+// its committed length, and removes the original. The header and every chunk
+// are separate zstd frames (FORMAT.md, "Sealed logs"): damage costs the
+// reader one chunk, not the rest of the file. A sealed path is returned
 // unchanged. Do not seal a log a live process still writes.
 func Seal(path string) (string, error) {
 	if strings.HasSuffix(path, ".zst") {
@@ -112,13 +116,7 @@ func Seal(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	enc, err := zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1))
-	if err == nil {
-		_, err = enc.Write(data[:n])
-		if cerr := enc.Close(); err == nil {
-			err = cerr
-		}
-	}
+	err = writeSealed(f, data[:n])
 	if err == nil {
 		err = f.Sync()
 	}
@@ -136,6 +134,34 @@ func Seal(path string) (string, error) {
 		return dst, err
 	}
 	return dst, nil
+}
+
+// writeSealed compresses a raw log as one zstd frame for the file header and
+// one per chunk. `zstd -d` yields the raw log unchanged.
+func writeSealed(w io.Writer, data []byte) error {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return err
+	}
+	defer enc.Close()
+	hdr, chunk := len(data), 0
+	if len(data) >= hdrStringsOff {
+		hdr = int(binary.LittleEndian.Uint32(data[12:]))
+		chunk = int(binary.LittleEndian.Uint32(data[16:]))
+	}
+	if hdr > len(data) || hdr <= 0 || chunk <= 0 {
+		hdr, chunk = len(data), len(data)
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	var buf []byte
+	for off, n := 0, hdr; off < len(data); off, n = off+n, chunk {
+		end := min(off+n, len(data))
+		buf = enc.EncodeAll(data[off:end], buf[:0])
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
 }
 
 // Summary counts what a run recorded, for `wap5 run`'s closing line.

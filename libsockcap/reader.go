@@ -7,14 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/netip"
 	"os"
 	"runtime"
 	"strings"
 	"syscall"
-
-	"github.com/klauspost/compress/zstd"
 )
 
 // DamageError is a non-fatal problem in a log: the reader skips to the next
@@ -111,20 +108,13 @@ func Open(path string) (*Scanner, error) {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<34))
+		z, err := io.ReadAll(f)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		out, derr := io.ReadAll(dec)
-		dec.Close()
-		if derr != nil {
-			var pe *fs.PathError
-			if errors.As(derr, &pe) {
-				return nil, fmt.Errorf("%s: %w", path, derr) // an I/O error, not damage
-			}
-			s.warn(int64(len(out)), "sealed file truncated or corrupt: %v", derr)
+		if data, err = decodeSealed(z, func(off int64, msg string) { s.warn(off, "%s", msg) }); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		data = out
 	case fi.Size() > 0 && fi.Mode().IsRegular():
 		// unsealed logs are mapped, not copied: they can be large, and a
 		// live process may still be appending (committed records only are read)

@@ -8,7 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 
 	"wap5/libsockcap"
 	enc "wap5/libsockcap/internal/sockcapenc"
@@ -253,21 +256,138 @@ func TestDamage(t *testing.T) {
 			t.Errorf("%d events, want %d", len(rows), n)
 		}
 	})
-	t.Run("truncated-sealed", func(t *testing.T) {
-		dir := t.TempDir()
-		sealed, err := libsockcap.Seal(writeFile(t, dir, "a.sclog", good))
+}
+
+// multiChunkLog is a log of three threads and 12 chunks with varied records.
+func multiChunkLog() []byte {
+	l := enc.NewLog(hdr)
+	tm, x := t0, uint32(1)
+	for ch := 0; ch < 12; ch++ {
+		c := l.Chunk(int32(1+ch%3), tm)
+		c.Fd(tm, 3, 1, 1, &enc.Addr{IP: cli}, &enc.Addr{IP: srv}, 0)
+		for i := 0; i < 2000; i++ {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			if !c.Send(tm, x&1 == 1, 3, int64(x%5000), 0) {
+				break
+			}
+			tm += int64(500 + x%3000)
+		}
+	}
+	return l.Bytes()
+}
+
+// zeroChunks clears the chunks from..to-1 (they are then skipped).
+func zeroChunks(b []byte, from, to int) []byte {
+	b = append([]byte(nil), b...)
+	for k := from; k < to; k++ {
+		clear(b[enc.HdrSize+k*enc.ChunkSize : enc.HdrSize+(k+1)*enc.ChunkSize])
+	}
+	return b
+}
+
+// A damaged sealed log: every chunk before the damage is read (and, for
+// damage inside, every chunk after it), with a warning at the offset where the
+// damage starts.
+func TestDamagedSealed(t *testing.T) {
+	raw := multiChunkLog()
+	nChunks := (len(raw) - enc.HdrSize) / enc.ChunkSize
+	dir := t.TempDir()
+	sealed, err := libsockcap.Seal(writeFile(t, dir, "a.sclog", raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, _ := os.ReadFile(sealed)
+	// frames[k] is where the frame of chunk k starts (frame 0 is the header)
+	var frames []int
+	for pos := 0; pos < len(z); {
+		n, err := libsockcap.FrameEnd(z[pos:])
 		if err != nil {
 			t.Fatal(err)
 		}
-		z, _ := os.ReadFile(sealed)
-		p := writeFile(t, dir, "b.sclog.zst", z[:len(z)/2])
-		s, err := libsockcap.Open(p)
+		frames = append(frames, pos)
+		pos += n
+	}
+	if len(frames) != nChunks+1 {
+		t.Fatalf("%d frames, want one per chunk and the header (%d)", len(frames), nChunks+1)
+	}
+	frames = frames[1:]
+	rowsOf := func(b []byte) []row {
+		s, err := libsockcap.NewScannerBytes("x", b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, warns := scanAll(t, s)
-		if len(warns) == 0 {
-			t.Error("no warning for a truncated sealed file")
+		rows, _ := scanAll(t, s)
+		return rows
+	}
+	chunkOff := func(k int) int64 { return int64(enc.HdrSize + k*enc.ChunkSize) }
+	tests := []struct {
+		name   string
+		z      []byte
+		want   []row
+		offset int64
+	}{
+		{"intact", z, rowsOf(raw), -1},
+		{"cut-last-byte", z[:len(z)-1], rowsOf(zeroChunks(raw, nChunks-1, nChunks)), chunkOff(nChunks - 1)},
+		{"cut-in-chunk-8", z[:frames[8]+100], rowsOf(zeroChunks(raw, 8, nChunks)), chunkOff(8)},
+		{"cut-after-chunk-5", z[:frames[6]], rowsOf(zeroChunks(raw, 6, nChunks)), -1},
+		{"cut-in-chunk-0", z[:frames[0]+7], rowsOf(zeroChunks(raw, 0, nChunks)), chunkOff(0)},
+		{"flip-in-chunk-4", func() []byte {
+			b := append([]byte(nil), z...)
+			b[(frames[4]+frames[5])/2] ^= 0x5a
+			return b
+		}(), rowsOf(zeroChunks(raw, 4, 5)), chunkOff(4)},
+		{"garbage-over-chunk-2-magic", func() []byte {
+			b := append([]byte(nil), z...)
+			copy(b[frames[2]:], "GARBAGE!")
+			return b
+		}(), rowsOf(zeroChunks(raw, 2, 3)), chunkOff(2)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := libsockcap.Open(writeFile(t, dir, "b.sclog.zst", tc.z))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			rows, warns := scanAll(t, s)
+			if len(rows) != len(tc.want) || !reflect.DeepEqual(rows, tc.want) {
+				t.Errorf("%d events, want %d", len(rows), len(tc.want))
+			}
+			if tc.offset < 0 {
+				if len(warns) != 0 {
+					t.Errorf("warnings %v", warns)
+				}
+				return
+			}
+			var de *libsockcap.DamageError
+			if len(warns) == 0 || !errors.As(warns[0], &de) || de.Offset != tc.offset || !strings.HasSuffix(de.File, "b.sclog.zst") {
+				t.Errorf("warnings %v, want one at offset %d", warns, tc.offset)
+			}
+		})
+	}
+	// A log sealed as one zstd stream (before per-chunk frames): read up to
+	// the damaged block.
+	t.Run("single-frame", func(t *testing.T) {
+		var buf bytes.Buffer
+		w, _ := zstd.NewWriter(&buf, zstd.WithEncoderConcurrency(1))
+		w.Write(raw)
+		w.Close()
+		s, err := libsockcap.Open(writeFile(t, dir, "c.sclog.zst", buf.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows, warns := scanAll(t, s); !reflect.DeepEqual(rows, rowsOf(raw)) || len(warns) != 0 {
+			t.Errorf("%d events, warnings %v", len(rows), warns)
+		}
+		s, err = libsockcap.Open(writeFile(t, dir, "c.sclog.zst", buf.Bytes()[:buf.Len()-10]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, warns := scanAll(t, s)
+		if len(warns) != 1 || len(rows) == 0 {
+			t.Errorf("%d events, warnings %v", len(rows), warns)
 		}
 	})
 }
@@ -416,6 +536,36 @@ func FuzzScanner(f *testing.F) {
 			var de *libsockcap.DamageError
 			if !errors.As(w, &de) || de.Offset < 0 || de.Offset > int64(len(b)) {
 				t.Fatalf("warning %v", w)
+			}
+		}
+	})
+}
+
+// FuzzDecodeSealed: damaged sealed logs never panic, and damage offsets lie
+// within the output.
+func FuzzDecodeSealed(f *testing.F) {
+	small := hdr
+	small.HdrSize, small.ChunkSize = 256, 4096
+	raw := buildLogSized(small)
+	dir := f.TempDir()
+	p := filepath.Join(dir, "s.sclog")
+	os.WriteFile(p, raw, 0o600)
+	sealed, err := libsockcap.Seal(p)
+	if err != nil {
+		f.Fatal(err)
+	}
+	z, _ := os.ReadFile(sealed)
+	f.Add(z)
+	f.Add(z[:len(z)/2])
+	f.Fuzz(func(t *testing.T, z []byte) {
+		var offs []int64
+		out, err := libsockcap.DecodeSealed(z, func(off int64, msg string) { offs = append(offs, off) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range offs {
+			if o < 0 || o > int64(len(out)) {
+				t.Fatalf("damage offset %d outside %d bytes", o, len(out))
 			}
 		}
 	})

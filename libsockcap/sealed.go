@@ -1,0 +1,236 @@
+package libsockcap
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Sealed logs (FORMAT.md, "Sealed logs") are a sequence of zstd frames: Seal
+// writes one for the file header and one per chunk; logs sealed before that
+// are one frame. decodeSealed decodes them frame by frame, each as a stream,
+// so that damage costs only what cannot be decoded:
+//
+//  1. Walk the frame at the current position (header, block headers,
+//     checksum) to find where it ends, without decoding it.
+//  2. Stream-decode the frame, appending every block that decodes; a frame
+//     that fails keeps the blocks decoded before the failure.
+//  3. On damage, report a DamageError at the uncompressed offset where the
+//     output stops, pad a damaged chunk frame with zeros up to its stated
+//     size (a zero chunk is skipped by the scanner, and later chunks keep
+//     their offsets), and resync at the next frame: where the walk of step 1
+//     says it starts, else at the next zstd magic number.
+//
+// The compressed bytes are held in memory (they are small: ~3 bytes per
+// event); the output is the raw log.
+const (
+	zstdFrameMagic    = 0xfd2fb528
+	zstdSkippableMask = 0xfffffff0
+	zstdSkippableBase = 0x184d2a50
+)
+
+// frameEnd walks one zstd frame at z[0:] and returns its length, or an error
+// when its headers do not fit in z. It does not decode anything.
+func frameEnd(z []byte) (int, error) {
+	if len(z) < 8 {
+		return 0, errors.New("truncated frame header")
+	}
+	magic := binary.LittleEndian.Uint32(z)
+	if magic&zstdSkippableMask == zstdSkippableBase {
+		n := 8 + int(binary.LittleEndian.Uint32(z[4:]))
+		if n > len(z) || n < 8 {
+			return 0, errors.New("truncated skippable frame")
+		}
+		return n, nil
+	}
+	if magic != zstdFrameMagic {
+		return 0, fmt.Errorf("no zstd frame (magic %#x)", magic)
+	}
+	fhd := z[4]
+	fcsFlag := fhd >> 6
+	single := fhd>>5&1 == 1
+	checksum := fhd>>2&1 == 1
+	didFlag := fhd & 3
+	pos := 5
+	if !single {
+		pos++ // window descriptor
+	}
+	pos += [4]int{0, 1, 2, 4}[didFlag]
+	switch {
+	case fcsFlag == 0 && single:
+		pos++
+	case fcsFlag == 1:
+		pos += 2
+	case fcsFlag == 2:
+		pos += 4
+	case fcsFlag == 3:
+		pos += 8
+	}
+	for {
+		if pos+3 > len(z) {
+			return 0, errors.New("truncated block header")
+		}
+		bh := uint32(z[pos]) | uint32(z[pos+1])<<8 | uint32(z[pos+2])<<16
+		pos += 3
+		last := bh&1 == 1
+		size := int(bh >> 3)
+		switch bh >> 1 & 3 {
+		case 1: // RLE: one byte
+			size = 1
+		case 3:
+			return 0, errors.New("reserved block type")
+		}
+		if size > 1<<17 || pos+size > len(z) {
+			return 0, errors.New("truncated block")
+		}
+		pos += size
+		if last {
+			break
+		}
+	}
+	if checksum {
+		pos += 4
+		if pos > len(z) {
+			return 0, errors.New("truncated checksum")
+		}
+	}
+	return pos, nil
+}
+
+// frameContentSize is the decompressed size a frame header states, or -1.
+func frameContentSize(z []byte) int64 {
+	var h zstd.Header
+	if h.Decode(z) != nil || !h.HasFCS {
+		return -1
+	}
+	return int64(h.FrameContentSize)
+}
+
+// decodeSealed returns the raw log of a sealed file and the damage found.
+// damage is called with the uncompressed offset and a description.
+func decodeSealed(z []byte, damage func(off int64, msg string)) ([]byte, error) {
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<34))
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	var out []byte
+	var r bytes.Reader
+	lost := false // frames were skipped: place the next chunk by its index
+	for pos := 0; pos < len(z); {
+		// step 1: the frame's extent
+		n, werr := frameEnd(z[pos:])
+		atFrame := len(z)-pos >= 4 && binary.LittleEndian.Uint32(z[pos:]) == zstdFrameMagic
+		if werr != nil && !atFrame {
+			// not at a frame: skip to the next magic
+			next := nextFrameMagic(z, pos+1)
+			damage(int64(len(out)), fmt.Sprintf("sealed file damaged at compressed offset %d (%v); %d bytes skipped", pos, werr, next-pos))
+			pos = next
+			lost = true
+			continue
+		}
+		frame := z[pos:]
+		if werr == nil {
+			frame = z[pos : pos+n]
+		}
+		// step 2: stream-decode it, keeping every block that decodes
+		start := len(out)
+		r.Reset(frame)
+		derr := dec.Reset(&r)
+		if derr == nil {
+			out, derr = readAllInto(dec, out)
+		}
+		if derr == nil && werr != nil {
+			derr = werr
+		}
+		if derr == nil {
+			if lost {
+				out = placeChunk(out, start)
+				lost = false
+			}
+			pos += n
+			continue
+		}
+		// step 3: report, pad, resync
+		what := "damaged"
+		if errors.Is(derr, io.ErrUnexpectedEOF) || werr != nil && pos+len(frame) == len(z) {
+			what = "truncated"
+		}
+		damage(int64(len(out)), fmt.Sprintf("sealed file %s at compressed offset %d: %v", what, pos, derr))
+		if want := frameContentSize(frame); want > 0 && want <= 1<<24 && int64(len(out)-start) < want {
+			out = append(out, make([]byte, int(want)-(len(out)-start))...)
+		} else if want < 0 || int64(len(out)-start) > want {
+			// a frame of unknown size (the old single-frame format), or
+			// more output than stated: nothing after it can be placed
+			return out, nil
+		}
+		if werr == nil {
+			pos += n
+		} else {
+			pos = nextFrameMagic(z, pos+1)
+			lost = true
+		}
+	}
+	return out, nil
+}
+
+// placeChunk moves the chunk decoded at out[start:] to where its header's
+// index says it belongs, zero-filling the chunks lost before it. Without a
+// readable file header or chunk header it leaves out as it is.
+func placeChunk(out []byte, start int) []byte {
+	le := binary.LittleEndian
+	if len(out) < hdrStringsOff || string(out[:8]) != fileMagic || len(out)-start < chunkHdrSize ||
+		le.Uint32(out[start:]) != chunkMagic {
+		return out
+	}
+	hdr, chunk := uint64(le.Uint32(out[12:])), uint64(le.Uint32(out[16:]))
+	idx := le.Uint64(out[start+16:])
+	if chunk == 0 || idx > 1<<24 {
+		return out
+	}
+	want := hdr + idx*chunk
+	if want <= uint64(start) || want-uint64(start) > 1<<26 {
+		return out
+	}
+	gap := int(want) - start
+	n := len(out) - start
+	out = append(out, make([]byte, gap)...)
+	copy(out[start+gap:], out[start:start+n])
+	clear(out[start : start+gap])
+	return out
+}
+
+// readAllInto appends everything r yields to out.
+func readAllInto(r io.Reader, out []byte) ([]byte, error) {
+	for {
+		if len(out) == cap(out) {
+			out = append(out, 0)[:len(out)]
+		}
+		n, err := r.Read(out[len(out):cap(out)])
+		out = out[:len(out)+n]
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+}
+
+// nextFrameMagic is the position of the next zstd frame magic at or after
+// from, or len(z).
+func nextFrameMagic(z []byte, from int) int {
+	var m [4]byte
+	binary.LittleEndian.PutUint32(m[:], zstdFrameMagic)
+	if from >= len(z) {
+		return len(z)
+	}
+	if i := bytes.Index(z[from:], m[:]); i >= 0 {
+		return from + i
+	}
+	return len(z)
+}
