@@ -15,7 +15,11 @@
 //     the side that receives the connection's first message is the callee.
 //     Messages from caller to callee are calls, the others returns; request
 //     and response alternate, so each return closes the earliest open call
-//     of its connection. Messages that pair with nothing are counted and
+//     of its connection. Messages are taken in order of the callee's clock
+//     (a call when it arrived, a return when it left), so clock offsets
+//     between caller and callee cannot put a return before its call; with
+//     sender times only (TimeSend) calls are moved earlier by the skew
+//     window instead. Messages that pair with nothing are counted and
 //     reported in a warning.
 //  2. Score possible nestings (§5.1.1.2, ScoreNestings). A call B→C is
 //     nested in every call A→B that was open at B when it was made and
