@@ -191,9 +191,11 @@ func either(a, b int64) int64 {
 // end is one side of a connection: a node and its endpoint.
 type end uint64
 
-func mkEnd(n trace.NodeID, e trace.EndpointID) end { return end(uint64(uint32(n))<<32 | uint64(uint32(e))) }
-func (e end) node() trace.NodeID                  { return trace.NodeID(uint32(e >> 32)) }
-func (e end) ep() trace.EndpointID                { return trace.EndpointID(uint32(e)) }
+func mkEnd(n trace.NodeID, e trace.EndpointID) end {
+	return end(uint64(uint32(n))<<32 | uint64(uint32(e)))
+}
+func (e end) node() trace.NodeID   { return trace.NodeID(uint32(e >> 32)) }
+func (e end) ep() trace.EndpointID { return trace.EndpointID(uint32(e)) }
 
 type conn struct {
 	ends   [2]end // ends[0] < ends[1]
