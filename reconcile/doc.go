@@ -19,9 +19,27 @@
 //
 // # The algorithm (steps as numbered in the code: reconcile.go, match.go, dgram.go)
 //
-//  1. Merge all sources into one stream ordered by observation time, with a
-//     min-heap of per-source cursors (each source is time-ordered on its own
-//     clock; clocks of different hosts may disagree by less than the window).
+//  0. Clock offsets, for matching only (clock.go): when the logs come from
+//     two or more hosts, read them once for their connection
+//     establishments. A connect on one source and the accept of the same
+//     connection (protocol and canonical 4-tuple; instances of a reused
+//     tuple paired in order) on another bound the offset between the two
+//     clocks: the accept returns after the connect began, and handshakes
+//     the other way bound it from the other side. Per pair of sources: the
+//     smallest difference near the median (a mispaired instance lies far
+//     off), the midpoint of both bounds when connections go both ways. A
+//     maximum spanning tree over the pairs (most handshakes first; sources
+//     of one host joined at offset 0 where nothing links them) gives each
+//     source an offset against one reference. Steps 1–6 compare times in
+//     offset-corrected time, so hosts minutes apart pair within the window;
+//     messages keep the times their observers recorded (correcting those is
+//     wap5 skew's job). Offsets of a second or more are reported as
+//     warnings "clocks: ...". Captures and caller-built sources that cannot
+//     be read twice keep offset 0 (Options.SyncedClocks skips the step).
+//  1. Merge all sources into one stream ordered by offset-corrected
+//     observation time, with a min-heap of per-source cursors (each source
+//     is time-ordered on its own clock; what step 0 cannot correct must
+//     stay below the window).
 //  2. Name each observation's end: endpoints are canonicalised by the known
 //     address translations (--nat, those a capture set shows, and those
 //     learnt in step 6) to the real ends — a DNAT'd destination becomes the

@@ -39,7 +39,7 @@ type logSource struct {
 	warnings []string
 	close    func() error
 	done     bool
-	path string // the log file (NewLogSource), for reread
+	path     string // the log file (NewLogSource), for reread
 }
 
 // reread opens the same log again from its start (step 0).

@@ -143,11 +143,11 @@ type matcher struct {
 	window int64
 	// corr is the clock offset of the observation being handled (step 0):
 	// times compared across sources are ob.Time − corr.
-	corr int64
-	t      *trace.Trace
-	names  *namer
-	nat    natTable
-	now    int64
+	corr  int64
+	t     *trace.Trace
+	names *namer
+	nat   natTable
+	now   int64
 
 	// hostAddr is the one non-loopback address each host uses on stream
 	// sockets (invalid when several), to name wildcard datagram ends.

@@ -43,7 +43,8 @@ func init() {
 				&cli.StringFlag{Name: "hosts", Usage: "name hosts seen in captures by address: `FILE` in /etc/hosts form"},
 				&cli.DurationFlag{Name: "split-gap", Usage: "also end a message when its sender pauses longer than this (0: never)"},
 				&cli.StringFlag{Name: "recv-at", Value: "first", Usage: "a message's receive time: the read of its first or last byte"},
-				&cli.DurationFlag{Name: "window", Value: reconcile.DefaultWindow, Usage: "how long an end waits for its peer before it counts as untraced; must exceed the clock differences between hosts"},
+				&cli.DurationFlag{Name: "window", Value: reconcile.DefaultWindow, Usage: "how long an end waits for its peer before it counts as untraced; must exceed what remains of the clock differences between hosts once the offsets estimated from connection handshakes are corrected"},
+				&cli.BoolFlag{Name: "synced-clocks", Usage: "skip estimating the hosts' clock offsets before matching (one pass over the logs less; clocks must agree within --window)"},
 			},
 			Action: reconcileAction,
 		}
@@ -87,6 +88,7 @@ func reconcileAction(c *cli.Context) error {
 	opts.DisableNATDetection = c.Bool("no-nat-detect")
 	opts.SplitGap = c.Duration("split-gap")
 	opts.Window = c.Duration("window")
+	opts.SyncedClocks = c.Bool("synced-clocks")
 	if opts.SplitGap < 0 || opts.Window <= 0 {
 		return usagef("reconcile: --window must be positive and --split-gap not negative")
 	}
