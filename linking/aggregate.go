@@ -1,6 +1,7 @@
 package linking
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -266,6 +267,10 @@ func (l *linker) aggregate(in *instances) trace.Paths {
 	}
 	out := trace.Paths{Algorithm: "linking", Patterns: make([]*trace.Pattern, 0, len(a.pats))}
 	for r, p := range a.ranked() {
+		if l.o.Top > 0 && r >= l.o.Top {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d more patterns not built (top %d)", len(a.pats)-r, l.o.Top))
+			break
+		}
 		p.acc = newPatAcc(len(p.par), r < l.o.HistTop)
 		for _, ii := range p.insts {
 			a.accumulate(p, l.msgs, order[in.start[ii]:in.start[ii+1]], in.prob[ii])

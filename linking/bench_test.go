@@ -23,7 +23,7 @@ func BenchmarkLinkGen(b *testing.B) {
 	for _, method := range []string{MethodJoint, MethodWAP5} {
 		b.Run(method, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if _, err := Link(t, Options{Method: method, NoInstances: true}); err != nil {
+				if _, err := Link(t, Options{Method: method, NoInstances: true, Top: 100}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -88,6 +88,6 @@ func (l *linker) run() *Result {
 		in, fit, iters = l.runJoint()
 	}
 	paths := l.aggregate(in)
-	paths.Warnings = append(append([]string(nil), l.t.Warnings...), l.warnings...)
+	paths.Warnings = append(append(append([]string(nil), l.t.Warnings...), l.warnings...), paths.Warnings...)
 	return &Result{Paths: paths, Fit: fit, Iterations: iters}
 }

@@ -20,10 +20,12 @@ type linker struct {
 	// Per node, CSR: received messages with a known receive time, by
 	// receive time; sent messages with a known send time, by send time.
 	inStart, ins   []int32
+	insRecv        []int64 // receive times, aligned with ins
 	outStart, outs []int32
 	// Per edge, CSR: messages with a known send time, by send time (for the
 	// untraced-node rule of §5.1).
 	edgeStart, byEdge []int32
+	byEdgeSend        []int64 // send times, aligned with byEdge
 
 	d []float64 // step 1: mean causal delay per edge, seconds (0: unknown)
 
@@ -81,6 +83,32 @@ func (l *linker) index() {
 			slices.SortStableFunc(s, l.byRecv)
 		}
 	}
+	l.insRecv = make([]int64, len(l.ins))
+	for k, i := range l.ins {
+		l.insRecv[k] = l.msgs[i].Recv
+	}
+	l.byEdgeSend = make([]int64, len(l.byEdge))
+	for k, i := range l.byEdge {
+		l.byEdgeSend[k] = l.msgs[i].Send
+	}
+}
+
+func (l *linker) insRecvOf(b trace.NodeID) []int64 { return l.insRecv[l.inStart[b]:l.inStart[b+1]] }
+func (l *linker) sendTimesOn(e int32) []int64    { return l.byEdgeSend[l.edgeStart[e]:l.edgeStart[e+1]] }
+
+// lastAtOrBefore64 returns the position of the last time in ts (sorted) at
+// or before t, or −1.
+func lastAtOrBefore64(ts []int64, t int64) int {
+	lo, hi := 0, len(ts)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if ts[h] <= t {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	return lo - 1
 }
 
 func (l *linker) byRecv(a, b int32) int {
@@ -161,20 +189,18 @@ func lastAtOrBefore(s []int32, t int64, key func(int32) int64) int {
 func (l *linker) step1(rev []int32) {
 	sum := make([]float64, len(l.edgeSrc))
 	cnt := make([]float64, len(l.edgeSrc))
-	recvKey := func(i int32) int64 { return l.msgs[i].Recv }
-	sendKey := func(i int32) int64 { return l.msgs[i].Send }
 	for i := range l.msgs {
 		m := &l.msgs[i]
 		var dt int64 = -1
 		if m.Send != trace.Unknown {
-			in := l.insOf(m.Src)
-			if p := lastAtOrBefore(in, m.Send, recvKey); p >= 0 {
-				dt = m.Send - l.msgs[in[p]].Recv
+			ts := l.insRecvOf(m.Src)
+			if p := lastAtOrBefore64(ts, m.Send); p >= 0 {
+				dt = m.Send - ts[p]
 			}
 		} else if r := rev[l.edge[i]]; r >= 0 {
-			s := l.sendsOn(r)
-			if p := lastAtOrBefore(s, m.Recv, sendKey); p >= 0 {
-				dt = m.Recv - l.msgs[s[p]].Send
+			ts := l.sendTimesOn(r)
+			if p := lastAtOrBefore64(ts, m.Recv); p >= 0 {
+				dt = m.Recv - ts[p]
 			}
 		}
 		if dt >= 0 && dt <= l.x {

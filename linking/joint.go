@@ -58,6 +58,9 @@ func newModels() *models {
 	return &models{class: map[classKey]*classModel{}, fan: map[fanKey]*fanModel{}, count: map[countKey]*countModel{}}
 }
 
+// maxCand bounds the candidate delays collected per class for the peak.
+const maxCand = 50000
+
 // spanCallBonus is the extra cost (nats) of calling a send spontaneous when
 // an open request span could have made it.
 const spanCallBonus = 10
@@ -372,8 +375,9 @@ func (j *joint) sweep(b trace.NodeID) {
 					break
 				}
 				if i != ret {
-					c := j.classOf(i, o)
-					c.cand = append(c.cand, float32(float64(s-j.msgs[i].Recv)/1e9))
+					if c := j.classOf(i, o); len(c.cand) < maxCand {
+						c.cand = append(c.cand, float32(float64(s-j.msgs[i].Recv)/1e9))
+					}
 				}
 			}
 		}

@@ -61,6 +61,10 @@ type Options struct {
 	HistTop int
 	// NoInstances leaves Paths.Instances empty (patterns are still built).
 	NoInstances bool
+	// Top, when positive, builds only the top patterns (and their
+	// instances): ranking still counts every pattern, but delays and steps
+	// are computed for these alone.
+	Top int
 	// Stream links in time chunks of this length (plus the window on both
 	// sides) so memory is bounded by a chunk; 0 links the trace at once.
 	Stream time.Duration

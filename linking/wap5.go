@@ -31,11 +31,11 @@ type links struct {
 func (l *linker) candidates(i int, rev []int32, f func(p int32, dt float64) bool) {
 	m := &l.msgs[i]
 	if m.Send != trace.Unknown {
-		in := l.insOf(m.Src)
-		p := lastAtOrBefore(in, m.Send, func(j int32) int64 { return l.msgs[j].Recv })
+		in, ts := l.insOf(m.Src), l.insRecvOf(m.Src)
+		p := lastAtOrBefore64(ts, m.Send)
 		for ; p >= 0; p-- {
 			j := in[p]
-			dt := m.Send - l.msgs[j].Recv
+			dt := m.Send - ts[p]
 			if dt > l.x {
 				return
 			}
@@ -52,11 +52,11 @@ func (l *linker) candidates(i int, rev []int32, f func(p int32, dt float64) bool
 	if r < 0 {
 		return
 	}
-	s := l.sendsOn(r)
-	p := lastAtOrBefore(s, m.Recv, func(j int32) int64 { return l.msgs[j].Send })
+	s, ts := l.sendsOn(r), l.sendTimesOn(r)
+	p := lastAtOrBefore64(ts, m.Recv)
 	for ; p >= 0; p-- {
 		j := s[p]
-		dt := m.Recv - l.msgs[j].Send
+		dt := m.Recv - ts[p]
 		if dt > l.x {
 			return
 		}
@@ -65,6 +65,12 @@ func (l *linker) candidates(i int, rev []int32, f func(p int32, dt float64) bool
 		}
 	}
 }
+
+// Limits on the candidate parents kept per message (WAP5 step 2).
+const (
+	minParentProb = 0.01
+	maxParents    = 8
+)
 
 // step2 scores candidate parents (WAP5 §5.1 Step 2) with the current d.
 func (l *linker) step2(rev []int32) *links {
@@ -99,11 +105,16 @@ func (l *linker) step2(rev []int32) *links {
 		}
 		k.spont[i] = float32(math.Exp(ls-best) / sum)
 		k.spontML[i] = ls >= best
+		// Keep the candidates that can matter: at least 1% likely, at most
+		// maxParents of them (memory is per link, and a busy node offers
+		// dozens of negligible ones).
+		kept := 0
 		for j, w := range lw {
 			p := math.Exp(w-best) / sum
-			if p < 1e-6 {
+			if p < minParentProb || kept == maxParents {
 				continue
 			}
+			kept++
 			k.parMsg = append(k.parMsg, pm[j])
 			k.parProb = append(k.parProb, float32(p))
 		}
@@ -219,7 +230,7 @@ func (l *linker) decide(p float32, mostLikely bool) decision {
 }
 
 // maxTree bounds the messages of one instance.
-const maxTree = 1 << 14
+const maxTree = 1 << 10
 
 // partial is an instance under construction.
 type partial struct {

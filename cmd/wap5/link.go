@@ -62,6 +62,9 @@ func linkAction(c *cli.Context) error {
 		AggregateClients: c.Bool("aggregate-clients"),
 		IgnoreKinds:      c.Bool("ignore-kinds"),
 		Stream:           c.Duration("window"),
+		// Instances cost memory per message; keep them only when asked.
+		NoInstances: c.String("instances") == "",
+		Top:         c.Int("top"),
 	}
 	if o.Method != linking.MethodJoint && o.Method != linking.MethodWAP5 {
 		return usagef("--method %q: want joint or wap5", o.Method)
