@@ -3,12 +3,14 @@ package capturetest
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"wap5/libsockcap"
 )
@@ -161,5 +163,88 @@ func openUp(t *testing.T, dir string) {
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+const nginxStaticConf = `daemon off;
+master_process on;
+worker_processes 1;
+%[3]s
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log warn;
+events { worker_connections 256; }
+http {
+	access_log off;
+	keepalive_requests 100000000;
+	client_body_temp_path %[1]s/body;
+	proxy_temp_path %[1]s/proxy;
+	fastcgi_temp_path %[1]s/fastcgi;
+	uwsgi_temp_path %[1]s/uwsgi;
+	scgi_temp_path %[1]s/scgi;
+	server { listen 127.0.0.1:%[2]d; root %[1]s/www; }
+}
+`
+
+// TestNginxUnderLoad: wrk keeps one nginx worker busy for a few seconds
+// (hundreds of thousands of requests, megabytes of log); every response wrk
+// counted must be one send in the worker's log. Run with the worker as root
+// and as nobody, which can no longer open its log file to grow it.
+func TestNginxUnderLoad(t *testing.T) {
+	nginx, wrk := need(t, "nginx"), need(t, "wrk")
+	const connections = 8
+	for _, tc := range []struct{ name, user string }{
+		{"root", "user root;"},
+		{"nobody", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSession(t)
+			dir := t.TempDir()
+			openUp(t, dir)
+			port := freePort(t)
+			writeFile(t, filepath.Join(dir, "nginx.conf"), fmt.Sprintf(nginxStaticConf, dir, port, tc.user))
+			writeFile(t, filepath.Join(dir, "www", "f"), strings.Repeat("z", 300))
+			openUp(t, filepath.Join(dir, "www"))
+			ngx := s.start("load", nginx, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", filepath.Join(dir, "error.log"))
+			waitTCP(t, port, ngx) // its connection carries no request: not a send
+			out, err := exec.Command(wrk, "-t1", "-c"+strconv.Itoa(connections), "-d4s", fmt.Sprintf("http://127.0.0.1:%d/f", port)).CombinedOutput()
+			if err != nil {
+				t.Fatalf("wrk: %v\n%s", err, out)
+			}
+			var requests int64
+			for _, line := range strings.Split(string(out), "\n") {
+				if f := strings.Fields(line); len(f) > 2 && f[1] == "requests" && f[2] == "in" {
+					requests, _ = strconv.ParseInt(f[0], 10, 64)
+				}
+				if strings.Contains(line, "Non-2xx") {
+					t.Fatalf("nginx answered errors:\n%s", out)
+				}
+			}
+			ngx.stop(syscall.SIGQUIT)
+			var sends, dropped int64
+			var span time.Duration
+			for _, l := range s.logs() {
+				if filepath.Base(l.Exe) != "nginx" || count(l, libsockcap.OpAccept) == 0 {
+					continue // the master
+				}
+				for _, ev := range l.Events {
+					switch {
+					case ev.Op == libsockcap.OpSend && ev.Proto == libsockcap.ProtoTCP && ev.Ret > 0:
+						sends++
+					case ev.Op == libsockcap.OpGap:
+						dropped += ev.Bytes
+					}
+				}
+				if n := len(l.Events); n > 1 {
+					span = time.Duration(l.Events[n-1].Time - l.Events[0].Time)
+				}
+			}
+			t.Logf("wrk: %d requests; worker log: %d sends, %d events dropped, events span %v", requests, sends, dropped, span)
+			// wrk stops counting at the deadline: up to one response per
+			// connection may still be in flight then.
+			if requests < 1000 || sends < requests || sends > requests+connections {
+				t.Errorf("wrk counted %d responses, the worker's log has %d sends, want %d to %d (%d dropped, recorded over %v of 4s)",
+					requests, sends, requests, requests+connections, dropped, span)
+			}
+		})
 	}
 }
