@@ -5,6 +5,7 @@ var (
 	NewScannerBytes = newScanner
 	FrameEnd        = frameEnd
 	DecodeSealed    = decodeSealed
+	FastPath        = &fastPath
 	FormatConsts    = map[string]int{
 		"SC_CHUNK_MAGIC": chunkMagic, "SC_VERSION": formatVersion, "SC_HDR_STRINGS_OFF": hdrStringsOff,
 		"SC_K_SEND": kSend, "SC_K_RECV": kRecv, "SC_K_EVENT": kEvent, "SC_K_FD": kFd, "SC_K_DSEND": kDSend, "SC_K_DRECV": kDRecv, "SC_AF_SAME": afSame,

@@ -2,7 +2,6 @@ package libsockcap
 
 import (
 	"bytes"
-	"container/heap"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -49,22 +48,49 @@ type stream struct {
 	fds    map[int32]*fdInfo  // this chunk's fd records
 	peers  map[int32]Endpoint // this chunk's last datagram peer per fd
 	ev     Event
-	has    bool
+	// hot: ev is a SEND/RECV record's event on fd hotFd whose endpoints came
+	// from this chunk's FD record; a following SEND/RECV on the same fd
+	// changes only its time, op and counts (the fast path of advance).
+	hot   bool
+	hotFd int32
 }
 
+// streamHeap is a min-heap of streams by their current event's time (ties:
+// file order). Typed, not container/heap: no interface calls per event.
 type streamHeap []*stream
 
-func (h streamHeap) Len() int { return len(h) }
-func (h streamHeap) Less(i, j int) bool {
-	if h[i].ev.Time != h[j].ev.Time {
-		return h[i].ev.Time < h[j].ev.Time
+func streamLess(a, b *stream) bool {
+	if a.ev.Time != b.ev.Time {
+		return a.ev.Time < b.ev.Time
 	}
-	return h[i].order < h[j].order
+	return a.order < b.order
 }
-func (h streamHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *streamHeap) Push(x any)   { *h = append(*h, x.(*stream)) }
-func (h *streamHeap) Pop() any     { old := *h; x := old[len(old)-1]; *h = old[:len(old)-1]; return x }
-func (h streamHeap) peek() *stream { return h[0] }
+
+func (h streamHeap) down(i int) {
+	n := len(h)
+	x := h[i]
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && streamLess(h[r], h[c]) {
+			c = r
+		}
+		if !streamLess(h[c], x) {
+			break
+		}
+		h[i] = h[c]
+		i = c
+	}
+	h[i] = x
+}
+
+func (h streamHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
 
 // Scanner reads the events of one log, committed records only, merged across
 // threads into time order. It is shaped like bufio.Scanner.
@@ -78,7 +104,8 @@ type Scanner struct {
 	startClk  int64
 	procFds   map[int32]*fdInfo // latest fd records of any thread
 	heap      streamHeap
-	ev        Event
+	cur       *stream // the stream whose ev is the current event; advanced by the next Scan
+	ev        Event   // the event before the first Scan and after the last
 	warnings  []error
 	err       error
 	nchunks   int64
@@ -282,7 +309,7 @@ func (s *Scanner) index() {
 			s.heap = append(s.heap, st)
 		}
 	}
-	heap.Init(&s.heap)
+	s.heap.init()
 }
 
 func (s *Scanner) nextChunk(st *stream) bool {
@@ -297,8 +324,14 @@ func (s *Scanner) nextChunk(st *stream) bool {
 		st.end = len(s.data)
 	}
 	st.t = int64(binary.LittleEndian.Uint64(s.data[off+8:]))
-	st.fds = map[int32]*fdInfo{}
-	st.peers = map[int32]Endpoint{}
+	if st.fds == nil {
+		st.fds = map[int32]*fdInfo{}
+		st.peers = map[int32]Endpoint{}
+	} else {
+		clear(st.fds)
+		clear(st.peers)
+	}
+	st.hot = false
 	return true
 }
 
@@ -307,21 +340,37 @@ func (s *Scanner) Process() *Process { return &s.proc }
 
 // Scan advances to the next event in time order; false at the end.
 func (s *Scanner) Scan() bool {
+	if st := s.cur; st != nil {
+		// the previous event is consumed: move its stream on
+		s.cur = nil
+		if s.advance(st) {
+			if len(s.heap) > 1 {
+				s.heap.down(0)
+			}
+		} else {
+			n := len(s.heap) - 1
+			s.heap[0] = s.heap[n]
+			s.heap[n] = nil
+			s.heap = s.heap[:n]
+			if n > 1 {
+				s.heap.down(0)
+			}
+		}
+	}
 	if len(s.heap) == 0 {
 		return false
 	}
-	st := s.heap.peek()
-	s.ev = st.ev
-	if s.advance(st) {
-		heap.Fix(&s.heap, 0)
-	} else {
-		heap.Pop(&s.heap)
-	}
+	s.cur = s.heap[0]
 	return true
 }
 
 // Event returns the current event, valid until the next Scan.
-func (s *Scanner) Event() *Event { return &s.ev }
+func (s *Scanner) Event() *Event {
+	if s.cur != nil {
+		return &s.cur.ev
+	}
+	return &s.ev
+}
 
 // Err returns the first fatal error (none: logs are read whole by Open).
 func (s *Scanner) Err() error { return s.err }
@@ -335,7 +384,7 @@ func (s *Scanner) RecordBytes() int64 { return s.recBytes }
 
 // Close releases the log.
 func (s *Scanner) Close() error {
-	s.data, s.heap = nil, nil
+	s.data, s.heap, s.cur = nil, nil, nil
 	if s.mapped != nil {
 		m := s.mapped
 		s.mapped = nil
@@ -350,9 +399,33 @@ func (s *Scanner) Close() error {
 // next chunk.
 func (s *Scanner) advance(st *stream) bool {
 	for {
+		if st.hot && st.pos < st.end && fastPath {
+			// Fast path: a SEND/RECV record on the same fd as the previous
+			// event, with one-byte fd, non-negative ret: only time, op and
+			// counts change. Anything else takes the full decoder below.
+			b := s.data[:st.end]
+			pos := st.pos
+			if k := b[pos]; k == kSend || k == kRecv {
+				dt, i := uvAt(b, pos+1)
+				if i > 0 && i+1 < len(b) && b[i] < 0x80 && int32(b[i]>>1)^-int32(b[i]&1) == st.hotFd && b[i+1]&1 == 0 {
+					ret, j := uvAt(b, i+1)
+					if j > 0 && dt <= 1<<53 {
+						st.t += int64(dt>>1) ^ -int64(dt&1)
+						e := &st.ev
+						e.Time = s.wall(st.t)
+						e.Op = OpSend + Op(k-kSend)
+						e.Ret = int64(ret >> 1)
+						e.Bytes = e.Ret
+						e.Errno = 0
+						s.recBytes += int64(j - pos)
+						st.pos = j
+						return true
+					}
+				}
+			}
+		}
 		if st.pos >= st.end || s.data[st.pos] == 0 {
 			if !s.nextChunk(st) {
-				st.has = false
 				return false
 			}
 			continue
@@ -366,10 +439,41 @@ func (s *Scanner) advance(st *stream) bool {
 		}
 		s.recBytes += int64(st.pos - start)
 		if ok && isEvent {
-			st.has = true
 			return true
 		}
 	}
+}
+
+// fastPath enables advance's fast path (tests compare it with the full decoder).
+var fastPath = true
+
+// uvAt decodes the varint at b[i:]: its value and the position after it, or
+// a position of -1 when it is bad or runs past the end. One-byte varints
+// take the inlined path.
+func uvAt(b []byte, i int) (uint64, int) {
+	if i < len(b) && b[i] < 0x80 {
+		return uint64(b[i]), i + 1
+	}
+	return uvAtSlow(b, i)
+}
+
+func uvAtSlow(b []byte, i int) (uint64, int) {
+	var v uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		if i >= len(b) {
+			return 0, -1
+		}
+		c := b[i]
+		i++
+		if shift == 63 && c > 1 {
+			return 0, -1
+		}
+		v |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return v, i
+		}
+	}
+	return 0, -1
 }
 
 type dec struct {
@@ -643,6 +747,7 @@ func (s *Scanner) decode(st *stream) (ok, isEvent bool, err error) {
 		}
 		st.fds[fd] = fi
 		s.procFds[fd] = fi
+		st.hot = false
 		st.pos = d.pos
 		st.t = t
 		return true, false, nil
@@ -654,10 +759,13 @@ func (s *Scanner) decode(st *stream) (ok, isEvent bool, err error) {
 	e.Proc = &s.proc
 	e.Tid = st.tid
 	e.Time = s.wall(t)
+	st.hot = false
 	if e.Fd >= 0 && e.Op != OpFork && e.Op != OpExec && e.Op != OpExit && e.Op != OpResolve && e.Op != OpGap {
 		fi := st.fds[e.Fd]
 		if fi == nil {
 			fi = s.procFds[e.Fd]
+		} else if kind == kSend || kind == kRecv {
+			st.hot, st.hotFd = true, e.Fd
 		}
 		if fi != nil {
 			e.Proto = fi.proto

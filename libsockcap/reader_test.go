@@ -522,6 +522,24 @@ func FuzzScanner(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// the scanner's fast path must agree with the full decoder
+		*libsockcap.FastPath = false
+		ref, _ := libsockcap.NewScannerBytes("fuzz.sclog", b)
+		var want []libsockcap.Event
+		for ref.Scan() {
+			want = append(want, *ref.Event())
+		}
+		*libsockcap.FastPath = true
+		defer func() {
+			var got []libsockcap.Event
+			s, _ := libsockcap.NewScannerBytes("fuzz.sclog", b)
+			for s.Scan() {
+				got = append(got, *s.Event())
+			}
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(s.Warnings(), ref.Warnings()) || s.RecordBytes() != ref.RecordBytes() {
+				t.Fatalf("fast path differs: %d events, full decoder %d", len(got), len(want))
+			}
+		}()
 		n := 0
 		last := map[int32]int64{}
 		for s.Scan() {
@@ -578,6 +596,38 @@ func BenchmarkScan(b *testing.B) {
 	n := 0
 	for tm := t0; c.Send(tm, n%2 == 1, 3, int64(100+n%50), 0); tm += 1500 {
 		n++
+	}
+	data := l.Bytes()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s, err := libsockcap.NewScannerBytes("bench", data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		k := 0
+		for s.Scan() {
+			k++
+		}
+		if k != n {
+			b.Fatalf("%d events, want %d", k, n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+}
+
+// BenchmarkScanThreads: four threads' chunks merged in time order.
+func BenchmarkScanThreads(b *testing.B) {
+	l := enc.NewLog(hdr)
+	n := 0
+	for ch := 0; ch < 8; ch++ {
+		tm := t0 + int64(ch%4)*100
+		c := l.Chunk(int32(1+ch%4), tm)
+		c.Fd(tm, 3, 1, 1, &enc.Addr{IP: cli}, &enc.Addr{IP: srv}, 0)
+		for ; c.Send(tm, n%2 == 1, 3, int64(100+n%50), 0); tm += 1500 {
+			n++
+		}
 	}
 	data := l.Bytes()
 	b.SetBytes(int64(len(data)))
