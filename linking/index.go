@@ -94,7 +94,7 @@ func (l *linker) index() {
 }
 
 func (l *linker) insRecvOf(b trace.NodeID) []int64 { return l.insRecv[l.inStart[b]:l.inStart[b+1]] }
-func (l *linker) sendTimesOn(e int32) []int64    { return l.byEdgeSend[l.edgeStart[e]:l.edgeStart[e+1]] }
+func (l *linker) sendTimesOn(e int32) []int64      { return l.byEdgeSend[l.edgeStart[e]:l.edgeStart[e+1]] }
 
 // lastAtOrBefore64 returns the position of the last time in ts (sorted) at
 // or before t, or −1.
