@@ -26,6 +26,9 @@ type Stream struct {
 	iters int
 	warn  []string
 	order []int32
+	// endpoints is the size of the endpoint table after the last compaction.
+	endpoints int
+	shared    bool // t holds the whole trace: its tables must stay intact
 }
 
 // NewStream starts a stream over messages whose nodes and endpoints are
@@ -113,6 +116,12 @@ func (s *Stream) flush(final bool) {
 	n := copy(s.buf, s.buf[keep:])
 	s.buf = s.buf[:n]
 	s.core = end
+	// Ephemeral endpoints accumulate in the interning table: keep only
+	// those the buffer still uses once the table has doubled.
+	if !s.shared && len(s.t.Endpoints) > 2*s.endpoints+1024 {
+		s.t.CompactEndpoints(s.buf)
+		s.endpoints = len(s.t.Endpoints)
+	}
 }
 
 // Close links what is left and returns the paths.
@@ -144,6 +153,7 @@ func linkStream(t *trace.Trace, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.shared = true
 	for i := range t.Messages {
 		s.Push(t.Messages[i])
 	}
