@@ -3,7 +3,8 @@
 # 4.7M messages, 115 proxies, one hour — WAP5 Table 5's size) linked by both
 # methods, CPU seconds and peak memory (medians of RUNS runs); messages per
 # CPU-second; and the streaming mode's peak memory as the trace grows 10×.
-# Environment: RUNS (default 3), WAP5 (binary; built when unset), TMPDIR.
+# Environment: RUNS (default 3), WAP5 (binary; built when unset), TMPDIR,
+# CODEEN_METHODS (default "wap5 joint"; the joint linker takes minutes there).
 #   bench/linking.sh     # about 5 minutes on 2 cores
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,11 +37,11 @@ measure() {
 "$WAP5" gen -o "$tmp/codeen.txt" testdata/gen/codeen.gen
 n=$(grep -vc '^#' "$tmp/codeen.txt")
 echo "codeen trace: $n messages"
-for method in wap5 joint; do
-	measure "link --method $method (text input, read + link)" "$WAP5" link --method "$method" --json "$tmp/codeen.txt"
+for method in ${CODEEN_METHODS:-wap5 joint}; do
+	measure "codeen link --method $method --top 100 (read + link)" "$WAP5" link --method "$method" --json --top 100 "$tmp/codeen.txt"
 done
 # Linking alone (the trace already in memory), Go benchmark.
-WAP5_BENCH_TRACE=$tmp/codeen.txt go test -run XXX -bench 'LinkGen' -benchtime 1x -count 1 ./linking | grep Benchmark
+WAP5_BENCH_TRACE=$tmp/codeen.txt go test -run XXX -bench 'LinkGen/wap5' -benchtime 1x -count 1 ./linking | grep Benchmark
 
 # Streaming memory as the trace grows 10×.
 for d in 60s 600s; do
