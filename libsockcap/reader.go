@@ -36,6 +36,59 @@ type fdInfo struct {
 	peerPid int32
 }
 
+// fdTable maps fds to what their FD records said: a slice for small fds
+// (no allocation per record, no hashing), a map for the rest. reset forgets
+// everything in O(1) by moving to a new generation.
+type fdTable struct {
+	gen   uint32
+	small []fdSlot
+	big   map[int32]*fdInfo
+}
+
+type fdSlot struct {
+	gen uint32
+	fi  fdInfo
+}
+
+const fdTableSmall = 4096
+
+func (t *fdTable) reset() {
+	t.gen++
+	if t.big != nil {
+		clear(t.big)
+	}
+}
+
+func (t *fdTable) get(fd int32) *fdInfo {
+	if uint32(fd) < uint32(len(t.small)) {
+		if sl := &t.small[fd]; sl.gen == t.gen+1 {
+			return &sl.fi
+		}
+		return nil
+	}
+	if fd >= fdTableSmall {
+		return t.big[fd]
+	}
+	return nil
+}
+
+func (t *fdTable) put(fd int32, fi *fdInfo) {
+	switch {
+	case fd < 0:
+	case fd < fdTableSmall:
+		if int(fd) >= len(t.small) {
+			t.small = append(t.small, make([]fdSlot, int(fd)+1-len(t.small))...)
+		}
+		t.small[fd] = fdSlot{gen: t.gen + 1, fi: *fi}
+	default:
+		if t.big == nil {
+			t.big = map[int32]*fdInfo{}
+		}
+		c := *fi
+		t.big[fd] = &c
+	}
+}
+
 // stream is one thread's chunks, decoded in order.
 type stream struct {
 	order  int   // position in the file, for stable ties
@@ -45,7 +98,7 @@ type stream struct {
 	end    int // end of current chunk
 	t      int64
 	tid    int32
-	fds    map[int32]*fdInfo  // this chunk's fd records
+	fds    fdTable            // this chunk's fd records
 	peers  map[int32]Endpoint // this chunk's last datagram peer per fd
 	ev     Event
 	// hot: ev is a SEND/RECV record's event on fd hotFd whose endpoints came
@@ -102,7 +155,7 @@ type Scanner struct {
 	clock     uint32
 	startWall int64
 	startClk  int64
-	procFds   map[int32]*fdInfo // latest fd records of any thread
+	procFds   fdTable // latest fd records of any thread
 	heap      streamHeap
 	cur       *stream // the stream whose ev is the current event; advanced by the next Scan
 	ev        Event   // the event before the first Scan and after the last
@@ -127,7 +180,7 @@ func Open(path string) (*Scanner, error) {
 	}
 	var magic [4]byte
 	n, _ := io.ReadFull(f, magic[:])
-	s := &Scanner{file: path, procFds: map[int32]*fdInfo{}}
+	s := &Scanner{file: path}
 	var data []byte
 	switch {
 	case n == 4 && bytes.Equal(magic[:], zstdMagic):
@@ -177,7 +230,7 @@ func Open(path string) (*Scanner, error) {
 
 // newScanner reads a log from memory (tests and fuzzing).
 func newScanner(name string, data []byte) (*Scanner, error) {
-	s := &Scanner{file: name, data: data, procFds: map[int32]*fdInfo{}}
+	s := &Scanner{file: name, data: data}
 	if err := s.parseHeader(); err != nil {
 		return nil, err
 	}
@@ -324,13 +377,12 @@ func (s *Scanner) nextChunk(st *stream) bool {
 		st.end = len(s.data)
 	}
 	st.t = int64(binary.LittleEndian.Uint64(s.data[off+8:]))
-	if st.fds == nil {
-		st.fds = map[int32]*fdInfo{}
+	if st.peers == nil {
 		st.peers = map[int32]Endpoint{}
 	} else {
-		clear(st.fds)
 		clear(st.peers)
 	}
+	st.fds.reset()
 	st.hot = false
 	return true
 }
@@ -732,7 +784,7 @@ func (s *Scanner) decode(st *stream) (ok, isEvent bool, err error) {
 		if d.err == nil && (proto > byte(ProtoUnix) || sotype > 255 || mask&^fdAll != 0) {
 			d.fail("impossible fd record (proto %d, type %d, mask %#x)", proto, sotype, mask)
 		}
-		fi := &fdInfo{proto: Proto(proto), sotype: int32(sotype)}
+		fi := fdInfo{proto: Proto(proto), sotype: int32(sotype)}
 		if mask&fdLocal != 0 {
 			fi.local = d.addr()
 		}
@@ -745,8 +797,8 @@ func (s *Scanner) decode(st *stream) (ok, isEvent bool, err error) {
 		if d.err != nil {
 			return false, false, d.err
 		}
-		st.fds[fd] = fi
-		s.procFds[fd] = fi
+		st.fds.put(fd, &fi)
+		s.procFds.put(fd, &fi)
 		st.hot = false
 		st.pos = d.pos
 		st.t = t
@@ -761,9 +813,9 @@ func (s *Scanner) decode(st *stream) (ok, isEvent bool, err error) {
 	e.Time = s.wall(t)
 	st.hot = false
 	if e.Fd >= 0 && e.Op != OpFork && e.Op != OpExec && e.Op != OpExit && e.Op != OpResolve && e.Op != OpGap {
-		fi := st.fds[e.Fd]
+		fi := st.fds.get(e.Fd)
 		if fi == nil {
-			fi = s.procFds[e.Fd]
+			fi = s.procFds.get(e.Fd)
 		} else if kind == kSend || kind == kRecv {
 			st.hot, st.hotFd = true, e.Fd
 		}

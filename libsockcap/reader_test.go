@@ -259,10 +259,12 @@ func TestDamage(t *testing.T) {
 }
 
 // multiChunkLog is a log of three threads and 12 chunks with varied records.
-func multiChunkLog() []byte {
+func multiChunkLog() []byte { return multiChunkLogN(12) }
+
+func multiChunkLogN(chunks int) []byte {
 	l := enc.NewLog(hdr)
 	tm, x := t0, uint32(1)
-	for ch := 0; ch < 12; ch++ {
+	for ch := 0; ch < chunks; ch++ {
 		c := l.Chunk(int32(1+ch%3), tm)
 		c.Fd(tm, 3, 1, 1, &enc.Addr{IP: cli}, &enc.Addr{IP: srv}, 0)
 		for i := 0; i < 2000; i++ {
@@ -557,6 +559,25 @@ func FuzzScanner(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Scanning allocates per log and per thread, not per chunk or event: twice
+// the chunks cost at most the growth of the chunk lists.
+func TestScanAllocs(t *testing.T) {
+	allocs := func(b []byte) float64 {
+		return testing.AllocsPerRun(3, func() {
+			s, err := libsockcap.NewScannerBytes("x", b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for s.Scan() {
+			}
+		})
+	}
+	a1, a2 := allocs(multiChunkLogN(12)), allocs(multiChunkLogN(24)) // 3 threads
+	if a2 > a1+3+2 { // a chunk list per thread grows once more, so may the index map
+		t.Errorf("%v allocations for 24 chunks, %v for 12", a2, a1)
+	}
 }
 
 // FuzzDecodeSealed: damaged sealed logs never panic, and damage offsets lie
