@@ -148,13 +148,18 @@ type clockEdge struct {
 func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 	hosts := make([]string, len(sources))
 	distinct := map[string]bool{}
-	var re []Source
-	var idx []int
 	for i, s := range sources {
 		if ls, ok := s.(*logSource); ok {
 			hosts[i] = hostScope(ls.obs)
 			distinct[hosts[i]] = true
 		}
+	}
+	if len(distinct) < 2 {
+		return nil, nil // one host, one clock
+	}
+	var re []Source
+	var idx []int
+	for i, s := range sources {
 		if r, ok := s.(rereader); ok {
 			if c, err := r.reread(); err == nil {
 				re = append(re, c)
@@ -162,8 +167,8 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 			}
 		}
 	}
-	if len(distinct) < 2 || len(re) < 2 {
-		return nil, nil // one host, one clock
+	if len(re) < 2 {
+		return nil, nil
 	}
 	p := &clockPass{nat: &natTable{}, waiting: map[hsKey]*hsQueue{}, samples: map[srcPair][]int64{}}
 	for _, tr := range opts.NAT {

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"syscall"
 
 	"wap5/libsockcap"
@@ -26,6 +27,82 @@ type fdState struct {
 	role   Role
 	local  libsockcap.Endpoint
 	remote libsockcap.Endpoint
+	refs   int32 // descriptors naming it (dup)
+}
+
+// fdTable maps a process's descriptors to their state: small descriptors
+// (nearly all) in a slice, others in a map.
+type fdTable struct {
+	dense  []*fdState
+	sparse map[int32]*fdState
+}
+
+const denseFds = 1 << 16
+
+func (t *fdTable) get(fd int32) *fdState {
+	if uint32(fd) < denseFds {
+		if int(fd) < len(t.dense) {
+			return t.dense[fd]
+		}
+		return nil
+	}
+	return t.sparse[fd]
+}
+
+// set points fd at st (nil: closes fd), keeping the states' counts.
+func (t *fdTable) set(fd int32, st *fdState) {
+	if old := t.get(fd); old != nil {
+		old.refs--
+	}
+	if st != nil {
+		st.refs++
+	}
+	if uint32(fd) < denseFds {
+		for int(fd) >= len(t.dense) {
+			if st == nil {
+				return
+			}
+			t.dense = append(t.dense, nil)
+		}
+		t.dense[fd] = st
+		return
+	}
+	if st == nil {
+		delete(t.sparse, fd)
+		return
+	}
+	if t.sparse == nil {
+		t.sparse = map[int32]*fdState{}
+	}
+	t.sparse[fd] = st
+}
+
+// all lists the open descriptors' states, dense ones in descriptor order.
+func (t *fdTable) all() []*fdState {
+	var out []*fdState
+	for _, st := range t.dense {
+		if st != nil {
+			out = append(out, st)
+		}
+	}
+	keys := make([]int32, 0, len(t.sparse))
+	for fd := range t.sparse {
+		keys = append(keys, fd)
+	}
+	slices.Sort(keys)
+	for _, fd := range keys {
+		out = append(out, t.sparse[fd])
+	}
+	return out
+}
+
+func (t *fdTable) reset() {
+	for _, st := range t.all() {
+		st.refs = 0
+	}
+	clear(t.dense)
+	t.dense = t.dense[:0]
+	clear(t.sparse)
 }
 
 // logSource turns one process's socket events into observations.
@@ -33,7 +110,7 @@ type logSource struct {
 	sc       eventScanner
 	name     string
 	obs      *Observer
-	fds      map[int32]*fdState
+	fds      fdTable
 	nextSock uint64
 	queue    []Observation
 	warnings []string
@@ -80,7 +157,7 @@ func newLogSource(sc eventScanner, name string) *logSource {
 	if name == "" {
 		name = p.File
 	}
-	return &logSource{sc: sc, name: name, fds: map[int32]*fdState{},
+	return &logSource{sc: sc, name: name,
 		obs: &Observer{Host: host, Exe: p.Exe, Pid: p.Pid, BootID: p.BootID, File: name}}
 }
 
@@ -120,10 +197,10 @@ func (s *logSource) Next(o *Observation) bool {
 }
 
 func (s *logSource) state(fd int32, ev *libsockcap.Event) *fdState {
-	st := s.fds[fd]
+	st := s.fds.get(fd)
 	if st == nil {
 		st = &fdState{proto: ev.Proto, stream: isStream(ev)}
-		s.fds[fd] = st
+		s.fds.set(fd, st)
 	}
 	if st.proto == libsockcap.ProtoOther && ev.Proto != libsockcap.ProtoOther {
 		st.proto, st.stream = ev.Proto, isStream(ev)
@@ -155,7 +232,7 @@ func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
 	switch ev.Op {
 	case libsockcap.OpSocket:
 		if ev.Fd >= 0 {
-			delete(s.fds, ev.Fd)
+			s.fds.set(ev.Fd, nil)
 			s.state(ev.Fd, ev)
 		}
 	case libsockcap.OpConnect:
@@ -180,7 +257,7 @@ func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
 		if st.proto == libsockcap.ProtoOther {
 			st.proto = libsockcap.ProtoTCP
 		}
-		s.fds[ev.Fd] = st
+		s.fds.set(ev.Fd, st)
 		s.nextSock++
 		st.socket = s.nextSock
 		s.base(o, ev, st, OpOpen)
@@ -189,7 +266,7 @@ func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
 		// Each end opens at its first event, which carries its own names.
 		for _, fd := range [2]int32{ev.Fd, ev.Fd2} {
 			if fd >= 0 {
-				s.fds[fd] = &fdState{proto: libsockcap.ProtoUnix, stream: isStream(ev), role: RolePair}
+				s.fds.set(fd, &fdState{proto: libsockcap.ProtoUnix, stream: isStream(ev), role: RolePair})
 			}
 		}
 	case libsockcap.OpSend, libsockcap.OpRecv:
@@ -220,25 +297,23 @@ func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
 		}
 		return true
 	case libsockcap.OpClose:
-		st := s.fds[ev.Fd]
-		delete(s.fds, ev.Fd)
+		st := s.fds.get(ev.Fd)
+		s.fds.set(ev.Fd, nil)
 		if st == nil || !st.stream || st.socket == 0 {
 			return false
 		}
-		for _, other := range s.fds {
-			if other == st {
-				return false // still open under a dup'ed descriptor
-			}
+		if st.refs > 0 {
+			return false // still open under a dup'ed descriptor
 		}
 		s.base(o, ev, st, OpClose)
 		return true
 	case libsockcap.OpDup:
-		if st := s.fds[ev.Fd]; st != nil && ev.Fd2 >= 0 {
-			s.fds[ev.Fd2] = st
+		if st := s.fds.get(ev.Fd); st != nil && ev.Fd2 >= 0 {
+			s.fds.set(ev.Fd2, st)
 		}
 	case libsockcap.OpExit:
 		seen := map[*fdState]bool{}
-		for _, st := range s.fds {
+		for _, st := range s.fds.all() {
 			if st.stream && st.socket != 0 && !seen[st] {
 				seen[st] = true
 				var x Observation
@@ -246,7 +321,7 @@ func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
 				s.queue = append(s.queue, x)
 			}
 		}
-		clear(s.fds)
+		s.fds.reset()
 	case libsockcap.OpGap:
 		s.warnings = append(s.warnings, fmt.Sprintf("%s: %d events lost at %s (thread %d)", s.name, ev.Bytes,
 			formatNs(ev.Time), ev.Tid))
@@ -257,10 +332,12 @@ func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
 // learn takes the names an event carries (the reader fills them from the
 // fd's latest description).
 func (s *logSource) learn(st *fdState, ev *libsockcap.Event) {
-	if !ev.Local.IsZero() && (st.local.IsZero() || st.stream) {
+	// Compared first: most events repeat the names, and a store of
+	// an endpoint (it holds pointers) costs a write barrier.
+	if !ev.Local.IsZero() && (st.local.IsZero() || st.stream) && st.local != ev.Local {
 		st.local = ev.Local
 	}
-	if !ev.Remote.IsZero() && (st.remote.IsZero() || st.stream) {
+	if !ev.Remote.IsZero() && (st.remote.IsZero() || st.stream) && st.remote != ev.Remote {
 		st.remote = ev.Remote
 	}
 }
