@@ -42,8 +42,10 @@ type classModel struct {
 	certain []float32
 	// cand are the delays to every admissible candidate in the first pass:
 	// true links pile up in a peak above the spread of false ones.
-	cand []float32
-	peak *dist // the peak found in cand, kept for the passes before repair
+	cand   []float32
+	peak   *dist // the peak found in cand, kept for the passes before repair
+	key    classKey
+	active bool // has data in the current pass (listed in joint.active)
 	// logTrans is log P(this class | its trigger's class): how often a
 	// message like the trigger causes a message like this one.
 	logTrans float64
@@ -101,6 +103,9 @@ type joint struct {
 	fanByEdge   []*fanModel
 	countByEdge []*countModel
 	spanIdx     []int32 // request → its span at the node being repaired, or −1
+	// active lists the classes with data in the current pass, so that
+	// refitting does not walk every class a large trace ever had.
+	active []*classModel
 }
 
 type classEntry struct {
@@ -181,6 +186,9 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	step(true, true)
 	fit.Settled = fit.Change < 1e-3
 	fit = j.compare(fit)
+	for _, c := range j.active {
+		c.active = false // the models may be carried into another run
+	}
 	// J6.
 	return j.instances(), fit, iters
 }
@@ -215,7 +223,7 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	c := j.mod.class[k]
 	defer func() { j.classByTrig[te] = append(j.classByTrig[te], classEntry{ae, reply, ret, c}) }()
 	if c == nil {
-		c = &classModel{d: j.base[j.edge[act]]}
+		c = &classModel{d: j.base[j.edge[act]], key: k}
 		j.mod.class[k] = c
 	}
 	return c
@@ -273,11 +281,13 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 		j.span[i] = int32(i)
 		j.unsure[i] = false
 	}
-	for c := range j.mod.class {
-		j.mod.class[c].mom = moments{}
-		j.mod.class[c].samples = j.mod.class[c].samples[:0]
-		j.mod.class[c].certain = j.mod.class[c].certain[:0]
+	for _, c := range j.active {
+		c.mom = moments{}
+		c.samples = c.samples[:0]
+		c.certain = c.certain[:0]
+		c.active = false
 	}
+	j.active = j.active[:0]
 	for b := range j.t.Nodes {
 		j.sweep(trace.NodeID(b))
 	}
@@ -377,6 +387,7 @@ func (j *joint) sweep(b trace.NodeID) {
 				if i != ret {
 					if c := j.classOf(i, o); len(c.cand) < maxCand {
 						c.cand = append(c.cand, float32(float64(s-j.msgs[i].Recv)/1e9))
+						j.touch(c)
 					}
 				}
 			}
@@ -449,6 +460,7 @@ func (j *joint) sweep(b trace.NodeID) {
 			if len(j.candI) == 1 && (!isReply || !j.unsure[req]) {
 				c := j.classOf(best, o)
 				c.certain = append(c.certain, float32(float64(s-j.msgs[best].Recv)/1e9))
+				j.touch(c)
 			}
 		}
 		j.callSpan[o] = sp
@@ -474,6 +486,7 @@ func (j *joint) refit(useCertain bool) {
 			dt := float64(m.Send-q.Recv) / 1e9
 			c.mom.add(dt)
 			c.samples = append(c.samples, float32(dt))
+			j.touch(c)
 		}
 	}
 	j.refitCounts()
@@ -484,18 +497,20 @@ func (j *joint) refit(useCertain bool) {
 		reply, ret bool
 	}
 	pool := map[poolKey][]float32{}
-	for k, c := range j.mod.class {
+	for _, c := range j.active {
+		k := c.key
 		pk := poolKey{k.node, k.act, k.reply, k.ret}
 		pool[pk] = append(pool[pk], c.certain...)
 	}
-	for _, c := range j.mod.class {
+	for _, c := range j.active {
 		if len(c.cand) >= 50 {
 			if d, ok := peakFit(c.cand, j.o.DelayModel); ok {
 				c.peak = &d
 			}
 		}
 	}
-	for k, c := range j.mod.class {
+	for _, c := range j.active {
+		k := c.key
 		pc := pool[poolKey{k.node, k.act, k.reply, k.ret}]
 		switch {
 		case !useCertain && len(c.samples) >= 30:
@@ -522,13 +537,15 @@ func (j *joint) refit(useCertain bool) {
 	}
 	certainN, allN := map[trigKey]float64{}, map[trigKey]float64{}
 	kinds := map[trigKey]float64{}
-	for k, c := range j.mod.class {
+	for _, c := range j.active {
+		k := c.key
 		tk := trigKey{k.trig, k.node, k.ret}
 		certainN[tk] += float64(len(c.certain))
 		allN[tk] += float64(len(c.samples))
 		kinds[tk]++
 	}
-	for k, c := range j.mod.class {
+	for _, c := range j.active {
+		k := c.key
 		tk := trigKey{k.trig, k.node, k.ret}
 		n, tot := float64(len(c.certain)), certainN[tk]
 		if tot < 30 || !useCertain {
@@ -541,7 +558,7 @@ func (j *joint) refit(useCertain bool) {
 			c.logTrans = math.Log((n + 0.5) / (tot + 0.5*kinds[tk]))
 		}
 	}
-	for _, c := range j.mod.class {
+	for _, c := range j.active {
 		c.samples = c.samples[:0]
 		c.certain = c.certain[:0]
 		c.cand = nil
@@ -635,5 +652,12 @@ func (j *joint) initCaches() {
 	j.spanIdx = make([]int32, len(j.msgs))
 	for i := range j.spanIdx {
 		j.spanIdx[i] = -1
+	}
+}
+
+func (j *joint) touch(c *classModel) {
+	if !c.active {
+		c.active = true
+		j.active = append(j.active, c)
 	}
 }
