@@ -575,7 +575,8 @@ func TestScanAllocs(t *testing.T) {
 		})
 	}
 	a1, a2 := allocs(multiChunkLogN(12)), allocs(multiChunkLogN(24)) // 3 threads
-	if a2 > a1+3+2 {                                                 // a chunk list per thread grows once more, so may the index map
+	// a chunk list per thread grows once more, so may the index map
+	if a2 > a1+3+2 {
 		t.Errorf("%v allocations for 24 chunks, %v for 12", a2, a1)
 	}
 }

@@ -70,7 +70,7 @@ void sc_put_addr(struct sc_buf *b, const struct sockaddr *sa, socklen_t len, uin
 /* UDP payload checksum: CRC32C (Castagnoli), with the SSE4.2 instruction
  * when the CPU has it (8 bytes per instruction), else a table. */
 static uint32_t crc_table[256];
-static int crc_mode; /* 0 unset, 1 table, 2 sse4.2 */
+int sc_crc_mode; /* 0 unset, 1 table, 2 sse4.2 (read inline by sc_sum_prefix) */
 
 static void crc_setup(void)
 {
@@ -86,7 +86,7 @@ static void crc_setup(void)
 	if (__builtin_cpu_supports("sse4.2"))
 		mode = 2;
 #endif
-	__atomic_store_n(&crc_mode, mode, __ATOMIC_RELEASE);
+	__atomic_store_n(&sc_crc_mode, mode, __ATOMIC_RELEASE);
 }
 
 #if defined(__x86_64__)
@@ -109,7 +109,7 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t c, const uint8
 
 uint32_t sc_sum_init(void)
 {
-	if (SC_UNLIKELY(!__atomic_load_n(&crc_mode, __ATOMIC_ACQUIRE)))
+	if (SC_UNLIKELY(!__atomic_load_n(&sc_crc_mode, __ATOMIC_ACQUIRE)))
 		crc_setup();
 	return 0xffffffffu;
 }
@@ -118,7 +118,7 @@ uint32_t sc_sum_update(uint32_t c, const void *p, size_t n)
 {
 	const uint8_t *s = p;
 #if defined(__x86_64__)
-	if (crc_mode == 2)
+	if (sc_crc_mode == 2)
 		return crc_hw(c, s, n);
 #endif
 	for (size_t i = 0; i < n; i++)

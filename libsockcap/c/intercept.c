@@ -185,7 +185,7 @@ static uint32_t sum_buf(const void *p, ssize_t n, size_t cap)
 	size_t k = n < (ssize_t)SC_SUM_PREFIX ? (size_t)n : SC_SUM_PREFIX;
 	if (k > cap)
 		k = cap;
-	return sc_sum_final(sc_sum_update(sc_sum_init(), p, k), (uint64_t)n);
+	return sc_sum_prefix(p, k, (uint64_t)n);
 }
 
 static uint32_t sum_iov(const struct iovec *iov, size_t cnt, ssize_t n)
@@ -215,15 +215,50 @@ __attribute__((noinline)) static void log_io(int op, int fd, struct sc_fd *f, in
 			return;
 		}
 	} else if (is_dgram(f) && (buf || iov || r < 0)) {
-		uint64_t key = ra && rl > 0 ? sc_addr_key(ra, rl) : 0;
+		/* the key of an IPv4 peer is the address and port themselves
+		 * (sc_addr_key's exact form), computed here without a call */
+		const struct sockaddr_in *in4 = ra && rl >= sizeof(struct sockaddr_in) && ra->sa_family == AF_INET
+							? (const struct sockaddr_in *)ra
+							: NULL;
+		uint64_t key = 0;
+		if (in4) {
+			uint32_t a;
+			memcpy(&a, &in4->sin_addr, 4);
+			key = (1ULL << 56) | ((uint64_t)a << 16) | in4->sin_port;
+		} else if (ra && rl > 0) {
+			key = sc_addr_key(ra, rl);
+		}
 		uint8_t *q = sc_fast_begin(t, f);
 		if (SC_LIKELY(q != NULL)) {
-			uint32_t sum = r >= 0 ? (buf ? sum_buf(buf, r, cap) : sum_iov(iov, iovcnt, r)) : 0;
 			int same = key && f->dpeer_key == key && f->dpeer_serial == sc_t.serial;
-			/* the chunk has room for the largest record: encode in place */
-			struct sc_buf b = {q, 0, 48 + SC_UNIX_PATH_MAX, 0};
-			sc_encode_dgram(&b, fd, r, err, sum, key ? ra : NULL, rl, same);
-			sc_fast_end(op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, t, q + b.n);
+			if (SC_LIKELY(r >= 0 && (same || in4 || !key))) {
+				/* the record written in place: fd, ret, sum (4 bytes LE), peer */
+				uint32_t sum = buf ? sum_buf(buf, r, cap) : sum_iov(iov, iovcnt, r);
+				q = sc_raw_zz(q, fd);
+				q = sc_raw_zz(q, r);
+				q[0] = (uint8_t)sum;
+				q[1] = (uint8_t)(sum >> 8);
+				q[2] = (uint8_t)(sum >> 16);
+				q[3] = (uint8_t)(sum >> 24);
+				q += 4;
+				if (same) {
+					*q++ = SC_AF_SAME;
+				} else if (in4) {
+					*q = SC_AF_INET;
+					memcpy(q + 1, &in4->sin_addr, 4);
+					memcpy(q + 5, &in4->sin_port, 2); /* network order = big-endian */
+					q += 7;
+				} else {
+					*q++ = SC_AF_NONE;
+				}
+				sc_fast_end(op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, t, q);
+			} else {
+				uint32_t sum = r >= 0 ? (buf ? sum_buf(buf, r, cap) : sum_iov(iov, iovcnt, r)) : 0;
+				/* the chunk has room for the largest record: encode in place */
+				struct sc_buf b = {q, 0, 48 + SC_UNIX_PATH_MAX, 0};
+				sc_encode_dgram(&b, fd, r, err, sum, key ? ra : NULL, rl, same);
+				sc_fast_end(op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, t, q + b.n);
+			}
 			if (key) {
 				f->dpeer_key = key;
 				f->dpeer_serial = sc_t.serial;
