@@ -335,21 +335,20 @@ func roundUp125(x int64) int64 {
 	return 10 * p
 }
 
-// fftSize is the smallest 2^a·3^b·5^c ≥ x, even.
+// fftSize is the smallest n ≥ x of the form 2^a·m, m in {1, 3, 5, 9, 15,
+// 27}, even: sizes gonum transforms fast (many factors of 3 are slow).
 func fftSize(x int) int {
 	best := 2
 	for best < x {
 		best <<= 1
 	}
-	for p3 := 1; p3 < best; p3 *= 3 {
-		for p35 := p3; p35 < best; p35 *= 5 {
-			n := p35
-			for n < x {
-				n <<= 1
-			}
-			if n%2 == 0 && n < best {
-				best = n
-			}
+	for _, m := range []int{3, 5, 9, 15, 27} {
+		n := 2 * m
+		for n < x {
+			n <<= 1
+		}
+		if n < best {
+			best = n
 		}
 	}
 	return best
