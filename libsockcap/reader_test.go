@@ -116,10 +116,29 @@ func TestFormatConstantsMatchHeader(t *testing.T) {
 			t.Errorf("%s: reader has %d, format.h %d", k, got, v)
 		}
 	}
-	msg := []byte("the quick brown fox jumps over the lazy dog, more than sixty-four bytes long")
-	for _, n := range []int{0, 1, 5, 64, 65, len(msg)} {
-		if a, b := libsockcap.Checksum(msg[:n], n), enc.Sum(msg[:n], n); a != b {
-			t.Errorf("checksum of %d bytes: Go %x, C %x", n, a, b)
+}
+
+// The C library's datagram checksum (inline crc32 instruction, and the table
+// path) agrees with libsockcap.Checksum for every prefix length, unaligned
+// payloads, and datagrams longer than what was stored (MSG_TRUNC).
+func TestChecksumMatchesC(t *testing.T) {
+	msg := make([]byte, 200)
+	for i := range msg {
+		msg[i] = byte(i*131 + i>>3)
+	}
+	for _, table := range []bool{false, true} {
+		for n := 0; n <= 130; n++ {
+			for _, off := range []int{0, 1, 3} {
+				p := msg[off : off+n]
+				if a, b := libsockcap.Checksum(p, n), enc.Sum(p, n, table); a != b {
+					t.Errorf("table %v: checksum of %d bytes at +%d: Go %x, C %x", table, n, off, a, b)
+				}
+			}
+			if n > 10 { // a truncated receive: 10 bytes stored of n
+				if a, b := libsockcap.Checksum(msg[:10], n), enc.Sum(msg[:10], n, table); a != b {
+					t.Errorf("table %v: checksum of 10 of %d bytes: Go %x, C %x", table, n, a, b)
+				}
+			}
 		}
 	}
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that the tests and the demo need (idempotent).
 set -euo pipefail
-pkgs=(curl python3 iproute2 iptables tcpdump faketime libfaketime nginx redis-server memcached postgresql strace ltrace wrk redis-tools libpython3.11-testsuite)
+pkgs=(curl python3 iproute2 iptables tcpdump faketime libfaketime nginx redis-server memcached postgresql strace ltrace wrk redis-tools libpython3.11-testsuite valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -329,22 +329,27 @@ func (c *Chunk) Fd(t int64, fd int, proto uint8, sotype int, local, remote *Addr
 	})
 }
 
-// Sum is the C library's UDP checksum of payload (full datagram length n).
-func Sum(payload []byte, n int) uint32 {
-	h := C.sc_sum_init()
-	if len(payload) > 0 {
-		p := C.CBytes(payload)
-		k := len(payload)
-		if k > int(C.SC_SUM_PREFIX) {
-			k = int(C.SC_SUM_PREFIX)
-		}
-		if k > n {
-			k = n
-		}
-		h = C.sc_sum_update(h, p, C.size_t(k))
-		C.free(p)
+// Sum is the C library's UDP checksum of payload (full datagram length n),
+// computed as the library does on its hot path (sc_sum_prefix: the crc32
+// instruction when the CPU has it). table forces the portable table path.
+func Sum(payload []byte, n int, table bool) uint32 {
+	k := len(payload)
+	if k > int(C.SC_SUM_PREFIX) {
+		k = int(C.SC_SUM_PREFIX)
 	}
-	return uint32(C.sc_sum_final(h, C.uint64_t(n)))
+	if k > n {
+		k = n
+	}
+	C.sc_sum_init() // sets the CPU mode up
+	mode := C.sc_crc_mode
+	if table {
+		C.sc_crc_mode = 1
+	}
+	p := C.CBytes(append(payload[:k:k], 0)) // never a NULL pointer
+	h := C.sc_sum_prefix(p, C.size_t(k), C.uint64_t(n))
+	C.free(p)
+	C.sc_crc_mode = mode
+	return uint32(h)
 }
 
 func boolInt(b bool) C.int {
