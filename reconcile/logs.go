@@ -221,9 +221,20 @@ func isStream(ev *libsockcap.Event) bool {
 }
 
 func (s *logSource) base(o *Observation, ev *libsockcap.Event, st *fdState, op Op) {
-	*o = Observation{Time: ev.Time, Op: op, Proto: st.proto, Stream: st.stream, Role: st.role,
-		Origin: OriginLog, Observer: s.obs, Socket: st.socket, Local: st.local, Remote: st.remote,
-		Offset: -1}
+	// Field by field, the names only when they differ from what o holds
+	// (usually the previous observation of the same socket): they hold
+	// pointers, and storing them costs write barriers.
+	o.Time, o.Op, o.Proto, o.Stream, o.Role = ev.Time, op, st.proto, st.stream, st.role
+	o.Origin, o.Socket, o.Offset, o.Bytes, o.Sum, o.HasSum, o.Loc = OriginLog, st.socket, -1, 0, 0, false, 0
+	if o.Observer != s.obs {
+		o.Observer = s.obs
+	}
+	if o.Local != st.local {
+		o.Local = st.local
+	}
+	if o.Remote != st.remote {
+		o.Remote = st.remote
+	}
 }
 
 // convert turns one event into at most one observation (more go to the
@@ -334,10 +345,10 @@ func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
 func (s *logSource) learn(st *fdState, ev *libsockcap.Event) {
 	// Compared first: most events repeat the names, and a store of
 	// an endpoint (it holds pointers) costs a write barrier.
-	if !ev.Local.IsZero() && (st.local.IsZero() || st.stream) && st.local != ev.Local {
+	if st.local != ev.Local && !ev.Local.IsZero() && (st.local.IsZero() || st.stream) {
 		st.local = ev.Local
 	}
-	if !ev.Remote.IsZero() && (st.remote.IsZero() || st.stream) && st.remote != ev.Remote {
+	if st.remote != ev.Remote && !ev.Remote.IsZero() && (st.remote.IsZero() || st.stream) {
 		st.remote = ev.Remote
 	}
 }

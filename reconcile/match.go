@@ -733,6 +733,9 @@ func (m *matcher) messages() {
 	// to the system now and then, so that blocks and result are not both
 	// resident (peak ≈ the result, not twice it).
 	msgs := make([]trace.Message, 0, n)
+	// Step 9's numbering is done as the messages are copied (while they
+	// are in cache), not in passes of its own.
+	num := newCallNumbers(m.nextCall)
 	pos := make([]int, len(blocks))
 	h := blockHeap{blocks: blocks, pos: pos}
 	for i, c := range blocks {
@@ -762,6 +765,7 @@ func (m *matcher) messages() {
 			end = q
 		}
 		msgs = append(msgs, b[p:end]...)
+		num.number(msgs[len(msgs)-(end-p):])
 		pos[bi] = end
 		if end == len(b) {
 			blocks[bi] = nil

@@ -11,7 +11,7 @@ import (
 
 // The block sort and merge of step 9 orders messages exactly as a stable
 // sort by time of everything in emission order would, whatever the block
-// boundaries, ties and disorder.
+// boundaries, ties and disorder, and numbers them in that order (id=).
 func TestMessagesOrder(t *testing.T) {
 	r := rand.New(rand.NewSource(9))
 	for _, tc := range []struct {
@@ -29,7 +29,7 @@ func TestMessagesOrder(t *testing.T) {
 				if tc.jump == 3 {
 					tm = int64(i / 10)
 				}
-				msg := trace.Message{Send: tm, Recv: trace.Unknown, ID: int64(i)}
+				msg := trace.Message{Send: tm, Recv: trace.Unknown, Bytes: int64(i), ID: trace.NoRef, Call: trace.NoRef}
 				if r.Intn(5) == 0 {
 					msg.Send, msg.Recv = trace.Unknown, tm
 				}
@@ -47,8 +47,9 @@ func TestMessagesOrder(t *testing.T) {
 				t.Fatalf("%d messages, want %d", len(m.t.Messages), len(want))
 			}
 			for i := range want {
+				want[i].ID = int64(i)
 				if m.t.Messages[i] != want[i] {
-					t.Fatalf("position %d: message id %d, want id %d", i, m.t.Messages[i].ID, want[i].ID)
+					t.Fatalf("position %d: message %d (id %d), want %d", i, m.t.Messages[i].Bytes, m.t.Messages[i].ID, want[i].Bytes)
 				}
 			}
 		})

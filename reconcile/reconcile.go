@@ -188,14 +188,11 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 		}
 	}
 	m.report()
-	// 9. Number the messages (sorted by m.messages), and the calls in the
-	// order they were made.
-	renumberCalls(t, m.nextCall)
+	// 9. The messages were numbered, and the calls renumbered in the order
+	// they were made, as m.messages gathered them (aggregation keeps the
+	// order).
 	if opts.AggregateClients {
 		t = AggregateClients(t)
-	}
-	for i := range t.Messages {
-		t.Messages[i].ID = int64(i)
 	}
 	return t, m, nil
 }
@@ -233,27 +230,36 @@ func Translations(t *trace.Trace) []Translation {
 	return out
 }
 
-// renumberCalls makes call ids follow time order (they were handed out as
-// calls were decided).
-func renumberCalls(t *trace.Trace, n int32) {
-	if n == 0 {
-		return
-	}
+// callNumbers makes call ids follow time order (they were handed out as
+// calls were decided): number numbers the messages it is given, in order.
+type callNumbers struct {
+	ids  []int32
+	next int32
+	id   int64
+}
+
+func newCallNumbers(n int32) *callNumbers {
 	ids := make([]int32, n)
 	for i := range ids {
 		ids[i] = -1
 	}
-	var next int32
-	for i := range t.Messages {
-		m := &t.Messages[i]
+	return &callNumbers{ids: ids}
+}
+
+func (c *callNumbers) number(msgs []trace.Message) {
+	n := int32(len(c.ids))
+	for i := range msgs {
+		m := &msgs[i]
+		m.ID = c.id
+		c.id++
 		if m.Kind == trace.KindNone || m.Call < 0 || m.Call >= n {
 			continue
 		}
-		if ids[m.Call] < 0 {
-			ids[m.Call] = next
-			next++
+		if c.ids[m.Call] < 0 {
+			c.ids[m.Call] = c.next
+			c.next++
 		}
-		m.Call = ids[m.Call]
+		m.Call = c.ids[m.Call]
 	}
 }
 
