@@ -11,17 +11,18 @@ import (
 
 // Step 0 (clock offsets for matching): hosts' clocks may disagree by
 // minutes (WAP5 §7), far more than the window an end waits for its peer.
-// Before matching, the sources are read once for their connection
-// establishments only: a connect on one source and the accept of the same
+// Before matching, the logs are read once for two kinds of events that one
+// source does and another then sees: a connect and the accept of the same
 // connection (same protocol and canonical 4-tuple, instances of a reused
-// tuple paired in order) on another bound the offset between the two
-// clocks — the accept returns after the connect began, so
-// accept − connect ≥ offset(server) − offset(client), and handshakes the
-// other way bound it from below. Per pair of sources: the smallest
-// difference near the median (robust to a mispaired instance), the
-// midpoint of the two bounds when connections go both ways. A maximum
-// spanning tree over the pairs (most handshakes first; sources of one host
-// joined at offset 0 where no handshake links them) gives every source an
+// tuple paired in order), and a datagram's send and its receive (same
+// destination port, length and checksum, paired in order). The second
+// happens after the first, so second − first ≥ offset(second's source) −
+// offset(first's source); events the other way between the same two
+// sources bound the offset from the other side. Per pair of sources: the
+// smallest difference near the median (robust to a mispaired instance or a
+// lost datagram), the midpoint of the two bounds when there are both. A
+// maximum spanning tree over the pairs (most samples first; sources of one
+// host joined at offset 0 where nothing links them) gives every source an
 // offset against one reference. The merge (step 1) and every comparison of
 // times across sources then use offset-corrected time; the messages keep
 // the times their observers recorded (correcting them is `wap5 skew`'s job).
@@ -45,9 +46,16 @@ const (
 	clockNear = int64(time.Second)
 )
 
+// hsKey identifies what one source does first and another then sees: a
+// connection (its protocol and canonical client and server ends; connect,
+// then accept), or a datagram (destination port, length and checksum; send,
+// then receive).
 type hsKey struct {
 	proto          libsockcap.Proto
 	client, server epKey
+	dport          uint16
+	n              int64
+	sum            uint32
 }
 
 type hsOpen struct {
@@ -55,16 +63,26 @@ type hsOpen struct {
 	t   int64
 }
 
-type hsQueue struct{ clients, servers []hsOpen }
+// hsQueue: the first events (connects, sends) and second events (accepts,
+// receives) of one key still waiting for their other half, oldest first.
+type hsQueue struct{ first, second []hsOpen }
 
-type srcPair struct{ client, server int32 }
+// srcPair: the source of the first event and that of the second.
+type srcPair struct{ first, second int32 }
 
-// clockPass collects handshake samples.
+// clockPass collects samples: the time of a second event minus that of its
+// first (raw clocks), which is at least offset(second) − offset(first).
 type clockPass struct {
 	nat     *natTable
 	waiting map[hsKey]*hsQueue
-	samples map[srcPair][]int64 // accept time − connect time, raw clocks
+	samples map[srcPair][]int64
+	now     int64 // latest raw time seen
+	pruneAt int
 }
+
+// clockHorizon: events waiting longer than this (raw merged time) for
+// their other half are dropped (untraced peers, lost datagrams).
+const clockHorizon = int64(30 * time.Minute)
 
 func (p *clockPass) endKey(e libsockcap.Endpoint, o *Observer) epKey {
 	ap := p.nat.canon(e.Addr)
@@ -75,43 +93,64 @@ func (p *clockPass) endKey(e libsockcap.Endpoint, o *Observer) epKey {
 }
 
 func (p *clockPass) observe(src int, ob *Observation) {
-	if ob.Op != OpOpen || !ob.Stream || ob.Proto == libsockcap.ProtoUnix || ob.Local.Unix || ob.Remote.Unix ||
-		!ob.Local.Addr.IsValid() || !ob.Remote.Addr.IsValid() {
-		return
+	if ob.Proto == libsockcap.ProtoUnix || ob.Local.Unix || ob.Remote.Unix {
+		return // one kernel, one clock
 	}
-	l, r := p.endKey(ob.Local, ob.Observer), p.endKey(ob.Remote, ob.Observer)
 	var k hsKey
-	switch ob.Role {
-	case RoleClient:
-		k = hsKey{ob.Proto, l, r}
-	case RoleServer:
-		k = hsKey{ob.Proto, r, l}
+	var second bool
+	switch {
+	case ob.Stream && ob.Op == OpOpen:
+		if !ob.Local.Addr.IsValid() || !ob.Remote.Addr.IsValid() {
+			return
+		}
+		l, r := p.endKey(ob.Local, ob.Observer), p.endKey(ob.Remote, ob.Observer)
+		switch ob.Role {
+		case RoleClient:
+			k = hsKey{proto: ob.Proto, client: l, server: r}
+		case RoleServer:
+			k, second = hsKey{proto: ob.Proto, client: r, server: l}, true
+		default:
+			return
+		}
+	case !ob.Stream && ob.HasSum && (ob.Op == OpSend || ob.Op == OpRecv):
+		dst := ob.Remote.Addr
+		if ob.Op == OpRecv {
+			dst, second = ob.Local.Addr, true
+		}
+		if !dst.IsValid() {
+			return
+		}
+		k = hsKey{proto: ob.Proto, dport: p.nat.canon(dst).Port(), n: ob.Bytes, sum: ob.Sum}
 	default:
 		return
 	}
+	if ob.Time > p.now {
+		p.now = ob.Time
+	}
+	p.prune()
 	q := p.waiting[k]
 	if q == nil {
 		q = &hsQueue{}
 		p.waiting[k] = q
 	}
 	me := hsOpen{int32(src), ob.Time}
-	mine, other := &q.clients, &q.servers
-	if ob.Role == RoleServer {
-		mine, other = &q.servers, &q.clients
+	mine, other := &q.first, &q.second
+	if second {
+		mine, other = &q.second, &q.first
 	}
 	for i, o := range *other {
 		if o.src == me.src {
 			continue // the same clock: nothing to learn
 		}
 		*other = slices.Delete(*other, i, i+1)
-		pair, d := srcPair{o.src, me.src}, me.t-o.t
-		if ob.Role == RoleClient {
-			pair, d = srcPair{me.src, o.src}, o.t-me.t
+		pair, d := srcPair{me.src, o.src}, o.t-me.t
+		if second {
+			pair, d = srcPair{o.src, me.src}, me.t-o.t
 		}
 		if s := p.samples[pair]; len(s) < maxClockSamples {
 			p.samples[pair] = append(s, d)
 		}
-		if len(q.clients) == 0 && len(q.servers) == 0 {
+		if len(q.first) == 0 && len(q.second) == 0 {
 			delete(p.waiting, k)
 		}
 		return
@@ -120,6 +159,29 @@ func (p *clockPass) observe(src int, ob *Observation) {
 		*mine = slices.Delete(*mine, 0, 1)
 	}
 	*mine = append(*mine, me)
+}
+
+// prune drops what has waited past clockHorizon, whenever the table has
+// doubled since the last pruning.
+func (p *clockPass) prune() {
+	if len(p.waiting) < p.pruneAt {
+		return
+	}
+	old := p.now - clockHorizon
+	keep := func(l []hsOpen) []hsOpen {
+		i := 0
+		for i < len(l) && l[i].t < old {
+			i++
+		}
+		return l[i:]
+	}
+	for k, q := range p.waiting {
+		q.first, q.second = keep(q.first), keep(q.second)
+		if len(q.first) == 0 && len(q.second) == 0 {
+			delete(p.waiting, k)
+		}
+	}
+	p.pruneAt = max(4096, 2*len(p.waiting))
 }
 
 // lowNearMedian is the smallest sample within clockNear of the median.
@@ -170,7 +232,7 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 	if len(re) < 2 {
 		return nil, nil
 	}
-	p := &clockPass{nat: &natTable{}, waiting: map[hsKey]*hsQueue{}, samples: map[srcPair][]int64{}}
+	p := &clockPass{nat: &natTable{}, waiting: map[hsKey]*hsQueue{}, samples: map[srcPair][]int64{}, pruneAt: 4096}
 	for _, tr := range opts.NAT {
 		p.nat.addRule(tr) // checked by newMatcher
 	}
@@ -196,8 +258,8 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 	// Per unordered pair: both bounds.
 	var edges []clockEdge
 	for pair, s := range p.samples {
-		a, b := int(pair.client), int(pair.server)
-		if back, ok := p.samples[srcPair{pair.server, pair.client}]; ok {
+		a, b := int(pair.first), int(pair.second)
+		if back, ok := p.samples[srcPair{pair.second, pair.first}]; ok {
 			if a > b {
 				continue // handled from the other side
 			}

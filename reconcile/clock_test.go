@@ -43,18 +43,20 @@ type offsetMsg struct {
 	bytes      int64
 }
 
-// offsetScenario: hosts A (true time), B (+offB) and C (−offC) exchange, every
-// 15 s for rounds rounds: a TCP call A→B:80 and C→B:80, both from the same
-// client port each round (port reuse), a TCP call B→A:8080 (handshakes the
-// other way), and a UDP query A→C:53 with its answer, all with the same
-// contents every round (order matching). Returns the sources and every
-// message the workload sent.
-func offsetScenario(offB, offC int64, rounds int) ([]Source, []offsetMsg) {
+// offsetScenario: hosts A (true time), B (+offB), C (−offC) and D (+offD)
+// exchange, every 15 s for rounds rounds: a TCP call A→B:80 and C→B:80, both
+// from the same client port each round (port reuse), a TCP call B→A:8080
+// (handshakes the other way), a UDP query A→C:53 with its answer, and a UDP
+// query A→D:123 with its answer (D does nothing else: only datagrams tell
+// its clock), all with the same contents every round (order matching).
+// Returns the sources and every message the workload sent.
+func offsetScenario(offB, offC, offD int64, rounds int) ([]Source, []offsetMsg) {
 	const base = int64(1_700_000_000_000_000_000)
 	hosts := map[string]*offsetHost{
 		"A": {name: "hostA", addr: "10.0.0.1", off: 0},
 		"B": {name: "hostB", addr: "10.0.0.2", off: offB},
 		"C": {name: "hostC", addr: "10.0.0.3", off: -offC},
+		"D": {name: "hostD", addr: "10.0.0.4", off: offD},
 	}
 	for k, h := range hosts {
 		h.proc = &libsockcap.Process{Host: h.name, Node: h.name, Exe: "/usr/bin/p" + k, Pid: 100, File: h.name + ".sclog"}
@@ -81,7 +83,7 @@ func offsetScenario(offB, offC int64, rounds int) ([]Source, []offsetMsg) {
 		msg(t+200*us, cl, sv, 100*us, req)
 		msg(t+900*us, sv, cl, 100*us, resp)
 	}
-	A, B, C := hosts["A"], hosts["B"], hosts["C"]
+	A, B, C, D := hosts["A"], hosts["B"], hosts["C"], hosts["D"]
 	for r := 0; r < rounds; r++ {
 		t := base + int64(r)*int64(15*time.Second)
 		tcp(t, A, B, "40000", "80", 100, 2000)
@@ -96,9 +98,17 @@ func offsetScenario(offB, offC int64, rounds int) ([]Source, []offsetMsg) {
 		A.add(t+700*us, libsockcap.Event{Op: libsockcap.OpRecv, Fd: 50, Proto: libsockcap.ProtoUDP, SoType: 2, Local: a, Remote: c, Bytes: 90, Ret: 90, Sum: 88})
 		msg(t, A, C, 200*us, 40)
 		msg(t+500*us, C, A, 200*us, 90)
+		t += 2 * int64(time.Second)
+		d := ep("10.0.0.4:123")
+		A.add(t, libsockcap.Event{Op: libsockcap.OpSend, Fd: 51, Proto: libsockcap.ProtoUDP, SoType: 2, Local: a, Remote: d, Bytes: 48, Ret: 48, Sum: 5})
+		D.add(t+300*us, libsockcap.Event{Op: libsockcap.OpRecv, Fd: 60, Proto: libsockcap.ProtoUDP, SoType: 2, Local: d, Remote: a, Bytes: 48, Ret: 48, Sum: 5})
+		D.add(t+400*us, libsockcap.Event{Op: libsockcap.OpSend, Fd: 60, Proto: libsockcap.ProtoUDP, SoType: 2, Local: d, Remote: a, Bytes: 48, Ret: 48, Sum: 6})
+		A.add(t+700*us, libsockcap.Event{Op: libsockcap.OpRecv, Fd: 51, Proto: libsockcap.ProtoUDP, SoType: 2, Local: a, Remote: d, Bytes: 48, Ret: 48, Sum: 6})
+		msg(t, A, D, 300*us, 48)
+		msg(t+400*us, D, A, 300*us, 48)
 	}
 	var srcs []Source
-	for _, k := range []string{"A", "B", "C"} {
+	for _, k := range []string{"A", "B", "C", "D"} {
 		h := hosts[k]
 		sort.SliceStable(h.ev, func(i, j int) bool { return h.ev[i].Time < h.ev[j].Time })
 		srcs = append(srcs, EventSource(h.proc, h.ev))
@@ -122,19 +132,20 @@ func offsetLines(tr *trace.Trace) []string {
 // pair instance by instance.
 func TestClockOffsets(t *testing.T) {
 	min := int64(time.Minute)
+	sec := int64(time.Second)
 	for _, c := range []struct {
-		name       string
-		offB, offC int64
-		window     time.Duration
+		name             string
+		offB, offC, offD int64
+		window           time.Duration
 	}{
-		{"3min", 3 * min, 3 * min, 0},
-		{"3min-5s-window", 3 * min, 3 * min, 5 * time.Second},
-		{"B-behind", -3 * min, -2 * min, 0},
-		{"5s", 5 * int64(time.Second), 5 * int64(time.Second), 5 * time.Second},
-		{"synced", 0, 0, 0},
+		{"3min", 3 * min, 3 * min, 3 * min, 0},
+		{"3min-5s-window", 3 * min, 3 * min, -3 * min, 5 * time.Second},
+		{"B-behind", -3 * min, -2 * min, 2 * min, 0},
+		{"5s", 5 * sec, 5 * sec, 5 * sec, 5 * time.Second},
+		{"synced", 0, 0, 0, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			srcs, want := offsetScenario(c.offB, c.offC, 12)
+			srcs, want := offsetScenario(c.offB, c.offC, c.offD, 12)
 			tr, err := ReconcileSources(srcs, Options{Window: c.window})
 			if err != nil {
 				t.Fatal(err)
@@ -177,22 +188,22 @@ func TestClockOffsets(t *testing.T) {
 // handshake delay of the true offsets.
 func TestEstimateOffsets(t *testing.T) {
 	min := int64(time.Minute)
-	srcs, _ := offsetScenario(3*min, 2*min, 5)
+	srcs, _ := offsetScenario(3*min, 2*min, -4*min, 5)
 	off, warns := estimateOffsets(srcs, Options{})
-	if len(off) != 3 {
+	if len(off) != 4 {
 		t.Fatalf("offsets %v", off)
 	}
-	want := []int64{0, 3 * min, -2 * min}
+	want := []int64{0, 3 * min, -2 * min, -4 * min}
 	for i := range want {
 		if d := (off[i] - off[0]) - want[i]; d < -int64(time.Millisecond) || d > int64(time.Millisecond) {
 			t.Errorf("source %d: offset %d, want %d (±1 ms)", i, off[i]-off[0], want[i])
 		}
 	}
-	if len(warns) != 2 {
+	if len(warns) != 3 {
 		t.Errorf("warnings %q, want one per shifted host", warns)
 	}
 	// One host: no pass at all.
-	one, _ := offsetScenario(0, 0, 1)
+	one, _ := offsetScenario(0, 0, 0, 1)
 	for _, s := range one {
 		s.(*logSource).obs.Host = "same"
 	}

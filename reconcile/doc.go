@@ -20,17 +20,18 @@
 // # The algorithm (steps as numbered in the code: reconcile.go, match.go, dgram.go)
 //
 //  0. Clock offsets, for matching only (clock.go): when the logs come from
-//     two or more hosts, read them once for their connection
-//     establishments. A connect on one source and the accept of the same
-//     connection (protocol and canonical 4-tuple; instances of a reused
-//     tuple paired in order) on another bound the offset between the two
-//     clocks: the accept returns after the connect began, and handshakes
-//     the other way bound it from the other side. Per pair of sources: the
+//     two or more hosts, read them once for what one source does and
+//     another then sees: a connect and the accept of the same connection
+//     (protocol and canonical 4-tuple; instances of a reused tuple paired
+//     in order), a datagram's send and its receive (destination port,
+//     length and checksum, paired in order). The second comes after the
+//     first, which bounds the offset between the two clocks; events the
+//     other way bound it from the other side. Per pair of sources: the
 //     smallest difference near the median (a mispaired instance lies far
-//     off), the midpoint of both bounds when connections go both ways. A
-//     maximum spanning tree over the pairs (most handshakes first; sources
-//     of one host joined at offset 0 where nothing links them) gives each
-//     source an offset against one reference. Steps 1–6 compare times in
+//     off), the midpoint of both bounds when there are both. A maximum
+//     spanning tree over the pairs (most samples first; sources of one host
+//     joined at offset 0 where nothing links them) gives each source an
+//     offset against one reference. Steps 1–6 compare times in
 //     offset-corrected time, so hosts minutes apart pair within the window;
 //     messages keep the times their observers recorded (correcting those is
 //     wap5 skew's job). Offsets of a second or more are reported as
