@@ -21,7 +21,7 @@ echo "machine: $(nproc) cores, $(lscpu | grep 'Model name' | sed 's/Model name: 
 measure() {
 	local label=$1
 	shift
-	local cpus=() mems=()
+	local cpus=() mems=() u s m
 	for _ in $(seq "$RUNS"); do
 		/usr/bin/time -f "%U %S %M" -o "$tmp/time" "$@" >/dev/null 2>"$tmp/err"
 		read -r u s m <"$tmp/time"
