@@ -255,3 +255,48 @@ func TestOwnLogs(t *testing.T) {
 		t.Errorf("own logs %v, want 100 101 102 300 (another run wrote 200, 201)", paths)
 	}
 }
+
+// rawSource opens a socket with a raw system call (invisible to
+// interposition) and an io_uring instance, and lives long enough for the
+// /proc sampling to see both.
+const rawSource = `#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <string.h>
+#include <unistd.h>
+int main(void) {
+	unsigned char params[120];
+	memset(params, 0, sizeof params);
+	long s = syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+	long r = syscall(SYS_io_uring_setup, 4, params);
+	usleep(400000);
+	return s < 0 || r < 0;
+}
+`
+
+// TestRunWarnsBlindSpots: after the run, wap5 names the process whose
+// socket it never saw in the log, and the io_uring user.
+func TestRunWarnsBlindSpots(t *testing.T) {
+	lib, real := testLib(t)
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no gcc")
+	}
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "raw.c"), filepath.Join(dir, "raw")
+	os.WriteFile(src, []byte(rawSource), 0o644)
+	if b, err := exec.Command("gcc", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, b)
+	}
+	code, _, stderr := runCLI(t, "", "run", "--lib", lib, "--out", filepath.Join(dir, "logs"), "--", bin)
+	if code != 0 {
+		t.Skipf("io_uring or socket unavailable here (exit %d): %s", code, stderr)
+	}
+	want := []string{"(" + bin + ") uses io_uring", "(" + bin + ") held 1 sockets but wrote no log"}
+	if real {
+		want[1] = "(" + bin + ") held 1 sockets but logged no socket calls"
+	}
+	for _, w := range want {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+}

@@ -96,9 +96,9 @@ func lookPath(command, pathEnv string) (string, error) {
 }
 
 // interpreter returns the program a #! file asks for ("" when path is not a
-// script). `#!/usr/bin/env [-S] [VAR=x] prog` resolves to env itself; the
-// program env starts is reported by the next call on env's argument, so
-// that both ELF files are inspected.
+// script). For `#!/usr/bin/env [-S] [VAR=x] prog` it returns prog as found
+// in pathEnv: env is a small glibc program that passes LD_PRELOAD on, so
+// the program it starts is the one that matters.
 func interpreter(path, pathEnv string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -117,10 +117,7 @@ func interpreter(path, pathEnv string) (string, error) {
 		return "", nil
 	}
 	interp := fields[0]
-	if filepath.Base(interp) == "env" && !isELF(path) {
-		// Look through env to the program it runs: the chain will hold
-		// the script, then the real interpreter. env itself is a small
-		// glibc program that keeps LD_PRELOAD, so skipping it loses nothing.
+	if filepath.Base(interp) == "env" {
 		for _, a := range fields[1:] {
 			if strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
 				continue

@@ -93,3 +93,19 @@ func TestWatch(t *testing.T) {
 		t.Errorf("child %+v, want 3 sockets (one inherited), io_uring, ppid %d", child, parent.Pid)
 	}
 }
+
+// BenchmarkSample measures one /proc sample of a small tree (a shell with
+// one child), the cost `wap5 run` pays every 100 ms.
+func BenchmarkSample(b *testing.B) {
+	cmd := exec.Command("/bin/sh", "-c", "sleep 30 & wait")
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	w := &Watcher{root: cmd.Process.Pid, procs: map[int]*watched{}}
+	time.Sleep(50 * time.Millisecond)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w.Sample()
+	}
+}
