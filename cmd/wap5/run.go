@@ -176,11 +176,11 @@ func runTraced(c *cli.Context, path string, argv, env []string) (code, pid int, 
 	// ours reaches it once (forwarded), not twice. On a terminal, its group
 	// becomes the foreground one, so ^C goes straight to it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	tty := foregroundTTY(c.App.Reader)
+	tty := foregroundTTY(c.App)
 	if tty >= 0 {
 		cmd.SysProcAttr.Foreground = true
 		cmd.SysProcAttr.Ctty = tty
-		defer reclaimTTY(tty)
+		defer setForeground(tty, syscall.Getpgrp())
 	}
 	// A subreaper inherits the traced tree's orphans (daemons that double
 	// fork), so the /proc sampling still finds them.
@@ -195,53 +195,107 @@ func runTraced(c *cli.Context, path string, argv, env []string) (code, pid int, 
 	}
 	pid = cmd.Process.Pid
 	watch := preflight.Watch(cmd.Process.Pid, watchInterval)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var waitErr error
+	type result struct {
+		ws  syscall.WaitStatus
+		err error
+	}
+	done := make(chan result, 1)
+	if tty >= 0 {
+		// Stdio are the terminal's files: nothing to copy, so we can wait
+		// for the process ourselves and follow job control.
+		go func() { ws, err := waitJob(pid, tty); done <- result{ws, err} }()
+	} else {
+		go func() {
+			err := cmd.Wait()
+			if cmd.ProcessState == nil {
+				done <- result{err: err}
+				return
+			}
+			done <- result{ws: cmd.ProcessState.Sys().(syscall.WaitStatus)}
+		}()
+	}
+	var r result
 loop:
 	for {
 		select {
 		case s := <-sigs:
 			_ = cmd.Process.Signal(s)
-		case waitErr = <-done:
+		case r = <-done:
 			break loop
 		}
 	}
+	if tty >= 0 {
+		cmd.Process.Release()
+	}
 	seen = watch.Stop()
-	if cmd.ProcessState == nil {
-		return 0, pid, seen, waitErr
+	switch {
+	case r.err != nil:
+		return 0, pid, seen, r.err
+	case r.ws.Signaled():
+		return 128 + int(r.ws.Signal()), pid, seen, nil
 	}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal()), pid, seen, nil
-	}
-	return cmd.ProcessState.ExitCode(), pid, seen, nil
+	return r.ws.ExitStatus(), pid, seen, nil
 }
 
-// foregroundTTY returns the fd of r when it is the terminal whose foreground
-// process group is ours, else -1.
-func foregroundTTY(r io.Reader) int {
-	f, ok := r.(*os.File)
-	if !ok {
+// waitJob waits for the command the way a shell waits for a job. When ^Z
+// stops it, wap5 takes the terminal back and stops itself, so the shell
+// regains control; when continued (fg), it hands the terminal to the
+// command again and continues it.
+func waitJob(pid, tty int) (syscall.WaitStatus, error) {
+	for {
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(pid, &ws, syscall.WUNTRACED, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || !ws.Stopped() {
+			return ws, err
+		}
+		setForeground(tty, syscall.Getpgrp())
+		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		// Continued: in the foreground (fg) or not (bg).
+		if foregroundPgrp(tty) == syscall.Getpgrp() {
+			setForeground(tty, pid) // the command leads its own group
+		}
+		syscall.Kill(-pid, syscall.SIGCONT)
+	}
+}
+
+// foregroundTTY returns the fd of the terminal when stdin, stdout and
+// stderr are files, stdin is a terminal, and our process group is its
+// foreground group; else -1.
+func foregroundTTY(app *cli.App) int {
+	in, ok1 := app.Reader.(*os.File)
+	_, ok2 := app.Writer.(*os.File)
+	_, ok3 := app.ErrWriter.(*os.File)
+	if !ok1 || !ok2 || !ok3 {
 		return -1
 	}
-	fd := int(f.Fd())
-	var pgrp int32
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.TIOCGPGRP,
-		uintptr(unsafe.Pointer(&pgrp))); e != 0 {
-		return -1
-	}
-	if int(pgrp) != syscall.Getpgrp() {
+	fd := int(in.Fd())
+	if foregroundPgrp(fd) != syscall.Getpgrp() {
 		return -1
 	}
 	return fd
 }
 
-// reclaimTTY makes our process group the terminal's foreground group again.
-func reclaimTTY(fd int) {
+// foregroundPgrp is the terminal's foreground process group (-1 if fd is
+// not a terminal).
+func foregroundPgrp(fd int) int {
+	var pgrp int32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.TIOCGPGRP,
+		uintptr(unsafe.Pointer(&pgrp))); e != 0 {
+		return -1
+	}
+	return int(pgrp)
+}
+
+// setForeground makes pgrp the terminal's foreground process group. We may
+// be in the background when we do it, hence SIGTTOU ignored.
+func setForeground(fd, pgrp int) {
 	signal.Ignore(syscall.SIGTTOU)
 	defer signal.Reset(syscall.SIGTTOU)
-	pgrp := int32(syscall.Getpgrp())
-	syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.TIOCSPGRP, uintptr(unsafe.Pointer(&pgrp)))
+	p := int32(pgrp)
+	syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.TIOCSPGRP, uintptr(unsafe.Pointer(&p)))
 }
 
 func setSubreaper(on bool) {
