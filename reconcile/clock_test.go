@@ -211,3 +211,31 @@ func TestEstimateOffsets(t *testing.T) {
 		t.Errorf("one host: offsets %v, want none", off)
 	}
 }
+
+// BenchmarkClockOffsets: what step 0 costs on multi-host logs (the offset
+// scenario, 10 messages and 3 connections per round, events in memory):
+// reconciliation with and without the offset pass, on synchronised clocks
+// so that both produce the same trace.
+func BenchmarkClockOffsets(b *testing.B) {
+	for _, v := range []struct {
+		name string
+		opts Options
+	}{{"estimate", Options{}}, {"synced-clocks", Options{SyncedClocks: true}}} {
+		b.Run(v.name, func(b *testing.B) {
+			var n int
+			var cpu time.Duration
+			for i := 0; i < b.N; i++ {
+				srcs, _ := offsetScenario(0, 0, 0, 20000)
+				c0 := cpuTime()
+				tr, err := ReconcileSources(srcs, v.opts)
+				cpu += cpuTime() - c0
+				if err != nil {
+					b.Fatal(err)
+				}
+				n = len(tr.Messages)
+			}
+			b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+			b.ReportMetric(float64(n)*float64(b.N)/cpu.Seconds(), "msgs/cpu-s")
+		})
+	}
+}
