@@ -5,6 +5,7 @@ var (
 	NewScannerBytes = newScanner
 	FrameEnd        = frameEnd
 	DecodeSealed    = decodeSealed
+	NewSealedBytes  = newSealedScanner
 	FastPath        = &fastPath
 	FormatConsts    = map[string]int{
 		"SC_CHUNK_MAGIC": chunkMagic, "SC_VERSION": formatVersion, "SC_HDR_STRINGS_OFF": hdrStringsOff,
@@ -16,3 +17,7 @@ var (
 		"SC_STR_HOST": strHost, "SC_STR_CLOCKNAME": strClockName,
 	}
 )
+
+// ChunkByChunk reports whether a sealed log is read chunk by chunk (by its
+// index) rather than decoded whole.
+func (s *Scanner) ChunkByChunk() bool { return s.lazy != nil }

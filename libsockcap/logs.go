@@ -154,12 +154,28 @@ func writeSealed(w io.Writer, data []byte) error {
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	var buf []byte
+	var heads []byte // the chunk headers, for the index frame
 	for off, n := 0, hdr; off < len(data); off, n = off+n, chunk {
 		end := min(off+n, len(data))
 		buf = enc.EncodeAll(data[off:end], buf[:0])
 		if _, err := bw.Write(buf); err != nil {
 			return err
 		}
+		if off > 0 {
+			var h [chunkHdrSize]byte
+			copy(h[:], data[off:end])
+			heads = append(heads, h[:]...)
+		}
+	}
+	// the index: a skippable frame (zstd -d ignores it) holding every chunk's header
+	idx := binary.LittleEndian.AppendUint32(nil, sealIndexMagic)
+	idx = binary.LittleEndian.AppendUint32(idx, uint32(12+len(heads)))
+	idx = append(idx, sealIndexTag...)
+	idx = binary.LittleEndian.AppendUint32(idx, uint32(chunk))
+	idx = binary.LittleEndian.AppendUint32(idx, uint32(len(heads)/chunkHdrSize))
+	idx = append(idx, heads...)
+	if _, err := bw.Write(idx); err != nil {
+		return err
 	}
 	return bw.Flush()
 }

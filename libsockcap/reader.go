@@ -93,6 +93,9 @@ func (t *fdTable) put(fd int32, fi *fdInfo) {
 type stream struct {
 	order  int   // position in the file, for stable ties
 	chunks []int // chunk offsets
+	data   []byte // what pos and end index: the whole log, or (sealed) the current chunk
+	base   int    // offset of data[0] in the log
+	buf    []byte // a sealed log's current chunk, decoded
 	ci     int
 	pos    int // next record
 	end    int // end of current chunk
@@ -164,6 +167,7 @@ type Scanner struct {
 	nchunks   int64
 	recBytes  int64
 	mapped    []byte // the mmap of an unsealed log, until Close
+	lazy      *sealedLog // a sealed log with an index: chunks decoded as the scan reaches them
 }
 
 // Open reads a log, sealed (zstd) or not. It fails only when the file cannot
@@ -192,7 +196,7 @@ func Open(path string) (*Scanner, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if data, err = decodeSealed(z, func(off int64, msg string) { s.warn(off, "%s", msg) }); err != nil {
+		if data, err = s.loadSealed(z); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	case fi.Size() > 0 && fi.Mode().IsRegular():
@@ -222,6 +226,37 @@ func Open(path string) (*Scanner, error) {
 			return s, nil
 		}
 		s.Close()
+		return nil, err
+	}
+	s.index()
+	return s, nil
+}
+
+// loadSealed prepares a sealed log: read chunk by chunk by its index when
+// the index and every frame are intact, else decoded whole (decodeSealed,
+// which reports the damage). It returns the bytes to parse the header from.
+func (s *Scanner) loadSealed(z []byte) ([]byte, error) {
+	s.proc.Sealed = true
+	var data []byte
+	if s.lazy, data = openSealed(z); s.lazy != nil {
+		return data, nil
+	}
+	return decodeSealed(z, func(off int64, msg string) { s.warn(off, "%s", msg) })
+}
+
+// newSealedScanner reads a sealed log from memory (tests and fuzzing).
+func newSealedScanner(name string, z []byte) (*Scanner, error) {
+	s := &Scanner{file: name}
+	data, err := s.loadSealed(z)
+	if err != nil {
+		return nil, err
+	}
+	s.data = data
+	if err := s.parseHeader(); err != nil {
+		if len(s.warnings) > 0 {
+			s.data = nil
+			return s, nil
+		}
 		return nil, err
 	}
 	s.index()
@@ -332,8 +367,22 @@ func (s *Scanner) index() {
 	hdrSize := int(le.Uint32(s.data[12:]))
 	byTid := map[int32]*stream{}
 	var order []*stream
-	for off := hdrSize; off+chunkHdrSize <= len(s.data); off += s.chunkSize {
-		c := s.data[off:]
+	end := len(s.data)
+	if s.lazy != nil {
+		if s.lazy.chunkSize != s.chunkSize || hdrSize != len(s.data) {
+			s.lazy = nil // the index does not fit the header: nothing to read by it
+			s.warn(0, "sealed log's chunk index does not match its header")
+			return
+		}
+		end = hdrSize + len(s.lazy.heads)*s.chunkSize
+	}
+	for off := hdrSize; off+chunkHdrSize <= end; off += s.chunkSize {
+		var c []byte
+		if s.lazy != nil {
+			c = s.lazy.heads[(off-hdrSize)/s.chunkSize][:]
+		} else {
+			c = s.data[off:]
+		}
 		magic := le.Uint32(c)
 		if magic == 0 {
 			continue // never used, or allocated but not yet committed
@@ -371,12 +420,33 @@ func (s *Scanner) nextChunk(st *stream) bool {
 		return false
 	}
 	off := st.chunks[st.ci]
-	st.pos = off + chunkHdrSize
-	st.end = off + s.chunkSize
-	if st.end > len(s.data) {
-		st.end = len(s.data)
+	if s.lazy != nil {
+		// a sealed log: decode this chunk's frame into the stream's buffer
+		k := (off - int(binary.LittleEndian.Uint32(s.data[12:]))) / s.chunkSize
+		var err error
+		st.buf, err = s.lazy.chunk(k, st.buf[:0])
+		st.data, st.base = st.buf, off
+		if err != nil {
+			s.warn(int64(off+len(st.buf)), "sealed chunk %d: %v", k, err)
+		}
+		if len(st.buf) < chunkHdrSize || !bytes.Equal(st.buf[:chunkHdrSize], s.lazy.heads[k][:]) {
+			if err == nil {
+				s.warn(int64(off), "sealed chunk %d: header differs from the index", k)
+			}
+			st.pos, st.end = 0, 0 // nothing to read in it
+			return true
+		}
+		st.pos = chunkHdrSize
+		st.end = len(st.buf)
+	} else {
+		st.data, st.base = s.data, 0
+		st.pos = off + chunkHdrSize
+		st.end = off + s.chunkSize
+		if st.end > len(s.data) {
+			st.end = len(s.data)
+		}
 	}
-	st.t = int64(binary.LittleEndian.Uint64(s.data[off+8:]))
+	st.t = int64(binary.LittleEndian.Uint64(st.data[st.pos-chunkHdrSize+8:]))
 	if st.peers == nil {
 		st.peers = map[int32]Endpoint{}
 	} else {
@@ -436,7 +506,10 @@ func (s *Scanner) RecordBytes() int64 { return s.recBytes }
 
 // Close releases the log.
 func (s *Scanner) Close() error {
-	s.data, s.heap, s.cur = nil, nil, nil
+	if s.lazy != nil {
+		s.lazy.dec.Close()
+	}
+	s.data, s.heap, s.cur, s.lazy = nil, nil, nil, nil
 	if s.mapped != nil {
 		m := s.mapped
 		s.mapped = nil
@@ -455,7 +528,7 @@ func (s *Scanner) advance(st *stream) bool {
 			// Fast path: a SEND/RECV record on the same fd as the previous
 			// event, with one-byte fd, non-negative ret: only time, op and
 			// counts change. Anything else takes the full decoder below.
-			b := s.data[:st.end]
+			b := st.data[:st.end]
 			pos := st.pos
 			if k := b[pos]; k == kSend || k == kRecv {
 				dt, i := uvAt(b, pos+1)
@@ -476,7 +549,7 @@ func (s *Scanner) advance(st *stream) bool {
 				}
 			}
 		}
-		if st.pos >= st.end || s.data[st.pos] == 0 {
+		if st.pos >= st.end || st.data[st.pos] == 0 {
 			if !s.nextChunk(st) {
 				return false
 			}
@@ -485,7 +558,7 @@ func (s *Scanner) advance(st *stream) bool {
 		start := st.pos
 		ok, isEvent, err := s.decode(st)
 		if err != nil {
-			s.warn(int64(start), "%v", err)
+			s.warn(int64(st.base+start), "%v", err)
 			st.pos = st.end // resync at the next chunk
 			continue
 		}
@@ -651,7 +724,7 @@ func (d *dec) addr() Endpoint {
 // decode reads one record at st.pos. isEvent is false for records that only
 // update state (SC_K_FD).
 func (s *Scanner) decode(st *stream) (ok, isEvent bool, err error) {
-	d := dec{b: s.data[:st.end], pos: st.pos}
+	d := dec{b: st.data[:st.end], pos: st.pos}
 	kind := d.u8()
 	dt := d.zz()
 	if d.err == nil && (dt > 1<<52 || dt < -(1<<52)) {

@@ -320,7 +320,8 @@ func TestDamagedSealed(t *testing.T) {
 		t.Fatal(err)
 	}
 	z, _ := os.ReadFile(sealed)
-	// frames[k] is where the frame of chunk k starts (frame 0 is the header)
+	// frames[k] is where the frame of chunk k starts (frame 0 is the header,
+	// the last the index)
 	var frames []int
 	for pos := 0; pos < len(z); {
 		n, err := libsockcap.FrameEnd(z[pos:])
@@ -330,10 +331,11 @@ func TestDamagedSealed(t *testing.T) {
 		frames = append(frames, pos)
 		pos += n
 	}
-	if len(frames) != nChunks+1 {
-		t.Fatalf("%d frames, want one per chunk and the header (%d)", len(frames), nChunks+1)
+	if len(frames) != nChunks+2 {
+		t.Fatalf("%d frames, want one per chunk, the header and the index (%d)", len(frames), nChunks+2)
 	}
-	frames = frames[1:]
+	index := frames[len(frames)-1]
+	frames = frames[1 : len(frames)-1]
 	rowsOf := func(b []byte) []row {
 		s, err := libsockcap.NewScannerBytes("x", b)
 		if err != nil {
@@ -344,26 +346,34 @@ func TestDamagedSealed(t *testing.T) {
 	}
 	chunkOff := func(k int) int64 { return int64(enc.HdrSize + k*enc.ChunkSize) }
 	tests := []struct {
-		name   string
-		z      []byte
-		want   []row
-		offset int64
+		name    string
+		z       []byte
+		want    []row
+		offset  int64
+		byChunk bool // read chunk by chunk (index intact), else decoded whole
 	}{
-		{"intact", z, rowsOf(raw), -1},
-		{"cut-last-byte", z[:len(z)-1], rowsOf(zeroChunks(raw, nChunks-1, nChunks)), chunkOff(nChunks - 1)},
-		{"cut-in-chunk-8", z[:frames[8]+100], rowsOf(zeroChunks(raw, 8, nChunks)), chunkOff(8)},
-		{"cut-after-chunk-5", z[:frames[6]], rowsOf(zeroChunks(raw, 6, nChunks)), -1},
-		{"cut-in-chunk-0", z[:frames[0]+7], rowsOf(zeroChunks(raw, 0, nChunks)), chunkOff(0)},
+		{"intact", z, rowsOf(raw), -1, true},
+		{"cut-in-index", z[:len(z)-1], rowsOf(raw), chunkOff(nChunks), false},
+		{"no-index", z[:index], rowsOf(raw), -1, false},
+		{"index-count-wrong", func() []byte {
+			b := append([]byte(nil), z...)
+			b[index+16]++
+			return b
+		}(), rowsOf(raw), -1, false},
+		{"cut-in-last-chunk", z[:index-1], rowsOf(zeroChunks(raw, nChunks-1, nChunks)), chunkOff(nChunks - 1), false},
+		{"cut-in-chunk-8", z[:frames[8]+100], rowsOf(zeroChunks(raw, 8, nChunks)), chunkOff(8), false},
+		{"cut-after-chunk-5", z[:frames[6]], rowsOf(zeroChunks(raw, 6, nChunks)), -1, false},
+		{"cut-in-chunk-0", z[:frames[0]+7], rowsOf(zeroChunks(raw, 0, nChunks)), chunkOff(0), false},
 		{"flip-in-chunk-4", func() []byte {
 			b := append([]byte(nil), z...)
 			b[(frames[4]+frames[5])/2] ^= 0x5a
 			return b
-		}(), rowsOf(zeroChunks(raw, 4, 5)), chunkOff(4)},
+		}(), rowsOf(zeroChunks(raw, 4, 5)), chunkOff(4), true},
 		{"garbage-over-chunk-2-magic", func() []byte {
 			b := append([]byte(nil), z...)
 			copy(b[frames[2]:], "GARBAGE!")
 			return b
-		}(), rowsOf(zeroChunks(raw, 2, 3)), chunkOff(2)},
+		}(), rowsOf(zeroChunks(raw, 2, 3)), chunkOff(2), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -372,6 +382,9 @@ func TestDamagedSealed(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
+			if s.ChunkByChunk() != tc.byChunk {
+				t.Errorf("read chunk by chunk: %v, want %v", s.ChunkByChunk(), tc.byChunk)
+			}
 			rows, warns := scanAll(t, s)
 			if len(rows) != len(tc.want) || !reflect.DeepEqual(rows, tc.want) {
 				t.Errorf("%d events, want %d", len(rows), len(tc.want))
@@ -627,7 +640,42 @@ func FuzzDecodeSealed(f *testing.F) {
 				t.Fatalf("damage offset %d outside %d bytes", o, len(out))
 			}
 		}
+		// the scanner: chunk by chunk when the index is intact, else whole
+		s, err := libsockcap.NewSealedBytes("fuzz.sclog.zst", z)
+		if err != nil {
+			return
+		}
+		for s.Scan() {
+			if e := s.Event(); e.Op == libsockcap.OpNone || e.Proc == nil {
+				t.Fatalf("bad event %+v", e)
+			}
+		}
+		s.Close()
 	})
+}
+
+// BenchmarkScanSealed opens and scans a sealed log of 3 threads, 12 chunks.
+func BenchmarkScanSealed(b *testing.B) {
+	dir := b.TempDir()
+	p, err := libsockcap.Seal(writeFile(b, dir, "a.sclog", multiChunkLog()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s, err := libsockcap.Open(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = 0
+		for s.Scan() {
+			n++
+		}
+		s.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
 }
 
 func BenchmarkScan(b *testing.B) {

@@ -33,6 +33,94 @@ const (
 	zstdSkippableBase = 0x184d2a50
 )
 
+// The index frame Seal appends: a zstd skippable frame (magic
+// sealIndexMagic, u32 size) holding "SCIX", u32 chunk size, u32 count and
+// the count chunk headers (32 bytes each), one per chunk frame in order.
+const (
+	sealIndexMagic = zstdSkippableBase + 0xc
+	sealIndexTag   = "SCIX"
+)
+
+// sealedLog is a sealed log read chunk by chunk: the compressed bytes, where
+// each chunk's frame is, and the chunk headers from the index.
+type sealedLog struct {
+	z         []byte
+	frames    [][2]int // chunk k's frame: z[frames[k][0]:frames[k][1]]
+	heads     [][chunkHdrSize]byte
+	chunkSize int
+	dec       *zstd.Decoder
+}
+
+// openSealed checks that z is a sealed log with an intact index (every frame
+// walks, the index counts them) and returns it with its decoded header
+// frame. Anything else returns nil: the caller decodes the file whole with
+// decodeSealed, which reports the damage.
+func openSealed(z []byte) (*sealedLog, []byte) {
+	var frames [][2]int
+	for pos := 0; pos < len(z); {
+		n, err := frameEnd(z[pos:])
+		if err != nil {
+			return nil, nil
+		}
+		frames = append(frames, [2]int{pos, pos + n})
+		pos += n
+	}
+	if len(frames) < 2 {
+		return nil, nil
+	}
+	le := binary.LittleEndian
+	ix := z[frames[len(frames)-1][0]:frames[len(frames)-1][1]]
+	if le.Uint32(ix) != sealIndexMagic || len(ix) < 20 || string(ix[8:12]) != sealIndexTag {
+		return nil, nil
+	}
+	chunk, count := int(le.Uint32(ix[12:])), int(le.Uint32(ix[16:]))
+	body := ix[20:]
+	if count != len(frames)-2 || len(body) != count*chunkHdrSize || chunk < minChunkSize || chunk > maxChunkSize {
+		return nil, nil
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<34))
+	if err != nil {
+		return nil, nil
+	}
+	l := &sealedLog{z: z, frames: frames[1 : len(frames)-1], heads: make([][chunkHdrSize]byte, count), chunkSize: chunk, dec: dec}
+	for k := range l.heads {
+		copy(l.heads[k][:], body[k*chunkHdrSize:])
+	}
+	hf := z[frames[0][0]:frames[0][1]]
+	if fcs := frameContentSize(hf); fcs < hdrStringsOff || fcs > 1<<20 {
+		dec.Close()
+		return nil, nil
+	}
+	hdr, err := dec.DecodeAll(hf, nil)
+	if err != nil {
+		dec.Close()
+		return nil, nil
+	}
+	return l, hdr
+}
+
+// chunk decodes chunk k into dst. On damage it returns what decoded before
+// it (whole blocks) and the error.
+func (l *sealedLog) chunk(k int, dst []byte) ([]byte, error) {
+	f := l.z[l.frames[k][0]:l.frames[k][1]]
+	if fcs := frameContentSize(f); fcs < 0 || fcs > int64(l.chunkSize) {
+		return dst, fmt.Errorf("frame states %d bytes, chunks have %d", fcs, l.chunkSize)
+	}
+	out, err := l.dec.DecodeAll(f, dst)
+	if err == nil {
+		return out, nil
+	}
+	// salvage the blocks before the damage with the streaming decoder
+	var r bytes.Reader
+	r.Reset(f)
+	if rerr := l.dec.Reset(&r); rerr != nil {
+		return dst, err
+	}
+	out, _ = readAllInto(l.dec, dst[:0])
+	l.dec.Reset(nil)
+	return out, err
+}
+
 // frameEnd walks one zstd frame at z[0:] and returns its length, or an error
 // when its headers do not fit in z. It does not decode anything.
 func frameEnd(z []byte) (int, error) {
