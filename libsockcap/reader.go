@@ -91,8 +91,8 @@ func (t *fdTable) put(fd int32, fi *fdInfo) {
 
 // stream is one thread's chunks, decoded in order.
 type stream struct {
-	order  int   // position in the file, for stable ties
-	chunks []int // chunk offsets
+	order  int    // position in the file, for stable ties
+	chunks []int  // chunk offsets
 	data   []byte // what pos and end index: the whole log, or (sealed) the current chunk
 	base   int    // offset of data[0] in the log
 	buf    []byte // a sealed log's current chunk, decoded
@@ -166,7 +166,7 @@ type Scanner struct {
 	err       error
 	nchunks   int64
 	recBytes  int64
-	mapped    []byte // the mmap of an unsealed log, until Close
+	mapped    []byte     // the mmap of an unsealed log, until Close
 	lazy      *sealedLog // a sealed log with an index: chunks decoded as the scan reaches them
 }
 
