@@ -486,7 +486,9 @@ func (s *Scanner) Scan() bool {
 	return true
 }
 
-// Event returns the current event, valid until the next Scan.
+// Event returns the current event, valid until the next Scan. It is the
+// scanner's own: read it, copy it, do not modify it (the next events of the
+// same thread are decoded on top of it).
 func (s *Scanner) Event() *Event {
 	if s.cur != nil {
 		return &s.cur.ev
