@@ -148,3 +148,24 @@ func TestReconcileDocExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestReconcileSyncedClocks: on hosts whose clocks agree (the testbed's
+// namespaces share one kernel clock), the offset pass changes nothing, and
+// --synced-clocks, which skips it, gives the same trace.
+func TestReconcileSyncedClocks(t *testing.T) {
+	dir := filepath.Join(reconcileLogs, "testbed")
+	code, with, stderr := runCLI(t, "", "reconcile", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stderr, "clocks: ") {
+		t.Errorf("offsets reported for one kernel's clock: %s", stderr)
+	}
+	code, without, stderr := runCLI(t, "", "reconcile", "--synced-clocks", dir)
+	if code != 0 {
+		t.Fatalf("--synced-clocks: exit %d: %s", code, stderr)
+	}
+	if with != without || strings.Count(with, "\n") < 10 {
+		t.Errorf("traces differ or are empty:\n%s\n--- with --synced-clocks\n%s", with, without)
+	}
+}
