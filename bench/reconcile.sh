@@ -9,8 +9,13 @@
 #    connections (real logs, sealed as wap5 run leaves them).
 # 2. Runs `wap5 reconcile -o out.w5t` RUNS times under /usr/bin/time: CPU
 #    (user+sys), peak RSS; prints the medians and per-message figures.
-# 3. Runs BenchmarkReconcileCoDeeN with WAP5_LONG=1 (4.7M messages, 115
-#    hosts, synthetic observations fed to the matcher in-process).
+# 3. Where the CPU goes, in-process on the same logs (medians of 3):
+#    BenchmarkDecodeLogs (libsockcap only), BenchmarkReconcileLogs (+ this
+#    package), BenchmarkReconcileWrite (+ trace.WriteBinary).
+# 4. Runs BenchmarkReconcileCoDeeN with WAP5_LONG=1 (4.7M messages, 115
+#    hosts, synthetic observations fed to the matcher in-process) and
+#    BenchmarkClockOffsets (the cost of the clock-offset pass on multi-host
+#    events).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -36,5 +41,9 @@ rss=$(awk '{print $3}' "$work/times" | med)
 awk -v n="$n" -v cpu="$cpu" -v wall="$wall" -v rss="$rss" -v runs="$runs" 'BEGIN {
 	printf "median of %d runs: cpu %.2f s (user+sys), wall %.2f s, peak RSS %.0f MB\n", runs, cpu, wall, rss/1024
 	printf "  %.2f M messages per CPU-second, %.0f bytes per message peak RSS\n", n/cpu/1e6, rss*1024/n }'
+echo "breakdown (in-process, CPU-s per run):"
+WAP5_BENCH_LOGS="$work/logs" go test ./reconcile -run XXX -bench 'DecodeLogs|ReconcileLogs|ReconcileWrite' -benchtime 3x -count 3 | grep Benchmark
 echo "matcher, CoDeeN-sized (synthetic observations, in-process):"
 WAP5_LONG=1 go test ./reconcile -run XXX -bench ReconcileCoDeeN -benchtime 1x -count 3 | grep Benchmark
+echo "clock-offset pass (multi-host events in memory, synchronised clocks):"
+go test ./reconcile -run XXX -bench ClockOffsets -benchtime 3x -count 3 | grep Benchmark
