@@ -20,7 +20,10 @@ func main() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout, stderr)
 	if err := app.Run(args); err != nil {
-		fmt.Fprintf(stderr, "wap5: %v\n", err)
+		// An exitStatus passes on a traced command's own status: nothing to add.
+		if _, ok := err.(exitStatus); !ok {
+			fmt.Fprintf(stderr, "wap5: %v\n", err)
+		}
 		return exitCode(err)
 	}
 	return 0

@@ -61,7 +61,7 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := makeLogDir(dir); err != nil {
 		return fmt.Errorf("log directory: %w", err)
 	}
 	env := captureEnv(os.Environ(), lib, dir, c.String("node"))
@@ -500,4 +500,22 @@ func blindSpots(seen []preflight.Seen, st logStats) []string {
 		}
 	}
 	return out
+}
+
+// makeLogDir creates the log directory. Run as root it is 0711: daemons that
+// drop privileges (nginx workers become nobody) must be able to reach their
+// own log again, which the library hands to them (chown, mode 0600), to grow
+// it; nobody can list the directory or read another process's log.
+// Otherwise it is 0700, as the library itself would create it.
+func makeLogDir(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		return os.Chmod(dir, 0o711)
+	}
+	return nil
 }

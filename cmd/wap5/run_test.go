@@ -102,8 +102,14 @@ func TestRunEnvironment(t *testing.T) {
 	if code != 0 || stdout != want {
 		t.Fatalf("exit %d stdout %q, want %q (stderr %q)", code, stdout, want, stderr)
 	}
-	if st, err := os.Stat(out); err != nil || st.Mode().Perm() != 0o700 {
-		t.Errorf("log directory: %v %v, want mode 0700", st, err)
+	// Root: traversable so privilege-dropping daemons reach their own logs;
+	// never listable or writable by others.
+	mode := os.FileMode(0o700)
+	if os.Geteuid() == 0 {
+		mode = 0o711
+	}
+	if st, err := os.Stat(out); err != nil || st.Mode().Perm() != mode {
+		t.Errorf("log directory: %v %v, want mode %v", st.Mode(), err, mode)
 	}
 }
 
