@@ -32,9 +32,12 @@ func init() {
 				&cli.Float64Flag{Name: "n", Value: 4, Usage: "spike threshold, standard deviations above the mean"},
 				&cli.Float64Flag{Name: "s", Value: 3, Usage: "dip between spikes, standard deviations above the mean"},
 				&cli.DurationFlag{Name: "tolerance", Usage: "v: matching tolerance around a spike (default μ)"},
-				&cli.DurationFlag{Name: "max-delay", Usage: "longest causal delay looked for (default a tenth of the trace)"},
+				&cli.DurationFlag{Name: "max-delay", Usage: "longest causal delay looked for (default a tenth of the trace, at most 2000 μ)"},
 				&cli.IntFlag{Name: "min-count", Value: 10, Usage: "drop edges with fewer messages"},
 				&cli.Float64Flag{Name: "min-fraction", Value: 0.1, Usage: "drop edges with less than this fraction of their parent edge's messages"},
+				&cli.Float64Flag{Name: "min-root-fraction", Value: 0.03, Usage: "drop edges with less than this fraction of their path's first edge's messages"},
+				&cli.IntFlag{Name: "max-correlations", Value: 5000, Usage: "bound on cross-correlations (0: none; a cut search is warned about)"},
+				&cli.BoolFlag{Name: "through-roots", Usage: "continue paths that reach a root node"},
 				&cli.IntFlag{Name: "max-depth", Value: 12, Usage: "edges per path"},
 				&cli.IntFlag{Name: "max-repeat", Value: 2, Usage: "times one edge may occur on a path"},
 				&cli.Float64Flag{Name: "derived", Value: 0.5, Usage: "overlap of last-edge messages that marks a path derived (negative: keep all)"},
@@ -73,8 +76,9 @@ func convolveAction(c *cli.Context) error {
 	o.MinCount, o.MinFraction = c.Int("min-count"), c.Float64("min-fraction")
 	o.MaxDepth, o.MaxRepeat = c.Int("max-depth"), c.Int("max-repeat")
 	o.DerivedOverlap, o.Roots, o.FanOut = c.Float64("derived"), c.StringSlice("root"), c.Bool("fan-out")
-	if o.Tolerance < 0 || o.MaxDelay < 0 || o.MaxDepth < 1 || o.MaxRepeat < 1 || c.Int("top") < 0 {
-		return usagef("--tolerance and --max-delay must not be negative; --max-depth and --max-repeat at least 1")
+	o.MinRootFraction, o.MaxCorrelations, o.ThroughRoots = c.Float64("min-root-fraction"), c.Int("max-correlations"), c.Bool("through-roots")
+	if o.Tolerance < 0 || o.MaxDelay < 0 || o.MaxDepth < 1 || o.MaxRepeat < 1 || c.Int("top") < 0 || o.MaxCorrelations < 0 || o.MinCount < 0 {
+		return usagef("--tolerance, --max-delay, --min-count and --max-correlations must not be negative; --max-depth and --max-repeat at least 1")
 	}
 	t, err := trace.ReadFile(c.Args().First())
 	if err != nil {
