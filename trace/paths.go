@@ -17,7 +17,7 @@ type Paths struct {
 // a chain (convolution), with how often it occurred.
 type Pattern struct {
 	Rank     int     // 1-based
-	Count    int     // number of instances (convolution: messages on the first edge)
+	Count    int     // number of instances (convolution: the smallest message count along the path)
 	Expected float64 // sum of instance probabilities (linking); Count otherwise
 	MaxProb  float64 // highest instance probability (linking); 1 otherwise
 	Root     *Step

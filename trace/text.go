@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -22,39 +23,44 @@ func (e *SyntaxError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e
 
 // ParseTime parses a timestamp in decimal seconds ("1700000000.000123456",
 // "-3.5") exactly into nanoseconds; "-" is Unknown.
-func ParseTime(s string) (int64, error) {
-	if s == "-" {
+func ParseTime(s string) (int64, error) { return parseTime([]byte(s)) }
+
+func parseTime(s []byte) (int64, error) {
+	if len(s) == 1 && s[0] == '-' {
 		return Unknown, nil
 	}
+	orig := s
 	neg := false
-	if strings.HasPrefix(s, "-") {
-		neg, s = true, s[1:]
-	} else if strings.HasPrefix(s, "+") {
-		s = s[1:]
+	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
+		neg, s = s[0] == '-', s[1:]
 	}
-	ip, fp, _ := strings.Cut(s, ".")
-	if ip == "" && fp == "" {
-		return 0, fmt.Errorf("bad timestamp %q", s)
-	}
-	var sec int64
-	if ip != "" {
-		v, err := strconv.ParseUint(ip, 10, 63)
-		if err != nil || v > 9_000_000_000 {
-			return 0, fmt.Errorf("bad timestamp seconds %q", ip)
+	var sec, ns int64
+	i, digits := 0, 0
+	for ; i < len(s) && s[i] != '.'; i++ {
+		c := s[i]
+		if c < '0' || c > '9' || digits >= 10 {
+			return 0, fmt.Errorf("bad timestamp %q", orig)
 		}
-		sec = int64(v)
+		sec = sec*10 + int64(c-'0')
+		digits++
 	}
-	var ns int64
-	for i := 0; i < len(fp); i++ {
-		c := fp[i]
-		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("bad timestamp fraction %q", fp)
-		}
-		if i < 9 {
-			ns = ns*10 + int64(c-'0')
+	frac := 0
+	if i < len(s) {
+		for i++; i < len(s); i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				return 0, fmt.Errorf("bad timestamp %q", orig)
+			}
+			if frac < 9 {
+				ns = ns*10 + int64(c-'0')
+			}
+			frac++
 		}
 	}
-	for i := len(fp); i < 9; i++ {
+	if digits == 0 && frac == 0 || sec > 9_000_000_000 {
+		return 0, fmt.Errorf("bad timestamp %q", orig)
+	}
+	for ; frac < 9; frac++ {
 		ns *= 10
 	}
 	v := sec*1e9 + ns
@@ -102,7 +108,8 @@ type TextScanner struct {
 	sc     *bufio.Scanner
 	line   int
 	msg    Message
-	extra  string
+	extra  []byte
+	f      [][]byte
 	err    error
 	Errors []*SyntaxError
 }
@@ -125,18 +132,17 @@ func (s *TextScanner) syntax(format string, a ...any) {
 func (s *TextScanner) Scan() bool {
 	for s.sc.Scan() {
 		s.line++
-		line := s.sc.Text()
-		trimmed := strings.TrimSpace(line)
-		if trimmed == "" {
+		line := bytes.TrimSpace(s.sc.Bytes())
+		if len(line) == 0 {
 			continue
 		}
-		if trimmed[0] == '#' {
-			if strings.HasPrefix(trimmed, clockDirective) {
-				s.parseClock(trimmed)
+		if line[0] == '#' {
+			if bytes.HasPrefix(line, []byte(clockDirective)) {
+				s.parseClock(string(line))
 			}
 			continue
 		}
-		if s.parse(trimmed) {
+		if s.parse(line) {
 			return true
 		}
 	}
@@ -150,7 +156,7 @@ func (s *TextScanner) Scan() bool {
 func (s *TextScanner) Message() Message { return s.msg }
 
 // Extra returns the unknown key=value text of the last message ("" if none).
-func (s *TextScanner) Extra() string { return s.extra }
+func (s *TextScanner) Extra() string { return string(s.extra) }
 
 // Line returns the line number of the last message scanned.
 func (s *TextScanner) Line() int { return s.line }
@@ -158,19 +164,39 @@ func (s *TextScanner) Line() int { return s.line }
 // Err returns the I/O error that stopped the scan, if any.
 func (s *TextScanner) Err() error { return s.err }
 
-func (s *TextScanner) parse(line string) bool {
-	f := strings.Fields(line)
+// fields splits line at runs of spaces and tabs into s.f, reusing it.
+func (s *TextScanner) fields(line []byte) [][]byte {
+	f := s.f[:0]
+	for i := 0; i < len(line); {
+		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+			i++
+		}
+		j := i
+		for j < len(line) && line[j] != ' ' && line[j] != '\t' {
+			j++
+		}
+		if j > i {
+			f = append(f, line[i:j])
+		}
+		i = j
+	}
+	s.f = f
+	return f
+}
+
+func (s *TextScanner) parse(line []byte) bool {
+	f := s.fields(line)
 	if len(f) < 7 {
 		s.syntax("want at least 7 fields (send_ts src_node src_ep recv_ts dst_node dst_ep bytes), got %d", len(f))
 		return false
 	}
 	var m Message
 	var err error
-	if m.Send, err = ParseTime(f[0]); err != nil {
+	if m.Send, err = parseTime(f[0]); err != nil {
 		s.syntax("send_ts: %v", err)
 		return false
 	}
-	if m.Recv, err = ParseTime(f[3]); err != nil {
+	if m.Recv, err = parseTime(f[3]); err != nil {
 		s.syntax("recv_ts: %v", err)
 		return false
 	}
@@ -178,35 +204,36 @@ func (s *TextScanner) parse(line string) bool {
 		s.syntax("both timestamps are -")
 		return false
 	}
-	if f[1] == "-" || f[4] == "-" {
+	if isDash(f[1]) || isDash(f[4]) {
 		s.syntax("node names must not be -")
 		return false
 	}
-	n, err := strconv.ParseInt(f[6], 10, 64)
-	if err != nil || n < 0 {
+	n, ok := parseCount(f[6])
+	if !ok {
 		s.syntax("bytes: bad size %q", f[6])
 		return false
 	}
 	m.Bytes = n
-	m.Src, m.Dst = s.t.Node(f[1]), s.t.Node(f[4])
-	m.SrcEP, m.DstEP = s.t.Endpoint(f[2]), s.t.Endpoint(f[5])
+	m.Src, m.Dst = s.t.nodeBytes(f[1]), s.t.nodeBytes(f[4])
+	m.SrcEP, m.DstEP = s.t.endpointBytes(f[2]), s.t.endpointBytes(f[5])
 	m.ID, m.Call, m.Truth = NoRef, NoRef, NoRef
-	var extra []string
+	s.extra = s.extra[:0]
 	for _, kv := range f[7:] {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
+		eq := bytes.IndexByte(kv, '=')
+		if eq < 0 {
 			s.syntax("%q is not key=value", kv)
 			return false
 		}
-		switch k {
+		k, v := kv[:eq], kv[eq+1:]
+		switch string(k) {
 		case "id":
-			m.ID = s.t.Ref(v)
+			m.ID = s.t.refBytes(v)
 		case "call":
-			m.Call = s.t.Ref32(v)
+			m.Call = s.t.ref32Bytes(v)
 		case "truth":
-			m.Truth = s.t.Ref32(v)
+			m.Truth = s.t.ref32Bytes(v)
 		case "kind":
-			switch v {
+			switch string(v) {
 			case "call":
 				m.Kind = KindCall
 			case "return":
@@ -216,12 +243,31 @@ func (s *TextScanner) parse(line string) bool {
 				return false
 			}
 		default:
-			extra = append(extra, kv)
+			if len(s.extra) > 0 {
+				s.extra = append(s.extra, ' ')
+			}
+			s.extra = append(s.extra, kv...)
 		}
 	}
 	s.msg = m
-	s.extra = strings.Join(extra, " ")
 	return true
+}
+
+func isDash(b []byte) bool { return len(b) == 1 && b[0] == '-' }
+
+// parseCount parses a non-negative decimal integer.
+func parseCount(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }
 
 const clockDirective = "# wap5 clock "

@@ -323,3 +323,47 @@ func (t *Trace) CheckValid() error {
 	}
 	return nil
 }
+
+// nodeBytes is Node for a name in a byte slice; it allocates only for a new name.
+func (t *Trace) nodeBytes(name []byte) NodeID {
+	if id, ok := t.nodeIdx[string(name)]; ok {
+		return id
+	}
+	return t.Node(string(name))
+}
+
+func (t *Trace) endpointBytes(name []byte) EndpointID {
+	if id, ok := t.epIdx[string(name)]; ok {
+		return id
+	}
+	return t.Endpoint(string(name))
+}
+
+// canonicalCount parses a decimal integer written without sign or leading
+// zeros (so that it prints back the same).
+func canonicalCount(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 1 && b[0] == '0' {
+		return 0, false
+	}
+	return parseCount(b)
+}
+
+func (t *Trace) refBytes(v []byte) int64 {
+	if len(v) == 0 {
+		return NoRef
+	}
+	if n, ok := canonicalCount(v); ok {
+		return n
+	}
+	return t.Ref(string(v))
+}
+
+func (t *Trace) ref32Bytes(v []byte) int32 {
+	if n, ok := canonicalCount(v); ok && n <= math.MaxInt32 {
+		return int32(n)
+	}
+	if len(v) == 0 {
+		return NoRef
+	}
+	return t.Ref32(string(v))
+}
