@@ -40,10 +40,11 @@ type rereader interface {
 const (
 	maxWaitingOpens = 1024
 	maxClockSamples = 4096
-	// clockNear: samples this close to a pair's median take part in its
-	// minimum (the accept follows the connect by microseconds to
-	// milliseconds; a mispaired reuse of a tuple lies seconds away).
-	clockNear = int64(time.Second)
+	// clockNear: the width of the densest cluster of samples (the accept
+	// follows the connect by microseconds to milliseconds, a datagram
+	// arrives within milliseconds; a mispaired reuse of a tuple lies a
+	// reuse period away, seconds to minutes).
+	clockNear = int64(500 * time.Millisecond)
 )
 
 // hsKey identifies what one source does first and another then sees: a
@@ -64,8 +65,13 @@ type hsOpen struct {
 }
 
 // hsQueue: the first events (connects, sends) and second events (accepts,
-// receives) of one key still waiting for their other half, oldest first.
-type hsQueue struct{ first, second []hsOpen }
+// receives) of one key still waiting for their other half, oldest first,
+// and the last of each that was paired.
+type hsQueue struct {
+	first, second         []hsOpen
+	lastFirst, lastSecond hsOpen
+	hasFirst, hasSecond   bool
+}
 
 // srcPair: the source of the first event and that of the second.
 type srcPair struct{ first, second int32 }
@@ -138,21 +144,49 @@ func (p *clockPass) observe(src int, ob *Observation) {
 	if second {
 		mine, other = &q.second, &q.first
 	}
+	last, hasLast := &q.lastSecond, &q.hasSecond
+	if second {
+		last, hasLast = &q.lastFirst, &q.hasFirst
+	}
 	for i, o := range *other {
 		if o.src == me.src {
 			continue // the same clock: nothing to learn
 		}
-		*other = slices.Delete(*other, i, i+1)
-		pair, d := srcPair{me.src, o.src}, o.t-me.t
+		// Paired in order with the oldest waiting event of the other
+		// source; an instance missing on one side (a refused connect, a
+		// lost datagram) shifts that pairing by one for the rest of the
+		// key's reuses, so the neighbours on both sides are samples too:
+		// the right alignment forms the densest cluster.
+		pair := srcPair{me.src, o.src}
 		if second {
-			pair, d = srcPair{o.src, me.src}, me.t-o.t
+			pair = srcPair{o.src, me.src}
 		}
-		if s := p.samples[pair]; len(s) < maxClockSamples {
-			p.samples[pair] = append(s, d)
+		cand := [3]int64{o.t}
+		nc := 1
+		for _, x := range (*other)[i+1:] {
+			if x.src == o.src {
+				cand[nc] = x.t
+				nc++
+				break
+			}
 		}
-		if len(q.first) == 0 && len(q.second) == 0 {
-			delete(p.waiting, k)
+		if *hasLast && last.src == o.src {
+			cand[nc] = last.t
+			nc++
 		}
+		s := p.samples[pair]
+		for _, t := range cand[:nc] {
+			if len(s) < maxClockSamples {
+				if second {
+					s = append(s, me.t-t)
+				} else {
+					s = append(s, t-me.t)
+				}
+			}
+		}
+		p.samples[pair] = s
+		*last, *hasLast = o, true
+		*other = slices.Delete(*other, i, i+1)
 		return
 	}
 	if len(*mine) >= maxWaitingOpens {
@@ -184,17 +218,23 @@ func (p *clockPass) prune() {
 	p.pruneAt = max(4096, 2*len(p.waiting))
 }
 
-// lowNearMedian is the smallest sample within clockNear of the median.
-func lowNearMedian(s []int64) int64 {
+// lowInDensest is the smallest sample of the densest cluster: the window
+// of width clockNear holding the most samples (the earliest such window on
+// a tie).
+func lowInDensest(s []int64) int64 {
 	s = slices.Clone(s)
 	slices.Sort(s)
-	med := s[len(s)/2]
-	for _, v := range s {
-		if v >= med-clockNear {
-			return v
+	best, bestN := 0, 0
+	j := 0
+	for i := range s {
+		for j < len(s) && s[j]-s[i] <= clockNear {
+			j++
+		}
+		if j-i > bestN {
+			best, bestN = i, j-i
 		}
 	}
-	return med
+	return s[best]
 }
 
 // clockEdge is an estimate of offset(b) − offset(a) from n handshakes.
@@ -263,7 +303,7 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 			if a > b {
 				continue // handled from the other side
 			}
-			hi, lo := lowNearMedian(s), -lowNearMedian(back)
+			hi, lo := lowInDensest(s), -lowInDensest(back)
 			d := hi
 			if lo <= hi {
 				d = lo + (hi-lo)/2
@@ -271,7 +311,7 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 			edges = append(edges, clockEdge{a, b, d, len(s) + len(back)})
 			continue
 		}
-		edges = append(edges, clockEdge{a, b, lowNearMedian(s), len(s)})
+		edges = append(edges, clockEdge{a, b, lowInDensest(s), len(s)})
 	}
 	// Sources of one host share its clock where no handshake says better.
 	first := map[string]int{}

@@ -239,3 +239,47 @@ func BenchmarkClockOffsets(b *testing.B) {
 		})
 	}
 }
+
+// TestClockOffsetsMissingEnds: an early connect that never reaches the
+// server (EINPROGRESS, then refused) on the reused client port, and an early
+// lost datagram of the same content as all later ones, must not shift the
+// pairing of every later instance and with it the offsets.
+func TestClockOffsetsMissingEnds(t *testing.T) {
+	min := int64(time.Minute)
+	srcs, want := offsetScenario(3*min, 2*min, -3*min, 12)
+	// Source 0 is host A (offset 0): a refused non-blocking connect to B:80
+	// from the reused port, and a lost query to D, before round 0.
+	a := srcs[0].(*logSource).sc.(*sliceScanner)
+	t0 := a.ev[0].Time - int64(time.Second)
+	extra := []libsockcap.Event{
+		{Proc: a.p, Time: t0, Op: libsockcap.OpConnect, Fd: 90, Fd2: -1, Proto: libsockcap.ProtoTCP, SoType: 1,
+			Local: ep("10.0.0.1:40000"), Remote: ep("10.0.0.2:80"), Ret: -1, Errno: 115},
+		{Proc: a.p, Time: t0 + 1000, Op: libsockcap.OpClose, Fd: 90, Fd2: -1},
+		{Proc: a.p, Time: t0 + 2000, Op: libsockcap.OpSend, Fd: 51, Fd2: -1, Proto: libsockcap.ProtoUDP, SoType: 2,
+			Local: ep("10.0.0.1:5000"), Remote: ep("10.0.0.4:123"), Bytes: 48, Ret: 48, Sum: 5},
+	}
+	a.ev = append(extra, a.ev...)
+	off, _ := estimateOffsets(srcs, Options{})
+	wantOff := []int64{0, 3 * min, -2 * min, -3 * min}
+	for i := range wantOff {
+		if d := (off[i] - off[0]) - wantOff[i]; d < -int64(time.Millisecond) || d > int64(time.Millisecond) {
+			t.Errorf("source %d: offset %.6f s, want %.6f s (±1 ms)", i, float64(off[i]-off[0])/1e9, float64(wantOff[i])/1e9)
+		}
+	}
+	tr, err := ReconcileSources(srcs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every message of the workload is there, with both times; the lost
+	// datagram keeps "-".
+	got := offsetLines(tr)
+	var wl []string
+	for _, m := range want {
+		wl = append(wl, fmt.Sprintf("%d %s %d %s %d", m.send, m.src, m.recv, m.dst, m.bytes))
+	}
+	wl = append(wl, fmt.Sprintf("%d hostA %d hostD 48", t0+2000, trace.Unknown))
+	slices.Sort(wl)
+	if strings.Join(got, "\n") != strings.Join(wl, "\n") {
+		t.Errorf("messages differ (%d, want %d)\n--- got\n%s\n--- want\n%s", len(got), len(wl), strings.Join(got, "\n"), strings.Join(wl, "\n"))
+	}
+}

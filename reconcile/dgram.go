@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"net/netip"
+	"time"
 
 	"wap5/libsockcap"
 	"wap5/trace"
@@ -109,8 +110,15 @@ func (m *matcher) observeDgram(ob *Observation) {
 	m.schedule(deadline{at: m.now + m.window, dg: d, kind: dlDgram})
 }
 
-// takeDgram removes and returns the oldest waiting datagram of flow k that
-// is compatible with d, or nil.
+// dgNear: a waiting datagram this close to d in offset-corrected time is
+// preferred to older ones of the same content (a one-way delay is well
+// below it; a periodic datagram sent again, after a loss, is further).
+const dgNear = int64(time.Second)
+
+// takeDgram removes and returns the waiting datagram of flow k that is
+// compatible with d: the oldest within dgNear of it, else the oldest; nil
+// if none. Without the preference, one lost datagram of a periodic flow
+// would shift every later receive onto the previous send.
 func (m *matcher) takeDgram(pend map[dgKey][]*dgram, k dgKey, d *dgram) *dgram {
 	list, ok := pend[k]
 	if !ok {
@@ -118,11 +126,19 @@ func (m *matcher) takeDgram(pend map[dgKey][]*dgram, k dgKey, d *dgram) *dgram {
 	}
 	var got *dgram
 	for _, p := range list {
-		if !p.done && dgCompatible(d, p) {
+		if p.done || !dgCompatible(d, p) {
+			continue
+		}
+		if got == nil {
 			got = p
-			got.done = true
+		}
+		if dt := p.ct - d.ct; dt >= -dgNear && dt <= dgNear {
+			got = p
 			break
 		}
+	}
+	if got != nil {
+		got.done = true
 	}
 	for len(list) > 0 && list[0].done {
 		list = list[1:]

@@ -51,7 +51,10 @@
 //     known, within one kernel, else by path, pairing in order). A key may be reused (port
 //     reuse): an OpOpen on an end that already had a connection starts the
 //     next instance of that key, so connections are identified by key and
-//     lifetime. Observations carrying a Socket id find their end directly.
+//     lifetime; an end that opens the key again abandons its earlier
+//     instances that saw no byte and no peer (a refused non-blocking
+//     connect), so the peer's next open goes to the new one. Observations
+//     carrying a Socket id find their end directly.
 //  3. Streams (TCP, Unix stream): each send covers a byte range of its
 //     direction, each receive delivers a byte range. A logical message is a
 //     run of bytes sent in one direction until the sending end receives bytes
@@ -67,7 +70,9 @@
 //     are ignored, and a log's open takes over an end a capture saw first.
 //  4. Datagrams (UDP, Unix datagram): a receive matches the oldest unmatched
 //     send of the same flow (destination port, source port when known,
-//     compatible addresses) with the same length and checksum; unmatched
+//     compatible addresses) with the same length and checksum — the oldest
+//     within a second of it in offset-corrected time if there is one, so
+//     that a lost datagram of a periodic flow does not shift the rest; unmatched
 //     sends still waiting after the window were lost when a traced process
 //     receives at that address (reported), receives matching an already
 //     matched send are duplicates (reported and dropped), and matching by

@@ -379,6 +379,7 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 	list := m.conns[key]
 	var c *conn
 	if ob.Op == OpOpen {
+		m.abandonUnanswered(list, side)
 		// The first live instance still waiting for this end, or whose
 		// end so far comes only from a capture (a log's connect can be
 		// stamped after the SYN was captured): the log takes it over.
@@ -447,6 +448,22 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 		e.socks = append(e.socks, ref)
 	}
 	return e
+}
+
+// abandonUnanswered: an end opening a connection instance again on the same
+// addresses ends the wait of earlier instances it opened and closed without
+// a byte either way and whose peer never came (a refused non-blocking
+// connect): a 4-tuple is reused only once its earlier connection is gone at
+// both ends, so the peer's next open is for the new instance.
+func (m *matcher) abandonUnanswered(list []*conn, side int) {
+	for _, x := range list {
+		if x.gone || x.resolved || x.ends[1-side] != nil {
+			continue
+		}
+		if e := x.ends[side]; e != nil && e.closed && e.sent == 0 && e.rcvd == 0 && e.logSent == 0 && e.logRcvd == 0 {
+			m.resolve(x)
+		}
+	}
 }
 
 // addLonely lists a new connection for step 6, pruning the list of
