@@ -3,6 +3,7 @@
 # with `wap5 run` on every host (the reconcile integration test and demo).
 #
 #   scripts/testbed.sh [-o DIR] [--pcap] [--conns N] [--reqs N] [--udp N] [--keep]
+#                      [--front] [--clients N] [--work MS]
 #
 # Hosts (namespaces, names prefixed with a per-run tag so runs never collide):
 #   c   10.200.1.2   client
@@ -14,6 +15,15 @@
 #                    DNAT 10.200.9.9:53/udp → 10.200.2.2:5353
 #                    MASQUERADE towards 10.200.3.0/24 (s2 sees the client as 10.200.3.1)
 # The client reaches s1 only through the virtual IP and s2 through the masquerade.
+#
+# --front adds a two-tier service: a forking front server on s1 :8081, behind
+# DNAT 10.200.9.9:81 → 10.200.2.2:8081, whose children call s2's threaded
+# server (through the masquerade: s2 sees s1 as 10.200.3.1 too) for every
+# request; the client then also sends CONNS×REQS requests to it.
+# --clients N runs N client processes on c at once (truth/c-K.jsonl; requests
+# of different clients overlap at every server).
+# --work MS: every server sleeps uniform(0.5, 1.5)·MS ms before each send (its
+# service time; the servers record their own timings in truth/).
 #
 # Output in DIR (default ./testbed-out):
 #   logs/<node>/...   libsockcap logs (wap5 run --node <node>)
@@ -36,6 +46,9 @@ conns=3
 reqs=5
 udp=10
 keep=0
+front=0
+clients=1
+work_ms=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-o) out=$2; shift 2 ;;
@@ -44,7 +57,10 @@ while [ $# -gt 0 ]; do
 	--reqs) reqs=$2; shift 2 ;;
 	--udp) udp=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
-	-h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+	--front) front=1; shift ;;
+	--clients) clients=$2; shift 2 ;;
+	--work) work_ms=$2; shift 2 ;;
+	-h|--help) sed -n '2,40p' "$0"; exit 0 ;;
 	*) echo "testbed: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -102,6 +118,7 @@ link $ns_s2 10.200.3 3
 ip netns exec $ns_r sysctl -qw net.ipv4.ip_forward=1
 ipt() { ip netns exec $ns_r iptables "$@"; }
 ipt -t nat -A PREROUTING -d 10.200.9.9 -p tcp --dport 80 -j DNAT --to-destination 10.200.2.2:8080
+ipt -t nat -A PREROUTING -d 10.200.9.9 -p tcp --dport 81 -j DNAT --to-destination 10.200.2.2:8081
 ipt -t nat -A PREROUTING -d 10.200.9.9 -p udp --dport 53 -j DNAT --to-destination 10.200.2.2:5353
 ipt -t nat -A POSTROUTING -o ${tag}r3 -j MASQUERADE
 
@@ -120,6 +137,13 @@ dnat tcp 10.200.9.9:80 -> 10.200.2.2:8080
 dnat udp 10.200.9.9:53 -> 10.200.2.2:5353
 snat tcp 10.200.1.2:* -> 10.200.3.1:* (masquerade towards s2)
 EOF
+if [ $front = 1 ]; then
+	cat >>"$out/topology" <<EOF
+s1 10.200.2.2 front-server tcp:8081 (calls s2 tcp:9000)
+dnat tcp 10.200.9.9:81 -> 10.200.2.2:8081
+snat tcp 10.200.2.2:* -> 10.200.3.1:* (masquerade towards s2)
+EOF
+fi
 
 # --- captures ---------------------------------------------------------------
 if [ $pcap = 1 ]; then
@@ -138,7 +162,7 @@ fi
 run() { # run NS NODE ARGS...: the workload under wap5 run in a namespace
 	local ns=$1 node=$2
 	shift 2
-	exec ip netns exec $ns env TESTBED_PEERS="$peers" "$bin/wap5" run --out "$out/logs" --node $node -- $py "$here/testbed_workload.py" "$@"
+	exec ip netns exec $ns env TESTBED_PEERS="$peers" TESTBED_WORK_MS="$work_ms" TESTBED_SEED="${seed:-5}" "$bin/wap5" run --out "$out/logs" --node $node -- $py "$here/testbed_workload.py" "$@"
 }
 usock=$work/helper.sock
 peers="10.200.1.2=c"
@@ -157,16 +181,31 @@ wait_port() { # wait_port NS PORT [udp]
 }
 for _ in $(seq 400); do [ -S "$usock" ] && break; sleep 0.05; done
 run $ns_s2 s2 thread-server s2 9000 "$usock" "$out/truth/s2-thread.jsonl" 2>"$work/s2-thread.err" & pids+=($!)
+if [ $front = 1 ]; then
+	peers="10.200.1.2=c"
+	run $ns_s1 s1 front-server s1 8081 10.200.3.2 9000 s2 "$out/truth/s1-front.jsonl" 2>"$work/s1-front.err" & pids+=($!)
+	wait_port $ns_s1 8081
+fi
 wait_port $ns_s1 8080
 wait_port $ns_s1 5353 u
 wait_port $ns_s2 9000
 
 # --- client -------------------------------------------------------------------
 peers=""
-(run $ns_c c client c "$out/truth/c.jsonl" \
-	tcp:s1:10.200.9.9:80:$conns:$reqs \
-	tcp:s2:10.200.3.2:9000:$conns:$reqs \
-	udp:s1:10.200.9.9:53:$udp 2>"$work/c.err") || { cat "$work"/*.err >&2; exit 1; }
+specs=(tcp:s1:10.200.9.9:80:$conns:$reqs tcp:s2:10.200.3.2:9000:$conns:$reqs)
+[ $front = 1 ] && specs+=(tcp:s1:10.200.9.9:81:$conns:$reqs)
+specs+=(udp:s1:10.200.9.9:53:$udp)
+if [ "$clients" = 1 ]; then
+	(run $ns_c c client c "$out/truth/c.jsonl" "${specs[@]}" 2>"$work/c.err") || { cat "$work"/*.err >&2; exit 1; }
+else
+	cpids=()
+	for k in $(seq "$clients"); do
+		seed=$((4 + k)) # client 1 sends what the single client sends
+		(run $ns_c c client c "$out/truth/c-$k.jsonl" "${specs[@]}" 2>"$work/c-$k.err") & cpids+=($!)
+	done
+	seed=
+	for p in "${cpids[@]}"; do wait "$p" || { cat "$work"/*.err >&2; exit 1; }; done
+fi
 sleep 0.3 # let the servers finish their last writes
 
 # Stop servers (wap5 run forwards SIGTERM and seals the logs), then captures.

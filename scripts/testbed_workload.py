@@ -7,6 +7,9 @@ Roles (argv[1]):
   fork-server  NODE PORT TRUTH         TCP; accept, fork, the child serves the connection
   thread-server NODE PORT UNIXPATH TRUTH TCP; one thread per connection; every request
                                        first calls the Unix-socket helper, then replies
+  front-server NODE PORT BACKIP BACKPORT BACKNAME TRUTH
+                                       TCP, forking; the child connects once to the back
+                                       server and calls it for every request, then replies
   unix-helper  NODE PATH TRUTH         Unix stream server answering each call
   udp-server   NODE PORT TRUTH         UDP; answers each datagram
   client       NODE TRUTH SPEC...      SPEC = tcp:NAME:IP:PORT:CONNS:REQS or
@@ -16,7 +19,14 @@ Framing: every message is a 4-byte big-endian length and that many bytes, sent
 with one sendall; request and reply alternate, so each is one logical message.
 A reply's size is derived from the request's. The truth files hold one JSON
 object per message sent: {"src","dst","bytes","proto","t_ns"}; server timing
-records {"timing":..,"recv_ns","send_ns",...}.
+records {"timing":..,"recv_ns","send_ns",...}; servers that call downstream
+also record "call_ns" (just before the call) and "ret_ns" (its reply received),
+and "caller" ("client" or "front": who sent the request, told by its first
+byte, since the masquerade hides the address).
+
+TESTBED_WORK_MS (environment, default 0): before every send a server sleeps
+uniform(0.5, 1.5) x that many ms — service time, so that node delays are large
+against the few microseconds between a timing record and the system call.
 """
 import json
 import os
@@ -65,6 +75,21 @@ def send_msg(s, body):
     return 4 + len(body)
 
 
+WORK_MS = float(os.environ.get("TESTBED_WORK_MS", "0") or 0)
+work_rnd = random.Random(os.getpid())
+
+
+def work():
+    if WORK_MS > 0:
+        with lock:
+            d = work_rnd.uniform(0.5, 1.5) * WORK_MS / 1000
+        time.sleep(d)
+
+
+def caller_of(req):
+    return "front" if req[:1] == b"f" else "client"
+
+
 def reply_for(req):
     return bytes([0x72]) * (len(req) * 3 % 900 + 10)
 
@@ -99,10 +124,11 @@ def fork_server(node, port, truth_path):
                     req = recv_msg(c)
                     t_recv = time.time_ns()
                     rep = reply_for(req)
-                    t_send = time.time_ns()
+                    work()
                     # Recorded before sending: once the client has its
                     # reply, the testbed may stop this server at any time.
                     truth.sent(node, peer_node(addr, peers), 4 + len(rep), "tcp")
+                    t_send = time.time_ns()
                     truth.timing(server="fork", recv_ns=t_recv, send_ns=t_send, req=4 + len(req), rep=4 + len(rep))
                     send_msg(c, rep)
             except EOFError:
@@ -127,14 +153,22 @@ def thread_server(node, port, upath, truth_path):
             while True:
                 req = recv_msg(c)
                 t_recv = time.time_ns()
-                body = b"u" * (len(req) % 200 + 5)
+                caller = caller_of(req)
+                # The helper learns who called through the first byte.
+                body = (b"v" if caller == "front" else b"u") * (len(req) % 200 + 5)
+                work()
                 truth.sent(node, node, 4 + len(body), "unix")
+                t_call = time.time_ns()
                 send_msg(u, body)
                 recv_msg(u)
+                t_ret = time.time_ns()
                 rep = reply_for(req)
+                work()
+                peer = "s1" if caller == "front" else peer_node(addr, peers)
+                truth.sent(node, peer, 4 + len(rep), "tcp")
                 t_send = time.time_ns()
-                truth.sent(node, peer_node(addr, peers), 4 + len(rep), "tcp")
-                truth.timing(server="thread", recv_ns=t_recv, send_ns=t_send, req=4 + len(req), rep=4 + len(rep))
+                truth.timing(server="thread", caller=caller, recv_ns=t_recv, call_ns=t_call, ret_ns=t_ret,
+                             send_ns=t_send, req=4 + len(req), rep=4 + len(rep))
                 send_msg(c, rep)
         except EOFError:
             pass
@@ -160,7 +194,12 @@ def unix_helper(node, path, truth_path):
         try:
             while True:
                 req = recv_msg(c)
+                t_recv = time.time_ns()
+                work()
                 truth.sent(node, node, 4 + len(req) + 7, "unix")
+                t_send = time.time_ns()
+                truth.timing(server="helper", caller="front" if req[:1] == b"v" else "client",
+                             recv_ns=t_recv, send_ns=t_send, req=4 + len(req), rep=4 + len(req) + 7)
                 send_msg(c, b"h" * (len(req) + 7))
         except EOFError:
             pass
@@ -169,6 +208,45 @@ def unix_helper(node, path, truth_path):
     while True:
         c, _ = ls.accept()
         threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+
+def front_server(node, port, back_ip, back_port, back_name, truth_path):
+    peers = parse_peers(os.environ.get("TESTBED_PEERS", ""))
+    truth = Truth(truth_path)
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("0.0.0.0", port))
+    ls.listen(64)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    while True:
+        c, addr = ls.accept()
+        if os.fork() == 0:
+            ls.close()
+            b = socket.create_connection((back_ip, back_port), timeout=10)
+            try:
+                while True:
+                    req = recv_msg(c)
+                    t_recv = time.time_ns()
+                    call = b"f" * (len(req) * 7 % 1500 + 20)
+                    work()
+                    truth.sent(node, back_name, 4 + len(call), "tcp")
+                    t_call = time.time_ns()
+                    send_msg(b, call)
+                    recv_msg(b)
+                    t_ret = time.time_ns()
+                    rep = reply_for(req)
+                    work()
+                    truth.sent(node, peer_node(addr, peers), 4 + len(rep), "tcp")
+                    t_send = time.time_ns()
+                    truth.timing(server="front", recv_ns=t_recv, call_ns=t_call, ret_ns=t_ret, send_ns=t_send,
+                                 req=4 + len(req), rep=4 + len(rep))
+                    send_msg(c, rep)
+            except EOFError:
+                pass
+            c.close()
+            b.close()
+            os._exit(0)
+        c.close()
 
 
 def udp_server(node, port, truth_path):
@@ -180,15 +258,16 @@ def udp_server(node, port, truth_path):
         d, addr = s.recvfrom(65536)
         t_recv = time.time_ns()
         rep = b"d" * (len(d) * 2 % 700 + 3)
-        t_send = time.time_ns()
+        work()
         truth.sent(node, peer_node(addr, peers), len(rep), "udp")
+        t_send = time.time_ns()
         truth.timing(server="udp", recv_ns=t_recv, send_ns=t_send, req=len(d), rep=len(rep))
         s.sendto(rep, addr)
 
 
 def client(node, truth_path, specs):
     truth = Truth(truth_path)
-    rnd = random.Random(5)
+    rnd = random.Random(int(os.environ.get("TESTBED_SEED", "5")))
     for spec in specs:
         f = spec.split(":")
         if f[0] == "tcp":
@@ -221,6 +300,8 @@ def main():
         thread_server(args[0], int(args[1]), args[2], args[3])
     elif role == "unix-helper":
         unix_helper(args[0], args[1], args[2])
+    elif role == "front-server":
+        front_server(args[0], int(args[1]), args[2], int(args[3]), args[4], args[5])
     elif role == "udp-server":
         udp_server(args[0], int(args[1]), args[2])
     elif role == "client":

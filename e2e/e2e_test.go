@@ -1,0 +1,494 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"wap5/trace"
+)
+
+// The testbed's size: per client process, conns connections of reqs requests
+// to each TCP service (forking s1, threaded s2, front s1 → s2) and udp
+// datagram exchanges with s1; every server spends uniform(0.5, 1.5)·workMS
+// before each send.
+const (
+	conns  = 3
+	reqs   = 6
+	udp    = 12
+	workMS = 3
+)
+
+// system is one testbed run: the reconciled trace and the servers' own
+// timing records.
+type system struct {
+	clients int
+	dir     string
+	trace   string // reconciled text trace, as wap5 reconcile wrote it
+	timings []timing
+	err     error
+}
+
+// timing is a server's record of its own intervals (testbed_workload.py).
+type timing struct {
+	Timing bool   `json:"timing"`
+	Server string `json:"server"` // fork, udp, thread, helper, front
+	Caller string `json:"caller"` // thread and helper: "client" or "front"
+	Recv   int64  `json:"recv_ns"`
+	Call   int64  `json:"call_ns"` // thread, front: just before calling downstream
+	Ret    int64  `json:"ret_ns"`  // thread, front: downstream reply received
+	Send   int64  `json:"send_ns"`
+}
+
+var (
+	mu      sync.Mutex
+	systems = map[int]*system{}
+)
+
+// wap5Bin is $WAP5_BIN; the tests skip without it or without root.
+func wap5Bin(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("e2e: needs root for network namespaces (make test runs it as root)")
+	}
+	dir := os.Getenv("WAP5_BIN")
+	if dir == "" {
+		t.Skip("e2e: WAP5_BIN unset (the directory of the built wap5 and libsockcap.so; make test sets it)")
+	}
+	for _, f := range []string{"wap5", "libsockcap.so"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatalf("e2e: %v (WAP5_BIN=%s)", err, dir)
+		}
+	}
+	for _, p := range []string{"ip", "iptables", "python3"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Fatalf("e2e: %s not installed (scripts/install-deps.sh)", p)
+		}
+	}
+	return dir
+}
+
+// testbed runs scripts/testbed.sh --front with the given number of
+// concurrent client processes once per test binary and reconciles its logs.
+func testbed(t *testing.T, clients int) *system {
+	t.Helper()
+	bin := wap5Bin(t)
+	mu.Lock()
+	defer mu.Unlock()
+	if s, ok := systems[clients]; ok {
+		if s.err != nil {
+			t.Fatal(s.err)
+		}
+		return s
+	}
+	s := &system{clients: clients}
+	systems[clients] = s
+	dir, err := os.MkdirTemp("", "wap5-e2e-")
+	if err != nil {
+		s.err = err
+		t.Fatal(err)
+	}
+	s.dir = dir
+	// A temporary directory per run that outlives the test that started it
+	// (other tests use the same run); removed by TestMain.
+	args := []string{"../scripts/testbed.sh", "-o", dir, "--front", "--clients", fmt.Sprint(clients),
+		"--work", fmt.Sprint(workMS), "--conns", fmt.Sprint(conns), "--reqs", fmt.Sprint(reqs), "--udp", fmt.Sprint(udp)}
+	cmd := exec.Command("bash", args...)
+	cmd.Env = append(os.Environ(), "WAP5_BIN="+bin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		s.err = fmt.Errorf("testbed: %v\n%s", err, out)
+		t.Fatal(s.err)
+	}
+	s.trace = filepath.Join(dir, "trace.txt")
+	if out, err := exec.Command(filepath.Join(bin, "wap5"), "reconcile", "-o", s.trace, filepath.Join(dir, "logs")).CombinedOutput(); err != nil {
+		s.err = fmt.Errorf("wap5 reconcile: %v\n%s", err, out)
+		t.Fatal(s.err)
+	}
+	s.timings, s.err = readTimings(filepath.Join(dir, "truth"))
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	return s
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, s := range systems {
+		if s.dir != "" && os.Getenv("WAP5_E2E_KEEP") == "" {
+			os.RemoveAll(s.dir)
+		}
+	}
+	os.Exit(code)
+}
+
+func readTimings(dir string) ([]timing, error) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	var out []timing
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for line := 1; sc.Scan(); line++ {
+			var r timing
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				return nil, fmt.Errorf("%s:%d: %v", f, line, err)
+			}
+			if r.Timing {
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// wap5 runs the built CLI and returns its stdout; stderr goes to the log.
+func wap5(t *testing.T, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(os.Getenv("WAP5_BIN"), "wap5"), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("wap5 %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	t.Logf("wap5 %s: stderr:\n%s", args[0], stderr.Bytes())
+	return out
+}
+
+// node is a step of either algorithm's JSON tree.
+type node struct {
+	From      string   `json:"from"`
+	To        string   `json:"to"`
+	Count     float64  `json:"count"`
+	Wait      *float64 `json:"wait_s"`       // linking
+	CallDelay *float64 `json:"call_delay_s"` // nesting
+	Children  []*node  `json:"children"`
+}
+
+type pattern struct {
+	Rank     int     `json:"rank"`
+	Count    int     `json:"count"`
+	Expected float64 `json:"expected"`
+	Root     *node   `json:"root"`
+}
+
+func parsePaths(t *testing.T, b []byte) []pattern {
+	t.Helper()
+	var p struct {
+		Patterns []pattern `json:"patterns"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatalf("JSON: %v", err)
+	}
+	return p.Patterns
+}
+
+// shape writes a tree as from>to[children...].
+func shape(n *node) string {
+	s := n.From + ">" + n.To
+	if len(n.Children) == 0 {
+		return s
+	}
+	var cs []string
+	for _, c := range n.Children {
+		cs = append(cs, shape(c))
+	}
+	return s + "[" + strings.Join(cs, " ") + "]"
+}
+
+// steps lists a tree's nodes depth first (for linking's chains, in order).
+func steps(n *node) []*node {
+	out := []*node{n}
+	for _, c := range n.Children {
+		out = append(out, steps(c)...)
+	}
+	return out
+}
+
+// interval selects what a server measured for one pattern node.
+type interval struct {
+	what   string
+	server []string // servers whose records count
+	caller string   // "" any
+	from   func(timing) int64
+	to     func(timing) int64
+}
+
+func recvT(r timing) int64 { return r.Recv }
+func callT(r timing) int64 { return r.Call }
+func retT(r timing) int64  { return r.Ret }
+func sendT(r timing) int64 { return r.Send }
+
+// mean of to−from over the matching records, in seconds.
+func (iv interval) mean(rs []timing) (float64, int) {
+	var sum float64
+	n := 0
+	for _, r := range rs {
+		ok := false
+		for _, s := range iv.server {
+			ok = ok || r.Server == s
+		}
+		if !ok || (iv.caller != "" && r.Caller != iv.caller) {
+			continue
+		}
+		sum += float64(iv.to(r)-iv.from(r)) / 1e9
+		n++
+	}
+	if n == 0 {
+		return math.NaN(), 0
+	}
+	return sum / float64(n), n
+}
+
+// truePath is one real request path of the testbed: its linking chain, the
+// instances the workload made of it, and what the servers measured at each
+// step after the root (linking's node delays, in chain order).
+type truePath struct {
+	name  string
+	chain string
+	count func(clients int) int
+	waits []interval
+}
+
+var truePaths = []truePath{
+	{
+		name:  "forking and UDP server (c → s1 → c)",
+		chain: "c>s1[s1>c]",
+		count: func(k int) int { return k * (conns*reqs + udp) },
+		waits: []interval{
+			{"s1: request received → reply sent", []string{"fork", "udp"}, "", recvT, sendT},
+		},
+	},
+	{
+		name:  "front s1 → threaded s2 → Unix helper",
+		chain: "c>s1[s1>s2[s2>s2[s2>s2[s2>s1[s1>c]]]]]",
+		count: func(k int) int { return k * conns * reqs },
+		waits: []interval{
+			{"s1 front: request → call to s2", []string{"front"}, "", recvT, callT},
+			{"s2 thread: request → call to helper", []string{"thread"}, "front", recvT, callT},
+			{"s2 helper: request → reply", []string{"helper"}, "front", recvT, sendT},
+			{"s2 thread: helper's reply → reply", []string{"thread"}, "front", retT, sendT},
+			{"s1 front: s2's reply → reply", []string{"front"}, "", retT, sendT},
+		},
+	},
+	{
+		name:  "threaded s2 → Unix helper",
+		chain: "c>s2[s2>s2[s2>s2[s2>c]]]",
+		count: func(k int) int { return k * conns * reqs },
+		waits: []interval{
+			{"s2 thread: request → call to helper", []string{"thread"}, "client", recvT, callT},
+			{"s2 helper: request → reply", []string{"helper"}, "client", recvT, sendT},
+			{"s2 thread: helper's reply → reply", []string{"thread"}, "client", retT, sendT},
+		},
+	},
+}
+
+// TestLink: on the real system, wap5 link's top patterns are the real
+// request paths with their true counts, and every node delay agrees within
+// 10% with the servers' own mean.
+func TestLink(t *testing.T) {
+	for _, clients := range []int{1, 3} {
+		t.Run(fmt.Sprintf("clients=%d", clients), func(t *testing.T) {
+			s := testbed(t, clients)
+			pats := parsePaths(t, wap5(t, "link", "--json", s.trace))
+			if len(pats) < len(truePaths) {
+				t.Fatalf("%d patterns, want at least %d", len(pats), len(truePaths))
+			}
+			top := map[string]pattern{}
+			for _, p := range pats[:len(truePaths)] {
+				top[shape(p.Root)] = p
+			}
+			for _, tp := range truePaths {
+				p, ok := top[tp.chain]
+				if !ok {
+					var got []string
+					for _, p := range pats {
+						got = append(got, fmt.Sprintf("#%d %s count %d", p.Rank, shape(p.Root), p.Count))
+					}
+					t.Errorf("%s: %s not among the top %d patterns:\n%s", tp.name, tp.chain, len(truePaths), strings.Join(got, "\n"))
+					continue
+				}
+				if want := tp.count(clients); p.Count != want || math.Abs(p.Expected-float64(want)) > 0.01*float64(want) {
+					t.Errorf("%s: count %d, expected %.2f; the workload made %d", tp.name, p.Count, p.Expected, want)
+				}
+				st := steps(p.Root)[1:]
+				for i, iv := range tp.waits {
+					want, n := iv.mean(s.timings)
+					if n == 0 {
+						t.Fatalf("%s: no server timing records for %s", tp.name, iv.what)
+					}
+					if st[i].Wait == nil {
+						t.Errorf("%s: step %d (%s→%s) has no wait_s", tp.name, i+1, st[i].From, st[i].To)
+						continue
+					}
+					got := *st[i].Wait
+					rel := (got - want) / want
+					t.Logf("%-38s %-40s wap5 link %.3f ms, servers %.3f ms (%d records), %+.1f%%",
+						tp.name, iv.what, got*1e3, want*1e3, n, rel*100)
+					if math.Abs(rel) > 0.10 {
+						t.Errorf("%s: %s: wait_s %.6f s, the servers measured %.6f s on average (%+.1f%%, limit ±10%%)",
+							tp.name, iv.what, got, want, rel*100)
+					}
+				}
+			}
+		})
+	}
+}
+
+// stripCalls writes the trace without kind= and call=, so that wap5 nest must
+// pair calls from the connections.
+func stripCalls(t *testing.T, in, out string) {
+	t.Helper()
+	tr, err := trace.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range tr.Messages {
+		tr.Messages[i].Kind = trace.KindNone
+		tr.Messages[i].Call = trace.NoRef
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := trace.WriteText(f, tr); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out)
+	if bytes.Contains(b, []byte("kind=")) || bytes.Contains(b, []byte("call=")) {
+		t.Fatalf("%s still has kind= or call=", out)
+	}
+}
+
+// trueTrees are the real call trees as wap5 nest shows them (calls only).
+var trueTrees = []struct {
+	name  string
+	tree  string
+	count func(clients int) int
+}{
+	{"forking and UDP server", "c>s1", truePaths[0].count},
+	{"front s1 → threaded s2 → Unix helper", "c>s1[s1>s2[s2>s2]]", truePaths[1].count},
+	{"threaded s2 → Unix helper", "c>s2[s2>s2]", truePaths[2].count},
+}
+
+func isTrueTree(sh string) bool {
+	for _, tt := range trueTrees {
+		if tt.tree == sh {
+			return true
+		}
+	}
+	return false
+}
+
+// TestNest: wap5 nest with call pairs derived from the connections (no
+// kind=/call= in its input). With one client process at a time the call
+// trees are recovered exactly. With three concurrent clients, calls at s2 have
+// several open candidate parents whose delays look alike, and Project 5's
+// nesting (one parent per call chosen from the delay scoreboard) misassigns
+// some; there every true tree must still be the most frequent pattern of its
+// root call (more frequent than every false tree under it), all calls paired,
+// and the share of paths in true trees is logged (docs/e2e.md).
+func TestNest(t *testing.T) {
+	for _, clients := range []int{1, 3} {
+		t.Run(fmt.Sprintf("clients=%d", clients), func(t *testing.T) {
+			s := testbed(t, clients)
+			nk := filepath.Join(t.TempDir(), "nokinds.txt")
+			stripCalls(t, s.trace, nk)
+			cmd := exec.Command(filepath.Join(os.Getenv("WAP5_BIN"), "wap5"), "nest", "--json", nk)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("wap5 nest: %v\n%s", err, stderr.Bytes())
+			}
+			t.Logf("wap5 nest: %s", stderr.Bytes())
+			if !strings.Contains(stderr.String(), " 0 unpaired") {
+				t.Errorf("wap5 nest left calls unpaired: %s", stderr.Bytes())
+			}
+			pats := parsePaths(t, out)
+			counts := map[string]int{}
+			total := 0
+			for _, p := range pats {
+				counts[shape(p.Root)] += p.Count
+				total += p.Count
+			}
+			want, inTrue := 0, 0
+			for _, tt := range trueTrees {
+				want += tt.count(clients)
+				inTrue += counts[tt.tree]
+			}
+			if total != want {
+				t.Errorf("%d paths, the workload made %d requests", total, want)
+			}
+			t.Logf("clients=%d: %d of %d paths (%.1f%%) in the true call trees", clients, inTrue, total, 100*float64(inTrue)/float64(total))
+			var got []string
+			for _, p := range pats {
+				got = append(got, fmt.Sprintf("#%d %s count %d", p.Rank, shape(p.Root), p.Count))
+			}
+			for _, tt := range trueTrees {
+				n := counts[tt.tree]
+				if clients == 1 {
+					if n != tt.count(clients) {
+						t.Errorf("%s: %s found %d times, the workload made %d; patterns:\n%s",
+							tt.name, tt.tree, n, tt.count(clients), strings.Join(got, "\n"))
+					}
+					continue
+				}
+				// The most frequent pattern of its root call.
+				root := tt.tree
+				if i := strings.IndexByte(root, '['); i >= 0 {
+					root = root[:i]
+				}
+				for sh, m := range counts {
+					if isTrueTree(sh) {
+						continue
+					}
+					if (sh == root || strings.HasPrefix(sh, root+"[")) && m >= n {
+						t.Errorf("%s: %s (%d) is not more frequent than %s (%d); patterns:\n%s",
+							tt.name, tt.tree, n, sh, m, strings.Join(got, "\n"))
+					}
+				}
+			}
+			if clients == 1 && len(pats) != len(trueTrees) {
+				t.Errorf("%d patterns, want %d:\n%s", len(pats), len(trueTrees), strings.Join(got, "\n"))
+			}
+		})
+	}
+}
+
+// TestTimingsCover: the servers recorded a timing for every request (the
+// comparison above averages over all of them).
+func TestTimingsCover(t *testing.T) {
+	s := testbed(t, 3)
+	got := map[string]int{}
+	for _, r := range s.timings {
+		got[r.Server+"/"+r.Caller]++
+	}
+	n := s.clients * conns * reqs
+	want := map[string]int{"fork/": n, "udp/": s.clients * udp, "front/": n,
+		"thread/front": n, "thread/client": n, "helper/front": n, "helper/client": n}
+	var diffs []string
+	for k, v := range want {
+		if got[k] != v {
+			diffs = append(diffs, fmt.Sprintf("%s: %d records, want %d", k, got[k], v))
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 0 {
+		t.Error(strings.Join(diffs, "\n"))
+	}
+}
