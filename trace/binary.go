@@ -296,7 +296,6 @@ func ReadBinary(r io.Reader, file string) (*Trace, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
-	t.ensureIndex()
 	if len(t.Endpoints) == 0 || t.Endpoints[0] != "-" {
 		return nil, fmt.Errorf("%s: binary trace: endpoint table does not start with -", file)
 	}
@@ -304,40 +303,8 @@ func ReadBinary(r io.Reader, file string) (*Trace, error) {
 	t.Messages = make([]Message, 0, min(n, 1<<24))
 	var prevTime, prevID int64
 	for i := 0; i < n && b.err == nil; i++ {
-		var m Message
-		fl := b.uv()
-		m.Send, m.Recv, m.ID, m.Call, m.Truth = Unknown, Unknown, NoRef, NoRef, NoRef
-		if fl&bfSendUnknown == 0 {
-			m.Send = prevTime + b.sv()
-			prevTime = m.Send
-			if fl&bfRecvUnknown == 0 {
-				m.Recv = m.Send + b.sv()
-			}
-		} else {
-			m.Recv = prevTime + b.sv()
-			prevTime = m.Recv
-		}
-		m.Src = NodeID(b.uv())
-		m.Dst = NodeID(b.uv())
-		m.SrcEP = EndpointID(b.uv())
-		m.DstEP = EndpointID(b.uv())
-		m.Bytes = int64(b.uv())
-		if fl&bfID != 0 {
-			m.ID = prevID + b.sv()
-			prevID = m.ID
-		}
-		if fl&bfCall != 0 {
-			m.Call = int32(b.sv())
-		}
-		if fl&bfTruth != 0 {
-			m.Truth = int32(b.sv())
-		}
-		m.Kind = Kind(fl >> bfKindShift & 3)
-		var extra string
-		if fl&bfExtra != 0 {
-			extra = b.str()
-		}
-		if b.err != nil {
+		m, extra, ok := b.message(&prevTime, &prevID)
+		if !ok {
 			break
 		}
 		if extra != "" {
@@ -355,4 +322,96 @@ func ReadBinary(r io.Reader, file string) (*Trace, error) {
 		return nil, fmt.Errorf("%s: %v", file, err)
 	}
 	return t, nil
+}
+
+// maxFixedMessage bounds the encoded size of a message without its extra text.
+const maxFixedMessage = 2 + 3*binary.MaxVarintLen64 + 4*5 + binary.MaxVarintLen64 + 2*5
+
+// message decodes one message. When the buffer holds a whole message it
+// decodes straight from the slice (the common case, and the hot loop of
+// reading a trace); near the end of the data it goes through the checked
+// reader.
+func (b *binReader) message(prevTime, prevID *int64) (Message, string, bool) {
+	m := Message{Send: Unknown, Recv: Unknown, ID: NoRef, Call: NoRef, Truth: NoRef}
+	var fl uint64
+	if b.ensure(maxFixedMessage) {
+		buf, p, bad := b.buf[b.pos:], 0, false
+		uv := func() uint64 {
+			v, k := binary.Uvarint(buf[p:])
+			if k <= 0 {
+				bad = true
+				return 0
+			}
+			p += k
+			return v
+		}
+		sv := func() int64 {
+			u := uv()
+			return int64(u>>1) ^ -int64(u&1)
+		}
+		fl = uv()
+		if fl&bfSendUnknown == 0 {
+			m.Send = *prevTime + sv()
+			*prevTime = m.Send
+			if fl&bfRecvUnknown == 0 {
+				m.Recv = m.Send + sv()
+			}
+		} else {
+			m.Recv = *prevTime + sv()
+			*prevTime = m.Recv
+		}
+		m.Src = NodeID(uv())
+		m.Dst = NodeID(uv())
+		m.SrcEP = EndpointID(uv())
+		m.DstEP = EndpointID(uv())
+		m.Bytes = int64(uv())
+		if fl&bfID != 0 {
+			m.ID = *prevID + sv()
+			*prevID = m.ID
+		}
+		if fl&bfCall != 0 {
+			m.Call = int32(sv())
+		}
+		if fl&bfTruth != 0 {
+			m.Truth = int32(sv())
+		}
+		if bad {
+			b.fail("corrupt message varint near byte %d of the message section", b.pos)
+			return m, "", false
+		}
+		b.pos += p
+	} else {
+		fl = b.uv()
+		if fl&bfSendUnknown == 0 {
+			m.Send = *prevTime + b.sv()
+			*prevTime = m.Send
+			if fl&bfRecvUnknown == 0 {
+				m.Recv = m.Send + b.sv()
+			}
+		} else {
+			m.Recv = *prevTime + b.sv()
+			*prevTime = m.Recv
+		}
+		m.Src = NodeID(b.uv())
+		m.Dst = NodeID(b.uv())
+		m.SrcEP = EndpointID(b.uv())
+		m.DstEP = EndpointID(b.uv())
+		m.Bytes = int64(b.uv())
+		if fl&bfID != 0 {
+			m.ID = *prevID + b.sv()
+			*prevID = m.ID
+		}
+		if fl&bfCall != 0 {
+			m.Call = int32(b.sv())
+		}
+		if fl&bfTruth != 0 {
+			m.Truth = int32(b.sv())
+		}
+	}
+	m.Kind = Kind(fl >> bfKindShift & 3)
+	var extra string
+	if fl&bfExtra != 0 {
+		extra = b.str()
+	}
+	return m, extra, b.err == nil
 }

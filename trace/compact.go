@@ -5,7 +5,7 @@ package trace
 // interning continues from the smaller table. A stream that keeps only a
 // window of messages calls it so that its memory stays bounded.
 func (t *Trace) CompactEndpoints(msgs []Message) {
-	t.ensureIndex()
+	t.ensureEndpointIndex()
 	remap := make(map[EndpointID]EndpointID, 2*len(msgs)+1)
 	eps := []string{t.Endpoints[NoEndpoint]}
 	remap[NoEndpoint] = NoEndpoint

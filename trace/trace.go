@@ -110,7 +110,16 @@ func New() *Trace {
 	return t
 }
 
+// ensureIndex builds the name indexes that interning needs. Each is built
+// on first use: a trace that is only read (e.g. millions of endpoints from a
+// binary file) never pays for them.
 func (t *Trace) ensureIndex() {
+	t.ensureNodeIndex()
+	t.ensureEndpointIndex()
+	t.ensureLabelIndex()
+}
+
+func (t *Trace) ensureNodeIndex() {
 	if t.nodeIdx != nil {
 		return
 	}
@@ -118,12 +127,24 @@ func (t *Trace) ensureIndex() {
 	for i, n := range t.Nodes {
 		t.nodeIdx[n.Name] = NodeID(i)
 	}
+}
+
+func (t *Trace) ensureEndpointIndex() {
+	if t.epIdx != nil {
+		return
+	}
 	if len(t.Endpoints) == 0 {
 		t.Endpoints = append(t.Endpoints, "-")
 	}
 	t.epIdx = make(map[string]EndpointID, len(t.Endpoints))
 	for i, e := range t.Endpoints {
 		t.epIdx[e] = EndpointID(i)
+	}
+}
+
+func (t *Trace) ensureLabelIndex() {
+	if t.labelIdx != nil {
+		return
 	}
 	t.labelIdx = make(map[string]int, len(t.Labels))
 	for i, l := range t.Labels {
@@ -133,7 +154,7 @@ func (t *Trace) ensureIndex() {
 
 // Node returns the id of the named node, adding it if new.
 func (t *Trace) Node(name string) NodeID {
-	t.ensureIndex()
+	t.ensureNodeIndex()
 	if id, ok := t.nodeIdx[name]; ok {
 		return id
 	}
@@ -145,7 +166,7 @@ func (t *Trace) Node(name string) NodeID {
 
 // LookupNode returns the id of the named node, if present.
 func (t *Trace) LookupNode(name string) (NodeID, bool) {
-	t.ensureIndex()
+	t.ensureNodeIndex()
 	id, ok := t.nodeIdx[name]
 	return id, ok
 }
@@ -161,7 +182,7 @@ func (t *Trace) NodeName(id NodeID) string {
 // Endpoint returns the id of the endpoint (ip:port, [v6]:port, unix:PATH or
 // "-"), adding it if new.
 func (t *Trace) Endpoint(name string) EndpointID {
-	t.ensureIndex()
+	t.ensureEndpointIndex()
 	if id, ok := t.epIdx[name]; ok {
 		return id
 	}
@@ -189,7 +210,7 @@ func (t *Trace) Ref(s string) int64 {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 && strconv.FormatInt(n, 10) == s {
 		return n
 	}
-	t.ensureIndex()
+	t.ensureLabelIndex()
 	i, ok := t.labelIdx[s]
 	if !ok {
 		i = len(t.Labels)
@@ -204,7 +225,7 @@ func (t *Trace) Ref(s string) int64 {
 func (t *Trace) Ref32(s string) int32 {
 	v := t.Ref(s)
 	if v > math.MaxInt32 {
-		t.ensureIndex()
+		t.ensureLabelIndex()
 		i, ok := t.labelIdx[s]
 		if !ok {
 			i = len(t.Labels)
