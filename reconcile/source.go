@@ -159,9 +159,10 @@ const (
 	RecvLast                // the read that delivered its last byte
 )
 
-// DefaultWindow is Options.Window when unset: larger than the clock
-// differences of unsynchronised hosts (WAP5 §7 saw a few seconds), small
-// enough that what waits in it stays small.
+// DefaultWindow is Options.Window when unset: larger than what remains of
+// the clock differences between hosts once step 0 has estimated them (and
+// than the differences it cannot estimate, WAP5 §7 saw seconds to minutes
+// uncorrected), small enough that what waits in it stays small.
 const DefaultWindow = 30 * time.Second
 
 // Options control reconciliation. The zero value is usable (host
@@ -175,7 +176,9 @@ type Options struct {
 	RecvAt   RecvAt
 	// Window is how long (observation time) an end waits for its peer, a
 	// datagram for its receive, before it is declared untraced or lost; it
-	// must exceed the clock differences between hosts. 0 means DefaultWindow.
+	// must exceed the clock differences between hosts that step 0 leaves
+	// (those it cannot estimate; all of them with SyncedClocks). 0 means
+	// DefaultWindow.
 	Window time.Duration
 	// NAT lists known address translations (wap5 nat --json, --nat FILE).
 	NAT []Translation
