@@ -1,6 +1,7 @@
 package linking
 
 import (
+	"math"
 	"slices"
 
 	"wap5/trace"
@@ -19,8 +20,15 @@ type linker struct {
 
 	// Per node, CSR: received messages with a known receive time, by
 	// receive time; sent messages with a known send time, by send time.
-	inStart, ins   []int32
-	insRecv        []int64 // receive times, aligned with ins
+	inStart, ins []int32
+	insRecv      []int64 // receive times, aligned with ins
+	// Per message, where its candidate parents end (−1: none): with a
+	// known send time, the position within insOf(Src) of the last message
+	// the sender received at or before the send; from an untraced sender,
+	// the position within sendsOn(reverse edge) of the last message sent
+	// the other way at or before the receive (§5.1). One merge per node
+	// and edge instead of a binary search per message and pass.
+	lastPos        []int32
 	outStart, outs []int32
 	// Per edge, CSR: messages with a known send time, by send time (for the
 	// untraced-node rule of §5.1).
@@ -76,20 +84,96 @@ func (l *linker) index() {
 		return int(l.edge[i])
 	})
 	// Messages are sorted by Time, which is Send where known: outs and byEdge
-	// are in send order already. Receive order needs a sort per node.
+	// are in send order already. Receive order needs a sort per node: on
+	// (time, index) pairs in one flat array (no indirection through the
+	// messages in the comparisons; the index breaks ties, so the order is
+	// the stable one).
+	l.insRecv = make([]int64, len(l.ins))
+	var keyed []recvKey
 	for b := 0; b < nn; b++ {
-		s := l.ins[l.inStart[b]:l.inStart[b+1]]
-		if !slices.IsSortedFunc(s, l.byRecv) {
-			slices.SortStableFunc(s, l.byRecv)
+		a, z := l.inStart[b], l.inStart[b+1]
+		s, ts := l.ins[a:z], l.insRecv[a:z]
+		sorted := true
+		for k, i := range s {
+			ts[k] = l.msgs[i].Recv
+			if k > 0 && ts[k] < ts[k-1] {
+				sorted = false
+			}
+		}
+		if sorted {
+			continue
+		}
+		keyed = slices.Grow(keyed[:0], len(s))[:len(s)]
+		for k, i := range s {
+			keyed[k] = recvKey{ts[k], i}
+		}
+		slices.SortFunc(keyed, func(x, y recvKey) int {
+			switch {
+			case x.t < y.t:
+				return -1
+			case x.t > y.t:
+				return 1
+			}
+			return int(x.i - y.i)
+		})
+		for k, kv := range keyed {
+			s[k], ts[k] = kv.i, kv.t
 		}
 	}
-	l.insRecv = make([]int64, len(l.ins))
-	for k, i := range l.ins {
-		l.insRecv[k] = l.msgs[i].Recv
+	// Position of every send among its sender's receives: a merge of the
+	// node's sends (in send order) with its receives (in receive order).
+	l.lastPos = make([]int32, n)
+	for b := 0; b < nn; b++ {
+		ts := l.insRecvOf(trace.NodeID(b))
+		q := 0
+		prev := int64(math.MinInt64)
+		for _, i := range l.outsOf(trace.NodeID(b)) {
+			t := l.msgs[i].Send
+			if t < prev { // not in send order (cannot happen after t.Sort)
+				l.lastPos[i] = int32(lastAtOrBefore64(ts, t))
+				continue
+			}
+			prev = t
+			for q < len(ts) && ts[q] <= t {
+				q++
+			}
+			l.lastPos[i] = int32(q - 1)
+		}
 	}
 	l.byEdgeSend = make([]int64, len(l.byEdge))
 	for k, i := range l.byEdge {
 		l.byEdgeSend[k] = l.msgs[i].Send
+	}
+	// Untraced senders: their messages are in receive order (Time is Recv
+	// without a send time), so one cursor per reverse edge suffices.
+	rev := l.reverseEdges()
+	cur := make([]int32, len(l.edgeSrc))
+	last := make([]int64, len(l.edgeSrc))
+	for e := range last {
+		last[e] = math.MinInt64
+	}
+	for i := range l.msgs {
+		m := &l.msgs[i]
+		if m.Send != trace.Unknown {
+			continue
+		}
+		l.lastPos[i] = -1
+		r := rev[l.edge[i]]
+		if r < 0 {
+			continue
+		}
+		ts := l.sendTimesOn(r)
+		if m.Recv < last[r] { // out of order: search
+			l.lastPos[i] = int32(lastAtOrBefore64(ts, m.Recv))
+			continue
+		}
+		last[r] = m.Recv
+		q := int(cur[r])
+		for q < len(ts) && ts[q] <= m.Recv {
+			q++
+		}
+		cur[r] = int32(q)
+		l.lastPos[i] = int32(q - 1)
 	}
 }
 
@@ -111,15 +195,9 @@ func lastAtOrBefore64(ts []int64, t int64) int {
 	return lo - 1
 }
 
-func (l *linker) byRecv(a, b int32) int {
-	ra, rb := l.msgs[a].Recv, l.msgs[b].Recv
-	switch {
-	case ra < rb:
-		return -1
-	case ra > rb:
-		return 1
-	}
-	return int(a - b)
+type recvKey struct {
+	t int64
+	i int32
 }
 
 // csr groups message indices by key (−1: left out), keeping index order.
@@ -194,12 +272,12 @@ func (l *linker) step1(rev []int32) {
 		var dt int64 = -1
 		if m.Send != trace.Unknown {
 			ts := l.insRecvOf(m.Src)
-			if p := lastAtOrBefore64(ts, m.Send); p >= 0 {
+			if p := l.lastPos[i]; p >= 0 {
 				dt = m.Send - ts[p]
 			}
 		} else if r := rev[l.edge[i]]; r >= 0 {
 			ts := l.sendTimesOn(r)
-			if p := lastAtOrBefore64(ts, m.Recv); p >= 0 {
+			if p := l.lastPos[i]; p >= 0 {
 				dt = m.Recv - ts[p]
 			}
 		}

@@ -32,7 +32,7 @@ func (l *linker) candidates(i int, rev []int32, f func(p int32, dt float64) bool
 	m := &l.msgs[i]
 	if m.Send != trace.Unknown {
 		in, ts := l.insOf(m.Src), l.insRecvOf(m.Src)
-		p := lastAtOrBefore64(ts, m.Send)
+		p := int(l.lastPos[i])
 		for ; p >= 0; p-- {
 			j := in[p]
 			dt := m.Send - ts[p]
@@ -53,7 +53,7 @@ func (l *linker) candidates(i int, rev []int32, f func(p int32, dt float64) bool
 		return
 	}
 	s, ts := l.sendsOn(r), l.sendTimesOn(r)
-	p := lastAtOrBefore64(ts, m.Recv)
+	p := int(l.lastPos[i])
 	for ; p >= 0; p-- {
 		j := s[p]
 		dt := m.Recv - ts[p]
