@@ -47,7 +47,8 @@ type pattern struct {
 	count    int
 	expected float64
 	maxProb  float64
-	insts    []int32 // instance numbers (batch)
+	idx      int32 // position in aggregator.pats
+	first    int32 // the first instance (batch): its shape is built on demand
 	acc      *patAcc
 }
 
@@ -110,8 +111,10 @@ func mix(h uint64) uint64 {
 }
 
 // canon writes the instance's messages in canonical depth-first order into
-// out and returns the pattern they belong to (interned).
-func (a *aggregator) canon(ms []trace.Message, labels []int32, msgs, par []int32, out []int32) (*pattern, []int32) {
+// out and returns the pattern they belong to (interned). With shape false a
+// new pattern is only counted (hash, no steps): most patterns of a noisy
+// trace are never built, and their shapes would cost memory per pattern.
+func (a *aggregator) canon(ms []trace.Message, labels []int32, msgs, par []int32, out []int32, shape bool) (*pattern, []int32) {
 	n := len(msgs)
 	a.hash = slices.Grow(a.hash[:0], n)[:n]
 	if cap(a.kids) < n {
@@ -167,7 +170,12 @@ func (a *aggregator) canon(ms []trace.Message, labels []int32, msgs, par []int32
 	}
 	pi, ok := a.byHash[hash[0]]
 	if !ok {
-		p := &pattern{hash: hash[0], par: slices.Clone(a.cpar), closer: make([]int32, n)}
+		pi = int32(len(a.pats))
+		a.pats = append(a.pats, &pattern{hash: hash[0], idx: pi, first: -1})
+		a.byHash[hash[0]] = pi
+	}
+	if p := a.pats[pi]; shape && p.par == nil {
+		p.par, p.closer = slices.Clone(a.cpar), make([]int32, n)
 		for j, mi := range out {
 			m := &ms[mi]
 			p.from = append(p.from, labels[m.Src])
@@ -180,9 +188,6 @@ func (a *aggregator) canon(ms []trace.Message, labels []int32, msgs, par []int32
 				p.closer[pj] = int32(j)
 			}
 		}
-		pi = int32(len(a.pats))
-		a.pats = append(a.pats, p)
-		a.byHash[hash[0]] = pi
 	}
 	return a.pats[pi], out
 }
@@ -259,20 +264,56 @@ func (l *linker) aggregate(in *instances) trace.Paths {
 	a.clock = trace.NewClockMap(l.t)
 	labels := a.linkerLabels(l)
 	order := make([]int32, len(in.msgs))
+	instPat := make([]int32, in.len()) // pattern of every instance
 	for i := 0; i < in.len(); i++ {
 		msgs, par := in.get(i)
-		p, _ := a.canon(l.msgs, labels, msgs, par, order[in.start[i]:in.start[i]])
+		p, _ := a.canon(l.msgs, labels, msgs, par, order[in.start[i]:in.start[i]], false)
 		a.add(p, in.prob[i])
-		p.insts = append(p.insts, int32(i))
-	}
-	out := trace.Paths{Algorithm: "linking", Patterns: make([]*trace.Pattern, 0, len(a.pats))}
-	for r, p := range a.ranked() {
-		if l.o.Top > 0 && r >= l.o.Top {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d more patterns not built (top %d)", len(a.pats)-r, l.o.Top))
-			break
+		if p.first < 0 {
+			p.first = int32(i)
 		}
+		instPat[i] = p.idx
+	}
+	ranked := a.ranked()
+	built := len(ranked)
+	if l.o.Top > 0 && l.o.Top < built {
+		built = l.o.Top
+	}
+	// The instances of the built patterns, grouped by rank (CSR).
+	rank := make([]int32, len(a.pats))
+	for i := range rank {
+		rank[i] = -1
+	}
+	for r, p := range ranked[:built] {
+		rank[p.idx] = int32(r)
+	}
+	byRank := make([]int32, built+1)
+	for _, pi := range instPat {
+		if r := rank[pi]; r >= 0 {
+			byRank[r+1]++
+		}
+	}
+	for r := 0; r < built; r++ {
+		byRank[r+1] += byRank[r]
+	}
+	insts := make([]int32, byRank[built])
+	fill := slices.Clone(byRank[:built])
+	for i, pi := range instPat {
+		if r := rank[pi]; r >= 0 {
+			insts[fill[r]] = int32(i)
+			fill[r]++
+		}
+	}
+	out := trace.Paths{Algorithm: "linking", Patterns: make([]*trace.Pattern, 0, built)}
+	if built < len(ranked) {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d more patterns not built (top %d)", len(ranked)-built, l.o.Top))
+	}
+	for r, p := range ranked[:built] {
+		msgs, par := in.get(int(p.first))
+		a.canon(l.msgs, labels, msgs, par, order[in.start[p.first]:in.start[p.first]], true)
 		p.acc = newPatAcc(len(p.par), r < l.o.HistTop)
-		for _, ii := range p.insts {
+		pinsts := insts[byRank[r]:byRank[r+1]]
+		for _, ii := range pinsts {
 			a.accumulate(p, l.msgs, order[in.start[ii]:in.start[ii+1]], in.prob[ii])
 		}
 		tp, perm := a.build(p)
@@ -283,7 +324,7 @@ func (l *linker) aggregate(in *instances) trace.Paths {
 		}
 		// Reorder the instances' messages to the pattern's final child order.
 		tmp := make([]int32, len(perm))
-		for _, ii := range p.insts {
+		for _, ii := range pinsts {
 			o := order[in.start[ii]:in.start[ii+1]]
 			if perm != nil {
 				for k, src := range perm {

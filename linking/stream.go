@@ -101,7 +101,7 @@ func (s *Stream) flush(final bool) {
 			continue // another chunk's instance
 		}
 		var p *pattern
-		p, s.order = s.a.canon(ct.Messages, labels, msgs, par, s.order[:0])
+		p, s.order = s.a.canon(ct.Messages, labels, msgs, par, s.order[:0], true)
 		if p.acc == nil {
 			p.acc = newPatAcc(len(p.par), false)
 		}
