@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
-# wap5 demo: trace a small real multi-process system and show what was captured.
+# wap5 demo: trace a small real multi-process system and analyse it.
 #
-#   curl ──HTTP──▶ nginx (master + 2 workers) ──HTTP──▶ python3 http.server
+#   curl ──HTTP──▶ nginx (master + 2 workers) ──HTTP──▶ python3 app ──RESP──▶ redis
 #
-# Every process runs under `bin/wap5 run` (libsockcap.so preloaded), each as
-# its own node; the logs land in $DEMO_DIR/logs. Then `wap5 dump` shows them.
+# The app (scripts/demo_app.py) answers each request from the redis cache:
+# GET the item; on a miss, build it (~3 ms) and SET it; then INCR a hit
+# counter. Every process runs under `bin/wap5 run` (libsockcap.so preloaded),
+# each server as its own node (frontend, app, cache; curl is client), all on
+# loopback; the logs land in $DEMO_DIR/logs. `wap5 dump` shows what was
+# recorded; `wap5 analyze` reconciles the logs into one message trace, checks
+# the clocks, links the messages into causal paths and prints its report
+# (files in $DEMO_DIR/report).
 #
 # The demo is a list of steps (functions named step_*); later stages of the
 # pipeline append their own step function and add it to STEPS at the bottom.
-# Environment: DEMO_DIR (default: a new temp dir), REQUESTS (default 20).
+# Environment: DEMO_DIR (default: a new temp dir), REQUESTS (default 40).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 WAP5=$ROOT/bin/wap5
 DEMO_DIR=${DEMO_DIR:-$(mktemp -d /tmp/wap5-demo.XXXXXX)}
 LOGS=$DEMO_DIR/logs
-REQUESTS=${REQUESTS:-20}
+REQUESTS=${REQUESTS:-40}
 # Debian's python3 (a pyenv shim in PATH would add a bash wrapper per call).
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
@@ -52,12 +58,12 @@ stop() {
 }
 
 step_capture() {
-  step "Capture: curl → nginx → python3 http.server, $REQUESTS requests"
-  local up_port web_port www=$DEMO_DIR/www conf=$DEMO_DIR/nginx
-  up_port=$(free_port)
+  step "Capture: curl → nginx → python3 app → redis, $REQUESTS requests"
+  local app_port web_port cache_port conf=$DEMO_DIR/nginx
+  app_port=$(free_port)
   web_port=$(free_port)
-  mkdir -p "$www/api" "$conf"
-  for i in $(seq 1 5); do head -c $((i * 700)) /dev/zero | tr '\0' 'w' > "$www/api/item$i"; done
+  cache_port=$(free_port)
+  mkdir -p "$conf" "$DEMO_DIR/redis"
   cat > "$conf/nginx.conf" <<EOF
 daemon off;
 master_process on;
@@ -74,16 +80,22 @@ http {
   scgi_temp_path $conf/scgi;
   server {
     listen 127.0.0.1:$web_port;
-    location / { proxy_pass http://127.0.0.1:$up_port; }
+    location / { proxy_pass http://127.0.0.1:$app_port; }
   }
 }
 EOF
   echo "logs: $LOGS"
-  "$WAP5" run --out "$LOGS" --node backend -- \
-    "$PY" -m http.server --bind 127.0.0.1 --directory "$www" "$up_port" 2>"$DEMO_DIR/backend.err" &
-  local up=$!
-  PIDS+=("$up")
-  wait_listen "$up_port"
+  "$WAP5" run --out "$LOGS" --node cache -- \
+    redis-server --bind 127.0.0.1 --port "$cache_port" --save '' --appendonly no \
+    --dir "$DEMO_DIR/redis" --logfile "$DEMO_DIR/redis/redis.log" 2>"$DEMO_DIR/cache.err" &
+  local cache=$!
+  PIDS+=("$cache")
+  wait_listen "$cache_port"
+  "$WAP5" run --out "$LOGS" --node app -- \
+    "$PY" "$ROOT/scripts/demo_app.py" "$app_port" "$cache_port" 2>"$DEMO_DIR/app.err" &
+  local app=$!
+  PIDS+=("$app")
+  wait_listen "$app_port"
   "$WAP5" run --out "$LOGS" --node frontend -- \
     nginx -p "$conf" -c "$conf/nginx.conf" -e "$conf/error.log" 2>"$DEMO_DIR/frontend.err" &
   local web=$!
@@ -91,25 +103,35 @@ EOF
   wait_listen "$web_port"
 
   local urls=()
-  for i in $(seq 1 "$REQUESTS"); do urls+=(-o /dev/null "http://127.0.0.1:$web_port/api/item$(( (i - 1) % 5 + 1 ))"); done
-  echo "\$ $WAP5 run --out $LOGS --node client -- curl -sS --fail-with-body -o /dev/null URL... ($REQUESTS URLs)"
+  for i in $(seq 1 "$REQUESTS"); do urls+=(-o /dev/null "http://127.0.0.1:$web_port/api/item$(((i - 1) % 5 + 1))"); done
+  echo "\$ $WAP5 run --out $LOGS --node client -- curl -sS --fail-with-body -o /dev/null URL... ($REQUESTS URLs, 5 items)"
   "$WAP5" run --out "$LOGS" --node client -- curl -sS --fail-with-body "${urls[@]}"
   stop "$web" QUIT
-  stop "$up" TERM
-  echo "--- nginx under wap5 run:"; grep '^wap5:' "$DEMO_DIR/frontend.err" || true
-  echo "--- python3 under wap5 run:"; grep '^wap5:' "$DEMO_DIR/backend.err" || true
+  stop "$app" TERM
+  stop "$cache" TERM
+  PIDS=()
+  for n in frontend app cache; do
+    echo "--- $n under wap5 run:"
+    grep '^wap5:' "$DEMO_DIR/$n.err" || true
+  done
 }
 
 step_dump() {
   step "What each process did (wap5 dump --summary)"
   run "$WAP5" dump --summary "$LOGS"
-  step "The frontend's socket calls, first lines (wap5 dump)"
-  "$WAP5" dump "$LOGS/frontend" | head -n 24
-  step "Machine-readable form (wap5 dump --json), first lines"
-  "$WAP5" dump --json "$LOGS/client" | head -n 4
+  step "The app's socket calls, first lines (wap5 dump)"
+  # awk reads to the end: head would end the pipe early (SIGPIPE under pipefail).
+  "$WAP5" dump "$LOGS/app" | awk '!/^#/ && n++ < 12'
+}
+
+step_analyze() {
+  step "The analysis: reconcile → clock offsets → message linking → report (wap5 analyze)"
+  run "$WAP5" analyze -o "$DEMO_DIR/report" "$LOGS"
+  step "Files of the analysis"
+  ls -l "$DEMO_DIR/report"
 }
 
 # Steps run in this order; append new ones here.
-STEPS=(step_capture step_dump)
+STEPS=(step_capture step_dump step_analyze)
 for s in "${STEPS[@]}"; do "$s"; done
 printf '\nDemo files: %s\n' "$DEMO_DIR"
