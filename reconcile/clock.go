@@ -28,9 +28,10 @@ import (
 // the times their observers recorded (correcting them is `wap5 skew`'s job).
 
 // rereader is a source that can be read again from its start, for the
-// offset pass. Sources that cannot (built by the caller, captures: one
-// sniffer's clock already chosen per host) keep offset 0 unless their host
-// is linked to an estimated one.
+// offset pass: logs, and captures (one clock per capture: its sniffer's).
+// Sources built by the caller cannot, and keep offset 0. The pass runs when
+// logs of two or more hosts, or logs and captures, are reconciled together
+// (captures alone: OpenPcaps has chosen one clock per host already).
 type rereader interface {
 	reread() (Source, error)
 }
@@ -250,14 +251,18 @@ type clockEdge struct {
 func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 	hosts := make([]string, len(sources))
 	distinct := map[string]bool{}
+	captures := 0
 	for i, s := range sources {
-		if ls, ok := s.(*logSource); ok {
-			hosts[i] = hostScope(ls.obs)
+		switch s := s.(type) {
+		case *logSource:
+			hosts[i] = hostScope(s.obs)
 			distinct[hosts[i]] = true
+		case *pcapSource:
+			captures++ // the clock of its sniffer
 		}
 	}
-	if len(distinct) < 2 {
-		return nil, nil // one host, one clock
+	if len(distinct)+min(captures, 1) < 2 {
+		return nil, nil // one host's logs, or captures alone: one clock per host already
 	}
 	var re []Source
 	var idx []int
@@ -382,7 +387,7 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 				queue = append(queue, e.b)
 				if e.n > 0 && math.Abs(float64(off[e.b]-off[root])) >= float64(time.Second) && (hosts[e.b] == "" || !warned[hosts[e.b]]) {
 					warned[hosts[e.b]] = true
-					warns = append(warns, fmt.Sprintf("clocks: %s is %+.3f s off %s (estimated from %d handshakes, for matching only; times kept as recorded)",
+					warns = append(warns, fmt.Sprintf("clocks: %s is %+.3f s off %s (estimated from %d connection and datagram samples, for matching only; times kept as recorded)",
 						sources[e.b].Name(), float64(off[e.b]-off[root])/1e9, sources[root].Name(), e.n))
 				}
 			}

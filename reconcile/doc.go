@@ -20,7 +20,8 @@
 // # The algorithm (steps as numbered in the code: reconcile.go, match.go, dgram.go)
 //
 //  0. Clock offsets, for matching only (clock.go): when the logs come from
-//     two or more hosts, read them once for what one source does and
+//     two or more hosts, or logs and captures are mixed (a capture has its
+//     sniffer's clock), read them once for what one source does and
 //     another then sees: a connect and the accept of the same connection
 //     (protocol and canonical 4-tuple; instances of a reused tuple paired
 //     in order), a datagram's send and its receive (destination port,
@@ -35,8 +36,8 @@
 //     offset-corrected time, so hosts minutes apart pair within the window;
 //     messages keep the times their observers recorded (correcting those is
 //     wap5 skew's job). Offsets of a second or more are reported as
-//     warnings "clocks: ...". Captures and caller-built sources that cannot
-//     be read twice keep offset 0 (Options.SyncedClocks skips the step).
+//     warnings "clocks: ...". Caller-built sources that cannot be read
+//     twice keep offset 0 (Options.SyncedClocks skips the step).
 //  1. Merge all sources into one stream ordered by offset-corrected
 //     observation time, with a min-heap of per-source cursors (each source
 //     is time-ordered on its own clock; what step 0 cannot correct must

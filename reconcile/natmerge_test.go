@@ -61,3 +61,50 @@ func TestPcapNATAppliesToLogs(t *testing.T) {
 		t.Errorf("translations reported\n%s\nwant\n%s", strings.Join(nat, "\n"), strings.Join(wantNAT, "\n"))
 	}
 }
+
+// TestClockOffsetLogsAndCaptures: a client's log whose clock is 3 minutes
+// behind the sniffers' is matched with the server side a capture saw (step 0
+// reads the captures too: each has its sniffer's clock); the times stay as
+// recorded.
+func TestClockOffsetLogsAndCaptures(t *testing.T) {
+	a, b := sideCaptures(t, [2]string{cli, srv}, [2]string{cli, srv})
+	dir := t.TempDir()
+	pa, pb := filepath.Join(dir, "client-side.pcap"), filepath.Join(dir, "server-side.pcapng")
+	if err := os.WriteFile(pa, a, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pb, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const t0 = 1700000000_000000000 - 180_000_000_000 // the log's clock: 3 min behind
+	proc := &libsockcap.Process{Host: "client", Node: "client", Exe: "/usr/bin/curl", Pid: 7, File: "client.sclog"}
+	local, remote := ep(cli), ep(srv)
+	evs := []libsockcap.Event{
+		{Proc: proc, Time: t0, Op: libsockcap.OpConnect, Fd: 3, Fd2: -1, Proto: libsockcap.ProtoTCP, SoType: 1, Local: local, Remote: remote},
+		{Proc: proc, Time: t0 + 300_000, Op: libsockcap.OpSend, Fd: 3, Fd2: -1, Proto: libsockcap.ProtoTCP, SoType: 1, Bytes: 100, Ret: 100},
+		{Proc: proc, Time: t0 + 1_030_000, Op: libsockcap.OpRecv, Fd: 3, Fd2: -1, Proto: libsockcap.ProtoTCP, SoType: 1, Bytes: 300, Ret: 300},
+		{Proc: proc, Time: t0 + 2_000_000, Op: libsockcap.OpClose, Fd: 3, Fd2: -1},
+	}
+	for _, synced := range []bool{false, true} {
+		tr, err := Reconcile(Inputs{Sources: []Source{EventSource(proc, evs)}, Pcaps: []string{pa, pb}, Hosts: names},
+			Options{SyncedClocks: synced})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for i := range tr.Messages {
+			got = append(got, string(trace.AppendTextLine(nil, tr, i)))
+		}
+		want := []string{
+			"1699999820.000300000 client 10.201.1.2:40000 1700000002.000350000 server 10.201.2.2:8080 100 id=0 kind=call call=0",
+			"1700000002.001000000 server 10.201.2.2:8080 1699999820.001030000 client 10.201.1.2:40000 300 id=1 kind=return call=0",
+		}
+		same := strings.Join(got, "\n") == strings.Join(want, "\n")
+		if synced && same {
+			t.Errorf("with SyncedClocks the 3 min apart ends were paired within the window")
+		}
+		if !synced && !same {
+			t.Errorf("messages\n%s\nwant\n%s\nwarnings %q", strings.Join(got, "\n"), strings.Join(want, "\n"), tr.Warnings)
+		}
+	}
+}

@@ -376,6 +376,13 @@ type pcapSource struct {
 	udpSeen   map[udpCopy]udpSeen
 }
 
+// reread replays the same capture again from its start (step 0 of the
+// matcher): the packets, connections and clocks are shared, read-only.
+func (s *pcapSource) reread() (Source, error) {
+	return &pcapSource{c: s.c, ci: s.ci, clock: s.clock, observers: s.observers, conns: s.conns,
+		assign: s.assign, state: make(map[int32]*tcpSide)}, nil
+}
+
 func (s *pcapSource) Name() string { return s.c.File }
 func (s *pcapSource) Err() error   { return nil }
 
