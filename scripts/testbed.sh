@@ -3,7 +3,7 @@
 # with `wap5 run` on every host (the reconcile integration test and demo).
 #
 #   scripts/testbed.sh [-o DIR] [--pcap] [--conns N] [--reqs N] [--udp N] [--keep]
-#                      [--front] [--clients N] [--work MS]
+#                      [--front] [--clients N] [--work MS] [--fork-race]
 #
 # Hosts (namespaces, names prefixed with a per-run tag so runs never collide):
 #   c   10.200.1.2   client
@@ -24,6 +24,8 @@
 # of different clients overlap at every server).
 # --work MS: every server sleeps uniform(0.5, 1.5)·MS ms before each send (its
 # service time; the servers record their own timings in truth/).
+# --fork-race: the forking server's parent closes its copy of each accepted
+# connection between its child's first two reads (a reproducer).
 #
 # Output in DIR (default ./testbed-out):
 #   logs/<node>/...   libsockcap logs (wap5 run --node <node>)
@@ -49,6 +51,7 @@ keep=0
 front=0
 clients=1
 work_ms=0
+fork_race=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-o) out=$2; shift 2 ;;
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
 	--front) front=1; shift ;;
 	--clients) clients=$2; shift 2 ;;
 	--work) work_ms=$2; shift 2 ;;
+	--fork-race) fork_race=1; shift ;;
 	-h|--help) sed -n '2,40p' "$0"; exit 0 ;;
 	*) echo "testbed: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -162,7 +166,7 @@ fi
 run() { # run NS NODE ARGS...: the workload under wap5 run in a namespace
 	local ns=$1 node=$2
 	shift 2
-	exec ip netns exec $ns env TESTBED_PEERS="$peers" TESTBED_WORK_MS="$work_ms" TESTBED_SEED="${seed:-5}" "$bin/wap5" run --out "$out/logs" --node $node -- $py "$here/testbed_workload.py" "$@"
+	exec ip netns exec $ns env TESTBED_PEERS="$peers" TESTBED_WORK_MS="$work_ms" TESTBED_FORK_RACE="$fork_race" TESTBED_SEED="${seed:-5}" "$bin/wap5" run --out "$out/logs" --node $node -- $py "$here/testbed_workload.py" "$@"
 }
 usock=$work/helper.sock
 peers="10.200.1.2=c"

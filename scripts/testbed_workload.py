@@ -24,6 +24,11 @@ also record "call_ns" (just before the call) and "ret_ns" (its reply received),
 and "caller" ("client" or "front": who sent the request, told by its first
 byte, since the masquerade hides the address).
 
+TESTBED_FORK_RACE=1 (environment): the forking server's parent closes its copy
+of an accepted connection only after its child has read the length of the
+first request and before it reads the body (the interleaving that a busy
+machine produces now and then), to reproduce it at will.
+
 TESTBED_WORK_MS (environment, default 0): before every send a server sleeps
 uniform(0.5, 1.5) x that many ms — service time, so that node delays are large
 against the few microseconds between a timing record and the system call.
@@ -70,11 +75,22 @@ def recv_msg(s):
     return recv_exact(s, n)
 
 
+def recv_msg_t(s, pause=0.0):
+    """recv_msg, and the time its first bytes arrived (as a tracer sees it);
+    pause seconds between reading the length and the body."""
+    (n,) = struct.unpack(">I", recv_exact(s, 4))
+    t = time.time_ns()
+    if pause:
+        time.sleep(pause)
+    return recv_exact(s, n), t
+
+
 def send_msg(s, body):
     s.sendall(struct.pack(">I", len(body)) + body)
     return 4 + len(body)
 
 
+FORK_RACE = os.environ.get("TESTBED_FORK_RACE", "") == "1"
 WORK_MS = float(os.environ.get("TESTBED_WORK_MS", "0") or 0)
 work_rnd = random.Random(os.getpid())
 
@@ -119,10 +135,11 @@ def fork_server(node, port, truth_path):
         c, addr = ls.accept()
         if os.fork() == 0:
             ls.close()
+            pause = 0.05 if FORK_RACE else 0.0
             try:
                 while True:
-                    req = recv_msg(c)
-                    t_recv = time.time_ns()
+                    req, t_recv = recv_msg_t(c, pause)
+                    pause = 0.0
                     rep = reply_for(req)
                     work()
                     # Recorded before sending: once the client has its
@@ -135,6 +152,8 @@ def fork_server(node, port, truth_path):
                 pass
             c.close()
             os._exit(0)
+        if FORK_RACE:
+            time.sleep(0.02)
         c.close()
 
 
@@ -151,8 +170,7 @@ def thread_server(node, port, upath, truth_path):
         u.connect(upath)
         try:
             while True:
-                req = recv_msg(c)
-                t_recv = time.time_ns()
+                req, t_recv = recv_msg_t(c)
                 caller = caller_of(req)
                 # The helper learns who called through the first byte.
                 body = (b"v" if caller == "front" else b"u") * (len(req) % 200 + 5)
@@ -160,8 +178,7 @@ def thread_server(node, port, upath, truth_path):
                 truth.sent(node, node, 4 + len(body), "unix")
                 t_call = time.time_ns()
                 send_msg(u, body)
-                recv_msg(u)
-                t_ret = time.time_ns()
+                _, t_ret = recv_msg_t(u)
                 rep = reply_for(req)
                 work()
                 peer = "s1" if caller == "front" else peer_node(addr, peers)
@@ -193,8 +210,7 @@ def unix_helper(node, path, truth_path):
     def serve(c):
         try:
             while True:
-                req = recv_msg(c)
-                t_recv = time.time_ns()
+                req, t_recv = recv_msg_t(c)
                 work()
                 truth.sent(node, node, 4 + len(req) + 7, "unix")
                 t_send = time.time_ns()
@@ -225,15 +241,13 @@ def front_server(node, port, back_ip, back_port, back_name, truth_path):
             b = socket.create_connection((back_ip, back_port), timeout=10)
             try:
                 while True:
-                    req = recv_msg(c)
-                    t_recv = time.time_ns()
+                    req, t_recv = recv_msg_t(c)
                     call = b"f" * (len(req) * 7 % 1500 + 20)
                     work()
                     truth.sent(node, back_name, 4 + len(call), "tcp")
                     t_call = time.time_ns()
                     send_msg(b, call)
-                    recv_msg(b)
-                    t_ret = time.time_ns()
+                    _, t_ret = recv_msg_t(b)
                     rep = reply_for(req)
                     work()
                     truth.sent(node, peer_node(addr, peers), 4 + len(rep), "tcp")
