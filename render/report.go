@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"wap5/trace"
 )
@@ -110,7 +111,8 @@ func Report(w io.Writer, d *ReportData, o *ReportOptions) error {
 		for _, p := range d.Nesting.Patterns {
 			calls += p.Count
 		}
-		fmt.Fprintf(bw, "\nNesting (Project 5, call trees only): %d patterns, %d call trees; see nest.json\n", len(d.Nesting.Patterns), calls)
+		fmt.Fprintf(bw, "\nNesting (Project 5, call trees only): %s, %s; see nest.json\n", plural(len(d.Nesting.Patterns), "pattern"),
+			plural(calls, "call tree"))
 	}
 	reportWarnings(bw, d.Warnings, opt.Warnings)
 	return bw.Flush()
@@ -159,7 +161,7 @@ func reportTrace(w io.Writer, t *trace.Trace, corrected bool) {
 	}
 	fmt.Fprintf(w, "%d messages between %d nodes (%d traced)", len(t.Messages), len(t.Nodes), traced)
 	if first <= last {
-		fmt.Fprintf(w, " over %s s, %s to %s", fmtSeconds(last-first), trace.FormatTime(first), trace.FormatTime(last))
+		fmt.Fprintf(w, " over %s s, %s to %s UTC", fmtSeconds(last-first), utc(first, "2006-01-02 15:04:05.000000"), utc(last, "15:04:05.000000"))
 	}
 	fmt.Fprintln(w)
 
@@ -215,6 +217,8 @@ func reportTrace(w io.Writer, t *trace.Trace, corrected bool) {
 
 func fmtSeconds(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e9) }
 
+func utc(ns int64, layout string) string { return time.Unix(0, ns).UTC().Format(layout) }
+
 func reportClock(w io.Writer, c *ClockSummary) {
 	state := "applied to the trace"
 	if !c.Applied {
@@ -246,12 +250,12 @@ func reportPaths(w io.Writer, d *ReportData, top int) {
 		inst += pat.Count
 		exp += pat.Expected
 	}
-	method := d.Method
-	if method == "" {
-		method = p.Algorithm
+	algo := p.Algorithm
+	if d.Method != "" {
+		algo += ", method " + d.Method
 	}
-	fmt.Fprintf(w, "\nPath patterns (%s %s): %d patterns, %d path instances (expected %.1f)\n", p.Algorithm, method,
-		len(p.Patterns), inst, exp)
+	fmt.Fprintf(w, "\nPath patterns (%s): %s, %s (expected %.1f)\n", algo, plural(len(p.Patterns), "pattern"),
+		plural(inst, "path instance"), exp)
 	n := min(top, len(p.Patterns))
 	if n < len(p.Patterns) {
 		fmt.Fprintf(w, "  top %d shown; all in link.json\n", n)
@@ -263,7 +267,7 @@ func reportPaths(w io.Writer, d *ReportData, top int) {
 		if inst > 0 {
 			share = 100 * float64(pat.Count) / float64(inst)
 		}
-		fmt.Fprintf(w, "\n  #%d  %d instances (%.1f%%), expected %.2f, max prob %.3f", pat.Rank, pat.Count, share, pat.Expected, pat.MaxProb)
+		fmt.Fprintf(w, "\n  #%d  %s (%.1f%%), expected %.2f, max prob %.3f", pat.Rank, plural(pat.Count, "instance"), share, pat.Expected, pat.MaxProb)
 		if pat.Root != nil && pat.Root.Latency.Known() {
 			fmt.Fprintf(w, ", end to end %.3f ms", pat.Root.Latency.Mean*1e3)
 		}
@@ -282,6 +286,13 @@ func reportPaths(w io.Writer, d *ReportData, top int) {
 			fmt.Fprintf(w, "    %s%s %18s %18s\n", label, strings.Repeat(" ", pad), msStats(s.Wait), msStats(s.Net))
 		})
 	}
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func stepLabel(s *trace.Step, depth int) string {

@@ -62,6 +62,7 @@ func analyzeAction(c *cli.Context) error {
 		o.Skew = analyze.SkewNever
 	}
 	o.Reconcile.AggregateClients = c.Bool("aggregate-clients")
+	o.Reconcile.ReturnMemory = true // one analysis per process: keep the peak low
 	o.Link.Method = c.String("method")
 	if o.Link.Method != linking.MethodJoint && o.Link.Method != linking.MethodWAP5 {
 		return usagef("analyze: --method %q: want joint or wap5", o.Link.Method)
