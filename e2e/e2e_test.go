@@ -418,14 +418,19 @@ func stripCalls(t *testing.T, in, out string) {
 }
 
 // trueTrees are the real call trees as wap5 nest shows them (calls only).
+// Their call delays (parent call received → this call sent, depth first
+// after the root) are what the callers measured between request and call.
 var trueTrees = []struct {
-	name  string
-	tree  string
-	count func(clients int) int
+	name   string
+	tree   string
+	count  func(clients int) int
+	delays []interval
 }{
-	{"forking and UDP server", "c>s1", truePaths[0].count},
-	{"front s1 → threaded s2 → Unix helper", "c>s1[s1>s2[s2>s2]]", truePaths[1].count},
-	{"threaded s2 → Unix helper", "c>s2[s2>s2]", truePaths[2].count},
+	{"forking and UDP server", "c>s1", truePaths[0].count, nil},
+	{"front s1 → threaded s2 → Unix helper", "c>s1[s1>s2[s2>s2]]", truePaths[1].count,
+		[]interval{truePaths[1].waits[0], truePaths[1].waits[1]}},
+	{"threaded s2 → Unix helper", "c>s2[s2>s2]", truePaths[2].count,
+		[]interval{truePaths[2].waits[0]}},
 }
 
 func isTrueTree(sh string) bool {
@@ -483,6 +488,29 @@ func TestNest(t *testing.T) {
 				got = append(got, fmt.Sprintf("#%d %s count %d", p.Rank, shape(p.Root), p.Count))
 			}
 			for _, tt := range trueTrees {
+				// Call delays of the true trees: within 10% of the callers'
+				// own mean when every path is assembled right (one client);
+				// logged otherwise.
+				for _, p := range pats {
+					if shape(p.Root) != tt.tree {
+						continue
+					}
+					st := steps(p.Root)[1:]
+					for i, iv := range tt.delays {
+						want, _ := iv.mean(s.timings)
+						if st[i].CallDelay == nil {
+							t.Errorf("%s: call %d has no call_delay_s", tt.name, i+1)
+							continue
+						}
+						got := *st[i].CallDelay
+						rel := (got - want) / want
+						t.Logf("%-38s %-40s wap5 nest %.3f ms, servers %.3f ms, %+.1f%%", tt.name, iv.what, got*1e3, want*1e3, rel*100)
+						if clients == 1 && math.Abs(rel) > 0.10 {
+							t.Errorf("%s: %s: call_delay_s %.6f s, the servers measured %.6f s on average (%+.1f%%, limit ±10%%)",
+								tt.name, iv.what, got, want, rel*100)
+						}
+					}
+				}
 				n := counts[tt.tree]
 				if clients == 1 {
 					if n != tt.count(clients) {
