@@ -177,6 +177,14 @@ func (l *linker) index() {
 	}
 }
 
+// dropIndex frees the candidate indexes (steps 1–2) once they are no
+// longer needed.
+func (l *linker) dropIndex() {
+	l.inStart, l.ins, l.insRecv, l.lastPos = nil, nil, nil, nil
+	l.outStart, l.outs = nil, nil
+	l.edgeStart, l.byEdge, l.byEdgeSend = nil, nil, nil
+}
+
 func (l *linker) insRecvOf(b trace.NodeID) []int64 { return l.insRecv[l.inStart[b]:l.inStart[b+1]] }
 func (l *linker) sendTimesOn(e int32) []int64      { return l.byEdgeSend[l.edgeStart[e]:l.edgeStart[e+1]] }
 

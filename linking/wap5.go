@@ -76,6 +76,9 @@ const (
 func (l *linker) step2(rev []int32) *links {
 	n := len(l.msgs)
 	k := &links{parStart: make([]int32, n+1), spont: make([]float32, n), spontML: make([]bool, n)}
+	// Room for two candidates per message: growing by doubling from
+	// nothing would leave garbage of the same size behind.
+	k.parMsg, k.parProb = make([]int32, 0, 2*n), make([]float32, 0, 2*n)
 	y := l.o.Spontaneous
 	var lw []float64
 	var pm []int32
@@ -203,6 +206,9 @@ func (l *linker) runWAP5() (*instances, Fit, int) {
 			}
 		}
 	}
+	// The per-node and per-edge indexes are done with: free them before
+	// step 3 and the aggregation build their own arrays.
+	l.dropIndex()
 	// Step 3.
 	in := l.buildTrees(k)
 	fit = l.fitWAP5(k, fit)
@@ -258,7 +264,11 @@ func (st *partial) clone() partial {
 
 // buildTrees is Step 3: path instances from every root down.
 func (l *linker) buildTrees(k *links) *instances {
-	in := &instances{}
+	// Room for every message once (each is in about one instance; try-both
+	// adds a few).
+	n := len(l.msgs)
+	in := &instances{start: make([]int32, 1, n/2+2), msgs: make([]int32, 0, n+n/4), par: make([]int32, 0, n+n/4),
+		prob: make([]float64, 0, n/2+1)}
 	big := false
 	var grow func(st partial)
 	grow = func(st partial) {
