@@ -238,8 +238,9 @@ func parsePaths(t *testing.T, b []byte) []pattern {
 }
 
 // shape writes a tree as from>to[children...].
+// Node names are cut to their host (process granularity: HOST/EXE/PID).
 func shape(n *node) string {
-	s := n.From + ">" + n.To
+	s := hostOf(n.From) + ">" + hostOf(n.To)
 	if len(n.Children) == 0 {
 		return s
 	}
@@ -248,6 +249,11 @@ func shape(n *node) string {
 		cs = append(cs, shape(c))
 	}
 	return s + "[" + strings.Join(cs, " ") + "]"
+}
+
+func hostOf(name string) string {
+	h, _, _ := strings.Cut(name, "/")
+	return h
 }
 
 // steps lists a tree's nodes depth first (for linking's chains, in order).
@@ -451,11 +457,21 @@ func isTrueTree(sh string) bool {
 // root call (more frequent than every false tree under it), all calls paired,
 // and the share of paths in true trees is logged (docs/e2e.md).
 func TestNest(t *testing.T) {
-	for _, clients := range []int{1, 3} {
-		t.Run(fmt.Sprintf("clients=%d", clients), func(t *testing.T) {
+	for _, tc := range []struct {
+		clients     int
+		granularity string
+	}{{1, "host"}, {3, "host"}, {3, "process"}} {
+		clients := tc.clients
+		t.Run(fmt.Sprintf("clients=%d/%s", clients, tc.granularity), func(t *testing.T) {
 			s := testbed(t, clients)
+			in := s.trace
+			if tc.granularity != "host" {
+				// Forked children and the helper become nodes of their own.
+				in = filepath.Join(t.TempDir(), "trace.txt")
+				wap5(t, "reconcile", "--granularity", tc.granularity, "-o", in, filepath.Join(s.dir, "logs"))
+			}
 			nk := filepath.Join(t.TempDir(), "nokinds.txt")
-			stripCalls(t, s.trace, nk)
+			stripCalls(t, in, nk)
 			cmd := exec.Command(filepath.Join(os.Getenv("WAP5_BIN"), "wap5"), "nest", "--json", nk)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
@@ -482,7 +498,7 @@ func TestNest(t *testing.T) {
 			if total != want {
 				t.Errorf("%d paths, the workload made %d requests", total, want)
 			}
-			t.Logf("clients=%d: %d of %d paths (%.1f%%) in the true call trees", clients, inTrue, total, 100*float64(inTrue)/float64(total))
+			t.Logf("clients=%d, %s granularity: %d of %d paths (%.1f%%) in the true call trees", clients, tc.granularity, inTrue, total, 100*float64(inTrue)/float64(total))
 			var got []string
 			for _, p := range pats {
 				got = append(got, fmt.Sprintf("#%d %s count %d", p.Rank, shape(p.Root), p.Count))
@@ -490,9 +506,9 @@ func TestNest(t *testing.T) {
 			for _, tt := range trueTrees {
 				// Call delays of the true trees: within 10% of the callers'
 				// own mean when every path is assembled right (one client);
-				// logged otherwise.
+				// logged otherwise (host granularity only).
 				for _, p := range pats {
-					if shape(p.Root) != tt.tree {
+					if tc.granularity != "host" || shape(p.Root) != tt.tree {
 						continue
 					}
 					st := steps(p.Root)[1:]
