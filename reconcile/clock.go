@@ -91,10 +91,15 @@ type clockPass struct {
 // their other half are dropped (untraced peers, lost datagrams).
 const clockHorizon = int64(30 * time.Minute)
 
+// endKey names an end for pairing. Loopback addresses are scoped by kernel
+// (boot id), not by node name as in matching: processes of one kernel named
+// as different nodes (--node) may talk over one loopback, and may still have
+// different clocks (libfaketime); a coincidence between network namespaces
+// only adds a stray sample.
 func (p *clockPass) endKey(e libsockcap.Endpoint, o *Observer) epKey {
 	ap := p.nat.canon(e.Addr)
 	if ap.Addr().IsLoopback() {
-		return epKey{ap: ap, scope: hostScope(o)}
+		return epKey{ap: ap, scope: scopeOf(o)}
 	}
 	return epKey{ap: ap}
 }
