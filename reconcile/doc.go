@@ -23,8 +23,8 @@
 //     two or more hosts, or logs and captures are mixed (a capture has its
 //     sniffer's clock), read them once for what one source does and
 //     another then sees: a connect and the accept of the same connection
-//     (protocol and canonical 4-tuple; instances of a reused tuple paired
-//     in order), a datagram's send and its receive (destination port,
+//     (protocol and canonical 4-tuple, loopback scoped by kernel; instances
+//     of a reused tuple paired in order), a datagram's send and its receive (destination port,
 //     length and checksum, paired in order). The second comes after the
 //     first, which bounds the offset between the two clocks; events the
 //     other way bound it from the other side. Per pair of sources: the
