@@ -119,8 +119,10 @@ func Run(in reconcile.Inputs, o Options) (*Report, error) {
 
 	// 2. Clock offsets.
 	if o.Skew != SkewNever {
-		r.Clocks = nodeClocks(in.Logs, o.Reconcile.Granularity)
 		_ = r.timed("skew", func() error {
+			if o.Skew == SkewAuto {
+				r.Clocks = nodeClocks(in.Logs, o.Reconcile.Granularity)
+			}
 			res, err := skew.Estimate(t, o.SkewOpts)
 			if err != nil {
 				r.warn("skew", []string{err.Error() + "; clock offsets not corrected"})
@@ -193,6 +195,7 @@ func describeInputs(in reconcile.Inputs) string {
 // nodeClocks reads the logs' headers: for every node name a process maps to
 // at granularity g, the clock it read ("" when processes of one node read
 // different clocks). Unreadable logs are left out; reconcile reports them.
+// It stops at the second distinct clock: the nodes then share none.
 func nodeClocks(paths []string, g reconcile.Granularity) map[string]string {
 	clocks := map[string]string{}
 	if len(paths) == 0 {
@@ -202,6 +205,7 @@ func nodeClocks(paths []string, g reconcile.Granularity) map[string]string {
 	if err != nil {
 		return clocks
 	}
+	distinct := map[string]bool{}
 	for _, f := range files {
 		sc, err := libsockcap.Open(f)
 		if err != nil {
@@ -219,6 +223,10 @@ func nodeClocks(paths []string, g reconcile.Granularity) map[string]string {
 			clk = ""
 		}
 		clocks[name] = clk
+		distinct[clk] = true
+		if len(distinct) > 1 {
+			break
+		}
 	}
 	return clocks
 }

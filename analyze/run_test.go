@@ -64,10 +64,9 @@ func TestRunSkewModes(t *testing.T) {
 			if c.clockInNote && r.SkewNote == "" {
 				t.Errorf("no note on why offsets were not applied")
 			}
-			if got := r.NodeClocks(); len(got) != 1 {
-				if c.mode != SkewNever {
-					t.Errorf("clocks %q, want the one clock of the testbed machine", got)
-				}
+			// Only auto mode needs to know the clocks.
+			if got := r.NodeClocks(); (len(got) == 1) != (c.mode == SkewAuto) {
+				t.Errorf("clocks %q; want the one clock of the testbed machine in auto mode only", got)
 			}
 			if r.Link == nil || len(r.Link.Patterns) == 0 {
 				t.Fatalf("no paths")
@@ -168,5 +167,31 @@ func TestWriteDir(t *testing.T) {
 	// Incomplete reports are refused, not half written.
 	if _, err := (&Report{}).WriteDir(filepath.Join(t.TempDir(), "x"), nil); err == nil {
 		t.Errorf("an empty report was written")
+	}
+}
+
+func TestOneClock(t *testing.T) {
+	tr := trace.New()
+	tr.Node("a")
+	tr.Node("b")
+	peer := tr.Node("10.0.0.1")
+	tr.Nodes[peer].Untraced = true
+	for _, c := range []struct {
+		name   string
+		clocks map[string]string
+		want   bool
+	}{
+		{"shared", map[string]string{"a": "h1", "b": "h1"}, true},
+		{"two hosts", map[string]string{"a": "h1", "b": "h2"}, false},
+		{"node without log (capture)", map[string]string{"a": "h1"}, false},
+		{"node with mixed clocks", map[string]string{"a": "h1", "b": ""}, false},
+		{"nothing known", map[string]string{}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clk, ok := oneClock(tr, c.clocks)
+			if ok != c.want || (ok && clk != "h1") {
+				t.Errorf("oneClock = %q, %v; want %v", clk, ok, c.want)
+			}
+		})
 	}
 }
