@@ -52,14 +52,17 @@ func (l *linker) index() {
 	n := len(l.msgs)
 	nn := len(l.t.Nodes)
 	l.edge = make([]int32, n)
-	ids := make(map[uint64]int32)
+	// Edge ids through an open-addressing table keyed by the node pair
+	// (linear probing, at most half full): one probe per message in the
+	// common case, no map.
+	tab := newPairTable(64)
 	for i := range l.msgs {
 		m := &l.msgs[i]
 		k := uint64(uint32(m.Src))<<32 | uint64(uint32(m.Dst))
-		e, ok := ids[k]
+		e, ok := tab.get(k)
 		if !ok {
 			e = int32(len(l.edgeSrc))
-			ids[k] = e
+			tab.put(k, e)
 			l.edgeSrc = append(l.edgeSrc, m.Src)
 			l.edgeDst = append(l.edgeDst, m.Dst)
 		}
@@ -315,4 +318,51 @@ func (l *linker) floorDelay(d float64) float64 {
 		return min
 	}
 	return d
+}
+
+// pairTable maps node-pair keys to ids: open addressing, linear probing,
+// grown at half full.
+type pairTable struct {
+	keys []uint64 // key+1 (0: empty)
+	vals []int32
+	n    int
+}
+
+func newPairTable(size int) *pairTable {
+	return &pairTable{keys: make([]uint64, size), vals: make([]int32, size)}
+}
+
+func (t *pairTable) slot(k uint64) int {
+	mask := len(t.keys) - 1
+	h := int(mix(k) & uint64(mask))
+	for t.keys[h] != 0 && t.keys[h] != k+1 {
+		h = (h + 1) & mask
+	}
+	return h
+}
+
+func (t *pairTable) get(k uint64) (int32, bool) {
+	h := t.slot(k)
+	if t.keys[h] == 0 {
+		return 0, false
+	}
+	return t.vals[h], true
+}
+
+func (t *pairTable) put(k uint64, v int32) {
+	if 2*(t.n+1) > len(t.keys) {
+		old, oldv := t.keys, t.vals
+		t.keys, t.vals = make([]uint64, 2*len(old)), make([]int32, 2*len(old))
+		for i, ok := range old {
+			if ok != 0 {
+				h := t.slot(ok - 1)
+				t.keys[h], t.vals[h] = ok, oldv[i]
+			}
+		}
+	}
+	h := t.slot(k)
+	if t.keys[h] == 0 {
+		t.n++
+	}
+	t.keys[h], t.vals[h] = k+1, v
 }
