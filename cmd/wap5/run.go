@@ -377,6 +377,9 @@ func readRunLog(path string) (*runLog, []string) {
 			l.sockets++
 		}
 	}
+	// Events lost without a gap record after them (the process could not
+	// reach its log again and never resumed) are counted only in the header.
+	l.dropped = max(l.dropped, sc.Process().Dropped)
 	var warnings []string
 	for _, w := range sc.Warnings() {
 		warnings = append(warnings, w.Error())
