@@ -2,9 +2,12 @@ package convolution
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
+
+	"wap5/trace"
 )
 
 // BenchmarkCorrelate measures one cross-correlation (step 3) as the number
@@ -37,4 +40,25 @@ func BenchmarkConvolve(b *testing.B) {
 		Convolve(tr, opt)
 	}
 	b.ReportMetric(float64(len(tr.Messages)), "msgs")
+}
+
+// BenchmarkConvolveFile runs the algorithm on the trace file named by
+// WAP5_CONVOLVE_TRACE (e.g. bench/p5.sh's mt-config trace) at μ = 10 ms;
+// skipped without it.
+func BenchmarkConvolveFile(b *testing.B) {
+	name := os.Getenv("WAP5_CONVOLVE_TRACE")
+	if name == "" {
+		b.Skip("WAP5_CONVOLVE_TRACE not set")
+	}
+	tr, err := trace.ReadFile(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opt := DefaultOptions()
+	opt.Quantum = 10 * time.Millisecond
+	var r *Result
+	for b.Loop() {
+		r = Convolve(tr, opt)
+	}
+	b.ReportMetric(float64(r.Correlations), "correlations")
 }

@@ -154,36 +154,47 @@ type convolver struct {
 	// departure time.
 	bySrc       map[trace.NodeID]map[trace.NodeID][]int32
 	allFrom     map[trace.NodeID][]int32
-	spectra     map[edge][]complex128
+	spectra     map[edge][][]complex128
 	sparseCache map[edge][]point
 	tree        []*vertex
 
 	maxLag, tolQ int
+	// Step 3 correlates block-wise: signals are cut into nb blocks of
+	// block quanta, each transformed at FFT length n (see spectrum).
+	block, nb    int
 	truncated    bool
-	s1           []float64
+	s1, buf      []float64
 	c1           []complex128
 	corr         []float64
 	correlations int
+	arrT, depT   []int64 // by message
 }
 
-func (c *convolver) arr(i int32) int64 {
-	m := &c.t.Messages[i]
-	if c.opt.Time == TimeSend {
-		return m.Time()
-	}
-	if m.Recv != trace.Unknown {
-		return m.Recv
-	}
-	return m.Send
-}
+// arr and dep are a message's arrival and departure times (see TimeMode),
+// precomputed per message by newConvolver.
+func (c *convolver) arr(i int32) int64 { return c.arrT[i] }
 
-func (c *convolver) dep(i int32) int64 { return c.t.Messages[i].Time() }
+func (c *convolver) dep(i int32) int64 { return c.depT[i] }
 
 func newConvolver(t *trace.Trace, opt Options) *convolver {
 	if len(t.Messages) < 2 {
 		return nil
 	}
-	c := &convolver{t: t, opt: opt, bySrc: map[trace.NodeID]map[trace.NodeID][]int32{}, allFrom: map[trace.NodeID][]int32{}, spectra: map[edge][]complex128{}, sparseCache: map[edge][]point{}}
+	c := &convolver{t: t, opt: opt, bySrc: map[trace.NodeID]map[trace.NodeID][]int32{}, allFrom: map[trace.NodeID][]int32{}, spectra: map[edge][][]complex128{}, sparseCache: map[edge][]point{}}
+	c.arrT = make([]int64, len(t.Messages))
+	c.depT = make([]int64, len(t.Messages))
+	for i := range t.Messages {
+		m := &t.Messages[i]
+		c.depT[i] = m.Time()
+		switch {
+		case opt.Time == TimeSend:
+			c.arrT[i] = m.Time()
+		case m.Recv != trace.Unknown:
+			c.arrT[i] = m.Recv
+		default:
+			c.arrT[i] = m.Send
+		}
+	}
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	first := map[trace.NodeID]int64{}
 	sends := map[trace.NodeID]bool{}
@@ -230,11 +241,7 @@ func newConvolver(t *trace.Trace, opt Options) *convolver {
 		maxDelay = max(min((hi-lo)/10, 2000*c.mu), 10*c.mu)
 	}
 	c.maxLag = int(min(maxDelay/c.mu+1, int64(c.nq-1)))
-	// Zero padding to nq+maxLag keeps the circular correlation linear over
-	// the lags looked at.
-	n := fftSize(c.nq + c.maxLag + 1)
-	c.n = n
-	c.fft = fourier.NewFFT(n)
+	c.setBlocks(blockSize(c.nq, c.maxLag))
 	tol := int64(opt.Tolerance)
 	if tol <= 0 {
 		tol = c.mu
@@ -258,10 +265,36 @@ func newConvolver(t *trace.Trace, opt Options) *convolver {
 	for _, r := range c.roots {
 		c.isRoot[r] = true
 	}
-	c.s1 = make([]float64, n)
+	return c
+}
+
+// blockSize is the FFT length of step 3's block-wise correlation: a power
+// of two (gonum's radix-2/4 transforms are the fastest per point) of about
+// four times the 2·maxLag+1 lags looked at, so each block's padding is a
+// small part of it, or just enough for one block holding the whole signal.
+func blockSize(nq, maxLag int) int {
+	pow2 := func(x int) int {
+		n := 2
+		for n < x {
+			n <<= 1
+		}
+		return n
+	}
+	return min(pow2(4*(2*maxLag+1)), pow2(nq+2*maxLag))
+}
+
+// setBlocks sets the FFT length n ≥ 2·maxLag+1 of step 3, the blocks of
+// B = n − 2·maxLag quanta the signals are cut into, the FFT plan and the
+// scratch buffers.
+func (c *convolver) setBlocks(n int) {
+	c.n = n
+	c.block = n - 2*c.maxLag
+	c.nb = (c.nq + c.block - 1) / c.block
+	c.fft = fourier.NewFFT(n)
+	c.s1 = make([]float64, c.nq)
+	c.buf = make([]float64, n)
 	c.corr = make([]float64, n)
 	c.c1 = make([]complex128, n/2+1)
-	return c
 }
 
 // chooseQuantum implements step 1's choice of μ.
@@ -333,25 +366,6 @@ func roundUp125(x int64) int64 {
 		return 5 * p
 	}
 	return 10 * p
-}
-
-// fftSize is the smallest n ≥ x of the form 2^a·m, m in {1, 3, 5, 9, 15,
-// 27}, even: sizes gonum transforms fast (many factors of 3 are slow).
-func fftSize(x int) int {
-	best := 2
-	for best < x {
-		best <<= 1
-	}
-	for _, m := range []int{3, 5, 9, 15, 27} {
-		n := 2 * m
-		for n < x {
-			n <<= 1
-		}
-		if n < best {
-			best = n
-		}
-	}
-	return best
 }
 
 func sortBy(ids []int32, key func(int32) int64) {

@@ -155,20 +155,26 @@ func TestCorrelationMatchesDirectSum(t *testing.T) {
 	b, _ := tr.LookupNode("b")
 	cn, _ := tr.LookupNode("c")
 	v := slices.Clone(c.bySrc[0][b])
-	got := c.correlate(c.transform(v), edge{b, cn})
-	s1 := make([]float64, c.n)
-	s2 := make([]float64, c.n)
+	s1 := make([]float64, c.nq)
+	s2 := make([]float64, c.nq)
 	c.signal(s1, v, c.arr)
 	c.signal(s2, c.bySrc[b][cn], c.dep)
-	for _, d := range []int{-3, 0, 1, 5, 10, 11, c.maxLag} {
-		want := 0.0
-		for q := 0; q < c.nq; q++ {
-			if q+d >= 0 && q+d < c.nq {
-				want += s1[q] * s2[q+d]
+	// The default block size, blocks barely longer than the lags, and
+	// one block holding the whole signal.
+	for _, n := range []int{blockSize(c.nq, c.maxLag), 2*c.maxLag + 2, 2 * (c.nq + 2*c.maxLag)} {
+		c.setBlocks(n)
+		c.spectra = map[edge][][]complex128{}
+		got := c.correlate(c.transform(v), edge{b, cn})
+		for d := -c.maxLag; d <= c.maxLag; d++ {
+			want := 0.0
+			for q := 0; q < c.nq; q++ {
+				if q+d >= 0 && q+d < c.nq {
+					want += s1[q] * s2[q+d]
+				}
 			}
-		}
-		if math.Abs(got[d+c.maxLag]-want) > 1e-6*math.Max(1, want) {
-			t.Errorf("C(%d) = %v, want %v", d, got[d+c.maxLag], want)
+			if math.Abs(got[d+c.maxLag]-want) > 1e-6*math.Max(1, want) {
+				t.Errorf("n = %d (%d blocks): C(%d) = %v, want %v", n, c.nb, d, got[d+c.maxLag], want)
+			}
 		}
 	}
 }
@@ -198,16 +204,9 @@ func TestQuantumChoice(t *testing.T) {
 			t.Errorf("%d: down %d up %d, want %d %d", tc.in, d, u, tc.down, tc.up)
 		}
 	}
-	for _, x := range []int{1, 7, 100, 65537, 123457} {
-		n := fftSize(x)
-		m := n
-		for _, p := range []int{2, 3, 5} {
-			for m%p == 0 {
-				m /= p
-			}
-		}
-		if n < x || m != 1 || n%2 != 0 || n > 2*x+2 {
-			t.Errorf("fftSize(%d) = %d", x, n)
+	for _, tc := range []struct{ nq, maxLag, want int }{{10, 2, 16}, {1000, 100, 1024}, {50024, 2001, 16384}, {50024, 10, 128}} {
+		if n := blockSize(tc.nq, tc.maxLag); n != tc.want {
+			t.Errorf("blockSize(%d, %d) = %d, want %d", tc.nq, tc.maxLag, n, tc.want)
 		}
 	}
 }

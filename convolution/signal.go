@@ -24,41 +24,81 @@ func (c *convolver) signal(dst []float64, ids []int32, at func(int32) int64) {
 	}
 }
 
-// spectrum returns the cached FFT of the departure signal of edge j→k.
-func (c *convolver) spectrum(e edge) []complex128 {
+// spectrum returns the cached block spectra of the departure signal y of
+// edge j→k: block b is y over quanta [b·B − maxLag, (b+1)·B + maxLag), the
+// n quanta any lag in [−maxLag, maxLag] of block b of an arrival signal
+// reaches; nil for an all-zero block.
+func (c *convolver) spectrum(e edge) [][]complex128 {
 	if sp, ok := c.spectra[e]; ok {
 		return sp
 	}
 	c.signal(c.s1, c.bySrc[e.from][e.to], c.dep)
-	sp := c.fft.Coefficients(nil, c.s1)
+	sp := c.blocks(func(b int) int { return b*c.block - c.maxLag }, c.n)
 	c.spectra[e] = sp
 	return sp
 }
 
-// transform is the first half of step 3: the spectrum of V's arrivals.
-func (c *convolver) transform(v []int32) []complex128 {
+// transform is the first half of step 3: the block spectra of V's
+// arrivals x, block b being x over quanta [b·B, (b+1)·B), zero-padded to n.
+func (c *convolver) transform(v []int32) [][]complex128 {
 	c.signal(c.s1, v, c.arr)
-	return c.fft.Coefficients(make([]complex128, c.n/2+1), c.s1)
+	return c.blocks(func(b int) int { return b * c.block }, c.block)
 }
 
-// correlate is step 3: C(d) = Σ_t s1(t)·s2(t+d) of V's arrivals at j (s1,
-// whose spectrum is f1) and j's departures to k (s2), for d in [−maxLag,
-// maxLag] at index d+maxLag.
-func (c *convolver) correlate(f1 []complex128, e edge) []float64 {
+// blocks transforms the windows [start(b), start(b)+size) of the signal in
+// c.s1 (zero outside [0, nq), zero-padded to n), one per block; an
+// all-zero window has a nil spectrum.
+func (c *convolver) blocks(start func(int) int, size int) [][]complex128 {
+	h := c.n/2 + 1
+	out := make([][]complex128, c.nb)
+	var mem []complex128
+	for b := range out {
+		s := start(b)
+		lo, hi := max(s, 0), min(s+size, c.nq)
+		if lo >= hi || !slices.ContainsFunc(c.s1[lo:hi], func(x float64) bool { return x != 0 }) {
+			continue
+		}
+		clear(c.buf)
+		copy(c.buf[lo-s:], c.s1[lo:hi])
+		if len(mem) < h {
+			mem = make([]complex128, h*(c.nb-b))
+		}
+		out[b] = c.fft.Coefficients(mem[:h:h], c.buf)
+		mem = mem[h:]
+	}
+	return out
+}
+
+// correlate is step 3: C(d) = Σ_t x(t)·y(t+d) of V's arrivals at j (x,
+// whose block spectra are f1) and j's departures to k (y), for d in
+// [−maxLag, maxLag] at index d+maxLag. Block b contributes
+// IFFT(conj(X_b)·Y_b) at index maxLag+d, free of wrap-around since its
+// x-block is B long and its y-window n = B + 2·maxLag; the blocks' sum is
+// taken in the frequency domain, so one inverse FFT of length n serves all.
+func (c *convolver) correlate(f1 [][]complex128, e edge) []float64 {
 	c.correlations++
 	s2 := c.spectrum(e)
-	for k := range f1 {
-		c.c1[k] = complex(real(f1[k]), -imag(f1[k])) * s2[k]
-	}
-	full := c.fft.Sequence(c.corr, c.c1)
-	out := make([]float64, 2*c.maxLag+1)
-	inv := 1 / float64(c.n)
-	for d := -c.maxLag; d <= c.maxLag; d++ {
-		k := d
-		if k < 0 {
-			k += c.n
+	acc := c.c1
+	clear(acc)
+	any := false
+	for b, x := range f1 {
+		y := s2[b]
+		if x == nil || y == nil {
+			continue
 		}
-		out[d+c.maxLag] = full[k] * inv
+		any = true
+		for k := range acc {
+			acc[k] += complex(real(x[k]), -imag(x[k])) * y[k]
+		}
+	}
+	out := make([]float64, 2*c.maxLag+1)
+	if !any {
+		return out
+	}
+	full := c.fft.Sequence(c.corr, acc)
+	inv := 1 / float64(c.n)
+	for i := range out {
+		out[i] = full[i] * inv
 	}
 	return out
 }
@@ -106,8 +146,15 @@ func (c *convolver) correlateSparse(s1, s2 []point) []float64 {
 		for lo < len(s2) && s2[lo].q < a.q-L {
 			lo++
 		}
-		for k := lo; k < len(s2) && s2[k].q <= a.q+L; k++ {
-			out[s2[k].q-a.q+L] += a.v * s2[k].v
+		// out[q−a.q+L] for the s2 points q in [a.q−L, a.q+L].
+		w := out[:2*L+1]
+		base := a.q - L
+		for _, b := range s2[lo:] {
+			i := uint32(b.q - base)
+			if i >= uint32(len(w)) {
+				break
+			}
+			w[i] += a.v * b.v
 		}
 	}
 	return out
@@ -176,24 +223,25 @@ func (c *convolver) spikes(corr []float64) []spike {
 // match is step 5 for one spike and one destination: each message of V not
 // yet consumed by an earlier spike is matched with the earliest unmatched
 // message of z (departures of j to one node) sent within [lo, hi] ns after
-// it, to a destination skip allows. It returns
-// the matched departures, the V positions they came from and their delays.
-func (c *convolver) match(v []int32, vUsed []bool, z []int32, used []bool, lo, hi int64, skip func(trace.NodeID) bool) (out []int32, from []int, delay []int64) {
+// it. It returns the matched departures, the V positions they came from
+// and their delays.
+func (c *convolver) match(v []int32, vUsed []bool, z []int32, used []bool, lo, hi int64) (out []int32, from []int, delay []int64) {
+	arrT, depT := c.arrT, c.depT
 	p := 0
 	for vi, i := range v {
 		if vUsed[vi] {
 			continue
 		}
-		a := c.arr(i)
-		for p < len(z) && c.dep(z[p])-a < lo {
+		a := arrT[i]
+		for p < len(z) && depT[z[p]]-a < lo {
 			p++
 		}
 		for q := p; q < len(z); q++ {
-			d := c.dep(z[q]) - a
+			d := depT[z[q]] - a
 			if d > hi {
 				break
 			}
-			if !used[q] && !skip(c.t.Messages[z[q]].Dst) {
+			if !used[q] {
 				used[q] = true
 				out = append(out, z[q])
 				from = append(from, vi)
@@ -217,7 +265,7 @@ func (c *convolver) processNode(x *vertex, v []int32, path []edge, rootCount int
 		return
 	}
 	sortBy(v, c.arr)
-	var f1 []complex128 // V's spectrum, computed when first needed
+	var f1 [][]complex128 // V's block spectra, computed when first needed
 	sv := c.sparse(v, c.arr)
 	type acc struct {
 		all    []int32
@@ -229,7 +277,6 @@ func (c *convolver) processNode(x *vertex, v []int32, path []edge, rootCount int
 		minLag = 0 // one clock: an effect cannot precede its cause
 	}
 	vUsed := make([]bool, len(v))
-	none := func(trace.NodeID) bool { return false }
 	// A spike must carry a share of V's messages (§5.2.3's noise).
 	minSpike := max(c.opt.MinCount/2, int(c.opt.MinFraction*float64(len(v))/2), 2)
 	for _, k := range sortedKeys(c.bySrc[j]) {
@@ -245,7 +292,14 @@ func (c *convolver) processNode(x *vertex, v []int32, path []edge, rootCount int
 		var corr []float64
 		sz := c.sparseEdge(edge{j, k})
 		direct := float64(len(sv)) * float64(len(sz)) * float64(2*c.maxLag+1) / float64(c.nq)
-		if 4*direct+float64(len(sv)) < 3*float64(c.n)*math.Log2(float64(c.n)) {
+		// The FFT's cost: one inverse transform of length n, the product
+		// of nb blocks' spectra, and V's nb forward transforms unless an
+		// earlier destination paid for them.
+		ffts := 1.0
+		if f1 == nil {
+			ffts += float64(c.nb)
+		}
+		if 4*direct+float64(len(sv)) < 3*ffts*float64(c.n)*math.Log2(float64(c.n))+float64(c.nb*c.n) {
 			corr = c.correlateSparse(sv, sz)
 		} else {
 			if f1 == nil {
@@ -271,7 +325,7 @@ func (c *convolver) processNode(x *vertex, v []int32, path []edge, rootCount int
 		for _, s := range sp {
 			lo := max(int64(min(s.lo-1, s.peak-c.tolQ))*c.mu, minLag)
 			hi := int64(max(s.hi+1, s.peak+c.tolQ)) * c.mu
-			m, from, delay := c.match(v, vUsed, z, used, lo, hi, none)
+			m, from, delay := c.match(v, vUsed, z, used, lo, hi)
 			if len(m) < minSpike {
 				continue
 			}
