@@ -142,12 +142,15 @@ def fork_server(node, port, truth_path):
                     pause = 0.0
                     rep = reply_for(req)
                     work()
-                    # Recorded before sending: once the client has its
-                    # reply, the testbed may stop this server at any time.
+                    # The message is recorded before sending: once the client
+                    # has its reply, the testbed may stop this server at any
+                    # time. The timing record follows the send, so that
+                    # send_ns is taken right before it (the testbed waits
+                    # 0.3 s before stopping servers).
                     truth.sent(node, peer_node(addr, peers), 4 + len(rep), "tcp")
                     t_send = time.time_ns()
-                    truth.timing(server="fork", recv_ns=t_recv, send_ns=t_send, req=4 + len(req), rep=4 + len(rep))
                     send_msg(c, rep)
+                    truth.timing(server="fork", recv_ns=t_recv, send_ns=t_send, req=4 + len(req), rep=4 + len(rep))
             except EOFError:
                 pass
             c.close()
@@ -184,9 +187,9 @@ def thread_server(node, port, upath, truth_path):
                 peer = "s1" if caller == "front" else peer_node(addr, peers)
                 truth.sent(node, peer, 4 + len(rep), "tcp")
                 t_send = time.time_ns()
+                send_msg(c, rep)
                 truth.timing(server="thread", caller=caller, recv_ns=t_recv, call_ns=t_call, ret_ns=t_ret,
                              send_ns=t_send, req=4 + len(req), rep=4 + len(rep))
-                send_msg(c, rep)
         except EOFError:
             pass
         c.close()
@@ -214,9 +217,9 @@ def unix_helper(node, path, truth_path):
                 work()
                 truth.sent(node, node, 4 + len(req) + 7, "unix")
                 t_send = time.time_ns()
+                send_msg(c, b"h" * (len(req) + 7))
                 truth.timing(server="helper", caller="front" if req[:1] == b"v" else "client",
                              recv_ns=t_recv, send_ns=t_send, req=4 + len(req), rep=4 + len(req) + 7)
-                send_msg(c, b"h" * (len(req) + 7))
         except EOFError:
             pass
         c.close()
@@ -252,9 +255,9 @@ def front_server(node, port, back_ip, back_port, back_name, truth_path):
                     work()
                     truth.sent(node, peer_node(addr, peers), 4 + len(rep), "tcp")
                     t_send = time.time_ns()
+                    send_msg(c, rep)
                     truth.timing(server="front", recv_ns=t_recv, call_ns=t_call, ret_ns=t_ret, send_ns=t_send,
                                  req=4 + len(req), rep=4 + len(rep))
-                    send_msg(c, rep)
             except EOFError:
                 pass
             c.close()
@@ -275,8 +278,8 @@ def udp_server(node, port, truth_path):
         work()
         truth.sent(node, peer_node(addr, peers), len(rep), "udp")
         t_send = time.time_ns()
-        truth.timing(server="udp", recv_ns=t_recv, send_ns=t_send, req=len(d), rep=len(rep))
         s.sendto(rep, addr)
+        truth.timing(server="udp", recv_ns=t_recv, send_ns=t_send, req=len(d), rep=len(rep))
 
 
 def client(node, truth_path, specs):
@@ -308,6 +311,10 @@ def client(node, truth_path, specs):
 def main():
     role, args = sys.argv[1], sys.argv[2:]
     signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
+    # A thread that returns from a system call waits for the GIL before it can
+    # read the clock; the default 5 ms switch interval would skew the
+    # servers' own timings of threaded servers by milliseconds.
+    sys.setswitchinterval(0.0001)
     if role == "fork-server":
         fork_server(args[0], int(args[1]), args[2])
     elif role == "thread-server":
