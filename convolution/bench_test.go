@@ -2,6 +2,7 @@ package convolution
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"testing"
@@ -25,7 +26,7 @@ func BenchmarkCorrelate(b *testing.B) {
 		c.spectrum(edge{bn, cn})
 		b.Run(fmt.Sprintf("S=%d", c.nq), func(b *testing.B) {
 			for b.Loop() {
-				c.correlate(c.transform(v), edge{bn, cn})
+				c.correlate(nil, c.transform(v), edge{bn, cn})
 			}
 		})
 	}
@@ -50,10 +51,12 @@ func BenchmarkConvolveFile(b *testing.B) {
 	if name == "" {
 		b.Skip("WAP5_CONVOLVE_TRACE not set")
 	}
+	start := time.Now()
 	tr, err := trace.ReadFile(name)
 	if err != nil {
 		b.Fatal(err)
 	}
+	read := time.Since(start)
 	opt := DefaultOptions()
 	opt.Quantum = 10 * time.Millisecond
 	var r *Result
@@ -61,4 +64,38 @@ func BenchmarkConvolveFile(b *testing.B) {
 		r = Convolve(tr, opt)
 	}
 	b.ReportMetric(float64(r.Correlations), "correlations")
+	b.ReportMetric(read.Seconds(), "read-s")
+}
+
+// BenchmarkDirect compares the two direct summations (sparse pairs and the
+// dense axpy) per unit of the cost model in processNode: "pair" and "elem"
+// are ns per summed pair and per dense element.
+func BenchmarkDirect(b *testing.B) {
+	const nq, L = 50000, 2000
+	c := &convolver{nq: nq, maxLag: L}
+	r := rand.New(rand.NewPCG(1, 2))
+	y := make([]float64, nq)
+	var sy, sv []point
+	for q := range nq {
+		if r.Float64() < 0.3 {
+			y[q] = 1
+			sy = append(sy, point{int32(q), 1})
+		}
+		if r.Float64() < 0.02 {
+			sv = append(sv, point{int32(q), 1})
+		}
+	}
+	pairs := float64(len(sv)) * float64(len(sy)) * (2*L + 1) / nq
+	b.Run("sparse", func(b *testing.B) {
+		for b.Loop() {
+			c.correlateSparse(nil, sv, sy)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/pairs, "ns/pair")
+	})
+	b.Run("dense", func(b *testing.B) {
+		for b.Loop() {
+			c.correlateDense(nil, sv, y)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(sv)*(2*L+1)), "ns/elem")
+	})
 }

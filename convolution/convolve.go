@@ -156,6 +156,7 @@ type convolver struct {
 	allFrom     map[trace.NodeID][]int32
 	spectra     map[edge][][]complex128
 	sparseCache map[edge][]point
+	denseCache  map[edge][]float64
 	tree        []*vertex
 
 	maxLag, tolQ int
@@ -168,6 +169,13 @@ type convolver struct {
 	corr         []float64
 	correlations int
 	arrT, depT   []int64 // by message
+	// Scratch reused across vertices (see processNode and transform).
+	vspec    []complex128
+	vblocks  [][]complex128
+	svBuf    []point
+	lagBuf   []float64
+	fromBuf  []int
+	delayBuf []int64
 }
 
 // arr and dep are a message's arrival and departure times (see TimeMode),
@@ -180,7 +188,7 @@ func newConvolver(t *trace.Trace, opt Options) *convolver {
 	if len(t.Messages) < 2 {
 		return nil
 	}
-	c := &convolver{t: t, opt: opt, bySrc: map[trace.NodeID]map[trace.NodeID][]int32{}, allFrom: map[trace.NodeID][]int32{}, spectra: map[edge][][]complex128{}, sparseCache: map[edge][]point{}}
+	c := &convolver{t: t, opt: opt, bySrc: map[trace.NodeID]map[trace.NodeID][]int32{}, allFrom: map[trace.NodeID][]int32{}, spectra: map[edge][][]complex128{}, sparseCache: map[edge][]point{}, denseCache: map[edge][]float64{}}
 	c.arrT = make([]int64, len(t.Messages))
 	c.depT = make([]int64, len(t.Messages))
 	for i := range t.Messages {
@@ -295,6 +303,7 @@ func (c *convolver) setBlocks(n int) {
 	c.buf = make([]float64, n)
 	c.corr = make([]float64, n)
 	c.c1 = make([]complex128, n/2+1)
+	c.vspec, c.vblocks = nil, nil
 }
 
 // chooseQuantum implements step 1's choice of μ.

@@ -164,7 +164,7 @@ func TestCorrelationMatchesDirectSum(t *testing.T) {
 	for _, n := range []int{blockSize(c.nq, c.maxLag), 2*c.maxLag + 2, 2 * (c.nq + 2*c.maxLag)} {
 		c.setBlocks(n)
 		c.spectra = map[edge][][]complex128{}
-		got := c.correlate(c.transform(v), edge{b, cn})
+		got := c.correlate(nil, c.transform(v), edge{b, cn})
 		for d := -c.maxLag; d <= c.maxLag; d++ {
 			want := 0.0
 			for q := 0; q < c.nq; q++ {
@@ -227,11 +227,15 @@ func TestSparseCorrelationEqualsFFT(t *testing.T) {
 	a, _ := tr.LookupNode("a")
 	v := slices.Clone(c.bySrc[a][b])
 	sortBy(v, c.arr)
-	fft := c.correlate(c.transform(v), edge{b, cn})
-	direct := c.correlateSparse(c.sparse(v, c.arr), c.sparseEdge(edge{b, cn}))
+	fft := c.correlate(nil, c.transform(v), edge{b, cn})
+	direct := c.correlateSparse(nil, c.sparse(nil, v, c.arr), c.sparseEdge(edge{b, cn}))
+	dense := c.correlateDense(nil, c.sparse(nil, v, c.arr), c.denseEdge(edge{b, cn}))
 	for i := range fft {
 		if math.Abs(fft[i]-direct[i]) > 1e-6*math.Max(1, direct[i]) {
 			t.Fatalf("lag %d: FFT %v, direct %v", i-c.maxLag, fft[i], direct[i])
+		}
+		if math.Abs(dense[i]-direct[i]) > 1e-9*math.Max(1, direct[i]) {
+			t.Fatalf("lag %d: dense %v, direct %v", i-c.maxLag, dense[i], direct[i])
 		}
 	}
 }

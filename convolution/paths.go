@@ -39,14 +39,12 @@ func (c *convolver) patterns(out *trace.Paths) {
 	// 7a. Derived paths: the last edge's messages are explained by a
 	// longer path from the same root.
 	if c.opt.DerivedOverlap >= 0 {
-		sets := make([]map[int32]struct{}, len(chains))
-		set := func(i int) map[int32]struct{} {
+		// The last edges' messages, sorted (each message occurs once).
+		sets := make([][]int32, len(chains))
+		set := func(i int) []int32 {
 			if sets[i] == nil {
 				last := chains[i].verts[len(chains[i].verts)-1]
-				sets[i] = make(map[int32]struct{}, len(last.msgs))
-				for _, m := range last.msgs {
-					sets[i][m] = struct{}{}
-				}
+				sets[i] = slices.Sorted(slices.Values(last.msgs))
 			}
 			return sets[i]
 		}
@@ -59,13 +57,7 @@ func (c *convolver) patterns(out *trace.Paths) {
 				if i == j || len(q.verts) <= len(p.verts) || q.verts[0].from != p.verts[0].from || ql.from != pl.from || ql.node != pl.node {
 					continue
 				}
-				qs := set(j)
-				shared := 0
-				for _, m := range pl.msgs {
-					if _, ok := qs[m]; ok {
-						shared++
-					}
-				}
+				shared := sharedCount(set(i), set(j))
 				if float64(shared) >= c.opt.DerivedOverlap*float64(len(pl.msgs)) {
 					derived = true
 					break
@@ -120,4 +112,22 @@ func (c *convolver) patterns(out *trace.Paths) {
 		out.Patterns[i] = &trace.Pattern{Rank: i + 1, Count: ch.count, Expected: float64(ch.count), MaxProb: 1, Root: root,
 			Metrics: map[string]float64{"edges": float64(len(ch.verts))}}
 	}
+}
+
+// sharedCount is the number of elements two sorted slices have in common.
+func sharedCount(a, b []int32) int {
+	n, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case a[i] > b[j]:
+			j++
+		default:
+			n++
+			i++
+			j++
+		}
+	}
+	return n
 }

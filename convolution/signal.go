@@ -1,6 +1,8 @@
 package convolution
 
 import (
+	"gonum.org/v1/gonum/floats"
+
 	"math"
 	"slices"
 
@@ -33,25 +35,30 @@ func (c *convolver) spectrum(e edge) [][]complex128 {
 		return sp
 	}
 	c.signal(c.s1, c.bySrc[e.from][e.to], c.dep)
-	sp := c.blocks(func(b int) int { return b*c.block - c.maxLag }, c.n)
+	sp := c.blocks(make([][]complex128, c.nb), nil, func(b int) int { return b*c.block - c.maxLag }, c.n)
 	c.spectra[e] = sp
 	return sp
 }
 
 // transform is the first half of step 3: the block spectra of V's
 // arrivals x, block b being x over quanta [b·B, (b+1)·B), zero-padded to n.
+// The spectra live in c.vspec, reused by the next vertex.
 func (c *convolver) transform(v []int32) [][]complex128 {
 	c.signal(c.s1, v, c.arr)
-	return c.blocks(func(b int) int { return b * c.block }, c.block)
+	if c.vspec == nil {
+		c.vspec = make([]complex128, c.nb*(c.n/2+1))
+		c.vblocks = make([][]complex128, c.nb)
+	}
+	return c.blocks(c.vblocks, c.vspec, func(b int) int { return b * c.block }, c.block)
 }
 
 // blocks transforms the windows [start(b), start(b)+size) of the signal in
 // c.s1 (zero outside [0, nq), zero-padded to n), one per block; an
-// all-zero window has a nil spectrum.
-func (c *convolver) blocks(start func(int) int, size int) [][]complex128 {
+// all-zero window has a nil spectrum. The spectra go into out (nb long)
+// and mem (allocated when too short).
+func (c *convolver) blocks(out [][]complex128, mem []complex128, start func(int) int, size int) [][]complex128 {
 	h := c.n/2 + 1
-	out := make([][]complex128, c.nb)
-	var mem []complex128
+	clear(out)
 	for b := range out {
 		s := start(b)
 		lo, hi := max(s, 0), min(s+size, c.nq)
@@ -75,7 +82,7 @@ func (c *convolver) blocks(start func(int) int, size int) [][]complex128 {
 // IFFT(conj(X_b)·Y_b) at index maxLag+d, free of wrap-around since its
 // x-block is B long and its y-window n = B + 2·maxLag; the blocks' sum is
 // taken in the frequency domain, so one inverse FFT of length n serves all.
-func (c *convolver) correlate(f1 [][]complex128, e edge) []float64 {
+func (c *convolver) correlate(dst []float64, f1 [][]complex128, e edge) []float64 {
 	c.correlations++
 	s2 := c.spectrum(e)
 	acc := c.c1
@@ -91,7 +98,7 @@ func (c *convolver) correlate(f1 [][]complex128, e edge) []float64 {
 			acc[k] += complex(real(x[k]), -imag(x[k])) * y[k]
 		}
 	}
-	out := make([]float64, 2*c.maxLag+1)
+	out := c.lags(dst)
 	if !any {
 		return out
 	}
@@ -103,16 +110,26 @@ func (c *convolver) correlate(f1 [][]complex128, e edge) []float64 {
 	return out
 }
 
+// lags returns dst zeroed, or a new slice if it is not 2·maxLag+1 long:
+// the correlations' output, index d+maxLag for lag d.
+func (c *convolver) lags(dst []float64) []float64 {
+	if len(dst) != 2*c.maxLag+1 {
+		return make([]float64, 2*c.maxLag+1)
+	}
+	clear(dst)
+	return dst
+}
+
 // point is a non-zero quantum of a signal.
 type point struct {
 	q int32
 	v float64
 }
 
-// sparse returns the non-zero quanta of the √-count signal of ids (sorted
-// by at).
-func (c *convolver) sparse(ids []int32, at func(int32) int64) []point {
-	var out []point
+// sparse appends to out[:0] the non-zero quanta of the √-count signal of
+// ids (sorted by at).
+func (c *convolver) sparse(out []point, ids []int32, at func(int32) int64) []point {
+	out = out[:0]
 	for _, i := range ids {
 		q := int32((at(i) - c.t0) / c.mu)
 		if n := len(out); n > 0 && out[n-1].q == q {
@@ -131,15 +148,15 @@ func (c *convolver) sparseEdge(e edge) []point {
 	if sp, ok := c.sparseCache[e]; ok {
 		return sp
 	}
-	sp := c.sparse(c.bySrc[e.from][e.to], c.dep)
+	sp := c.sparse(nil, c.bySrc[e.from][e.to], c.dep)
 	c.sparseCache[e] = sp
 	return sp
 }
 
 // correlateSparse is correlate by direct summation over non-zero quanta.
-func (c *convolver) correlateSparse(s1, s2 []point) []float64 {
+func (c *convolver) correlateSparse(dst []float64, s1, s2 []point) []float64 {
 	c.correlations++
-	out := make([]float64, 2*c.maxLag+1)
+	out := c.lags(dst)
 	L := int32(c.maxLag)
 	lo := 0
 	for _, a := range s1 {
@@ -155,6 +172,35 @@ func (c *convolver) correlateSparse(s1, s2 []point) []float64 {
 				break
 			}
 			w[i] += a.v * b.v
+		}
+	}
+	return out
+}
+
+// denseEdge returns the cached √-count signal of edge j→k's departures.
+func (c *convolver) denseEdge(e edge) []float64 {
+	if y, ok := c.denseCache[e]; ok {
+		return y
+	}
+	y := make([]float64, c.nq)
+	c.signal(y, c.bySrc[e.from][e.to], c.dep)
+	c.denseCache[e] = y
+	return y
+}
+
+// correlateDense is correlate by direct summation over the non-zero quanta
+// of s1 against the whole signal y: C(d) += a·y(q+d) for each point (q, a)
+// of s1, a vectorised axpy over the 2·maxLag+1 lags.
+func (c *convolver) correlateDense(dst []float64, s1 []point, y []float64) []float64 {
+	c.correlations++
+	L := c.maxLag
+	out := c.lags(dst)
+	for _, a := range s1 {
+		// out[i] += a.v·y[q−L+i] for i in [0, 2L] with q−L+i in [0, nq).
+		q := int(a.q)
+		lo, hi := max(0, L-q), min(2*L+1, c.nq-q+L)
+		if lo < hi {
+			floats.AddScaled(out[lo:hi], a.v, y[q-L+lo:q-L+hi])
 		}
 	}
 	return out
@@ -223,9 +269,9 @@ func (c *convolver) spikes(corr []float64) []spike {
 // match is step 5 for one spike and one destination: each message of V not
 // yet consumed by an earlier spike is matched with the earliest unmatched
 // message of z (departures of j to one node) sent within [lo, hi] ns after
-// it. It returns the matched departures, the V positions they came from
-// and their delays.
-func (c *convolver) match(v []int32, vUsed []bool, z []int32, used []bool, lo, hi int64) (out []int32, from []int, delay []int64) {
+// it. It appends the matched departures, the V positions they came from
+// and their delays to out, from and delay.
+func (c *convolver) match(out []int32, from []int, delay []int64, v []int32, vUsed []bool, z []int32, used []bool, lo, hi int64) ([]int32, []int, []int64) {
 	arrT, depT := c.arrT, c.depT
 	p := 0
 	for vi, i := range v {
@@ -266,7 +312,13 @@ func (c *convolver) processNode(x *vertex, v []int32, path []edge, rootCount int
 	}
 	sortBy(v, c.arr)
 	var f1 [][]complex128 // V's block spectra, computed when first needed
-	sv := c.sparse(v, c.arr)
+	// Scratch for this vertex's correlations, reused by its descendants
+	// once they are done with here.
+	sv := c.sparse(c.svBuf, v, c.arr)
+	c.svBuf = sv
+	if c.lagBuf == nil {
+		c.lagBuf = make([]float64, 2*c.maxLag+1)
+	}
 	type acc struct {
 		all    []int32
 		delays []spikeMatch
@@ -288,10 +340,14 @@ func (c *convolver) processNode(x *vertex, v []int32, path []edge, rootCount int
 			continue
 		}
 		// 3. Direct summation when the signals are sparse enough to beat
-		// the FFT (deep vertices carry few messages); both give the same C.
+		// the FFT (deep vertices carry few messages); all give the same C.
+		// Costs in units of ~0.4 ns (BenchmarkDirect, BenchmarkCorrelate):
+		// a summed pair of non-zero quanta 4, a dense axpy element 1, an
+		// FFT of length n 3·n·log₂n.
 		var corr []float64
 		sz := c.sparseEdge(edge{j, k})
-		direct := float64(len(sv)) * float64(len(sz)) * float64(2*c.maxLag+1) / float64(c.nq)
+		sparseCost := 4*float64(len(sv))*float64(len(sz))*float64(2*c.maxLag+1)/float64(c.nq) + float64(len(sv))
+		denseCost := float64(len(sv)) * float64(2*c.maxLag+1)
 		// The FFT's cost: one inverse transform of length n, the product
 		// of nb blocks' spectra, and V's nb forward transforms unless an
 		// earlier destination paid for them.
@@ -299,13 +355,17 @@ func (c *convolver) processNode(x *vertex, v []int32, path []edge, rootCount int
 		if f1 == nil {
 			ffts += float64(c.nb)
 		}
-		if 4*direct+float64(len(sv)) < 3*ffts*float64(c.n)*math.Log2(float64(c.n))+float64(c.nb*c.n) {
-			corr = c.correlateSparse(sv, sz)
-		} else {
+		fftCost := 3*ffts*float64(c.n)*math.Log2(float64(c.n)) + float64(c.nb*c.n)
+		switch {
+		case sparseCost <= denseCost && sparseCost < fftCost:
+			corr = c.correlateSparse(c.lagBuf, sv, sz)
+		case denseCost < fftCost:
+			corr = c.correlateDense(c.lagBuf, sv, c.denseEdge(edge{j, k}))
+		default:
 			if f1 == nil {
 				f1 = c.transform(v)
 			}
-			corr = c.correlate(f1, edge{j, k})
+			corr = c.correlate(c.lagBuf, f1, edge{j, k})
 		}
 		sp := c.spikes(corr)
 		// Noise (§5.2.3): a spike's excess over the background estimates
@@ -325,11 +385,16 @@ func (c *convolver) processNode(x *vertex, v []int32, path []edge, rootCount int
 		for _, s := range sp {
 			lo := max(int64(min(s.lo-1, s.peak-c.tolQ))*c.mu, minLag)
 			hi := int64(max(s.hi+1, s.peak+c.tolQ)) * c.mu
-			m, from, delay := c.match(v, vUsed, z, used, lo, hi)
+			n0 := len(a.all)
+			var from []int
+			var delay []int64
+			a.all, from, delay = c.match(a.all, c.fromBuf[:0], c.delayBuf[:0], v, vUsed, z, used, lo, hi)
+			c.fromBuf, c.delayBuf = from, delay
+			m := a.all[n0:]
 			if len(m) < minSpike {
+				a.all = a.all[:n0]
 				continue
 			}
-			a.all = append(a.all, m...)
 			if !c.opt.FanOut {
 				for _, vi := range from {
 					vUsed[vi] = true
