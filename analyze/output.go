@@ -43,8 +43,10 @@ var Outputs = []Output{
 	}},
 }
 
-// WriteDir creates dir (and its parents) and writes every output into it.
-// It returns the paths written.
+// WriteDir creates dir (and its parents) and writes every output into it;
+// an output the report has nothing for is removed, so that no file of an
+// earlier analysis in dir passes for this one's. It returns the paths
+// written.
 func (r *Report) WriteDir(dir string, opts *render.ReportOptions) ([]string, error) {
 	if r.Trace == nil || r.Link == nil {
 		return nil, fmt.Errorf("analysis incomplete: nothing to write")
@@ -54,10 +56,13 @@ func (r *Report) WriteDir(dir string, opts *render.ReportOptions) ([]string, err
 	}
 	var written []string
 	for _, o := range Outputs {
+		p := filepath.Join(dir, o.Name)
 		if o.Skip != nil && o.Skip(r) {
+			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+				return written, err
+			}
 			continue
 		}
-		p := filepath.Join(dir, o.Name)
 		if err := writeFile(p, func(w io.Writer) error { return o.Write(w, r, opts) }); err != nil {
 			return written, fmt.Errorf("%s: %w", p, err)
 		}

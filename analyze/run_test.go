@@ -164,6 +164,20 @@ func TestWriteDir(t *testing.T) {
 	if len(leftovers) > 0 {
 		t.Errorf("temporary files left: %q", leftovers)
 	}
+	// A later analysis without clock offsets or nesting leaves no stale
+	// skew.json or nest.json behind.
+	r2, err := Run(reconcile.Inputs{Logs: []string{testbed}}, Options{Skew: SkewNever, NoNest: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r2.WriteDir(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"skew.json", "nest.json"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("stale %s left in the directory", name)
+		}
+	}
 	// Incomplete reports are refused, not half written.
 	if _, err := (&Report{}).WriteDir(filepath.Join(t.TempDir(), "x"), nil); err == nil {
 		t.Errorf("an empty report was written")

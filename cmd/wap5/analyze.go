@@ -32,6 +32,7 @@ func init() {
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "wap5-report", Usage: "write the results into `DIR`"},
 				&cli.StringFlag{Name: "granularity", Value: "host", Usage: "node names: host, program or process (as reconcile)"},
+				&cli.BoolFlag{Name: "no-nat-detect", Usage: "reconcile: do not pair translated flows automatically"},
 				&cli.BoolFlag{Name: "aggregate-clients", Usage: "name client nodes CLIENT and ephemeral ports * (WAP5 §2.5)"},
 				&cli.StringFlag{Name: "method", Value: linking.MethodJoint, Usage: "linking method: joint or wap5"},
 				&cli.DurationFlag{Name: "max-delay", Value: 2 * time.Second, Usage: "linking: the longest causal delay considered"},
@@ -62,6 +63,7 @@ func analyzeAction(c *cli.Context) error {
 		o.Skew = analyze.SkewNever
 	}
 	o.Reconcile.AggregateClients = c.Bool("aggregate-clients")
+	o.Reconcile.DisableNATDetection = c.Bool("no-nat-detect")
 	o.Reconcile.ReturnMemory = true // one analysis per process: keep the peak low
 	o.Link.Method = c.String("method")
 	if o.Link.Method != linking.MethodJoint && o.Link.Method != linking.MethodWAP5 {
