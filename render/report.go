@@ -233,7 +233,7 @@ func reportClock(w io.Writer, c *ClockSummary) {
 	for _, n := range c.Nodes {
 		switch n.Status {
 		case "reference", "corrected":
-			fmt.Fprintf(tw, "  %s\t%s\t%.3f\t%.3f\t%.2f\t%d\t%d\t\n", n.Node, n.Status, float64(n.Offset)/1e6,
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%.3f\t%.2f\t%d\t%d\t\n", n.Node, n.Status, signedMs(n.Offset),
 				float64(n.Error)/1e6, n.DriftPPM, n.Samples, n.Steps)
 		case "uncorrectable":
 			fmt.Fprintf(tw, "  %s\t%s\t-\t-\t-\t-\t-\t\n", n.Node, n.Status)
@@ -241,6 +241,15 @@ func reportClock(w io.Writer, c *ClockSummary) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "  (a node's clock reads reference + offset; the bound holds for any delay asymmetry)")
+}
+
+// signedMs formats ns as ms with three decimals, without a "-0.000".
+func signedMs(ns int64) string {
+	s := fmt.Sprintf("%.3f", float64(ns)/1e6)
+	if s == "-0.000" {
+		return "0.000"
+	}
+	return s
 }
 
 func reportPaths(w io.Writer, d *ReportData, top int) {

@@ -184,3 +184,14 @@ func TestSkewJSON(t *testing.T) {
 		t.Errorf("empty estimate: %s", s)
 	}
 }
+
+func TestSignedMs(t *testing.T) {
+	for _, c := range []struct {
+		ns   int64
+		want string
+	}{{0, "0.000"}, {-400, "0.000"}, {400, "0.000"}, {-500_000, "-0.500"}, {1_234_567, "1.235"}} {
+		if got := signedMs(c.ns); got != c.want {
+			t.Errorf("signedMs(%d) = %q, want %q", c.ns, got, c.want)
+		}
+	}
+}
