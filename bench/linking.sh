@@ -37,11 +37,13 @@ measure() {
 "$WAP5" gen -o "$tmp/codeen.txt" testdata/gen/codeen.gen
 n=$(grep -vc '^#' "$tmp/codeen.txt")
 echo "codeen trace: $n messages"
+"$WAP5" gen --binary -o "$tmp/codeen.bin" testdata/gen/codeen.gen
 for method in ${CODEEN_METHODS:-wap5 joint}; do
-	measure "codeen link --method $method --top 100 (read + link)" "$WAP5" link --method "$method" --json --top 100 "$tmp/codeen.txt"
+	measure "codeen link --method $method --top 100 (read text + link)" "$WAP5" link --method "$method" --json --top 100 "$tmp/codeen.txt"
+	measure "codeen link --method $method --top 100 (read binary + link)" "$WAP5" link --method "$method" --json --top 100 "$tmp/codeen.bin"
 done
 # Linking alone (the trace already in memory), Go benchmark.
-WAP5_BENCH_TRACE=$tmp/codeen.txt go test -run XXX -bench 'LinkGen/wap5' -benchtime 1x -count 1 ./linking | grep Benchmark
+WAP5_BENCH_TRACE=$tmp/codeen.bin go test -run XXX -bench 'LinkGen/wap5' -benchtime 1x -count 3 ./linking | grep Benchmark
 
 # Streaming memory as the trace grows 10×.
 for d in 60s 600s; do
