@@ -349,50 +349,89 @@ var truePaths = []truePath{
 func TestLink(t *testing.T) {
 	for _, clients := range []int{1, 3} {
 		t.Run(fmt.Sprintf("clients=%d", clients), func(t *testing.T) {
-			s := testbed(t, clients)
-			pats := parsePaths(t, wap5(t, "link", "--json", s.trace))
-			if len(pats) < len(truePaths) {
-				t.Fatalf("%d patterns, want at least %d", len(pats), len(truePaths))
-			}
-			top := map[string]pattern{}
-			for _, p := range pats[:len(truePaths)] {
-				top[shape(p.Root)] = p
-			}
-			var all []string
-			for _, p := range pats {
-				all = append(all, fmt.Sprintf("#%d %s count %d expected %.2f", p.Rank, shape(p.Root), p.Count, p.Expected))
-			}
-			t.Logf("wap5 link patterns:\n%s", strings.Join(all, "\n"))
-			for _, tp := range truePaths {
-				p, ok := top[tp.chain]
-				if !ok {
-					t.Errorf("%s: %s not among the top %d patterns", tp.name, tp.chain, len(truePaths))
-					continue
-				}
-				if want := tp.count(clients); p.Count != want || math.Abs(p.Expected-float64(want)) > 0.01*float64(want) {
-					t.Errorf("%s: count %d, expected %.2f; the workload made %d", tp.name, p.Count, p.Expected, want)
-				}
-				st := steps(p.Root)[1:]
-				for i, iv := range tp.waits {
-					want, n := iv.mean(s.timings)
-					if n == 0 {
-						t.Fatalf("%s: no server timing records for %s", tp.name, iv.what)
-					}
-					if st[i].Wait == nil {
-						t.Errorf("%s: step %d (%s→%s) has no wait_s", tp.name, i+1, st[i].From, st[i].To)
-						continue
-					}
-					got := *st[i].Wait
-					rel := (got - want) / want
-					t.Logf("%-38s %-40s wap5 link %.3f ms, servers %.3f ms (%d records), %+.1f%%",
-						tp.name, iv.what, got*1e3, want*1e3, n, rel*100)
-					if math.Abs(rel) > 0.10 {
-						t.Errorf("%s: %s: wait_s %.6f s, the servers measured %.6f s on average (%+.1f%%, limit ±10%%)",
-							tp.name, iv.what, got, want, rel*100)
-					}
-				}
-			}
+			checkLink(t, testbed(t, clients))
 		})
+	}
+}
+
+// TestLinkRecorded: the checks of TestLink on testbed runs recorded in
+// testdata/recorded (each: trace.txt as wap5 reconcile wrote it, the
+// servers' timing records in truth/, the number of client processes in
+// clients), kept because wap5 link got them wrong. Needs WAP5_BIN, not root.
+func TestLinkRecorded(t *testing.T) {
+	dir := os.Getenv("WAP5_BIN")
+	if dir == "" {
+		t.Skip("e2e: WAP5_BIN unset (the directory of the built wap5; make test sets it)")
+	}
+	runs, _ := filepath.Glob("testdata/recorded/*")
+	if len(runs) == 0 {
+		t.Fatal("no recorded runs in testdata/recorded")
+	}
+	for _, run := range runs {
+		t.Run(filepath.Base(run), func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(run, "clients"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &system{dir: run, trace: filepath.Join(run, "trace.txt")}
+			if _, err := fmt.Sscan(string(b), &s.clients); err != nil {
+				t.Fatalf("%s: %v", filepath.Join(run, "clients"), err)
+			}
+			if s.timings, err = readTimings(filepath.Join(run, "truth")); err != nil {
+				t.Fatal(err)
+			}
+			checkLink(t, s)
+		})
+	}
+}
+
+// checkLink runs wap5 link on a testbed run: the top patterns are the real
+// request paths with their true counts, and every node delay agrees within
+// 10% with the servers' own mean.
+func checkLink(t *testing.T, s *system) {
+	t.Helper()
+	clients := s.clients
+	pats := parsePaths(t, wap5(t, "link", "--json", s.trace))
+	if len(pats) < len(truePaths) {
+		t.Fatalf("%d patterns, want at least %d", len(pats), len(truePaths))
+	}
+	top := map[string]pattern{}
+	for _, p := range pats[:len(truePaths)] {
+		top[shape(p.Root)] = p
+	}
+	var all []string
+	for _, p := range pats {
+		all = append(all, fmt.Sprintf("#%d %s count %d expected %.2f", p.Rank, shape(p.Root), p.Count, p.Expected))
+	}
+	t.Logf("wap5 link patterns:\n%s", strings.Join(all, "\n"))
+	for _, tp := range truePaths {
+		p, ok := top[tp.chain]
+		if !ok {
+			t.Errorf("%s: %s not among the top %d patterns", tp.name, tp.chain, len(truePaths))
+			continue
+		}
+		if want := tp.count(clients); p.Count != want || math.Abs(p.Expected-float64(want)) > 0.01*float64(want) {
+			t.Errorf("%s: count %d, expected %.2f; the workload made %d", tp.name, p.Count, p.Expected, want)
+		}
+		st := steps(p.Root)[1:]
+		for i, iv := range tp.waits {
+			want, n := iv.mean(s.timings)
+			if n == 0 {
+				t.Fatalf("%s: no server timing records for %s", tp.name, iv.what)
+			}
+			if st[i].Wait == nil {
+				t.Errorf("%s: step %d (%s→%s) has no wait_s", tp.name, i+1, st[i].From, st[i].To)
+				continue
+			}
+			got := *st[i].Wait
+			rel := (got - want) / want
+			t.Logf("%-38s %-40s wap5 link %.3f ms, servers %.3f ms (%d records), %+.1f%%",
+				tp.name, iv.what, got*1e3, want*1e3, n, rel*100)
+			if math.Abs(rel) > 0.10 {
+				t.Errorf("%s: %s: wait_s %.6f s, the servers measured %.6f s on average (%+.1f%%, limit ±10%%)",
+					tp.name, iv.what, got, want, rel*100)
+			}
+		}
 	}
 }
 
