@@ -131,6 +131,7 @@ func (r *Report) Data() *render.ReportData {
 	if r.Link != nil {
 		d.Paths = &r.Link.Paths
 		d.Method = r.Method
+		d.EndToEnd = r.EndToEnd
 	}
 	if r.Nest != nil {
 		d.Nesting = &r.Nest.Paths

@@ -69,8 +69,11 @@ type Report struct {
 	// the logs' headers tell ("host boot-id clock-source").
 	Clocks map[string]string
 	Link   *linking.Result
-	Method string          // linking method used
-	Nest   *nesting.Result // nil with NoNest
+	Method string // linking method used
+	// EndToEnd is each linking pattern's response time (by rank) at the
+	// node that sent its first message.
+	EndToEnd map[int]trace.Stats
+	Nest     *nesting.Result // nil with NoNest
 	// Warnings of every stage, each prefixed with the stage's name.
 	Warnings []string
 	Stages   []Stage
@@ -162,6 +165,7 @@ func Run(in reconcile.Inputs, o Options) (*Report, error) {
 			return err
 		}
 		r.Link = res
+		r.EndToEnd = endToEnd(t, &res.Paths)
 		r.warn("link", res.Warnings)
 		return nil
 	})

@@ -22,6 +22,9 @@ type ReportData struct {
 	Clock  *ClockSummary // nil: clocks not estimated
 	Paths  *trace.Paths  // linking's paths
 	Method string        // linking method, for the heading
+	// EndToEnd is each pattern's response time (by rank) at the node that
+	// sent its first message; without it a root call's Latency is shown.
+	EndToEnd map[int]trace.Stats
 	// Nesting, when set, adds a line on Project 5's nesting view.
 	Nesting  *trace.Paths
 	Warnings []string
@@ -277,7 +280,9 @@ func reportPaths(w io.Writer, d *ReportData, top int) {
 			share = 100 * float64(pat.Count) / float64(inst)
 		}
 		fmt.Fprintf(w, "\n  #%d  %s (%.1f%%), expected %.2f, max prob %.3f", pat.Rank, plural(pat.Count, "instance"), share, pat.Expected, pat.MaxProb)
-		if pat.Root != nil && pat.Root.Latency.Known() {
+		if e, ok := d.EndToEnd[pat.Rank]; ok && e.Known() && pat.Root != nil {
+			fmt.Fprintf(w, "\n      end to end at %s: %s ms (min %.3f, max %.3f)", pat.Root.From, msStats(e), e.Min*1e3, e.Max*1e3)
+		} else if pat.Root != nil && pat.Root.Latency.Known() {
 			fmt.Fprintf(w, ", end to end %.3f ms", pat.Root.Latency.Mean*1e3)
 		}
 		fmt.Fprintln(w)

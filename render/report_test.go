@@ -75,7 +75,7 @@ func TestReportGolden(t *testing.T) {
 		opts *ReportOptions
 	}{
 		{"full", ReportData{Inputs: []string{"logs/", "x.pcap"}, Trace: reportTestTrace(), Clock: reportTestClock(true),
-			Paths: reportTestPaths(), Method: "joint", Nesting: &trace.Paths{Algorithm: "nesting", Patterns: []*trace.Pattern{{Rank: 1, Count: 3}}},
+			Paths: reportTestPaths(), Method: "joint", EndToEnd: map[int]trace.Stats{1: sampleStats(1.3e-3, 1.5e-3)}, Nesting: &trace.Paths{Algorithm: "nesting", Patterns: []*trace.Pattern{{Rank: 1, Count: 3}}},
 			Warnings: many}, nil},
 		{"top1-not-applied", ReportData{Inputs: []string{"logs/"}, Trace: reportTestTrace(),
 			Clock: func() *ClockSummary { c := reportTestClock(false); c.Note = "one clock"; return c }(),
