@@ -268,7 +268,7 @@ func TestAnalyzeDemo(t *testing.T) {
 	if !build {
 		t.Errorf("no pattern shows the app's ~3 ms build before a cache SET\n%s", out)
 	}
-	if !strings.Contains(string(out), "Path patterns") {
-		t.Errorf("the demo does not show the report:\n%s", out)
+	if !strings.Contains(string(out), "Path patterns") || !strings.Contains(string(out), "end to end at client: ") {
+		t.Errorf("the demo does not show the report with end-to-end times:\n%s", out)
 	}
 }
