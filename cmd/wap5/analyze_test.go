@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/urfave/cli/v2"
+
 	"wap5/render"
 	"wap5/trace"
 )
@@ -271,4 +273,39 @@ func TestAnalyzeDemo(t *testing.T) {
 	if !strings.Contains(string(out), "Path patterns") || !strings.Contains(string(out), "end to end at client: ") {
 		t.Errorf("the demo does not show the report with end-to-end times:\n%s", out)
 	}
+}
+
+// Every flag of wap5 analyze is in the synopsis of docs/analyze.md, so the
+// documentation cannot fall behind the command.
+func TestAnalyzeDocsListFlags(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/analyze.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	synopsis, _, _ := strings.Cut(string(doc), "\n```\n\n")
+	for _, f := range commandByName(t, "analyze").Flags {
+		found := false
+		for _, n := range f.Names() {
+			dash := "--"
+			if len(n) == 1 {
+				dash = "-"
+			}
+			found = found || strings.Contains(synopsis, "["+dash+n+" ") || strings.Contains(synopsis, "["+dash+n+"]") ||
+				strings.Contains(synopsis, "| "+dash+n+"]")
+		}
+		if !found {
+			t.Errorf("docs/analyze.md synopsis lacks the flag %v", f.Names())
+		}
+	}
+}
+
+func commandByName(t *testing.T, name string) *cli.Command {
+	t.Helper()
+	for _, f := range commandFactories {
+		if c := f(); c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no command %s", name)
+	return nil
 }
