@@ -16,6 +16,13 @@
 //     that call pairs come from the connections alone, must recover the real
 //     call trees.
 //
+// testdata/recorded keeps testbed runs (reconciled trace, the servers'
+// timing records) that wap5 link once got wrong; TestLinkRecorded applies the
+// checks of step 2 to them without root. TestForkCloseRace reproduces a
+// reconcile bug (testbed.sh --fork-race) when WAP5_E2E_KNOWN_BUGS=1; the live
+// tests repeat a run that it spoiled. docs/e2e.md has the measured numbers
+// and what fails.
+//
 // The package has no non-test code. The tests need root (namespaces) and
 // WAP5_BIN (the directory of the built wap5 and libsockcap.so, set by
 // `make test`); without either they skip and say why. Together they take a
