@@ -14,7 +14,8 @@
 #
 # The demo is a list of steps (functions named step_*); later stages of the
 # pipeline append their own step function and add it to STEPS at the bottom.
-# Environment: DEMO_DIR (default: a new temp dir), REQUESTS (default 40).
+# Environment: DEMO_DIR (default: a new temp dir), REQUESTS (default 40),
+# CLIENTS (default 1: curl processes sending the requests at the same time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -22,6 +23,7 @@ WAP5=$ROOT/bin/wap5
 DEMO_DIR=${DEMO_DIR:-$(mktemp -d /tmp/wap5-demo.XXXXXX)}
 LOGS=$DEMO_DIR/logs
 REQUESTS=${REQUESTS:-40}
+CLIENTS=${CLIENTS:-1}
 # Debian's python3 (a pyenv shim in PATH would add a bash wrapper per call).
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
@@ -102,10 +104,14 @@ EOF
   PIDS+=("$web")
   wait_listen "$web_port"
 
-  local urls=()
-  for i in $(seq 1 "$REQUESTS"); do urls+=(-o /dev/null "http://127.0.0.1:$web_port/api/item$(((i - 1) % 5 + 1))"); done
-  echo "\$ $WAP5 run --out $LOGS --node client -- curl -sS --fail-with-body -o /dev/null URL... ($REQUESTS URLs, 5 items)"
-  "$WAP5" run --out "$LOGS" --node client -- curl -sS --fail-with-body "${urls[@]}"
+  local urls=() k clients=()
+  for i in $(seq 1 $((REQUESTS / CLIENTS))); do urls+=(-o /dev/null "http://127.0.0.1:$web_port/api/item$(((i - 1) % 5 + 1))"); done
+  echo "\$ $WAP5 run --out $LOGS --node client -- curl -sS --fail-with-body -o /dev/null URL... ($((REQUESTS / CLIENTS)) URLs, 5 items; $CLIENTS at once)"
+  for k in $(seq 1 "$CLIENTS"); do
+    "$WAP5" run --out "$LOGS" --node client -- curl -sS --fail-with-body "${urls[@]}" &
+    clients+=($!)
+  done
+  for k in "${clients[@]}"; do wait "$k"; done
   stop "$web" QUIT
   stop "$app" TERM
   stop "$cache" TERM

@@ -7,10 +7,15 @@ takes a longer path than the ones after it.
 
     demo_app.py PORT REDIS_PORT
 
+One thread per request (ThreadingHTTPServer), Redis connections from a
+pool (one per request in flight, kept open), so that concurrent requests
+overlap in the app.
+
 Standard library only, so that it runs on a fresh machine.
 """
 import http.server
 import socket
+import queue
 import sys
 import time
 
@@ -66,11 +71,19 @@ class Redis:
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         key = self.path.rsplit("/", 1)[-1]
-        value = self.server.redis.command("GET", "item:" + key)
-        if value is None:
-            value = build(key)
-            self.server.redis.command("SET", "item:" + key, value)
-        hits = self.server.redis.command("INCR", "hits:" + key)
+        pool = self.server.pool
+        try:
+            redis = pool.get_nowait()
+        except queue.Empty:
+            redis = Redis(self.server.redis_port)
+        try:
+            value = redis.command("GET", "item:" + key)
+            if value is None:
+                value = build(key)
+                redis.command("SET", "item:" + key, value)
+            hits = redis.command("INCR", "hits:" + key)
+        finally:
+            pool.put(redis)
         body = value + b"\nhits %d\n" % hits
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
@@ -95,8 +108,10 @@ def build(key):
 
 def main():
     port, redis_port = int(sys.argv[1]), int(sys.argv[2])
-    srv = http.server.HTTPServer(("127.0.0.1", port), Handler)
-    srv.redis = Redis(redis_port)
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    srv.daemon_threads = True
+    srv.pool = queue.LifoQueue()
+    srv.redis_port = redis_port
     srv.serve_forever()
 
 
