@@ -30,6 +30,32 @@ type models struct {
 	class map[classKey]*classModel
 	fan   map[fanKey]*fanModel
 	count map[countKey]*countModel
+	// Dense ids of the groups refit pools classes by (given once, when a
+	// class is made), so that refit indexes slices instead of maps.
+	poolID map[poolKey]int32
+	trigID map[trigKey]int32
+}
+
+// poolKey groups the classes of one node and action over the senders of
+// their triggers; trigKey the classes of one trigger class.
+type poolKey struct {
+	node, act  trace.NodeID
+	reply, ret bool
+}
+
+type trigKey struct {
+	trig, node trace.NodeID
+	ret        bool
+}
+
+// intern returns the id of k in ids, adding it when new.
+func intern[K comparable](ids map[K]int32, k K) int32 {
+	id, ok := ids[k]
+	if !ok {
+		id = int32(len(ids))
+		ids[k] = id
+	}
+	return id
 }
 
 type classModel struct {
@@ -45,7 +71,9 @@ type classModel struct {
 	cand   []float32
 	peak   *dist // the peak found in cand, kept for the passes before repair
 	key    classKey
-	active bool // has data in the current pass (listed in joint.active)
+	pool   int32 // models.poolID of its poolKey
+	trig   int32 // models.trigID of its trigKey
+	active bool  // has data in the current pass (listed in joint.active)
 	// logTrans is log P(this class | its trigger's class): how often a
 	// message like the trigger causes a message like this one.
 	logTrans float64
@@ -57,7 +85,8 @@ type fanModel struct {
 }
 
 func newModels() *models {
-	return &models{class: map[classKey]*classModel{}, fan: map[fanKey]*fanModel{}, count: map[countKey]*countModel{}}
+	return &models{class: map[classKey]*classModel{}, fan: map[fanKey]*fanModel{}, count: map[countKey]*countModel{},
+		poolID: map[poolKey]int32{}, trigID: map[trigKey]int32{}}
 }
 
 // maxCand bounds the candidate delays collected per class for the peak.
@@ -106,6 +135,11 @@ type joint struct {
 	// active lists the classes with data in the current pass, so that
 	// refitting does not walk every class a large trace ever had.
 	active []*classModel
+	// refitScr holds refit's per-pool and per-trigger sums (reset after use).
+	refitScr struct {
+		pool                  [][]float32
+		certainN, allN, kinds []float64
+	}
 }
 
 type classEntry struct {
@@ -223,7 +257,9 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	c := j.mod.class[k]
 	defer func() { j.classByTrig[te] = append(j.classByTrig[te], classEntry{ae, reply, ret, c}) }()
 	if c == nil {
-		c = &classModel{d: j.base[j.edge[act]], key: k}
+		c = &classModel{d: j.base[j.edge[act]], key: k,
+			pool: intern(j.mod.poolID, poolKey{k.node, k.act, k.reply, k.ret}),
+			trig: intern(j.mod.trigID, trigKey{k.trig, k.node, k.ret})}
 		j.mod.class[k] = c
 	}
 	return c
@@ -492,15 +528,12 @@ func (j *joint) refit(useCertain bool) {
 	j.refitCounts()
 	// Certain delays pooled over the senders of the trigger, for classes
 	// with too few of their own.
-	type poolKey struct {
-		node, act  trace.NodeID
-		reply, ret bool
+	rs := &j.refitScr
+	if n := len(j.mod.poolID); len(rs.pool) < n {
+		rs.pool = append(rs.pool, make([][]float32, n-len(rs.pool))...)
 	}
-	pool := map[poolKey][]float32{}
 	for _, c := range j.active {
-		k := c.key
-		pk := poolKey{k.node, k.act, k.reply, k.ret}
-		pool[pk] = append(pool[pk], c.certain...)
+		rs.pool[c.pool] = append(rs.pool[c.pool], c.certain...)
 	}
 	for _, c := range j.active {
 		if len(c.cand) >= 50 {
@@ -510,8 +543,7 @@ func (j *joint) refit(useCertain bool) {
 		}
 	}
 	for _, c := range j.active {
-		k := c.key
-		pc := pool[poolKey{k.node, k.act, k.reply, k.ret}]
+		pc := rs.pool[c.pool]
 		switch {
 		case !useCertain && len(c.samples) >= 30:
 			c.d = robustFit(c.samples, j.o.DelayModel)
@@ -531,22 +563,20 @@ func (j *joint) refit(useCertain bool) {
 	}
 	// Transition probabilities from the certain links of each trigger class
 	// (all links where too few are certain).
-	type trigKey struct {
-		trig, node trace.NodeID
-		ret        bool
+	if n := len(j.mod.trigID); len(rs.certainN) < n {
+		rs.certainN = append(rs.certainN, make([]float64, n-len(rs.certainN))...)
+		rs.allN = append(rs.allN, make([]float64, n-len(rs.allN))...)
+		rs.kinds = append(rs.kinds, make([]float64, n-len(rs.kinds))...)
 	}
-	certainN, allN := map[trigKey]float64{}, map[trigKey]float64{}
-	kinds := map[trigKey]float64{}
+	certainN, allN, kinds := rs.certainN, rs.allN, rs.kinds
 	for _, c := range j.active {
-		k := c.key
-		tk := trigKey{k.trig, k.node, k.ret}
+		tk := c.trig
 		certainN[tk] += float64(len(c.certain))
 		allN[tk] += float64(len(c.samples))
 		kinds[tk]++
 	}
 	for _, c := range j.active {
-		k := c.key
-		tk := trigKey{k.trig, k.node, k.ret}
+		tk := c.trig
 		n, tot := float64(len(c.certain)), certainN[tk]
 		if tot < 30 || !useCertain {
 			n, tot = float64(len(c.samples)), allN[tk]
@@ -562,6 +592,8 @@ func (j *joint) refit(useCertain bool) {
 		c.samples = c.samples[:0]
 		c.certain = c.certain[:0]
 		c.cand = nil
+		rs.pool[c.pool] = rs.pool[c.pool][:0]
+		certainN[c.trig], allN[c.trig], kinds[c.trig] = 0, 0, 0
 	}
 	for _, f := range j.mod.fan {
 		f.hist = [4]float64{}
