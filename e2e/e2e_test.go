@@ -349,7 +349,15 @@ var truePaths = []truePath{
 func TestLink(t *testing.T) {
 	for _, clients := range []int{1, 3} {
 		t.Run(fmt.Sprintf("clients=%d", clients), func(t *testing.T) {
-			checkLink(t, testbed(t, clients))
+			// One client: everything exact. Three: calls at s2 have
+			// concurrent candidate spans whose delays look alike, and the
+			// linker swaps a few of them (docs/e2e.md): counts within 5%,
+			// at least 85% of the instances exact.
+			tol, floor := 0.0, 1.0
+			if clients > 1 {
+				tol, floor = 0.05, 0.85
+			}
+			checkLink(t, testbed(t, clients), tol, floor)
 		})
 	}
 }
@@ -380,18 +388,30 @@ func TestLinkRecorded(t *testing.T) {
 			if s.timings, err = readTimings(filepath.Join(run, "truth")); err != nil {
 				t.Fatal(err)
 			}
-			checkLink(t, s)
+			// Exact counts: every real request has one helper call; these
+			// runs were kept because the linker built paths no request had.
+			checkLink(t, s, 0, 0.90)
 		})
 	}
 }
 
 // checkLink runs wap5 link on a testbed run: the top patterns are the real
-// request paths with their true counts, and every node delay agrees within
-// 10% with the servers' own mean.
-func checkLink(t *testing.T, s *system) {
+// request paths with their true counts (within countTol, relative), every
+// node delay agrees within 10% with the servers' own mean, and at least
+// instFloor of the instances (probability-weighted) are exactly their
+// request's path.
+func checkLink(t *testing.T, s *system, countTol, instFloor float64) {
 	t.Helper()
 	clients := s.clients
-	pats := parsePaths(t, wap5(t, "link", "--json", s.trace))
+	inst := filepath.Join(t.TempDir(), "instances.jsonl")
+	pats := parsePaths(t, wap5(t, "link", "--json", "--instances", inst, s.trace))
+	// Instances against their root request's real path (sizes follow from
+	// the request's; a swapped message changes them).
+	share, n, bad := instanceAccuracy(t, s.trace, inst)
+	t.Logf("wap5 link: %d instances, %.1f%% (probability-weighted) exactly their request's path; e.g. not:\n%s", n, 100*share, strings.Join(bad, "\n"))
+	if share < instFloor {
+		t.Errorf("wap5 link: %.1f%% of the instances are their request's path, want ≥ %.0f%%; e.g. not:\n%s", 100*share, 100*instFloor, strings.Join(bad, "\n"))
+	}
 	if len(pats) < len(truePaths) {
 		t.Fatalf("%d patterns, want at least %d", len(pats), len(truePaths))
 	}
@@ -410,8 +430,9 @@ func checkLink(t *testing.T, s *system) {
 			t.Errorf("%s: %s not among the top %d patterns", tp.name, tp.chain, len(truePaths))
 			continue
 		}
-		if want := tp.count(clients); p.Count != want || math.Abs(p.Expected-float64(want)) > 0.01*float64(want) {
-			t.Errorf("%s: count %d, expected %.2f; the workload made %d", tp.name, p.Count, p.Expected, want)
+		if want := float64(tp.count(clients)); math.Abs(float64(p.Count)-want) > countTol*want ||
+			math.Abs(p.Expected-want) > (countTol+0.01)*want {
+			t.Errorf("%s: count %d, expected %.2f; the workload made %.0f (tolerance %.0f%%)", tp.name, p.Count, p.Expected, want, 100*countTol)
 		}
 		st := steps(p.Root)[1:]
 		for i, iv := range tp.waits {
@@ -512,7 +533,8 @@ func TestNest(t *testing.T) {
 			}
 			nk := filepath.Join(t.TempDir(), "nokinds.txt")
 			stripCalls(t, in, nk)
-			cmd := exec.Command(filepath.Join(os.Getenv("WAP5_BIN"), "wap5"), "nest", "--json", nk)
+			inst := filepath.Join(t.TempDir(), "instances.jsonl")
+			cmd := exec.Command(filepath.Join(os.Getenv("WAP5_BIN"), "wap5"), "nest", "--json", "--instances", inst, nk)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
@@ -539,6 +561,11 @@ func TestNest(t *testing.T) {
 				t.Errorf("%d paths, the workload made %d requests", total, want)
 			}
 			t.Logf("clients=%d, %s granularity: %d of %d paths (%.1f%%) in the true call trees", clients, tc.granularity, inTrue, total, 100*float64(inTrue)/float64(total))
+			share, n, bad := instanceAccuracy(t, nk, inst)
+			t.Logf("clients=%d, %s granularity: %d instances, %.1f%% exactly their request's path", clients, tc.granularity, n, 100*share)
+			if clients == 1 && share < 1 {
+				t.Errorf("wap5 nest: %.1f%% of the instances are not their request's path, e.g.\n%s", 100*(1-share), strings.Join(bad, "\n"))
+			}
 			var got []string
 			for _, p := range pats {
 				got = append(got, fmt.Sprintf("#%d %s count %d", p.Rank, shape(p.Root), p.Count))
@@ -659,4 +686,107 @@ func TestForkCloseRace(t *testing.T) {
 	if sizes[4] > 0 {
 		t.Errorf("%d requests to s1 of 4 bytes (only their length prefix): the request was split", sizes[4])
 	}
+}
+
+// instanceLine is one line of --instances output.
+type instanceLine struct {
+	Pattern int      `json:"pattern"`
+	Prob    float64  `json:"prob"`
+	IDs     []string `json:"ids"`
+}
+
+// trueSizes is the multiset "src>dst bytes" of the messages of the request
+// path that starts with a request of the given size to the given endpoint:
+// every size after the request follows from it (testbed_workload.py: reply_for,
+// the front's call, the threaded server's helper call, the helper's reply).
+// ok is false for a root that is not a client's request.
+func trueSizes(dstEP string, n int64) (out []string, ok bool) {
+	add := func(src, dst string, bytes int64) { out = append(out, fmt.Sprintf("%s>%s %d", src, dst, bytes)) }
+	reply := func(body int64) int64 { return body*3%900 + 10 + 4 }
+	thread := func(from string, body int64) { // s2's helper call, the helper's reply, s2's reply
+		h := body%200 + 5
+		add("s2", "s2", h+4)
+		add("s2", "s2", h+4+7)
+		add("s2", from, reply(body))
+	}
+	switch dstEP {
+	case "10.200.2.2:8080":
+		add("c", "s1", n)
+		add("s1", "c", reply(n-4))
+	case "10.200.2.2:5353":
+		add("c", "s1", n)
+		add("s1", "c", n*2%700+3)
+	case "10.200.3.2:9000":
+		add("c", "s2", n)
+		thread("c", n-4)
+	case "10.200.2.2:8081":
+		add("c", "s1", n)
+		f := (n-4)*7%1500 + 20
+		add("s1", "s2", f+4)
+		thread("s1", f)
+		add("s1", "c", reply(n-4))
+	default:
+		return nil, false
+	}
+	sort.Strings(out)
+	return out, true
+}
+
+// instanceAccuracy compares the instances an algorithm wrote (--instances)
+// with the paths the request sizes imply: the probability-weighted share of
+// instances whose messages are exactly their root request's path, and a few
+// that are not.
+func instanceAccuracy(t *testing.T, tracePath, instPath string) (share float64, n int, bad []string) {
+	t.Helper()
+	tr, err := trace.ReadFile(tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]int{}
+	for i := range tr.Messages {
+		byID[fmt.Sprint(tr.Messages[i].ID)] = i
+	}
+	b, err := os.ReadFile(instPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var right, total float64
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<24)
+	for line := 1; sc.Scan(); line++ {
+		var in instanceLine
+		if err := json.Unmarshal(sc.Bytes(), &in); err != nil {
+			t.Fatalf("%s:%d: %v", instPath, line, err)
+		}
+		var got []string
+		root := -1
+		for _, id := range in.IDs {
+			i, ok := byID[id]
+			if !ok {
+				t.Fatalf("%s:%d: no message id=%s in %s", instPath, line, id, tracePath)
+			}
+			m := &tr.Messages[i]
+			got = append(got, fmt.Sprintf("%s>%s %d", hostOf(tr.NodeName(m.Src)), hostOf(tr.NodeName(m.Dst)), m.Bytes))
+			if hostOf(tr.NodeName(m.Src)) == "c" && (root < 0 || m.Send < tr.Messages[root].Send) {
+				root = i
+			}
+		}
+		sort.Strings(got)
+		n++
+		total += in.Prob
+		var want []string
+		ok := root >= 0
+		if ok {
+			want, ok = trueSizes(tr.EndpointName(tr.Messages[root].DstEP), tr.Messages[root].Bytes)
+		}
+		if ok && strings.Join(want, ",") == strings.Join(got, ",") {
+			right += in.Prob
+		} else if len(bad) < 5 {
+			bad = append(bad, fmt.Sprintf("line %d ids %v: %v, want %v", line, in.IDs, got, want))
+		}
+	}
+	if total == 0 {
+		t.Fatalf("%s: no instances", instPath)
+	}
+	return right / total, n, bad
 }

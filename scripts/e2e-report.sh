@@ -26,6 +26,7 @@ import collections, glob, re, sys
 rx = re.compile(r'e2e_test.go:\d+: (.+?)\s{2,}(.+?)\s{2,}wap5 (link|nest) ([0-9.]+) ms, servers ([0-9.]+) ms.*?([+-][0-9.]+)%')
 rows = collections.OrderedDict()
 trees = collections.defaultdict(list)
+insts = collections.defaultdict(list)
 for f in sorted(glob.glob(sys.argv[1] + '/run*.log')):
     sub = None
     for l in open(f):
@@ -39,6 +40,12 @@ for f in sorted(glob.glob(sys.argv[1] + '/run*.log')):
         m = re.search(r'(clients=\d+, \w+ granularity): (\d+) of (\d+) paths', l)
         if m:
             trees[m.group(1)].append(int(m.group(2)) / int(m.group(3)))
+        m = re.search(r'(clients=\d+, \w+ granularity): \d+ instances, ([0-9.]+)%', l)
+        if m:
+            insts['wap5 nest, ' + m.group(1)].append(float(m.group(2)) / 100)
+        m = re.search(r'wap5 link: \d+ instances, ([0-9.]+)%', l)
+        if m and sub:
+            insts['wap5 link, ' + sub.split('/')[-1]].append(float(m.group(1)) / 100)
 print()
 print('| test | tool | path | node (servers\' interval) | tool ms (median) | servers ms (median) | error median | error min … max |')
 print('|---|---|---|---|---|---|---|---|')
@@ -51,5 +58,10 @@ print()
 print('| wap5 nest, no kind=/call= | paths in the true call trees: median | min … max |')
 print('|---|---|---|')
 for k, v in trees.items():
+    print('| %s | %.1f%% | %.1f%% … %.1f%% |' % (k, 100 * med(v), 100 * min(v), 100 * max(v)))
+print()
+print('| instances exactly their request\'s path | median | min … max |')
+print('|---|---|---|')
+for k, v in sorted(insts.items()):
     print('| %s | %.1f%% | %.1f%% … %.1f%% |' % (k, 100 * med(v), 100 * min(v), 100 * max(v)))
 PY
