@@ -1,7 +1,12 @@
 package nesting
 
 import (
+	"os"
+	"syscall"
 	"testing"
+	"time"
+
+	"wap5/trace"
 )
 
 // BenchmarkNest runs the algorithm on a multi-tier trace at low
@@ -23,4 +28,39 @@ func BenchmarkNest(b *testing.B) {
 			b.ReportMetric(r.Parallelism, "parallelism")
 		})
 	}
+}
+
+// BenchmarkNestFile runs the algorithm on the trace file named by
+// WAP5_NEST_TRACE (e.g. bench/p5.sh's mt-long or mt-par45 trace) with the
+// CLI's defaults; skipped without it.
+func BenchmarkNestFile(b *testing.B) {
+	name := os.Getenv("WAP5_NEST_TRACE")
+	if name == "" {
+		b.Skip("WAP5_NEST_TRACE not set")
+	}
+	start := time.Now()
+	tr, err := trace.ReadFile(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	read := time.Since(start)
+	opt := DefaultOptions()
+	opt.NoInstances = true // as wap5 nest without --instances
+	var r *Result
+	cpu0 := cpuTime()
+	for b.Loop() {
+		r = Nest(tr, opt)
+	}
+	b.ReportMetric(float64(len(tr.Messages))*float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+	b.ReportMetric(r.Parallelism, "parallelism")
+	b.ReportMetric((cpuTime()-cpu0).Seconds()*1e3/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(read.Seconds(), "read-s")
+}
+
+// cpuTime is the process's user+system CPU time so far: on the shared
+// 2-core machine it measures the work better than the wall clock.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

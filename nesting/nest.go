@@ -112,6 +112,8 @@ type call struct {
 	parent          int32 // −1: a root
 	first, last     int32 // children, in order of their cs
 	next            int32 // next sibling
+	nkids           int32 // number of children
+	pbin            int32 // scoreboard bin of the nesting delay in the parent
 	candOff         int32 // candidates are cands[candOff : candOff+candN]
 	candN           int32
 }

@@ -318,3 +318,62 @@ func TestEmptyAndNoPairs(t *testing.T) {
 		t.Fatalf("no pairs: %+v", r)
 	}
 }
+
+// TestPairKindsManyOpen pairs far more simultaneously open calls than the
+// pairing table has slots, so keys collide and spill into its map: every
+// return must still close the earliest open call with its key.
+func TestPairKindsManyOpen(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		open, dupEvery  int
+		extraRet, extra int // unmatched returns and calls
+	}{
+		{"few", 10, 0, 0, 0},
+		{"collisions", 3000, 0, 0, 0},
+		{"duplicate ids", 3000, 7, 0, 0},
+		{"unmatched", 500, 5, 3, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := trace.New()
+			a, b := tr.Node("A"), tr.Node("B")
+			ts := int64(1e9)
+			add := func(src, dst trace.NodeID, kind trace.Kind, id int32) {
+				ts += 1000
+				tr.Add(trace.Message{Send: ts, Recv: ts + 10, ID: trace.NoRef, Src: src, Dst: dst, Kind: kind, Call: id, Truth: trace.NoRef})
+			}
+			ids := make([]int32, tc.open)
+			for i := range ids {
+				ids[i] = int32(i)
+				if tc.dupEvery > 0 && i%tc.dupEvery == 1 {
+					ids[i] = ids[i-1] // the same key open twice
+				}
+				add(a, b, trace.KindCall, ids[i])
+			}
+			for i := range tc.extra {
+				add(b, a, trace.KindCall, int32(1_000_000+i)) // never returned
+			}
+			for i := len(ids) - 1; i >= 0; i-- {
+				add(b, a, trace.KindReturn, ids[i])
+			}
+			for i := range tc.extraRet {
+				add(b, a, trace.KindReturn, int32(2_000_000+i)) // never called
+			}
+			s := &state{t: tr, opt: DefaultOptions()}
+			s.findCallPairs()
+			if len(s.calls) != tc.open || s.unpaired != tc.extra+tc.extraRet {
+				t.Fatalf("%d pairs, %d unpaired; want %d, %d", len(s.calls), s.unpaired, tc.open, tc.extra+tc.extraRet)
+			}
+			seen := map[int32]int32{} // call id → last call message paired
+			for _, c := range s.calls {
+				cm, rm := tr.Messages[c.callMsg], tr.Messages[c.retMsg]
+				if cm.Call != rm.Call || cm.Kind != trace.KindCall || rm.Kind != trace.KindReturn {
+					t.Fatalf("call %+v paired with return %+v", cm, rm)
+				}
+				if prev, ok := seen[cm.Call]; ok && prev > c.callMsg {
+					t.Fatalf("id %d: returns not FIFO (%d after %d)", cm.Call, c.callMsg, prev)
+				}
+				seen[cm.Call] = c.callMsg
+			}
+		})
+	}
+}

@@ -21,22 +21,36 @@ func (s *state) findCallPairs() {
 	if len(s.t.Nodes) <= 1<<16 {
 		none = pairKinds(s, po, func(a, b trace.NodeID, id int32) uint64 {
 			return uint64(a)<<48 | uint64(b)<<32 | uint64(uint32(id))
-		})
+		}, func(k uint64) uint64 { return k })
 	} else {
 		type key struct {
 			a, b trace.NodeID
 			id   int32
 		}
-		none = pairKinds(s, po, func(a, b trace.NodeID, id int32) key { return key{a, b, id} })
+		none = pairKinds(s, po, func(a, b trace.NodeID, id int32) key { return key{a, b, id} },
+			func(k key) uint64 { return uint64(k.a)<<40 ^ uint64(k.b)<<20 ^ uint64(uint32(k.id)) })
 	}
 	if none > 0 {
 		s.pairByConnection(order, none)
 	}
 }
 
-func pairKinds[K comparable](s *state, order []int32, mk func(a, b trace.NodeID, id int32) K) (none int) {
+func pairKinds[K comparable](s *state, order []int32, mk func(a, b trace.NodeID, id int32) K, hash func(K) uint64) (none int) {
 	msgs := s.t.Messages
 	type queue struct{ head, tail int32 }
+	// Open calls by key: a direct-mapped table of slots in front of a map.
+	// A key is in its slot or in the map, never both.
+	type slot struct {
+		k    K
+		q    queue
+		live bool
+	}
+	size := 64
+	for size < len(msgs) && size < 1<<14 {
+		size <<= 1
+	}
+	slots := make([]slot, size)
+	at := func(k K) *slot { return &slots[(hash(k)*0x9E3779B97F4A7C15)>>32&uint64(size-1)] }
 	open := make(map[K]queue)
 	var link []int32
 	for _, i := range order {
@@ -48,14 +62,37 @@ func pairKinds[K comparable](s *state, order []int32, mk func(a, b trace.NodeID,
 			}
 			k := mk(m.Src, m.Dst, m.Call)
 			link[i] = -1
-			if q, ok := open[k]; ok {
+			sl := at(k)
+			if sl.live && sl.k == k {
+				link[sl.q.tail] = i
+				sl.q.tail = i
+				continue
+			}
+			var q queue
+			ok := false
+			if len(open) > 0 {
+				q, ok = open[k]
+			}
+			if ok {
 				link[q.tail] = i
 				open[k] = queue{q.head, i}
+			} else if !sl.live {
+				*sl = slot{k, queue{i, i}, true}
 			} else {
 				open[k] = queue{i, i}
 			}
 		case trace.KindReturn:
 			k := mk(m.Dst, m.Src, m.Call)
+			if sl := at(k); sl.live && sl.k == k {
+				head := sl.q.head
+				if nx := link[head]; nx >= 0 {
+					sl.q.head = nx
+				} else {
+					sl.live = false
+				}
+				s.addCall(head, i)
+				continue
+			}
 			q, ok := open[k]
 			if !ok {
 				s.unpaired++
@@ -73,6 +110,11 @@ func pairKinds[K comparable](s *state, order []int32, mk func(a, b trace.NodeID,
 	}
 	for _, q := range open {
 		for j := q.head; j >= 0; j = link[j] {
+			s.unpaired++
+		}
+	}
+	for _, sl := range slots {
+		for j := sl.q.head; sl.live && j >= 0; j = link[j] {
 			s.unpaired++
 		}
 	}

@@ -36,7 +36,7 @@ func (s *state) findNestedPairs() {
 			if c.candN == 0 {
 				continue
 			}
-			best, bestScore := int32(-1), -1.0
+			best, bestBin, bestScore := int32(-1), int32(0), -1.0
 			for _, cd := range s.cands[c.candOff : c.candOff+c.candN] {
 				// 3a. Raw score: the scoreboard at this nesting delay.
 				score := s.board[cd.hist][cd.bin]
@@ -58,10 +58,10 @@ func (s *state) findNestedPairs() {
 				// 3c. Highest score wins; candidates come in order of
 				// arrival, so ties go to the earliest parent.
 				if score > bestScore {
-					best, bestScore = cd.parent, score
+					best, bestBin, bestScore = cd.parent, cd.bin, score
 				}
 			}
-			c.parent = best
+			c.parent, c.pbin = best, bestBin
 			p := &calls[best]
 			if p.last < 0 {
 				p.first = ci
@@ -69,6 +69,7 @@ func (s *state) findNestedPairs() {
 				calls[p.last].next = ci
 			}
 			p.last = ci
+			p.nkids++
 		}
 	}
 }

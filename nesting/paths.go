@@ -15,7 +15,7 @@ import (
 type pattern struct {
 	shape      []shapeStep
 	wait, lat  []trace.Accumulator
-	roots      []int32
+	orders     []int32 // instances: offsets of their walks in walks
 	count      int
 	rank       int
 	sig        string
@@ -42,10 +42,7 @@ func (w *walker) walk(root int32) {
 
 func (w *walker) visit(ci int32) {
 	c := &w.calls[ci]
-	n := int32(0)
-	for k := c.first; k >= 0; k = w.calls[k].next {
-		n++
-	}
+	n := c.nkids
 	w.order = append(w.order, ci)
 	w.shape = append(w.shape, shapeStep{c.caller, c.callee, n})
 	for _, v := range [3]uint64{uint64(c.caller), uint64(c.callee), uint64(n)} {
@@ -71,6 +68,8 @@ func (s *state) findCallPaths(out *trace.Paths) {
 	table := make(map[uint64][]*pattern)
 	var pats []*pattern
 	w := &walker{calls: calls}
+	// Every walk's preorder, kept for the histograms of step 4d.
+	walks := make([]int32, 0, len(calls))
 	var instPat []*pattern
 	var instOff []int32
 	var instMsgs []int32
@@ -96,7 +95,8 @@ func (s *state) findCallPaths(out *trace.Paths) {
 		}
 		// 4b. Call delays and latencies of every step.
 		pat.count++
-		pat.roots = append(pat.roots, r)
+		pat.orders = append(pat.orders, int32(len(walks)))
+		walks = append(walks, w.order...)
 		for k, ci := range w.order {
 			c := &calls[ci]
 			if k > 0 {
@@ -131,7 +131,7 @@ func (s *state) findCallPaths(out *trace.Paths) {
 	for i, p := range pats {
 		p.rank = i + 1
 		if i < s.opt.HistPatterns {
-			s.histograms(p, w)
+			s.histograms(p, walks)
 		}
 	}
 	out.Patterns = make([]*trace.Pattern, len(pats))
@@ -147,19 +147,23 @@ func (s *state) findCallPaths(out *trace.Paths) {
 	}
 }
 
-func (s *state) histograms(p *pattern, w *walker) {
+func (s *state) histograms(p *pattern, walks []int32) {
 	o := s.opt
+	waitH := make([]*trace.Histogram, len(p.shape))
+	latH := make([]*trace.Histogram, len(p.shape))
 	for k := range p.shape {
 		if k > 0 {
-			p.wait[k].WithHistogram(trace.NewLogHistogram(o.BinLo.Seconds(), o.BinRatio, o.Bins))
+			waitH[k] = trace.NewLogHistogram(o.BinLo.Seconds(), o.BinRatio, o.Bins)
+			p.wait[k].WithHistogram(waitH[k])
 		}
-		p.lat[k].WithHistogram(trace.NewLogHistogram(o.BinLo.Seconds(), o.BinRatio, o.Bins))
+		latH[k] = trace.NewLogHistogram(o.BinLo.Seconds(), o.BinRatio, o.Bins)
+		p.lat[k].WithHistogram(latH[k])
 	}
 	// The accumulators already hold the samples; only the histograms fill.
 	calls := s.calls
 	lo, inv := o.BinLo.Seconds(), 1/math.Log(o.BinRatio)
-	add := func(h *trace.Histogram, x float64) {
-		switch b := binOf(x, lo, inv, o.Bins); b {
+	add := func(h *trace.Histogram, b int) {
+		switch b {
 		case 0:
 			h.Under++
 		case o.Bins + 1:
@@ -168,14 +172,14 @@ func (s *state) histograms(p *pattern, w *walker) {
 			h.Counts[b-1]++
 		}
 	}
-	for _, r := range p.roots {
-		w.walk(r)
-		for k, ci := range w.order {
+	for _, off := range p.orders {
+		for k, ci := range walks[off : int(off)+len(p.shape)] {
 			c := &calls[ci]
 			if k > 0 {
-				add(p.wait[k].Stats().Hist, float64(c.cs-calls[c.parent].ca)/1e9)
+				// The call delay's bin is the one step 2 scored it in.
+				add(waitH[k], int(c.pbin))
 			}
-			add(p.lat[k].Stats().Hist, float64(c.cr-c.cs)/1e9)
+			add(latH[k], binOf(float64(c.cr-c.cs)/1e9, lo, inv, o.Bins))
 		}
 	}
 }

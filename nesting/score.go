@@ -101,10 +101,43 @@ func (s *state) scoreNestings() {
 	lo := s.opt.BinLo.Seconds()
 	inv := 1 / math.Log(s.opt.BinRatio)
 	nb := s.opt.Bins
+	// The scoreboard histogram of (A, b, C) at node b: a dense n×n table
+	// per b when the nodes are few, else a map.
 	boardIdx := make(map[triple]int32)
+	nn := len(s.t.Nodes)
+	var dense []int32
+	if nn <= 512 {
+		dense = make([]int32, nn*nn)
+	}
+	var b trace.NodeID
+	var touched []int32 // entries of dense set for this b
+	boardOf := func(a, c trace.NodeID) int32 {
+		if dense != nil {
+			if h := dense[int(a)*nn+int(c)]; h > 0 {
+				return h - 1
+			}
+		}
+		key := triple{a, b, c}
+		h, ok := boardIdx[key]
+		if !ok {
+			h = int32(len(s.board))
+			boardIdx[key] = h
+			s.board = append(s.board, make([]float64, s.opt.Bins+2))
+		}
+		if dense != nil {
+			dense[int(a)*nn+int(c)] = h + 1
+			touched = append(touched, int32(int(a)*nn+int(c)))
+		}
+		return h
+	}
 	s.cands = make([]candidate, 0, len(calls))
 	var active []int32
-	for b := range s.t.Nodes {
+	for bi := range s.t.Nodes {
+		b = trace.NodeID(bi)
+		for _, x := range touched {
+			dense[x] = 0
+		}
+		touched = touched[:0]
 		ins := g.in[g.inOff[b]:g.inOff[b+1]]
 		outs := g.out[g.outOff[b]:g.outOff[b+1]]
 		if len(ins) == 0 || len(outs) == 0 {
@@ -144,13 +177,7 @@ func (s *state) scoreNestings() {
 			for j := start; j < len(s.cands); j++ {
 				cd := &s.cands[j]
 				pc := &calls[cd.parent]
-				key := triple{pc.caller, c.caller, c.callee}
-				h, ok := boardIdx[key]
-				if !ok {
-					h = int32(len(s.board))
-					boardIdx[key] = h
-					s.board = append(s.board, make([]float64, nb+2))
-				}
+				h := boardOf(pc.caller, c.callee)
 				cd.hist = h
 				cd.bin = int32(binOf(float64(c.cs-pc.ca)/1e9, lo, inv, nb))
 				s.board[h][cd.bin] += wt
