@@ -128,7 +128,10 @@ type joint struct {
 	horizon []int64
 
 	// Fast paths to the models, by edge id.
-	classByTrig [][]classEntry
+	// classTab maps (trigger edge, action edge, reply, ret) to an index in
+	// classes: one probe per lookup.
+	classTab    *pairTable
+	classes     []*classModel
 	fanByEdge   []*fanModel
 	countByEdge []*countModel
 	spanIdx     []int32 // request → its span at the node being repaired, or −1
@@ -140,12 +143,6 @@ type joint struct {
 		pool                  [][]float32
 		certainN, allN, kinds []float64
 	}
-}
-
-type classEntry struct {
-	act        int32 // edge id of the caused message
-	reply, ret bool
-	c          *classModel
 }
 
 // runJoint is J1–J5.
@@ -247,15 +244,23 @@ func (j *joint) closes(sp int32) int64 {
 func (j *joint) classOf(trig, act int32) *classModel {
 	te, ae, reply := j.edge[trig], j.edge[act], j.r.role[act] == roleReply
 	ret := j.r.role[trig] == roleReply
-	for _, e := range j.classByTrig[te] {
-		if e.act == ae && e.reply == reply && e.ret == ret {
-			return e.c
-		}
+	fk := uint64(uint32(te))<<33 | uint64(uint32(ae))<<2
+	if reply {
+		fk |= 2
+	}
+	if ret {
+		fk |= 1
+	}
+	if ci, ok := j.classTab.get(fk); ok {
+		return j.classes[ci]
 	}
 	m, a := &j.msgs[trig], &j.msgs[act]
 	k := classKey{trig: m.Src, node: a.Src, act: a.Dst, reply: reply, ret: j.r.role[trig] == roleReply}
 	c := j.mod.class[k]
-	defer func() { j.classByTrig[te] = append(j.classByTrig[te], classEntry{ae, reply, ret, c}) }()
+	defer func() {
+		j.classTab.put(fk, int32(len(j.classes)))
+		j.classes = append(j.classes, c)
+	}()
 	if c == nil {
 		c = &classModel{d: j.base[j.edge[act]], key: k,
 			pool: intern(j.mod.poolID, poolKey{k.node, k.act, k.reply, k.ret}),
@@ -678,7 +683,7 @@ func (j *joint) instances() *instances {
 
 func (j *joint) initCaches() {
 	ne := len(j.edgeSrc)
-	j.classByTrig = make([][]classEntry, ne)
+	j.classTab, j.classes = newPairTable(64), nil
 	j.fanByEdge = make([]*fanModel, 2*ne)
 	j.countByEdge = make([]*countModel, ne)
 	j.spanIdx = make([]int32, len(j.msgs))
