@@ -344,8 +344,8 @@ var truePaths = []truePath{
 }
 
 // TestLink: on the real system, wap5 link's top patterns are the real
-// request paths with their true counts, and every node delay agrees within
-// 10% with the servers' own mean.
+// request paths with their true counts, every node delay agrees within 10%
+// with the servers' own mean, and its instances are their requests' paths.
 func TestLink(t *testing.T) {
 	for _, clients := range []int{1, 3} {
 		t.Run(fmt.Sprintf("clients=%d", clients), func(t *testing.T) {
