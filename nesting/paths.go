@@ -15,7 +15,7 @@ import (
 type pattern struct {
 	shape      []shapeStep
 	wait, lat  []trace.Accumulator
-	orders     []int32 // instances: offsets of their walks in walks
+	orders     []int32 // instances: offsets of their walks' bins (step 4d)
 	count      int
 	rank       int
 	sig        string
@@ -64,12 +64,14 @@ func (s *state) findCallPaths(out *trace.Paths) {
 		}
 	}
 	s.roots = len(roots)
-	slices.SortFunc(roots, func(a, b int32) int { return cmp.Compare(calls[a].cs, calls[b].cs) })
+	// Nearly in order already: sortBy's insertion sort (stable).
+	sortBy(roots, func(i int32) int64 { return calls[i].cs })
 	table := make(map[uint64][]*pattern)
 	var pats []*pattern
 	w := &walker{calls: calls}
-	// Every walk's preorder, kept for the histograms of step 4d.
-	walks := make([]int32, 0, len(calls))
+	// The bins of each walked call's call delay and latency.
+	bins := make([]stepBins, 0, len(calls))
+	binLo, binInv := s.opt.BinLo.Seconds(), 1/math.Log(s.opt.BinRatio)
 	var instPat []*pattern
 	var instOff []int32
 	var instMsgs []int32
@@ -95,14 +97,15 @@ func (s *state) findCallPaths(out *trace.Paths) {
 		}
 		// 4b. Call delays and latencies of every step.
 		pat.count++
-		pat.orders = append(pat.orders, int32(len(walks)))
-		walks = append(walks, w.order...)
+		pat.orders = append(pat.orders, int32(len(bins)))
 		for k, ci := range w.order {
 			c := &calls[ci]
 			if k > 0 {
 				pat.wait[k].Add(float64(c.cs-calls[c.parent].ca)/1e9, 1)
 			}
-			pat.lat[k].Add(float64(c.cr-c.cs)/1e9, 1)
+			lat := float64(c.cr-c.cs) / 1e9
+			pat.lat[k].Add(lat, 1)
+			bins = append(bins, stepBins{c.pbin, int32(binOf(lat, binLo, binInv, s.opt.Bins))})
 		}
 		pat.rootLatSum += float64(calls[r].cr-calls[r].cs) / 1e9
 		if !s.opt.NoInstances {
@@ -131,7 +134,7 @@ func (s *state) findCallPaths(out *trace.Paths) {
 	for i, p := range pats {
 		p.rank = i + 1
 		if i < s.opt.HistPatterns {
-			s.histograms(p, walks)
+			s.histograms(p, bins)
 		}
 	}
 	out.Patterns = make([]*trace.Pattern, len(pats))
@@ -147,7 +150,13 @@ func (s *state) findCallPaths(out *trace.Paths) {
 	}
 }
 
-func (s *state) histograms(p *pattern, walks []int32) {
+// stepBins are the scoreboard bins of a call's call delay (the one step 2
+// scored it in) and of its latency.
+type stepBins struct{ wait, lat int32 }
+
+// histograms is step 4d for one pattern: bins holds the bins of every walk
+// of step 4a, p.orders where each of p's walks starts.
+func (s *state) histograms(p *pattern, bins []stepBins) {
 	o := s.opt
 	waitH := make([]*trace.Histogram, len(p.shape))
 	latH := make([]*trace.Histogram, len(p.shape))
@@ -160,10 +169,8 @@ func (s *state) histograms(p *pattern, walks []int32) {
 		p.lat[k].WithHistogram(latH[k])
 	}
 	// The accumulators already hold the samples; only the histograms fill.
-	calls := s.calls
-	lo, inv := o.BinLo.Seconds(), 1/math.Log(o.BinRatio)
-	add := func(h *trace.Histogram, b int) {
-		switch b {
+	add := func(h *trace.Histogram, b int32) {
+		switch int(b) {
 		case 0:
 			h.Under++
 		case o.Bins + 1:
@@ -173,13 +180,11 @@ func (s *state) histograms(p *pattern, walks []int32) {
 		}
 	}
 	for _, off := range p.orders {
-		for k, ci := range walks[off : int(off)+len(p.shape)] {
-			c := &calls[ci]
+		for k, sb := range bins[off : int(off)+len(p.shape)] {
 			if k > 0 {
-				// The call delay's bin is the one step 2 scored it in.
-				add(waitH[k], int(c.pbin))
+				add(waitH[k], sb.wait)
 			}
-			add(latH[k], binOf(float64(c.cr-c.cs)/1e9, lo, inv, o.Bins))
+			add(latH[k], sb.lat)
 		}
 	}
 }

@@ -34,29 +34,50 @@ func (s *state) group() *byNode {
 		fo[c.caller]++
 	}
 	calls := s.calls
+	var ks []keyed
 	for b := 0; b < n; b++ {
-		sortBy(g.in[g.inOff[b]:g.inOff[b+1]], func(i int32) int64 { return calls[i].ca })
-		sortBy(g.out[g.outOff[b]:g.outOff[b+1]], func(i int32) int64 { return calls[i].cs })
+		in := g.in[g.inOff[b]:g.inOff[b+1]]
+		ks = ks[:0]
+		for _, i := range in {
+			ks = append(ks, keyed{calls[i].ca, i})
+		}
+		sortKeyed(in, ks)
+		out := g.out[g.outOff[b]:g.outOff[b+1]]
+		ks = ks[:0]
+		for _, i := range out {
+			ks = append(ks, keyed{calls[i].cs, i})
+		}
+		sortKeyed(out, ks)
 	}
 	return g
 }
 
-// sortBy sorts ids by key, stably. Traces come nearly sorted, so an
-// insertion sort with a budget of moves comes first.
+type keyed struct {
+	k int64
+	i int32
+}
+
+// sortBy sorts ids by key, stably.
 func sortBy(ids []int32, key func(int32) int64) {
-	type keyed struct {
-		k int64
-		i int32
-	}
 	if len(ids) < 2 {
 		return
 	}
 	ks := make([]keyed, len(ids))
-	sorted := true
 	for j, i := range ids {
 		ks[j] = keyed{key(i), i}
-		if j > 0 && ks[j].k < ks[j-1].k {
+	}
+	sortKeyed(ids, ks)
+}
+
+// sortKeyed sorts ks (ids with their keys) by key, stably, and writes the
+// ids back in that order. Traces come nearly sorted, so an insertion sort
+// with a budget of moves comes first.
+func sortKeyed(ids []int32, ks []keyed) {
+	sorted := true
+	for j := 1; j < len(ks); j++ {
+		if ks[j].k < ks[j-1].k {
 			sorted = false
+			break
 		}
 	}
 	if sorted {
