@@ -98,6 +98,7 @@ type Process struct {
 	StartMono   int64  // the log's clock at start, ns
 	ClockSource string // e.g. "CLOCK_REALTIME", "CLOCK_MONOTONIC"
 	BootID      string
+	NetNS       uint64 // inode of the process's network namespace (/proc/self/ns/net), 0 = unknown (older logs)
 	File        string // log file it came from
 	Clock       uint32 // clock id of record timestamps (FORMAT.md): 0 CLOCK_REALTIME, 1 CLOCK_MONOTONIC
 	Dropped     int64  // events the library could not record (full disk, ...), from the header

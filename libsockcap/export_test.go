@@ -14,7 +14,7 @@ var (
 		"SC_F_RET": fRet, "SC_F_PEERPID": fPeerPid, "SC_F_ALL": fAll, "SC_FD_ALL": fdAll,
 		"SC_AF_UNIX": afUnix, "SC_AF_INET": afInet, "SC_AF_INET6": afInet6,
 		"SC_SUM_PREFIX": sumPrefix, "SC_NAME_MAX": nameMax,
-		"SC_STR_HOST": strHost, "SC_STR_CLOCKNAME": strClockName,
+		"SC_STR_HOST": strHost, "SC_STR_CLOCKNAME": strClockName, "SC_STR_NETNS": strNetNS,
 	}
 )
 

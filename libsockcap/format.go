@@ -25,6 +25,7 @@ const (
 	strArgv      = 4
 	strBootID    = 5
 	strClockName = 6
+	strNetNS     = 7
 
 	kSend  = 1
 	kRecv  = 2

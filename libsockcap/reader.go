@@ -352,6 +352,12 @@ func (s *Scanner) parseHeader() error {
 			p.BootID = v
 		case strClockName:
 			p.ClockSource = v
+		case strNetNS:
+			if n != 8 {
+				s.warn(int64(hdrStringsOff+off-n-3), "network namespace field of %d bytes, want 8", n)
+				break
+			}
+			p.NetNS = le.Uint64(str[off-n:])
 		}
 	}
 	s.data = d

@@ -2,6 +2,7 @@ package libsockcap_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -788,3 +789,55 @@ func ExampleSummarize() {
 }
 
 var _ = bytes.Equal
+
+// The network namespace header field: absent in older logs (0), 8 bytes
+// little-endian, or damaged (a warning naming the offset, 0).
+func TestHeaderNetNS(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		netns uint64
+		// patch rewrites the field's length in the built header (0: keep).
+		patch uint16
+		want  uint64
+		warn  string
+	}{
+		{name: "absent", want: 0},
+		{name: "present", netns: 4026531840, want: 4026531840},
+		{name: "large", netns: 1<<63 | 5, want: 1<<63 | 5},
+		{name: "short", netns: 4026531840, patch: 4, want: 0, warn: "network namespace field of 4 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := hdr
+			h.NetNS = tc.netns
+			l := enc.NewLog(h)
+			b := l.Bytes()
+			if tc.patch != 0 {
+				// The field is the last string: tag 7, len u16, 8 bytes.
+				le := binary.LittleEndian
+				slen := int(le.Uint32(b[72:]))
+				at := 80 + slen - 11
+				if b[at] != 7 {
+					t.Fatalf("tag %d at %d, want 7", b[at], at)
+				}
+				le.PutUint16(b[at+1:], tc.patch)
+				le.PutUint32(b[72:], uint32(slen-int(8-tc.patch)))
+			}
+			path := writeFile(t, t.TempDir(), "42-1.sclog", b)
+			s, err := libsockcap.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if got := s.Process().NetNS; got != tc.want {
+				t.Errorf("NetNS %d, want %d", got, tc.want)
+			}
+			var ws []string
+			for _, w := range s.Warnings() {
+				ws = append(ws, w.Error())
+			}
+			if tc.warn == "" && len(ws) != 0 || tc.warn != "" && (len(ws) != 1 || !strings.Contains(ws[0], tc.warn) || !strings.Contains(ws[0], path)) {
+				t.Errorf("warnings %q, want one containing %q", ws, tc.warn)
+			}
+		})
+	}
+}

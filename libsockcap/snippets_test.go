@@ -61,6 +61,9 @@ func TestSnippets(t *testing.T) {
 				if l.P.Node != "testnode" || l.P.Host == "" || l.P.BootID == "" || l.P.Exe == "" || len(l.P.Argv) == 0 {
 					t.Errorf("incomplete header %+v", l.P)
 				}
+				if want := selfNetNS(t); l.P.NetNS != want {
+					t.Errorf("pid %d: network namespace %d, want %d (this test's)", l.P.Pid, l.P.NetNS, want)
+				}
 			}
 			tc.check(t, r, logs)
 		})
@@ -470,4 +473,15 @@ func TestRelativeDir(t *testing.T) {
 	if _, err := os.Stat("/rel-logs"); err == nil {
 		t.Errorf("logs written to /rel-logs")
 	}
+}
+
+// selfNetNS is the inode of this process's network namespace, which the
+// traced children share.
+func selfNetNS(t *testing.T) uint64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/self/ns/net", &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
 }

@@ -55,6 +55,7 @@ struct sc_file_header {
 #define SC_STR_ARGV 4  /* /proc/self/cmdline: NUL-separated, bounded */
 #define SC_STR_BOOTID 5
 #define SC_STR_CLOCKNAME 6
+#define SC_STR_NETNS 7 /* 8 bytes LE: inode of /proc/self/ns/net (the network namespace) */
 #define SC_STR_MAX_LEN 1024u
 
 /* Chunk header (SC_CHUNK_HDR_SIZE bytes). */

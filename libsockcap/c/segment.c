@@ -247,6 +247,16 @@ static int create_log(void)
 		bn--;
 	put_tlv(h, SC_STR_BOOTID, buf, bn);
 	put_tlv(h, SC_STR_CLOCKNAME, "CLOCK_REALTIME", 14);
+	/* The network namespace: loopback addresses mean something only within
+	 * it. stat, not open: no fd kept. */
+	struct stat ns;
+	if (stat("/proc/self/ns/net", &ns) == 0) {
+		uint64_t ino = (uint64_t)ns.st_ino;
+		uint8_t le[8];
+		for (int i = 0; i < 8; i++)
+			le[i] = (uint8_t)(ino >> (8 * i));
+		put_tlv(h, SC_STR_NETNS, le, 8);
+	}
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	memcpy(h->magic, SC_MAGIC, 8);
 	L.hdr = h;

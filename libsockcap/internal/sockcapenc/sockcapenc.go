@@ -78,6 +78,7 @@ var (
 		"SC_AF_UNIX": C.SC_AF_UNIX, "SC_AF_INET": C.SC_AF_INET, "SC_AF_INET6": C.SC_AF_INET6,
 		"SC_SUM_PREFIX": C.SC_SUM_PREFIX, "SC_NAME_MAX": C.SC_NAME_MAX,
 		"SC_STR_HOST": C.SC_STR_HOST, "SC_STR_CLOCKNAME": C.SC_STR_CLOCKNAME,
+		"SC_STR_NETNS": C.SC_STR_NETNS,
 	}
 )
 
@@ -111,6 +112,7 @@ type Header struct {
 	Dropped                        uint64
 	Host, Node, Exe, BootID, Clock string
 	Argv                           []string
+	NetNS                          uint64 // written when not 0
 	// HdrSize and ChunkSize override the library's sizes (small logs for fuzz seeds).
 	HdrSize, ChunkSize int
 }
@@ -155,6 +157,11 @@ func NewLog(h Header) *Log {
 	put(C.SC_STR_ARGV, argv+"\x00")
 	put(C.SC_STR_BOOTID, h.BootID)
 	put(C.SC_STR_CLOCKNAME, h.Clock)
+	if h.NetNS != 0 {
+		var ns [8]byte
+		le.PutUint64(ns[:], h.NetNS)
+		put(C.SC_STR_NETNS, string(ns[:]))
+	}
 	le.PutUint32(b[72:], uint32(off-int(C.SC_HDR_STRINGS_OFF)))
 	return &Log{buf: b, hdrSize: h.HdrSize, chunkSize: h.ChunkSize}
 }
