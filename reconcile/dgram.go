@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"net/netip"
+	"strings"
 	"time"
 
 	"wap5/libsockcap"
@@ -75,7 +76,7 @@ func (m *matcher) observeDgram(ob *Observation) {
 	if (ob.Op != OpSend && ob.Op != OpRecv) || ob.Bytes < 0 {
 		return
 	}
-	d := &dgram{send: ob.Op == OpSend, t: ob.Time, ct: ob.Time - m.corr, node: m.names.node(ob.Observer), host: hostScope(ob.Observer),
+	d := &dgram{send: ob.Op == OpSend, t: ob.Time, ct: ob.Time - m.corr, node: m.names.node(ob.Observer), host: netScope(ob.Observer),
 		local: ob.Local, remote: ob.Remote}
 	k := dgKey{proto: ob.Proto, n: ob.Bytes, sum: ob.Sum}
 	if d.send {
@@ -87,8 +88,17 @@ func (m *matcher) observeDgram(ob *Observation) {
 		m.noteReceiver(ob, d.node)
 	}
 	k.dport = d.dst.Port()
-	if ob.Proto == libsockcap.ProtoUnix || d.dst.Addr().IsLoopback() || d.src.Addr().IsLoopback() {
-		k.scope = hostScope(ob.Observer)
+	switch {
+	case ob.Proto == libsockcap.ProtoUnix:
+		// One scope for both names: an abstract name on either side
+		// makes it the network namespace's.
+		if strings.HasPrefix(k.spath, "@") || strings.HasPrefix(k.dpath, "@") {
+			k.scope = netScope(ob.Observer)
+		} else {
+			k.scope = hostScope(ob.Observer)
+		}
+	case d.dst.Addr().IsLoopback() || d.src.Addr().IsLoopback():
+		k.scope = netScope(ob.Observer)
 	}
 	d.key = k
 	s := &m.dg

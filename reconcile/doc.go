@@ -46,10 +46,15 @@
 //     address translations (--nat, those a capture set shows, and those
 //     learnt in step 6) to the real ends — a DNAT'd destination becomes the
 //     server's address, a SNAT'd source the client's — and a connection is
-//     keyed by its protocol and unordered endpoint pair (loopback addresses
-//     and Unix paths also by their host — node name and boot id, so network
-//     namespaces of one kernel stay apart; Unix sockets by both inodes when
-//     known, within one kernel, else by path, pairing in order). A key may be reused (port
+//     keyed by its protocol and unordered endpoint pair. Loopback addresses,
+//     abstract Unix names and wildcard sockets' addresses are also keyed by
+//     their network: boot id and network namespace when the log header
+//     names it (libsockcap.Process.NetNS), so processes of one machine
+//     traced under different node names share their loopback while network
+//     namespaces of one kernel stay apart; else (older logs, packets) by
+//     node name and boot id. Unix paths are keyed by their host (node name
+//     and boot id: the file system). Unix sockets by both inodes when
+//     known, within one kernel, else by path, pairing in order. A key may be reused (port
 //     reuse): an OpOpen on an end that already had a connection starts the
 //     next instance of that key, so connections are identified by key and
 //     lifetime; an end that opens the key again abandons its earlier

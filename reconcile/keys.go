@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"wap5/libsockcap"
@@ -36,14 +37,39 @@ type connKey struct {
 	a, b  epKey
 }
 
-// hostScope is the host an address means something on: loopback
-// addresses, Unix paths and the addresses of wildcard sockets. Node names
-// tell apart network namespaces of one kernel (one boot id).
+// hostScope is the host a Unix path means something on (its file system),
+// and the fallback of netScope. Node names tell apart network namespaces
+// of one kernel (one boot id).
 func hostScope(o *Observer) string {
 	if o == nil {
 		return ""
 	}
 	return o.Host + "\x00" + o.BootID
+}
+
+// netScope is the network a loopback address, an abstract Unix name or the
+// address of a wildcard socket means something in: the network namespace of
+// one running kernel (boot id + namespace inode) when the observer's log
+// names it, so that processes of one machine named as different nodes
+// (--node) share their loopback; else the node's host (hostScope: older
+// logs, packets).
+func netScope(o *Observer) string {
+	if o == nil {
+		return ""
+	}
+	if o.NetNS != 0 && o.BootID != "" {
+		return "netns\x00" + o.BootID + "\x00" + strconv.FormatUint(o.NetNS, 10)
+	}
+	return hostScope(o)
+}
+
+// pathScope scopes a Unix socket name: abstract names ("@...") live in the
+// network namespace, file system paths in the host's file system.
+func pathScope(path string, o *Observer) string {
+	if strings.HasPrefix(path, "@") {
+		return netScope(o)
+	}
+	return hostScope(o)
 }
 
 // scopeOf is the kernel a Unix socket inode lives in.
@@ -194,12 +220,13 @@ func parseRuleEndpoint(s string) (netip.Addr, uint16, bool, error) {
 // key returns the canonical endpoint key of e as observed by o.
 func (m *matcher) epKeyOf(e libsockcap.Endpoint, o *Observer) epKey {
 	if e.Unix {
-		return epKey{path: e.Path, inode: e.Inode, scope: hostScope(o)}
+		return epKey{path: e.Path, inode: e.Inode, scope: pathScope(e.Path, o)}
 	}
 	ap := m.nat.canon(e.Addr)
 	if ap.Addr().IsLoopback() {
-		// 127.0.0.1 on two hosts is two different places.
-		return epKey{ap: ap, scope: hostScope(o)}
+		// 127.0.0.1 on two hosts (or network namespaces) is two
+		// different places.
+		return epKey{ap: ap, scope: netScope(o)}
 	}
 	return epKey{ap: ap}
 }
@@ -218,9 +245,8 @@ func (m *matcher) connKeyOf(ob *Observation) (connKey, int) {
 			r = epKey{inode: ob.Remote.Inode, scope: sc}
 		default:
 			// A path and an unnamed end: instances pair in order.
-			sc := hostScope(ob.Observer)
-			l = epKey{path: ob.Local.Path, scope: sc}
-			r = epKey{path: ob.Remote.Path, scope: sc}
+			l = epKey{path: ob.Local.Path, scope: pathScope(ob.Local.Path, ob.Observer)}
+			r = epKey{path: ob.Remote.Path, scope: pathScope(ob.Remote.Path, ob.Observer)}
 		}
 	} else {
 		l, r = m.epKeyOf(ob.Local, ob.Observer), m.epKeyOf(ob.Remote, ob.Observer)

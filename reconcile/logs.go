@@ -158,7 +158,7 @@ func newLogSource(sc eventScanner, name string) *logSource {
 		name = p.File
 	}
 	return &logSource{sc: sc, name: name,
-		obs: &Observer{Host: host, Exe: p.Exe, Pid: p.Pid, BootID: p.BootID, File: name}}
+		obs: &Observer{Host: host, Exe: p.Exe, Pid: p.Pid, BootID: p.BootID, NetNS: p.NetNS, File: name}}
 }
 
 func (s *logSource) Name() string       { return s.name }

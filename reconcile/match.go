@@ -279,7 +279,7 @@ func (m *matcher) observe(src int, ob *Observation, corr int64) {
 		}
 	}
 	if ob.Op == OpOpen {
-		m.noteAddr(hostScope(ob.Observer), ob.Local)
+		m.noteAddr(netScope(ob.Observer), ob.Local)
 	}
 	c := e.c
 	switch ob.Op {

@@ -32,7 +32,7 @@ func updating() bool {
 //	-- expect --      the trace, text form without the header
 //	-- warnings --    optional: expected warnings, one per line
 //
-// Process lines: `proc NAME host=H exe=E pid=N [boot=B]`. Event lines:
+// Process lines: `proc NAME host=H exe=E pid=N [boot=B] [netns=N]`. Event lines:
 // `NAME TIME OP key=value...` with keys fd, fd2, proto (tcp|udp|unix), type
 // (stream|dgram), local, remote (ip:port, unix:PATH, unix:), lino, rino
 // (Unix inodes), bytes, ret, errno, sum, child.
@@ -117,7 +117,7 @@ func buildSources(t *testing.T, text string) []Source {
 		if f[0] == "proc" {
 			pid, _ := strconv.Atoi(kv["pid"])
 			procs[f[1]] = &libsockcap.Process{Host: kv["host"], Node: kv["host"], Exe: kv["exe"], Pid: int32(pid),
-				BootID: kv["boot"], File: f[1] + ".sclog"}
+				BootID: kv["boot"], NetNS: uint64(atoiU(kv["netns"])), File: f[1] + ".sclog"}
 			order = append(order, f[1])
 			continue
 		}
@@ -289,4 +289,10 @@ func TestTranslations(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %v\nwant %v", got, want)
 	}
+}
+
+// atoiU parses a scenario's unsigned number ("" = 0).
+func atoiU(s string) uint64 {
+	v, _ := strconv.ParseUint(s, 10, 64)
+	return v
 }

@@ -61,6 +61,7 @@ type Observer struct {
 	Exe    string // program path or name ("" for packets)
 	Pid    int32  // 0 for packets
 	BootID string // scopes Unix-domain sockets to one running kernel ("" = Host)
+	NetNS  uint64 // network namespace (inode of /proc/PID/ns/net) within BootID's kernel; 0 = unknown
 	File   string // input file, for warnings
 
 	// The node this observer was named as, by the namer that named it.
