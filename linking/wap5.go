@@ -80,12 +80,19 @@ func (l *linker) step2(rev []int32) *links {
 	// nothing would leave garbage of the same size behind.
 	k.parMsg, k.parProb = make([]int32, 0, 2*n), make([]float32, 0, 2*n)
 	y := l.o.Spontaneous
-	var lw []float64
+	// The density and the spontaneous weight per edge, once.
+	dists := make([]dist, len(l.d))
+	spont := make([]float64, len(l.d))
+	for e, d := range l.d {
+		dists[e] = modelDist(l.o.DelayModel, d)
+		spont[e] = dists[e].logpdf(y * d)
+	}
+	var lw, ew []float64
 	var pm []int32
 	for i := 0; i < n; i++ {
 		e := l.edge[i]
-		dd := modelDist(l.o.DelayModel, l.d[e])
-		ls := dd.logpdf(y * l.d[e])
+		dd := &dists[e]
+		ls := spont[e]
 		lw, pm = lw[:0], pm[:0]
 		best := ls
 		l.candidates(i, rev, func(p int32, dt float64) bool {
@@ -103,8 +110,11 @@ func (l *linker) step2(rev []int32) *links {
 			return true
 		})
 		sum := math.Exp(ls - best)
+		ew = ew[:0]
 		for _, w := range lw {
-			sum += math.Exp(w - best)
+			x := math.Exp(w - best)
+			ew = append(ew, x)
+			sum += x
 		}
 		k.spont[i] = float32(math.Exp(ls-best) / sum)
 		k.spontML[i] = ls >= best
@@ -112,8 +122,8 @@ func (l *linker) step2(rev []int32) *links {
 		// maxParents of them (memory is per link, and a busy node offers
 		// dozens of negligible ones).
 		kept := 0
-		for j, w := range lw {
-			p := math.Exp(w-best) / sum
+		for j, x := range ew {
+			p := x / sum
 			if p < minParentProb || kept == maxParents {
 				continue
 			}
