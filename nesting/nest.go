@@ -135,5 +135,6 @@ type state struct {
 	cands    []candidate
 	withCand int
 	board    [][]float64
+	bins     *binner
 	roots    int
 }

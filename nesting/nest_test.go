@@ -2,6 +2,7 @@ package nesting
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -375,5 +376,35 @@ func TestPairKindsManyOpen(t *testing.T) {
 				seen[cm.Call] = c.callMsg
 			}
 		})
+	}
+}
+
+// TestBinnerMatchesBinOf: the binary search in precomputed bin edges gives
+// binOf's bin for every delay, at the edges and between them.
+func TestBinnerMatchesBinOf(t *testing.T) {
+	for _, tc := range []struct {
+		lo    time.Duration
+		ratio float64
+		nb    int
+	}{{time.Millisecond, 1.05, 340}, {time.Microsecond, 1.2, 50}, {time.Second, 2, 3}} {
+		lo, inv := tc.lo.Seconds(), 1/math.Log(tc.ratio)
+		b := newBinner(lo, inv, tc.nb)
+		check := func(d int64) {
+			if got, want := b.of(d), binOf(float64(d)/1e9, lo, inv, tc.nb); got != want {
+				t.Fatalf("lo %v ratio %v: delay %d ns: bin %d, want %d", tc.lo, tc.ratio, d, got, want)
+			}
+		}
+		for _, e := range b.th {
+			for d := e - 3; d <= e+3; d++ {
+				check(d)
+			}
+		}
+		for _, d := range []int64{math.MinInt64, -1, 0, 1, math.MaxInt64} {
+			check(d)
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		for range 100000 {
+			check(int64(math.Exp(r.Float64() * 40)))
+		}
 	}
 }

@@ -2,7 +2,6 @@ package nesting
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"strings"
 
@@ -71,7 +70,6 @@ func (s *state) findCallPaths(out *trace.Paths) {
 	w := &walker{calls: calls}
 	// The bins of each walked call's call delay and latency.
 	bins := make([]stepBins, 0, len(calls))
-	binLo, binInv := s.opt.BinLo.Seconds(), 1/math.Log(s.opt.BinRatio)
 	var instPat []*pattern
 	var instOff []int32
 	var instMsgs []int32
@@ -105,7 +103,7 @@ func (s *state) findCallPaths(out *trace.Paths) {
 			}
 			lat := float64(c.cr-c.cs) / 1e9
 			pat.lat[k].Add(lat, 1)
-			bins = append(bins, stepBins{c.pbin, int32(binOf(lat, binLo, binInv, s.opt.Bins))})
+			bins = append(bins, stepBins{c.pbin, int32(s.bins.of(c.cr - c.cs))})
 		}
 		pat.rootLatSum += float64(calls[r].cr-calls[r].cs) / 1e9
 		if !s.opt.NoInstances {

@@ -122,6 +122,8 @@ func (s *state) scoreNestings() {
 	lo := s.opt.BinLo.Seconds()
 	inv := 1 / math.Log(s.opt.BinRatio)
 	nb := s.opt.Bins
+	bins := newBinner(lo, inv, nb)
+	s.bins = bins
 	// The scoreboard histogram of (A, b, C) at node b: a dense n×n table
 	// per b when the nodes are few, else a map.
 	boardIdx := make(map[triple]int32)
@@ -184,6 +186,11 @@ func (s *state) scoreNestings() {
 				active[k] = pi
 				k++
 				if pc.rd+w >= c.cr && pi != ci {
+					if len(s.cands) == cap(s.cands) {
+						// Doubling (append grows large slices by
+						// 1.25, copying them many times over).
+						s.cands = slices.Grow(s.cands, len(s.cands))
+					}
 					s.cands = append(s.cands, candidate{parent: pi})
 				}
 			}
@@ -200,7 +207,7 @@ func (s *state) scoreNestings() {
 				pc := &calls[cd.parent]
 				h := boardOf(pc.caller, c.callee)
 				cd.hist = h
-				cd.bin = int32(binOf(float64(c.cs-pc.ca)/1e9, lo, inv, nb))
+				cd.bin = int32(bins.of(c.cs - pc.ca))
 				s.board[h][cd.bin] += wt
 			}
 		}
@@ -213,6 +220,41 @@ func (s *state) scoreNestings() {
 			smooth(h, kern, buf)
 		}
 	}
+}
+
+// binner is binOf for delays in nanoseconds, by binary search in the
+// smallest delay of every bin (found with binOf itself, so both agree).
+type binner struct{ th []int64 } // th[i-1]: smallest delay of bin ≥ i
+
+func newBinner(lo, invLogRatio float64, nb int) *binner {
+	b := &binner{th: make([]int64, nb+1)}
+	for i := 1; i <= nb+1; i++ {
+		l, h := int64(0), int64(1)<<62
+		for l < h {
+			m := l + (h-l)/2
+			if binOf(float64(m)/1e9, lo, invLogRatio, nb) >= i {
+				h = m
+			} else {
+				l = m + 1
+			}
+		}
+		b.th[i-1] = l
+	}
+	return b
+}
+
+// of is binOf(d/1e9, ...) for d in nanoseconds.
+func (b *binner) of(d int64) int {
+	l, h := 0, len(b.th)
+	for l < h {
+		m := int(uint(l+h) >> 1)
+		if b.th[m] <= d {
+			l = m + 1
+		} else {
+			h = m
+		}
+	}
+	return l
 }
 
 // binOf maps a delay in seconds to a scoreboard bin: 0 below lo, 1..nb on
