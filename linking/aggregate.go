@@ -76,7 +76,7 @@ type aggregator struct {
 	clock   *trace.ClockMap
 	histTop int
 
-	byHash map[uint64]int32
+	byHash *pairTable // pattern hash → position in pats
 	pats   []*pattern
 
 	// scratch
@@ -88,7 +88,7 @@ type aggregator struct {
 }
 
 func newAggregator(histTop int) *aggregator {
-	return &aggregator{nameIdx: map[string]int32{}, byHash: map[uint64]int32{}, histTop: histTop}
+	return &aggregator{nameIdx: map[string]int32{}, byHash: newPairTable(1024), histTop: histTop}
 }
 
 func (a *aggregator) label(name string) int32 {
@@ -168,11 +168,11 @@ func (a *aggregator) canon(ms []trace.Message, labels []int32, msgs, par []int32
 			a.stack = append(a.stack, ks[c])
 		}
 	}
-	pi, ok := a.byHash[hash[0]]
+	pi, ok := a.byHash.get(hash[0])
 	if !ok {
 		pi = int32(len(a.pats))
 		a.pats = append(a.pats, &pattern{hash: hash[0], idx: pi, first: -1})
-		a.byHash[hash[0]] = pi
+		a.byHash.put(hash[0], pi)
 	}
 	if p := a.pats[pi]; shape && p.par == nil {
 		p.par, p.closer = slices.Clone(a.cpar), make([]int32, n)

@@ -320,11 +320,11 @@ func (l *linker) floorDelay(d float64) float64 {
 	return d
 }
 
-// pairTable maps node-pair keys to ids: open addressing, linear probing,
-// grown at half full.
+// pairTable maps uint64 keys (node pairs, pattern hashes) to int32 ids ≥ 0:
+// open addressing, linear probing, grown at half full.
 type pairTable struct {
-	keys []uint64 // key+1 (0: empty)
-	vals []int32
+	keys []uint64
+	vals []int32 // id+1 (0: empty slot)
 	n    int
 }
 
@@ -335,7 +335,7 @@ func newPairTable(size int) *pairTable {
 func (t *pairTable) slot(k uint64) int {
 	mask := len(t.keys) - 1
 	h := int(mix(k) & uint64(mask))
-	for t.keys[h] != 0 && t.keys[h] != k+1 {
+	for t.vals[h] != 0 && t.keys[h] != k {
 		h = (h + 1) & mask
 	}
 	return h
@@ -343,26 +343,26 @@ func (t *pairTable) slot(k uint64) int {
 
 func (t *pairTable) get(k uint64) (int32, bool) {
 	h := t.slot(k)
-	if t.keys[h] == 0 {
+	if t.vals[h] == 0 {
 		return 0, false
 	}
-	return t.vals[h], true
+	return t.vals[h] - 1, true
 }
 
 func (t *pairTable) put(k uint64, v int32) {
 	if 2*(t.n+1) > len(t.keys) {
-		old, oldv := t.keys, t.vals
-		t.keys, t.vals = make([]uint64, 2*len(old)), make([]int32, 2*len(old))
-		for i, ok := range old {
-			if ok != 0 {
-				h := t.slot(ok - 1)
-				t.keys[h], t.vals[h] = ok, oldv[i]
+		oldk, oldv := t.keys, t.vals
+		t.keys, t.vals = make([]uint64, 2*len(oldk)), make([]int32, 2*len(oldk))
+		for i, v := range oldv {
+			if v != 0 {
+				h := t.slot(oldk[i])
+				t.keys[h], t.vals[h] = oldk[i], v
 			}
 		}
 	}
 	h := t.slot(k)
-	if t.keys[h] == 0 {
+	if t.vals[h] == 0 {
 		t.n++
 	}
-	t.keys[h], t.vals[h] = k+1, v
+	t.keys[h], t.vals[h] = k, v+1
 }

@@ -16,7 +16,8 @@ func TestPairTable(t *testing.T) {
 		{"dense", func(i int) uint64 { return uint64(i) }, 1000},
 		{"pairs", func(i int) uint64 { return uint64(i%37)<<32 | uint64(i/37) }, 5000},
 		{"high bits only", func(i int) uint64 { return uint64(i) << 40 }, 300},
-		{"random", func(i int) uint64 { return rand.New(rand.NewSource(int64(i))).Uint64() >> 1 }, 2000},
+		{"random", func(i int) uint64 { return rand.New(rand.NewSource(int64(i))).Uint64() }, 2000},
+		{"zero and all ones", func(i int) uint64 { return []uint64{0, ^uint64(0), 1, ^uint64(0) - 1}[i%4] }, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tab := newPairTable(4)

@@ -351,7 +351,7 @@ func (l *linker) buildTrees(k *links) *instances {
 
 // fitWAP5 compares the delay models on the most likely link of each message.
 func (l *linker) fitWAP5(k *links, fit Fit) Fit {
-	per := make(map[int32]*moments)
+	perEdge := make([]moments, len(l.edgeSrc)) // by edge: no map per message
 	for c := range l.msgs {
 		if k.spontML[c] {
 			continue
@@ -370,12 +370,13 @@ func (l *linker) fitWAP5(k *links, fit Fit) Fit {
 		if m.Send == trace.Unknown {
 			dt = m.Recv - p.Send
 		}
-		mm := per[l.edge[c]]
-		if mm == nil {
-			mm = &moments{}
-			per[l.edge[c]] = mm
+		perEdge[l.edge[c]].add(float64(dt) / 1e9)
+	}
+	per := make(map[int32]*moments)
+	for e := range perEdge {
+		if perEdge[e].n > 0 {
+			per[int32(e)] = &perEdge[e]
 		}
-		mm.add(float64(dt) / 1e9)
 	}
 	return compareFits(per, fit)
 }
