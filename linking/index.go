@@ -68,24 +68,43 @@ func (l *linker) index() {
 		}
 		l.edge[i] = e
 	}
-	l.inStart, l.ins = csr(n, nn, func(i int) int {
-		if l.msgs[i].Recv == trace.Unknown {
-			return -1
+	// The three groupings (receives per node, sends per node, sends per
+	// edge) in one counting pass and one filling pass over the messages.
+	ne := len(l.edgeSrc)
+	l.inStart, l.outStart, l.edgeStart = make([]int32, nn+1), make([]int32, nn+1), make([]int32, ne+1)
+	for i := range l.msgs {
+		m := &l.msgs[i]
+		if m.Recv != trace.Unknown {
+			l.inStart[m.Dst+1]++
 		}
-		return int(l.msgs[i].Dst)
-	})
-	l.outStart, l.outs = csr(n, nn, func(i int) int {
-		if l.msgs[i].Send == trace.Unknown {
-			return -1
+		if m.Send != trace.Unknown {
+			l.outStart[m.Src+1]++
+			l.edgeStart[l.edge[i]+1]++
 		}
-		return int(l.msgs[i].Src)
-	})
-	l.edgeStart, l.byEdge = csr(n, len(l.edgeSrc), func(i int) int {
-		if l.msgs[i].Send == trace.Unknown {
-			return -1
+	}
+	for b := 0; b < nn; b++ {
+		l.inStart[b+1] += l.inStart[b]
+		l.outStart[b+1] += l.outStart[b]
+	}
+	for e := 0; e < ne; e++ {
+		l.edgeStart[e+1] += l.edgeStart[e]
+	}
+	l.ins, l.outs, l.byEdge = make([]int32, l.inStart[nn]), make([]int32, l.outStart[nn]), make([]int32, l.edgeStart[ne])
+	inPos, outPos, edgePos := slices.Clone(l.inStart[:nn]), slices.Clone(l.outStart[:nn]), slices.Clone(l.edgeStart[:ne])
+	for i := range l.msgs {
+		m := &l.msgs[i]
+		if m.Recv != trace.Unknown {
+			l.ins[inPos[m.Dst]] = int32(i)
+			inPos[m.Dst]++
 		}
-		return int(l.edge[i])
-	})
+		if m.Send != trace.Unknown {
+			l.outs[outPos[m.Src]] = int32(i)
+			outPos[m.Src]++
+			e := l.edge[i]
+			l.byEdge[edgePos[e]] = int32(i)
+			edgePos[e]++
+		}
+	}
 	// Messages are sorted by Time, which is Send where known: outs and byEdge
 	// are in send order already. Receive order needs a sort per node: on
 	// (time, index) pairs in one flat array (no indirection through the
