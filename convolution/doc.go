@@ -14,13 +14,20 @@
 //     messages V from i to j (FindPathsFromRoot).
 //  3. ProcessNode(j, V): turn V's arrivals at j and the departures of each
 //     edge j→k into indicator signals, s(t) = √(messages in [tμ, (t+1)μ))
-//     (§5.2.1), and cross-correlate them (FindCorrelation) by FFT, the
-//     spectrum of V computed once per vertex and each edge's cached; when
+//     (§5.2.1), and cross-correlate them (FindCorrelation) by FFT. Only the
+//     lags in [−maxLag, maxLag] are needed, so the correlation is taken
+//     block-wise: V's signal is cut into blocks of B quanta, each
+//     correlated with the edge's signal over the block widened by maxLag
+//     on both sides, at a power-of-two FFT length n = B + 2·maxLag of about
+//     four times the lags; the blocks' products are summed in the
+//     frequency domain, so one short inverse transform gives C. V's block
+//     spectra are computed once per vertex, each edge's once per run. When
 //     the signals are sparse enough (deep vertices carry few messages) the
-//     same sums are taken directly over their non-zero quanta, whichever
-//     costs less. Correlating per destination rather than against all of
-//     j's departures (as Figure 6 does, splitting by destination after)
-//     keeps one busy edge's spikes from hiding a quieter edge's.
+//     same sums are taken directly, over the pairs of non-zero quanta or
+//     V's non-zero quanta against the edge's whole signal, whichever of the
+//     three costs least. Correlating per destination rather than against
+//     all of j's departures (as Figure 6 does, splitting by destination
+//     after) keeps one busy edge's spikes from hiding a quieter edge's.
 //  4. Spikes of each correlation (FindCausedMessages): local maxima at
 //     least N standard deviations above the mean, separated by a dip below
 //     S standard deviations (N = 4, S = 3), at shifts between −v and
@@ -54,5 +61,6 @@
 //     and removed. Patterns are ranked by count.
 //
 // Cost is O(e·m + e·S log S) for e output edges, m messages and S = T/μ
-// quanta (§5.2.5).
+// quanta (§5.2.5); block-wise, an edge's inverse transform costs
+// O(S/B·n + n log n) rather than O(S log S).
 package convolution
