@@ -3,53 +3,91 @@
 # wap5 convolve on generated multi-tier traces (median of RUNS runs, user+sys
 # CPU, since the 2-core machine is shared), and the correlation cost against
 # the number of quanta S (Go benchmark). Results: bench/results-p5.md.
+#
+# BASE=<git rev> also builds wap5 at that revision and runs it side by side
+# with the work tree's (runs alternate, so both see the same load).
+# Set WAP5_P5_INPROC=1 for the in-process benchmarks on the same traces
+# (BenchmarkNestFile, BenchmarkConvolveFile: CPU ms per run without reading).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/wap5-p5-bench}
 RUNS=${RUNS:-3}
+BASE=${BASE:-}
 mkdir -p "$OUT"
 go build -o "$OUT/wap5" ./cmd/wap5
 W=$OUT/wap5
+bins=("$W")
+if [ -n "$BASE" ]; then
+  rm -rf "$OUT/base-src" && mkdir -p "$OUT/base-src"
+  git archive "$BASE" | tar -x -C "$OUT/base-src"
+  (cd "$OUT/base-src" && go build -o "$OUT/wap5-base" ./cmd/wap5)
+  bins=("$OUT/wap5-base" "$W")
+fi
 G=testdata/gen
 gen() { [ -s "$OUT/$1.trace" ] || "$W" gen -o "$OUT/$1.trace" "${@:2}"; }
 gen mt-normal --parallel 2 --duration 500s $G/multitier.gen
 gen mt-config --duration 500s $G/multitier.gen
 gen mt-long --parallel 2 --duration 5000s $G/multitier.gen
 gen mt-par45 --parallel 220 --duration 50s $G/multitier.gen
-# cpu CMD...: median user+sys seconds over RUNS runs
-cpu() {
-  for _ in $(seq "$RUNS"); do
-    /usr/bin/time -f "%U %S" -o "$OUT/time" "$@" > /dev/null 2> "$OUT/err"
-    awk '{print $1+$2}' "$OUT/time"
-  done | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+# run1 TAG CMD...: one run; appends "cpu algo" (user+sys CPU of the whole
+# command, and the algorithm's own time as it prints it on stderr, "(123ms)",
+# wall clock without reading the trace) to $OUT/TAG.runs.
+run1() {
+  local tag=$1; shift
+  /usr/bin/time -f "%U %S" -o "$OUT/time" "$@" > /dev/null 2> "$OUT/err"
+  local a
+  a=$(sed -n 's/.*(\([0-9.]*\)\(m\?s\))$/\1 \2/p' "$OUT/err" | awk '{print ($2=="ms") ? $1/1000 : $1}')
+  echo "$(awk '{print $1+$2}' "$OUT/time") $a" >> "$OUT/$tag.runs"
 }
-# algo CMD...: the algorithm's own time as the command prints it on stderr
-# ("(123ms)", wall clock without reading the trace), best of RUNS runs.
-algo() {
+# measure TAG CMD...: RUNS runs of CMD under every binary, alternating;
+# TAG.<i>.runs holds binary i's.
+measure() {
+  local tag=$1; shift
+  for i in "${!bins[@]}"; do rm -f "$OUT/$tag.$i.runs"; done
   for _ in $(seq "$RUNS"); do
-    "$@" > /dev/null 2> "$OUT/err"
-    sed -n 's/.*(\([0-9.]*\)\(m\?s\))$/\1 \2/p' "$OUT/err" | awk '{print ($2=="ms") ? $1/1000 : $1}'
-  done | sort -n | head -1
+    for i in "${!bins[@]}"; do run1 "$tag.$i" "${bins[$i]}" "$@"; done
+  done
 }
-echo "| trace | messages | par. | nest CPU s (with reading) | nest alone, s (best wall) | nest M msgs/s | convolve μ=10 ms CPU s (with reading) | convolve alone, s | correlations |"
-echo "|---|---|---|---|---|---|---|---|---|"
+# med TAG I: "median CPU / best algo" of binary I's runs
+med() {
+  sort -n "$OUT/$1.$2.runs" | awk '{c[NR]=$1} END {printf "%s", c[int((NR+1)/2)]}'
+  printf " / "
+  sort -n -k2 "$OUT/$1.$2.runs" | head -1 | awk '{printf "%s", $2}'
+}
+# both TAG: "base → new" or just "new"
+both() {
+  if [ -n "$BASE" ]; then echo "$(med "$1" 0) → $(med "$1" 1)"; else med "$1" 0; fi
+}
+echo "Commands: wap5 nest --json T; wap5 convolve --json --quantum 0.01 T. Cells: median CPU s (whole command, with reading) / best algorithm wall s${BASE:+; base ($BASE) → work tree}"
+echo
+echo "| trace | messages | par. | nest | nest M msgs/s (algorithm, best wall) | convolve μ=10 ms | correlations |"
+echo "|---|---|---|---|---|---|---|"
 for t in mt-normal mt-config mt-long mt-par45; do
   tr=$OUT/$t.trace
   msgs=$(grep -vc '^#' "$tr")
-  n=$(cpu "$W" nest --json "$tr")
+  measure "$t-nest" nest --json "$tr"
   par=$(sed -n 's/.*parallelism \([0-9.]*\),.*/\1/p' "$OUT/err")
-  na=$(algo "$W" nest --json "$tr")
+  last=$((${#bins[@]} - 1))
+  na=$(sort -n -k2 "$OUT/$t-nest.$last.runs" | head -1 | awk '{print $2}')
   rate=$(awk -v m="$msgs" -v a="$na" 'BEGIN{printf "%.2f", m/a/1e6}')
-  if [ "$t" = mt-long ] || [ "$t" = mt-par45 ]; then cv="-"; ca="-"; corr="-"; else
-    cv=$(cpu "$W" convolve --json --quantum 0.01 "$tr")
+  if [ "$t" = mt-long ] || [ "$t" = mt-par45 ]; then cv="-"; corr="-"; else
+    measure "$t-conv" convolve --json --quantum 0.01 "$tr"
     corr=$(sed -n 's/.* \([0-9]*\) correlations.*/\1/p' "$OUT/err")
-    ca=$(algo "$W" convolve --json --quantum 0.01 "$tr")
+    cv=$(both "$t-conv")
   fi
-  echo "| $t | $msgs | $par | $n | $na | $rate | $cv | $ca | $corr |"
+  echo "| $t | $msgs | $par | $(both "$t-nest") | $rate | $cv | $corr |"
 done
 echo
 echo "Figure 23 (one cross-correlation by FFT against S = T/μ):"
 go test -run XXX -bench 'Correlate' -benchtime 20x -count 3 ./convolution | grep Benchmark
 echo
 echo "In-process (Go benchmarks, wall clock):"
-go test -run XXX -bench 'Nest|Convolve$' -benchtime 5x -count 3 ./nesting ./convolution | grep Benchmark
+go test -run XXX -bench 'Nest$|Convolve$' -benchtime 5x -count 3 ./nesting ./convolution | grep Benchmark
+if [ -n "${WAP5_P5_INPROC:-}" ]; then
+  echo
+  echo "In-process on the traces above (cpu-ms/op = CPU per run, without reading):"
+  for t in mt-long mt-par45; do
+    WAP5_NEST_TRACE=$OUT/$t.trace go test -run XXX -bench NestFile -benchtime 10x -count "$RUNS" ./nesting | grep Benchmark | sed "s/^/$t /"
+  done
+  WAP5_CONVOLVE_TRACE=$OUT/mt-config.trace go test -run XXX -bench ConvolveFile -benchtime 3x -count "$RUNS" ./convolution | grep Benchmark | sed "s/^/mt-config /"
+fi

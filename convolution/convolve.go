@@ -279,7 +279,9 @@ func newConvolver(t *trace.Trace, opt Options) *convolver {
 // blockSize is the FFT length of step 3's block-wise correlation: a power
 // of two (gonum's radix-2/4 transforms are the fastest per point) of about
 // four times the 2·maxLag+1 lags looked at, so each block's padding is a
-// small part of it, or just enough for one block holding the whole signal.
+// small part of it, and at least 1024 (tiny transforms cost more in calls
+// than in arithmetic), or just enough for one block holding the whole
+// signal.
 func blockSize(nq, maxLag int) int {
 	pow2 := func(x int) int {
 		n := 2
@@ -288,7 +290,7 @@ func blockSize(nq, maxLag int) int {
 		}
 		return n
 	}
-	return min(pow2(4*(2*maxLag+1)), pow2(nq+2*maxLag))
+	return min(max(pow2(4*(2*maxLag+1)), 1024), pow2(nq+2*maxLag))
 }
 
 // setBlocks sets the FFT length n ≥ 2·maxLag+1 of step 3, the blocks of

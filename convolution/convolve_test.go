@@ -204,7 +204,7 @@ func TestQuantumChoice(t *testing.T) {
 			t.Errorf("%d: down %d up %d, want %d %d", tc.in, d, u, tc.down, tc.up)
 		}
 	}
-	for _, tc := range []struct{ nq, maxLag, want int }{{10, 2, 16}, {1000, 100, 1024}, {50024, 2001, 16384}, {50024, 10, 128}} {
+	for _, tc := range []struct{ nq, maxLag, want int }{{10, 2, 16}, {1000, 100, 1024}, {50024, 2001, 16384}, {50024, 10, 1024}, {300, 10, 512}} {
 		if n := blockSize(tc.nq, tc.maxLag); n != tc.want {
 			t.Errorf("blockSize(%d, %d) = %d, want %d", tc.nq, tc.maxLag, n, tc.want)
 		}
