@@ -129,15 +129,17 @@ func (l *linker) index() {
 		for k, i := range s {
 			keyed[k] = recvKey{ts[k], i}
 		}
-		slices.SortFunc(keyed, func(x, y recvKey) int {
-			switch {
-			case x.t < y.t:
-				return -1
-			case x.t > y.t:
-				return 1
-			}
-			return int(x.i - y.i)
-		})
+		if !insertionSort(keyed, 8*len(keyed)) {
+			slices.SortFunc(keyed, func(x, y recvKey) int {
+				switch {
+				case x.t < y.t:
+					return -1
+				case x.t > y.t:
+					return 1
+				}
+				return int(x.i - y.i)
+			})
+		}
 		for k, kv := range keyed {
 			s[k], ts[k] = kv.i, kv.t
 		}
@@ -228,6 +230,26 @@ func lastAtOrBefore64(ts []int64, t int64) int {
 type recvKey struct {
 	t int64
 	i int32
+}
+
+// insertionSort sorts a by (t, i) when that takes at most budget moves —
+// receives are nearly in send order, displaced by network delays — and
+// otherwise gives up (false), leaving a permuted.
+func insertionSort(a []recvKey, budget int) bool {
+	for k := 1; k < len(a); k++ {
+		x := a[k]
+		j := k
+		for j > 0 && (a[j-1].t > x.t || a[j-1].t == x.t && a[j-1].i > x.i) {
+			a[j] = a[j-1]
+			j--
+			if budget--; budget < 0 {
+				a[j] = x
+				return false
+			}
+		}
+		a[j] = x
+	}
+	return true
 }
 
 // csr groups message indices by key (−1: left out), keeping index order.

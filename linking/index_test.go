@@ -1,7 +1,9 @@
 package linking
 
 import (
+	"cmp"
 	"math/rand"
+	"slices"
 	"testing"
 )
 
@@ -42,6 +44,51 @@ func TestPairTable(t *testing.T) {
 			}
 			if tab.n != len(want) {
 				t.Fatalf("n = %d, want %d", tab.n, len(want))
+			}
+		})
+	}
+}
+
+// TestInsertionSort: sorted like a full sort within the budget, and a
+// permutation of the input (ready for the fallback) when it gives up.
+func TestInsertionSort(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		in     []recvKey
+		budget int
+		done   bool
+	}{
+		{"empty", nil, 0, true},
+		{"sorted", []recvKey{{1, 0}, {2, 1}, {3, 2}}, 0, true},
+		{"ties by index", []recvKey{{5, 3}, {5, 1}, {4, 2}}, 10, true},
+		{"nearly sorted", []recvKey{{1, 0}, {3, 1}, {2, 2}, {4, 3}, {6, 4}, {5, 5}}, 2, true},
+		{"reversed, small budget", []recvKey{{4, 0}, {3, 1}, {2, 2}, {1, 3}}, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := slices.Clone(tc.in)
+			done := insertionSort(a, tc.budget)
+			if done != tc.done {
+				t.Fatalf("done = %v, want %v", done, tc.done)
+			}
+			want := slices.Clone(tc.in)
+			slices.SortFunc(want, func(x, y recvKey) int {
+				if x.t != y.t {
+					return cmp.Compare(x.t, y.t)
+				}
+				return cmp.Compare(x.i, y.i)
+			})
+			if done && !slices.Equal(a, want) {
+				t.Fatalf("got %v, want %v", a, want)
+			}
+			got := slices.Clone(a)
+			slices.SortFunc(got, func(x, y recvKey) int {
+				if x.t != y.t {
+					return cmp.Compare(x.t, y.t)
+				}
+				return cmp.Compare(x.i, y.i)
+			})
+			if !slices.Equal(got, want) {
+				t.Fatalf("not a permutation of the input: %v", a)
 			}
 		})
 	}
