@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"wap5/internal/p5sim"
 
 	"wap5/trace"
 )
@@ -35,7 +36,7 @@ func BenchmarkCorrelate(b *testing.B) {
 
 // BenchmarkConvolve runs the whole algorithm on a multi-tier trace.
 func BenchmarkConvolve(b *testing.B) {
-	tr := generate(genOpts{tracelets: multiTier(false), workers: 4, instances: 8000, think: ms(300), jitter: 0.1, net: ms(0.5), seed: 1})
+	tr := p5sim.Generate(p5sim.Options{Tracelets: p5sim.MultiTier(false), Workers: 4, Instances: 8000, Think: p5sim.MS(300), Jitter: 0.1, Net: p5sim.MS(0.5), Seed: 1})
 	opt := DefaultOptions()
 	opt.Quantum = 10 * time.Millisecond
 	for b.Loop() {

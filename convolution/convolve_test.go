@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"wap5/internal/p5sim"
 
 	"wap5/trace"
 )
@@ -56,7 +57,7 @@ func TestAddedDelay(t *testing.T) {
 	const sig = "CLIENT>WS2>AUTH>WS2>AP1>DB>AP1>WS2>CLIENT"
 	delay := map[bool]float64{}
 	for _, added := range []bool{false, true} {
-		tr := generate(genOpts{tracelets: multiTier(added), workers: 4, instances: 4000, think: ms(300), jitter: 0.1, net: ms(0.5), seed: 1})
+		tr := p5sim.Generate(p5sim.Options{Tracelets: p5sim.MultiTier(added), Workers: 4, Instances: 4000, Think: p5sim.MS(300), Jitter: 0.1, Net: p5sim.MS(0.5), Seed: 1})
 		r := Convolve(tr, DefaultOptions())
 		t.Logf("added=%v: μ=%v, S=%d, %d correlations, %d paths", added, r.Quantum, r.Quanta, r.Correlations, len(r.Patterns))
 		p := findChain(t, r, sig)

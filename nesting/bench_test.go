@@ -5,6 +5,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"wap5/internal/p5sim"
 
 	"wap5/trace"
 )
@@ -17,7 +18,7 @@ func BenchmarkNest(b *testing.B) {
 		name    string
 		workers int
 	}{{"parallelism-low", 2}, {"parallelism-high", 45}} {
-		tr := generate(genOpts{tracelets: multiTier(false), workers: bc.workers, instances: 20000, think: ms(100), jitter: 0.2, net: ms(0.5), seed: 1})
+		tr := p5sim.Generate(p5sim.Options{Tracelets: p5sim.MultiTier(false), Workers: bc.workers, Instances: 20000, Think: p5sim.MS(100), Jitter: 0.2, Net: p5sim.MS(0.5), Seed: 1})
 		b.Run(bc.name, func(b *testing.B) {
 			opt := DefaultOptions()
 			var r *Result

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"wap5/internal/p5sim"
 
 	"wap5/trace"
 )
@@ -115,7 +116,7 @@ func TestFigure3(t *testing.T) {
 }
 
 func TestUnpairedWarning(t *testing.T) {
-	tr := generate(genOpts{tracelets: multiTier(false), workers: 2, instances: 50, think: ms(100), jitter: 0.1, net: ms(0.5), seed: 3})
+	tr := p5sim.Generate(p5sim.Options{Tracelets: p5sim.MultiTier(false), Workers: 2, Instances: 50, Think: p5sim.MS(100), Jitter: 0.1, Net: p5sim.MS(0.5), Seed: 3})
 	// Drop 7 returns: their calls stay open.
 	drop := 0
 	kept := tr.Messages[:0]
@@ -141,7 +142,7 @@ func TestAddedDelay(t *testing.T) {
 	const sig = "CLIENT>WS2(WS2>AUTH,WS2>AP1(AP1>DB))"
 	delay := map[bool]float64{}
 	for _, added := range []bool{false, true} {
-		tr := generate(genOpts{tracelets: multiTier(added), workers: 4, instances: 2000, think: ms(300), jitter: 0.2, net: ms(0.5), seed: 1})
+		tr := p5sim.Generate(p5sim.Options{Tracelets: p5sim.MultiTier(added), Workers: 4, Instances: 2000, Think: p5sim.MS(300), Jitter: 0.2, Net: p5sim.MS(0.5), Seed: 1})
 		r := Nest(tr, DefaultOptions())
 		p := findPattern(t, tr, r, sig)
 		delay[added] = child(p.Root, 1).Wait.Mean
@@ -166,10 +167,10 @@ func TestConnectionPairingMatchesKinds(t *testing.T) {
 		workers int
 	}{{"serial", 1}, {"parallel", 6}} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := genOpts{tracelets: multiTier(false), workers: tc.workers, instances: 500, think: ms(200), jitter: 0.2, net: ms(0.5), seed: 9}
-			withKind := Nest(generate(o), DefaultOptions())
-			o.noKind = true
-			tr := generate(o)
+			o := p5sim.Options{Tracelets: p5sim.MultiTier(false), Workers: tc.workers, Instances: 500, Think: p5sim.MS(200), Jitter: 0.2, Net: p5sim.MS(0.5), Seed: 9}
+			withKind := Nest(p5sim.Generate(o), DefaultOptions())
+			o.NoKind = true
+			tr := p5sim.Generate(o)
 			byConn := Nest(tr, DefaultOptions())
 			if byConn.Unpaired != 0 || byConn.CallPairs != withKind.CallPairs {
 				t.Fatalf("by connection: %d pairs, %d unpaired; with kinds %d pairs", byConn.CallPairs, byConn.Unpaired, withKind.CallPairs)
@@ -252,15 +253,15 @@ func TestSkewWindowAndSmoothing(t *testing.T) {
 	// Project 5 §7.5.6: WS2's clock runs fast, timestamps are the senders'
 	// only. Without compensation WS2's calls to AUTH seem to return before
 	// they were made; a skew window brings them back.
-	o := genOpts{tracelets: multiTier(false), workers: 2, instances: 1000, think: ms(300), jitter: 0.1, net: ms(0.5), seed: 5,
-		skewNode: "WS2", skew: ms(20)}
-	tr := generate(o)
+	o := p5sim.Options{Tracelets: p5sim.MultiTier(false), Workers: 2, Instances: 1000, Think: p5sim.MS(300), Jitter: 0.1, Net: p5sim.MS(0.5), Seed: 5,
+		SkewNode: "WS2", Skew: p5sim.MS(20)}
+	tr := p5sim.Generate(o)
 	acc := func(w time.Duration, smooth float64) float64 {
 		opt := DefaultOptions()
 		opt.Time, opt.SkewWindow, opt.Smooth = TimeSend, w, smooth
 		return instanceAccuracy(tr, Nest(tr, opt))
 	}
-	none, comp, both := acc(0, 0), acc(ms(30), 0), acc(ms(30), 2)
+	none, comp, both := acc(0, 0), acc(p5sim.MS(30), 0), acc(p5sim.MS(30), 2)
 	t.Logf("no comp %.3f, window %.3f, window+smooth %.3f", none, comp, both)
 	if none > 0.6 {
 		t.Errorf("without compensation accuracy %.3f; the skew should hurt", none)
@@ -275,7 +276,7 @@ func TestSkewWindowAndSmoothing(t *testing.T) {
 }
 
 func TestHistograms(t *testing.T) {
-	tr := generate(genOpts{tracelets: multiTier(false), workers: 1, instances: 200, think: ms(100), jitter: 0.1, net: ms(0.5), seed: 2})
+	tr := p5sim.Generate(p5sim.Options{Tracelets: p5sim.MultiTier(false), Workers: 1, Instances: 200, Think: p5sim.MS(100), Jitter: 0.1, Net: p5sim.MS(0.5), Seed: 2})
 	opt := DefaultOptions()
 	opt.HistPatterns = 1
 	r := Nest(tr, opt)
