@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -18,27 +17,6 @@ import (
 // testbedLogs are real logs of three network namespaces on one machine
 // (client, forking server, threaded server with a Unix helper; DNAT, SNAT).
 const testbedLogs = "../../reconcile/testdata/logs/testbed"
-
-func analyzeGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "analyze", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cmd/wap5 -run TestAnalyze -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func TestAnalyzeGolden(t *testing.T) {
 	for _, tc := range []struct {
@@ -60,7 +38,7 @@ func TestAnalyzeGolden(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d\n%s", code, stderr)
 			}
-			analyzeGolden(t, tc.name+".golden", []byte(stdout))
+			golden(t, "analyze", tc.name+".golden", []byte(stdout))
 			report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
 			if err != nil {
 				t.Fatal(err)
@@ -87,7 +65,7 @@ func TestAnalyzeGolden(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(dir, "skew.json")); err == nil {
 				b, _ := os.ReadFile(filepath.Join(dir, "skew.json"))
-				analyzeGolden(t, tc.name+".skew.json", b)
+				golden(t, "analyze", tc.name+".skew.json", b)
 			}
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"flag"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -16,8 +15,6 @@ import (
 
 	"wap5/libsockcap"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // fakeSource replays fixed events, as a Scanner over a log would.
 type fakeSource struct {
@@ -83,27 +80,6 @@ func sampleLog() *fakeSource {
 		warnings: []error{&libsockcap.DamageError{File: p.File, Offset: 4096, Msg: "bad record type 0x9c"}}}
 }
 
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "dump", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
-
 func TestDumpGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -120,8 +96,8 @@ func TestDumpGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.Flush()
-			checkGolden(t, tc.name+".golden", out.Bytes())
-			checkGolden(t, "stderr.golden", errb.Bytes())
+			golden(t, "dump", tc.name+".golden", out.Bytes())
+			golden(t, "dump", "stderr.golden", errb.Bytes())
 		})
 	}
 }
@@ -251,7 +227,7 @@ func TestDumpLogFile(t *testing.T) {
 			if code != 0 || stderr != "" {
 				t.Fatalf("exit %d, stderr %q", code, stderr)
 			}
-			checkGolden(t, tc.name+".golden", []byte(stdout))
+			golden(t, "dump", tc.name+".golden", []byte(stdout))
 		})
 	}
 	// A directory argument finds the same log.

@@ -10,24 +10,6 @@ import (
 	"testing"
 )
 
-func linkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "link", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
-
 // TestLinkGolden: the contract's JSON and the text table, for both methods
 // (golden files named after the options).
 func TestLinkGolden(t *testing.T) {
@@ -45,7 +27,7 @@ func TestLinkGolden(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%v: exit %d, stderr %s", tc.args, code, stderr)
 		}
-		linkGolden(t, tc.golden, []byte(stdout))
+		golden(t, "link", tc.golden, []byte(stdout))
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,27 +8,6 @@ import (
 )
 
 var natPcaps = []string{"../../testdata/pcap/nat-client-side.pcap", "../../testdata/pcap/nat-server-side.pcapng"}
-
-func natGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "nat", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cmd/wap5 -run TestNat -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func TestNatCommand(t *testing.T) {
 	tests := []struct {
@@ -57,7 +35,7 @@ func TestNatCommand(t *testing.T) {
 				t.Fatalf("exit %d, want %d (stderr %q)", code, tc.code, stderr)
 			}
 			if tc.golden != "" {
-				natGolden(t, tc.golden, []byte(stdout))
+				golden(t, "nat", tc.golden, []byte(stdout))
 			}
 			if !strings.Contains(stderr, tc.stderr) {
 				t.Errorf("stderr %q, want %q", stderr, tc.stderr)

@@ -1,35 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-func skewGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "skew", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cmd/wap5 -run TestSkew -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 // TestSkewerThenSkew skews a generated trace with wap5 skewer and checks
 // that wap5 skew --json recovers the clocks it applied.
@@ -118,7 +95,7 @@ func TestSkewGolden(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
-			skewGolden(t, tc.name, []byte(stdout))
+			golden(t, "skew", tc.name, []byte(stdout))
 		})
 	}
 }
