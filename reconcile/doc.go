@@ -93,7 +93,11 @@
 //     of the opposite role (connect vs accept) whose addresses differ are
 //     compared: same protocol, opened within the window, and the same sizes
 //     of the first message each way as far as both saw them; the closest in
-//     time wins. Datagrams still unmatched after the window are paired with
+//     time wins (on a tie, the earliest created). Candidates are found
+//     through an index of lonely connections by the size of their first
+//     message each way, each list in creation-time order, walked outwards
+//     from the searching connection's time: a search costs about the
+//     candidates near it in time, not all lonely connections. Datagrams still unmatched after the window are paired with
 //     an unmatched datagram of the same length and checksum. A match pairs
 //     them and records the translation (DNAT: destination as the sender
 //     wrote it → as the receiver saw it; SNAT: source; a SNAT that kept the

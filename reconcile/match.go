@@ -75,6 +75,12 @@ type conn struct {
 	retiring bool
 	gone     bool
 	serial   int32 // creation order
+	// Step 6: the role of the end that created it when that was a client's
+	// or a server's (0 otherwise), the signature it is indexed under in
+	// matcher.sigs, and the last search that looked at it.
+	lrole Role
+	sig   sizes
+	visit uint32
 	// Step 8: calls not yet answered and returns whose call is not yet
 	// emitted, in stream order.
 	calls []pendingCall
@@ -159,10 +165,9 @@ type matcher struct {
 	logAddr map[netip.Addr]string
 	covered map[*Observer]bool
 	conns   map[connKey][]*conn
-	// lonely lists connections created by a client's or a server's end
-	// (by role), in creation order, for step 6.
-	lonely       [RolePair][]*conn
-	lonelyPruned [RolePair]int
+	// sigs finds the connections created by a client's or a server's end
+	// that are still lonely, by the sizes of their first messages (step 6).
+	sigs sigIndex
 	timers       []deadline // FIFO: deadlines are pushed in nondecreasing order
 	thead        int
 
@@ -313,6 +318,7 @@ func (m *matcher) observe(src int, ob *Observation, corr int64) {
 			m.schedule(deadline{at: m.now + m.window, c: c, kind: dlRetire})
 		}
 	}
+	m.indexSig(c)
 	m.pump(c, false)
 }
 
@@ -466,22 +472,10 @@ func (m *matcher) abandonUnanswered(list []*conn, side int) {
 	}
 }
 
-// addLonely lists a new connection for step 6, pruning the list of
-// connections that found their peer once it has doubled.
+// addLonely makes a new connection created by a client's or a server's
+// end (role r) a candidate for step 6.
 func (m *matcher) addLonely(c *conn, r Role) {
-	l := m.lonely[r]
-	if len(l) >= 1024 && len(l) >= 2*m.lonelyPruned[r] {
-		live := l[:0]
-		for _, o := range l {
-			if !o.gone && !o.resolved {
-				live = append(live, o)
-			}
-		}
-		clear(l[len(live):])
-		l = live
-		m.lonelyPruned[r] = len(live)
-	}
-	m.lonely[r] = append(l, c)
+	c.lrole = r
 }
 
 // paired is called when a connection has both ends: the receiver-cut runs
@@ -939,21 +933,28 @@ func (m *matcher) pairTranslated(c *conn) bool {
 	if sig == (sizes{}) {
 		return false
 	}
-	var best *conn
-	var bestDT int64
+	if sig.up < 0 || sig.down < 0 {
+		return false // agrees with nothing
+	}
 	want := RoleServer
 	if e.role == RoleServer {
 		want = RoleClient
 	}
-	list := m.lonely[want]
-	live := list[:0]
-	for _, o := range list {
-		if o.gone || o.resolved {
-			continue
+	// Only candidates that know a direction c knows, with the same size,
+	// can agree: those listed under that size (every lonely connection is
+	// listed under each known size of its signature, see indexSig), in
+	// order of creation time. Walk outwards from c's creation time, nearer
+	// side first, until the window or the best so far is passed.
+	m.sigs.stamp++
+	var best *conn
+	var bestDT int64
+	consider := func(o *conn, dt int64) {
+		if o.gone || o.resolved || o.visit == m.sigs.stamp {
+			return
 		}
-		live = append(live, o)
+		o.visit = m.sigs.stamp // listed under both sizes: look once
 		if o == c || o.key.proto != c.key.proto {
-			continue
+			return
 		}
 		var oe *end
 		for _, x := range o.ends {
@@ -962,24 +963,54 @@ func (m *matcher) pairTranslated(c *conn) bool {
 			}
 		}
 		if oe == nil || oe.role == RoleUnknown || oe.role == e.role || oe.role == RolePair {
-			continue
-		}
-		dt := o.first - c.first
-		if dt < 0 {
-			dt = -dt
-		}
-		if dt > m.window {
-			continue
+			return
 		}
 		if !sig.agrees(signature(oe)) {
-			continue
+			return
 		}
-		if best == nil || dt < bestDT {
+		// The closest in time; on a tie the earliest created.
+		if best == nil || dt < bestDT || dt == bestDT && o.serial < best.serial {
 			best, bestDT = o, dt
 		}
 	}
-	clear(list[len(live):])
-	m.lonely[want] = live
+	// within: dt is still worth looking at.
+	within := func(dt int64) bool { return dt <= m.window && (best == nil || dt <= bestDT) }
+	look := func(list []*conn) {
+		r := sort.Search(len(list), func(i int) bool { return list[i].first >= c.first })
+		l := r - 1
+		for {
+			dl, dr := int64(-1), int64(-1)
+			if l >= 0 {
+				if d := c.first - list[l].first; within(d) {
+					dl = d
+				}
+			}
+			if r < len(list) {
+				if d := list[r].first - c.first; within(d) {
+					dr = d
+				}
+			}
+			switch {
+			case dl < 0 && dr < 0:
+				return
+			case dr < 0 || dl >= 0 && dl <= dr:
+				consider(list[l], dl)
+				l--
+			default:
+				consider(list[r], dr)
+				r++
+			}
+		}
+	}
+	if sig.up > 0 {
+		look(m.sigs.up[sigSlot{want, sig.up}])
+	}
+	if sig.down > 0 {
+		look(m.sigs.down[sigSlot{want, sig.down}])
+	}
+	if natCrossCheck != nil {
+		natCrossCheck(m, c, best)
+	}
 	if best == nil {
 		return false
 	}
@@ -1025,6 +1056,102 @@ func (m *matcher) pairTranslated(c *conn) bool {
 		m.schedule(deadline{at: m.now + m.window, c: c, kind: dlRetire})
 	}
 	return true
+}
+
+// natCrossCheck, when set (tests), is told every step-6 search's result.
+var natCrossCheck func(m *matcher, c, best *conn)
+
+// sigIndex lists lonely connections by the known sizes of their first
+// messages (step 6): under {role, n} in up when the first client message had
+// n bytes, in down when the first server message had, each list ordered by
+// creation time (then creation order). A direction's size, once known, does
+// not change while the connection is lonely (the first run is done, and
+// nothing is emitted before the connection is resolved), so a connection
+// is listed at most once in each. Connections that found their peer are
+// skipped by searches and dropped all at once when the entries have
+// doubled since the last time.
+type sigIndex struct {
+	up, down        map[sigSlot][]*conn
+	entries, pruned int
+	stamp           uint32
+}
+
+type sigSlot struct {
+	role Role
+	n    int64
+}
+
+// insert adds c to tab[k] in creation-time order; signatures become known
+// in about that order, so the place is near the end.
+func (x *sigIndex) insert(tab map[sigSlot][]*conn, k sigSlot, c *conn) {
+	list := tab[k]
+	i := len(list)
+	for i > 0 && (list[i-1].first > c.first || list[i-1].first == c.first && list[i-1].serial > c.serial) {
+		i--
+		if len(list)-i > 64 {
+			i = sort.Search(len(list), func(j int) bool {
+				o := list[j]
+				return o.first > c.first || o.first == c.first && o.serial > c.serial
+			})
+			break
+		}
+	}
+	tab[k] = slices.Insert(list, i, c)
+	x.entries++
+}
+
+// indexSig lists c under the sizes its signature has come to know since it
+// was last indexed; called after every observation that may have changed
+// it.
+func (m *matcher) indexSig(c *conn) {
+	if c.lrole == RoleUnknown || c.resolved || c.gone {
+		return
+	}
+	var e *end
+	for _, x := range c.ends {
+		if x != nil {
+			e = x
+		}
+	}
+	if e == nil {
+		return
+	}
+	s := signature(e)
+	if s == c.sig {
+		return
+	}
+	x := &m.sigs
+	if x.up == nil {
+		x.up, x.down = map[sigSlot][]*conn{}, map[sigSlot][]*conn{}
+	}
+	if s.up > 0 && s.up != c.sig.up {
+		x.insert(x.up, sigSlot{c.lrole, s.up}, c)
+	}
+	if s.down > 0 && s.down != c.sig.down {
+		x.insert(x.down, sigSlot{c.lrole, s.down}, c)
+	}
+	c.sig = s
+	if x.entries >= 1024 && x.entries >= 2*x.pruned {
+		x.entries = 0
+		for _, tab := range []map[sigSlot][]*conn{x.up, x.down} {
+			for k, list := range tab {
+				live := list[:0]
+				for _, o := range list {
+					if !o.gone && !o.resolved {
+						live = append(live, o)
+					}
+				}
+				clear(list[len(live):])
+				if len(live) == 0 {
+					delete(tab, k)
+				} else {
+					tab[k] = live
+				}
+				x.entries += len(live)
+			}
+		}
+		x.pruned = x.entries
+	}
 }
 
 // sizes is what a lonely end knows of a connection's first messages: the
