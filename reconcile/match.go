@@ -167,9 +167,9 @@ type matcher struct {
 	conns   map[connKey][]*conn
 	// sigs finds the connections created by a client's or a server's end
 	// that are still lonely, by the sizes of their first messages (step 6).
-	sigs sigIndex
-	timers       []deadline // FIFO: deadlines are pushed in nondecreasing order
-	thead        int
+	sigs   sigIndex
+	timers []deadline // FIFO: deadlines are pushed in nondecreasing order
+	thead  int
 
 	dg dgramState
 
