@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"wap5/skew"
 
 	"github.com/urfave/cli/v2"
 
@@ -41,6 +42,7 @@ func init() {
 				&cli.DurationFlag{Name: "window", Usage: "streaming: link in time chunks of `D`, memory bounded by a chunk"},
 				&cli.IntFlag{Name: "top", Usage: "show only the top `N` patterns (text default 20)"},
 				&cli.BoolFlag{Name: "histograms", Usage: "text: draw node-delay histograms"},
+				&cli.BoolFlag{Name: "no-skew", Usage: "do not estimate clock offsets when the trace carries none (net_s then uses raw timestamps)"},
 			},
 			Action: linkAction,
 		}
@@ -89,6 +91,11 @@ func linkAction(c *cli.Context) error {
 	} else {
 		if t, err = trace.ReadFile(path); err != nil {
 			return err
+		}
+		if !c.Bool("no-skew") {
+			for _, w := range correctClocks(t) {
+				fmt.Fprintf(c.App.ErrWriter, "wap5: warning: skew: %s\n", w)
+			}
 		}
 		res, err = linking.Link(t, o)
 	}
@@ -170,4 +177,37 @@ func linkStreaming(path string, o linking.Options) (*trace.Trace, *linking.Resul
 		return nil, nil, err
 	}
 	return t, s.Close(), nil
+}
+
+// correctClocks estimates clock offsets for a trace that carries no clock
+// corrections, so that network delays (net_s) are offset-corrected by
+// default (issue 5). Only offsets larger than their error bound are recorded:
+// nodes that share one clock (one host, or namespaces of one kernel) then
+// keep their raw timestamps instead of gaining a spurious offset.
+func correctClocks(t *trace.Trace) []string {
+	if len(t.Clock) > 0 {
+		return nil
+	}
+	res, err := skew.Estimate(t, skew.Options{})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var cs []trace.Correction
+	for _, n := range res.Nodes {
+		if n.Status != skew.Corrected || abs64(n.Offset) <= n.Error {
+			continue
+		}
+		cs = append(cs, n.Segments...)
+	}
+	if len(cs) > 0 {
+		skew.Record(t, cs)
+	}
+	return res.Warnings
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,5 +148,54 @@ func TestLinkStreaming(t *testing.T) {
 	}
 	if !strings.Contains(stdout, `"algorithm": "linking"`) || !strings.Contains(stdout, `"to": "auth"`) {
 		t.Errorf("stream output:\n%s", stdout)
+	}
+}
+
+// TestLinkCorrectsClocks: on a trace whose DB clock is 2 s ahead, net_s of
+// the edges into and out of DB is the true network delay (~0.3 ms) by
+// default, and 2 s off with --no-skew.
+func TestLinkCorrectsClocks(t *testing.T) {
+	tr := filepath.Join(t.TempDir(), "skewed.txt")
+	if code, _, stderr := runCLI(t, "", "gen", "--duration", "20s", "--skew", "DB=2s", "-o", tr, "../../testdata/gen/multitier.gen"); code != 0 {
+		t.Fatalf("gen: %d %s", code, stderr)
+	}
+	worst := func(args ...string) float64 {
+		code, out, stderr := runCLI(t, "", append([]string{"link", "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("link %v: %d %s", args, code, stderr)
+		}
+		var res struct {
+			Patterns []struct{ Root json.RawMessage } `json:"patterns"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatal(err)
+		}
+		type edge struct {
+			From, To string
+			Net      *float64 `json:"net_s"`
+			Children []edge
+		}
+		var w float64
+		var walk func(e edge)
+		walk = func(e edge) {
+			if (e.From == "DB" || e.To == "DB") && e.Net != nil {
+				w = math.Max(w, math.Abs(*e.Net))
+			}
+			for _, c := range e.Children {
+				walk(c)
+			}
+		}
+		for _, p := range res.Patterns {
+			var e edge
+			json.Unmarshal(p.Root, &e)
+			walk(e)
+		}
+		return w
+	}
+	if w := worst(tr); w > 0.002 {
+		t.Errorf("default: worst |net_s| on DB's edges %.6f s, want the ~0.3 ms network delay", w)
+	}
+	if w := worst("--no-skew", tr); w < 1.9 {
+		t.Errorf("--no-skew: worst |net_s| on DB's edges %.6f s, want the raw 2 s offset", w)
 	}
 }
