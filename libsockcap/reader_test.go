@@ -21,7 +21,7 @@ import (
 const t0 = int64(1_700_000_000_000_000_000)
 
 var hdr = enc.Header{Pid: 42, Ppid: 1, StartWall: t0, StartMono: 5_000_000, Host: "h1", Node: "n1",
-	Exe: "/usr/bin/prog", BootID: "boot-1", Clock: "CLOCK_REALTIME", Argv: []string{"prog", "-x"}}
+	Exe: "/usr/bin/prog", BootID: "boot-1", Clock: "CLOCK_REALTIME", Argv: []string{"prog", "-x"}, NetNS: 4026531840}
 
 var (
 	srv = netip.MustParseAddrPort("10.0.0.1:80")
@@ -154,7 +154,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	p := s.Process()
 	wantProc := libsockcap.Process{Host: "h1", Node: "n1", Pid: 42, Ppid: 1, Exe: "/usr/bin/prog", Argv: []string{"prog", "-x"},
-		StartWall: t0, StartMono: 5_000_000, ClockSource: "CLOCK_REALTIME", BootID: "boot-1", File: path}
+		StartWall: t0, StartMono: 5_000_000, ClockSource: "CLOCK_REALTIME", BootID: "boot-1", NetNS: 4026531840, File: path}
 	if !reflect.DeepEqual(*p, wantProc) {
 		t.Errorf("header\n got %+v\nwant %+v", *p, wantProc)
 	}
