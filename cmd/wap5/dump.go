@@ -288,6 +288,10 @@ func appendTableHeader(b []byte, p *libsockcap.Process) []byte {
 	b = fmt.Appendf(b, "# pid %d ppid %d node %s host %s exe %s start %s clock %s\n",
 		p.Pid, p.Ppid, p.Node, p.Host, p.Exe,
 		time.Unix(0, p.StartWall).UTC().Format(time.RFC3339Nano), p.ClockSource)
+	if p.NetNS != 0 {
+		// Loopback addresses mean something only within one network namespace.
+		b = fmt.Appendf(b, "# boot %s netns %d\n", p.BootID, p.NetNS)
+	}
 	b = fmt.Appendf(b, "# argv %s\n# file %s\n", quoteArgv(p.Argv), p.File)
 	return fmt.Appendf(b, tableColumns, "TIME(UTC)", "TID", "OP", "FD", "PROTO", "LOCAL", "REMOTE", "BYTES", "RET", "MORE")
 }
