@@ -112,7 +112,7 @@ type joint struct {
 	// callSpan is, for every send of a traced node, the span it was given
 	// (the request it serves, or spanRoot).
 	callSpan  []int32
-	countBase []float64 // per node: −log P(no call) summed over its destinations
+	countBase map[uint64]float64 // per span class: −log P(no call) summed over its destinations
 
 	scr repairScratch
 

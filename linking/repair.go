@@ -8,11 +8,15 @@ import (
 )
 
 // countModel is the distribution of how many calls to one destination a
-// request span at a node makes (0, 1, 2, 3 or more): "a server usually
-// answers each request with the same set of downstream calls". Its prior
-// comes from the trace without any linking — the number of calls from the
-// node to the destination per request the node served — and each pass
-// blends in the counts of the spans as assigned.
+// request span of one class makes (0, 1, 2, 3 or more): "a server usually
+// answers each request with the same set of downstream calls". A span's
+// class is the sender of its request and the node serving it, so that two
+// services on one node (a threaded server and the helper it calls over a
+// Unix socket) keep their own counts. Its prior comes from the trace
+// without any linking — the number of calls from the node to the
+// destination per request the node served — and each pass blends in the
+// counts of the spans as assigned (the unambiguous spans where a class has
+// enough of them).
 type countModel struct {
 	prior, p [4]float64
 	logp     [4]float64
@@ -34,7 +38,14 @@ func (ns *nodeSpans) at(c int32) (int32, bool) {
 	return s, s >= 0
 }
 
-type countKey struct{ node, dst trace.NodeID }
+type countKey struct{ src, node, dst trace.NodeID }
+
+// spanClass is the class of request c's span: its sender and its node.
+func (j *joint) spanClass(c int32) uint64 {
+	return uint64(uint32(j.msgs[c].Src))<<32 | uint64(uint32(j.msgs[c].Dst))
+}
+
+func classOfKey(k countKey) uint64 { return uint64(uint32(k.src))<<32 | uint64(uint32(k.node)) }
 
 type repairScratch struct {
 	trig, acts []int32
@@ -282,7 +293,7 @@ func (j *joint) spanCost(b trace.NodeID, c int32, calls []int32) float64 {
 	for q, p := range sc.trig {
 		cost += fanCost(j.fanOf(p), sc.kids[q])
 	}
-	return cost + j.countCost(b, calls)
+	return cost + j.countCost(c, calls)
 }
 
 func fanCost(f *fanModel, k int) float64 {
@@ -296,25 +307,27 @@ func fanCost(f *fanModel, k int) float64 {
 	return c
 }
 
-func (j *joint) countModelOf(b, d trace.NodeID) *countModel {
-	return j.mod.count[countKey{b, d}]
+// countModelOf is the count model of calls to d from the spans of request
+// c's class.
+func (j *joint) countModelOf(c int32, d trace.NodeID) *countModel {
+	return j.mod.count[countKey{j.msgs[c].Src, j.msgs[c].Dst, d}]
 }
 
-// countCost is −log of the span's call counts per destination.
-func (j *joint) countCost(b trace.NodeID, calls []int32) float64 {
+// countCost is −log of the call counts per destination of request c's span.
+func (j *joint) countCost(c int32, calls []int32) float64 {
 	sc := &j.scr
 	sc.dsts = sc.dsts[:0]
 	for _, k := range calls {
 		sc.dsts = append(sc.dsts, j.msgs[k].Dst)
 	}
 	slices.Sort(sc.dsts)
-	cost := j.countBase[b]
+	cost := j.countBase[j.spanClass(c)]
 	for i := 0; i < len(sc.dsts); {
 		n := 1
 		for i+n < len(sc.dsts) && sc.dsts[i+n] == sc.dsts[i] {
 			n++
 		}
-		if cm := j.countModelOf(b, sc.dsts[i]); cm != nil {
+		if cm := j.countModelOf(c, sc.dsts[i]); cm != nil {
 			cost += -cm.logp[min(n, 3)] + cm.logp[0]
 		} else {
 			cost += 7 // a destination the node never calls from a span
@@ -379,22 +392,32 @@ func (j *joint) callProb(b trace.NodeID, ns *nodeSpans, k int32, ins []int32) fl
 // probability n; 1 < n ≤ 2: one or two; more: spread over 2 and 3+).
 func (j *joint) countPriors() {
 	spans := make([]float64, len(j.t.Nodes))
+	classes := map[trace.NodeID][]trace.NodeID{} // node → the senders of its spans
+	seen := map[uint64]bool{}
 	for c := range j.msgs {
 		if j.r.role[c] == roleRequest && j.msgs[c].Recv != trace.Unknown {
 			if p := j.r.peer[c]; j.msgs[p].Send != trace.Unknown && j.msgs[p].Src == j.msgs[c].Dst {
-				spans[j.msgs[c].Dst]++
+				b := j.msgs[c].Dst
+				spans[b]++
+				if k := j.spanClass(int32(c)); !seen[k] {
+					seen[k] = true
+					classes[b] = append(classes[b], j.msgs[c].Src)
+				}
 			}
 		}
 	}
-	calls := map[countKey]float64{}
+	type nodeDst struct{ node, dst trace.NodeID }
+	calls := map[nodeDst]float64{}
 	for k := range j.msgs {
 		m := &j.msgs[k]
 		if j.r.role[k] == roleRequest && m.Send != trace.Unknown && spans[m.Src] > 0 {
-			calls[countKey{m.Src, m.Dst}]++
+			calls[nodeDst{m.Src, m.Dst}]++
 		}
 	}
-	for key, n := range calls {
-		r := n / spans[key.node]
+	// Every class at a node starts from the node's calls per request; the
+	// passes tell the classes apart.
+	for nd, n := range calls {
+		r := n / spans[nd.node]
 		var p [4]float64
 		switch {
 		case r <= 1:
@@ -407,19 +430,28 @@ func (j *joint) countPriors() {
 		for i := range p {
 			p[i] = 0.98*p[i] + 0.005
 		}
-		cm := j.mod.count[key]
-		if cm == nil {
-			cm = &countModel{}
-			j.mod.count[key] = cm
-			cm.set(p)
+		for _, src := range classes[nd.node] {
+			key := countKey{src, nd.node, nd.dst}
+			cm := j.mod.count[key]
+			if cm == nil {
+				cm = &countModel{}
+				j.mod.count[key] = cm
+				cm.set(p)
+			}
+			cm.prior = p
 		}
-		cm.prior = p
 	}
-	j.countBase = make([]float64, len(j.t.Nodes))
+	j.setCountBase()
+}
+
+// setCountBase sums −log P(no call) over the destinations of each class.
+func (j *joint) setCountBase() {
+	if j.countBase == nil {
+		j.countBase = map[uint64]float64{}
+	}
+	clear(j.countBase)
 	for key, cm := range j.mod.count {
-		if int(key.node) < len(j.countBase) {
-			j.countBase[key.node] -= cm.logp[0]
-		}
+		j.countBase[classOfKey(key)] -= cm.logp[0]
 	}
 }
 
@@ -437,8 +469,7 @@ func (j *joint) refitCounts() {
 	}
 	// Spans no ambiguous call could have joined give unbiased counts; use
 	// them where a node has enough.
-	sure := make([]float64, len(j.t.Nodes))
-	all := make([]float64, len(j.t.Nodes))
+	sure := map[uint64]float64{}
 	isSpan := func(c int) bool {
 		if j.r.role[c] != roleRequest || j.msgs[c].Recv == trace.Unknown {
 			return false
@@ -447,34 +478,31 @@ func (j *joint) refitCounts() {
 		return j.msgs[p].Send != trace.Unknown && j.msgs[p].Src == j.msgs[c].Dst
 	}
 	for c := range j.msgs {
-		if isSpan(c) {
-			all[j.msgs[c].Dst]++
-			if !j.unsure[c] {
-				sure[j.msgs[c].Dst]++
-			}
+		if isSpan(c) && !j.unsure[c] {
+			sure[j.spanClass(int32(c))]++
 		}
 	}
 	for _, cm := range j.mod.count {
 		cm.seen = [4]float64{}
 	}
-	tot := make([]float64, len(j.t.Nodes))
+	tot := map[uint64]float64{}
 	for c := range j.msgs {
 		if !isSpan(c) {
 			continue
 		}
-		b := j.msgs[c].Dst
-		if sure[b] >= 30 && j.unsure[c] {
+		cl := j.spanClass(int32(c))
+		if sure[cl] >= 30 && j.unsure[c] {
 			continue
 		}
-		tot[b]++
+		tot[cl]++
 		for d, n := range per[int32(c)] {
-			if cm := j.mod.count[countKey{b, d}]; cm != nil {
+			if cm := j.countModelOf(int32(c), d); cm != nil {
 				cm.seen[min(n, 3)]++
 			}
 		}
 	}
 	for key, cm := range j.mod.count {
-		t := tot[key.node]
+		t := tot[classOfKey(key)]
 		if t == 0 {
 			continue
 		}
@@ -485,14 +513,7 @@ func (j *joint) refitCounts() {
 		}
 		cm.set(p)
 	}
-	for b := range j.countBase {
-		j.countBase[b] = 0
-	}
-	for key, cm := range j.mod.count {
-		if int(key.node) < len(j.countBase) {
-			j.countBase[key.node] -= cm.logp[0]
-		}
-	}
+	j.setCountBase()
 }
 
 // Block sizes of the joint assignment: calls are assigned in blocks of
@@ -581,11 +602,13 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 			}
 		}
 		for _, k := range g {
-			if cm := j.countModelOf(b, j.msgs[k].Dst); cm != nil {
-				for q := 3; q > slots; q-- {
-					if cm.p[q] >= 0.05 {
-						slots = q
-						break
+			if c := j.callSpan[k]; c >= 0 && j.r.role[c] == roleRequest {
+				if cm := j.countModelOf(c, j.msgs[k].Dst); cm != nil {
+					for q := 3; q > slots; q-- {
+						if cm.p[q] >= 0.05 {
+							slots = q
+							break
+						}
 					}
 				}
 			}
@@ -619,8 +642,8 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 					row[c] = noSpanCost
 				}
 				d := j.msgs[k].Dst
-				cm := j.countModelOf(b, d)
 				j.admissibleAll(b, ns, k, ins, func(s int32) {
+					cm := j.countModelOf(ns.req[s], d)
 					ma = j.with(ma, ns.members[s], k)
 					c := j.spanCost(b, ns.req[s], ma) - ns.cost[s]
 					if c >= noSpanCost {
