@@ -66,7 +66,10 @@
 //	    span is what it adds to the span's cost: the delay of every send of
 //	    the span after the latest message the span received before it, the
 //	    fan-out of every received message, and the span's number of calls
-//	    per destination (its prior from the trace: calls per request). Then
+//	    per destination, counted per span class (the request's sender and
+//	    the node, so that two services on one node keep apart; prior from
+//	    the trace: calls per request at the node, then learned from the
+//	    unambiguous spans of the class). Then
 //	    moves and swaps between spans while they lower the cost. Every send
 //	    of a span gets as parent the latest message the span received before
 //	    it, and every call a probability: its span against the others.
