@@ -278,21 +278,67 @@ func wap5Bin(t *testing.T) string {
 
 func TestFaketimeLibsockcap(t *testing.T) {
 	t.Parallel()
+	faketimeCapture(t, nil, nil, nil)
+}
+
+// TestFaketimeNetns is the same through two hosts: network namespaces of
+// our own joined by a veth pair (10.202.0.1 server, 10.202.0.2 client),
+// reconciled without a hint about the clock difference.
+func TestFaketimeNetns(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("faketime across network namespaces needs root (ip netns)")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("faketime across network namespaces needs ip (iproute2)")
+	}
+	id := os.Getpid()
+	a, b := fmt.Sprintf("w5fa%d", id), fmt.Sprintf("w5fb%d", id)
+	va, vb := fmt.Sprintf("w5va%d", id%100000), fmt.Sprintf("w5vb%d", id%100000)
+	cleanup := func() {
+		exec.Command("ip", "netns", "del", a).Run()
+		exec.Command("ip", "netns", "del", b).Run()
+	}
+	cleanup()
+	t.Cleanup(cleanup)
+	for _, c := range [][]string{
+		{"netns", "add", a}, {"netns", "add", b},
+		{"link", "add", va, "netns", a, "type", "veth", "peer", "name", vb, "netns", b},
+		{"-n", a, "addr", "add", "10.202.0.1/24", "dev", va}, {"-n", b, "addr", "add", "10.202.0.2/24", "dev", vb},
+		{"-n", a, "link", "set", va, "up"}, {"-n", b, "link", "set", vb, "up"},
+		{"-n", a, "link", "set", "lo", "up"}, {"-n", b, "link", "set", "lo", "up"},
+	} {
+		if out, err := exec.Command("ip", c...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v\n%s", c, err, out)
+		}
+	}
+	env := []string{"env", "WAP5_FT_ADDR=10.202.0.1"}
+	faketimeCapture(t, append([]string{"ip", "netns", "exec", a}, env...), append([]string{"ip", "netns", "exec", b}, env...), []string{})
+}
+
+// faketimeCapture runs the faketime pair under wap5 run (each command
+// prefixed by its wrapper), reconciles the logs (with extra reconcile
+// arguments; nil means the default --window 60s) and checks the estimate.
+func faketimeCapture(t *testing.T, srvWrap, cliWrap, reconcileArgs []string) {
 	python, faketime := needFaketime(t)
 	bin := wap5Bin(t)
 	wap5 := filepath.Join(bin, "wap5")
 	scripts, _ := filepath.Abs("testdata/faketime")
+	if reconcileArgs == nil {
+		// the merge window exceeds the clock difference (5 s here)
+		reconcileArgs = []string{"--window", "60s"}
+	}
 	for _, tc := range faketimeCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+			if srvWrap == nil {
+				t.Parallel()
+			}
 			dir := t.TempDir()
 			runPair(t, dir,
-				[]string{wap5, "run", "--out", "logs", "--node", "srv", "--", python, filepath.Join(scripts, "server.py"), "port", "srv.log"},
-				[]string{wap5, "run", "--out", "logs", "--node", "cli", "--", faketime, "-f", tc.spec, python,
-					filepath.Join(scripts, "client.py"), "port", "cli.log", strconv.Itoa(tc.trips), fmt.Sprint(tc.interval)})
-			// reconcile's merge window must exceed the clock difference (5 s
-			// here, its default window): give it room
-			out, err := exec.Command(wap5, "reconcile", "--window", "60s", "-o", filepath.Join(dir, "trace.txt"), filepath.Join(dir, "logs")).CombinedOutput()
+				append(append([]string{}, srvWrap...), wap5, "run", "--out", "logs", "--node", "srv", "--", python, filepath.Join(scripts, "server.py"), "port", "srv.log"),
+				append(append([]string{}, cliWrap...), wap5, "run", "--out", "logs", "--node", "cli", "--", faketime, "-f", tc.spec, python,
+					filepath.Join(scripts, "client.py"), "port", "cli.log", strconv.Itoa(tc.trips), fmt.Sprint(tc.interval)))
+			args := append(append([]string{"reconcile"}, reconcileArgs...), "-o", filepath.Join(dir, "trace.txt"), filepath.Join(dir, "logs"))
+			out, err := exec.Command(wap5, args...).CombinedOutput()
 			if err != nil {
 				t.Fatalf("wap5 reconcile: %v\n%s", err, out)
 			}

@@ -30,7 +30,7 @@ for _ in range(500):
         break
     time.sleep(0.01)
 port = int(open(port_file).read())
-s = socket.create_connection(("127.0.0.1", port))
+s = socket.create_connection((os.environ.get("WAP5_FT_ADDR", "127.0.0.1"), port))
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 out = []
 for i in range(n):
