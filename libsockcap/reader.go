@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"sort"
 	"strings"
 	"syscall"
 )
@@ -92,6 +93,7 @@ func (t *fdTable) put(fd int32, fi *fdInfo) {
 // stream is one thread's chunks, decoded in order.
 type stream struct {
 	order  int    // position in the file, for stable ties
+	start  int64  // the first chunk's base_time (record clock): when the merge needs this stream
 	chunks []int  // chunk offsets
 	data   []byte // what pos and end index: the whole log, or (sealed) the current chunk
 	base   int    // offset of data[0] in the log
@@ -142,10 +144,20 @@ func (h streamHeap) down(i int) {
 	h[i] = x
 }
 
-func (h streamHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
+// push adds a stream and sifts it up.
+func (h *streamHeap) push(st *stream) {
+	*h = append(*h, st)
+	a := *h
+	i := len(a) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !streamLess(st, a[p]) {
+			break
+		}
+		a[i] = a[p]
+		i = p
 	}
+	a[i] = st
 }
 
 // Scanner reads the events of one log, committed records only, merged across
@@ -160,7 +172,14 @@ type Scanner struct {
 	startClk  int64
 	procFds   fdTable // latest fd records of any thread
 	heap      streamHeap
-	cur       *stream // the stream whose ev is the current event; advanced by the next Scan
+	// pending holds the threads the merge has not reached yet, by the base
+	// time of their first chunk (ties: file order): a thread is started
+	// (its first chunk decoded) only when the merge gets to that time, and
+	// its state is released when it runs out, so memory follows the threads
+	// alive at one time, not all the threads the log ever had.
+	pending   []*stream
+	free      []*stream // exhausted streams, their buffers and fd tables reused
+	cur       *stream   // the stream whose ev is the current event; advanced by the next Scan
 	ev        Event   // the event before the first Scan and after the last
 	warnings  []error
 	err       error
@@ -405,19 +424,60 @@ func (s *Scanner) index() {
 		}
 		st := byTid[tid]
 		if st == nil {
-			st = &stream{order: len(order), tid: tid}
+			st = &stream{order: len(order), tid: tid, start: int64(le.Uint64(c[8:])), ci: -1}
 			byTid[tid] = st
 			order = append(order, st)
 		}
 		st.chunks = append(st.chunks, off)
 	}
-	for _, st := range order {
-		st.ci = -1
+	// nothing is decoded yet: Scan starts each thread when the merge reaches
+	// its first chunk's base time
+	sort.SliceStable(order, func(i, j int) bool { return order[i].start < order[j].start })
+	s.pending = order
+}
+
+// startDue starts the pending threads whose first chunk begins at or before
+// the earliest event in the merge (all of them up to the first that yields
+// an event, when the merge is empty). A thread's first record is at or after
+// its chunk's base time (dt ≥ 0 from the library), so a thread not started
+// yet cannot hold the next event: the merge's order is the order of a heap
+// of all threads. Threads without events are released at once.
+func (s *Scanner) startDue() {
+	for len(s.pending) > 0 {
+		st := s.pending[0]
+		if len(s.heap) > 0 && s.wall(st.start) > s.heap[0].ev.Time {
+			return
+		}
+		s.pending[0] = nil
+		s.pending = s.pending[1:]
+		s.take(st)
 		if s.nextChunk(st) && s.advance(st) {
-			s.heap = append(s.heap, st)
+			s.heap.push(st)
+		} else {
+			s.release(st)
 		}
 	}
-	s.heap.init()
+}
+
+// take gives a starting stream the buffers of one that has run out.
+func (s *Scanner) take(st *stream) {
+	if n := len(s.free); n > 0 {
+		f := s.free[n-1]
+		s.free[n-1] = nil
+		s.free = s.free[:n-1]
+		st.buf, st.fds, st.peers = f.buf[:0], f.fds, f.peers
+		st.fds.reset()
+		clear(st.peers)
+	}
+}
+
+// release drops an exhausted stream's state, keeping its buffers for the
+// next thread to start (at most a few: memory follows the live threads).
+func (s *Scanner) release(st *stream) {
+	if len(s.free) < 64 && (st.buf != nil || st.peers != nil) {
+		s.free = append(s.free, &stream{buf: st.buf, fds: st.fds, peers: st.peers})
+	}
+	*st = stream{order: st.order, tid: st.tid, ci: len(st.chunks)}
 }
 
 func (s *Scanner) nextChunk(st *stream) bool {
@@ -483,8 +543,10 @@ func (s *Scanner) Scan() bool {
 			if n > 1 {
 				s.heap.down(0)
 			}
+			s.release(st)
 		}
 	}
+	s.startDue()
 	if len(s.heap) == 0 {
 		return false
 	}
@@ -517,7 +579,7 @@ func (s *Scanner) Close() error {
 	if s.lazy != nil {
 		s.lazy.dec.Close()
 	}
-	s.data, s.heap, s.cur, s.lazy = nil, nil, nil, nil
+	s.data, s.heap, s.cur, s.lazy, s.pending, s.free = nil, nil, nil, nil, nil, nil
 	if s.mapped != nil {
 		m := s.mapped
 		s.mapped = nil
