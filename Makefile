@@ -11,7 +11,7 @@ export GOFLAGS ?= -mod=mod
 LIBSRC  := $(wildcard libsockcap/c/*.c)
 LIBHDR  := $(wildcard libsockcap/c/*.h)
 
-.PHONY: all deps test test-go test-c test-long demo bench clean fuzz
+.PHONY: all deps test test-c demo bench clean fuzz
 
 all: bin/wap5 bin/libsockcap.so
 
