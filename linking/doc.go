@@ -69,7 +69,10 @@
 //	    per destination, counted per span class (the request's sender and
 //	    the node, so that two services on one node keep apart; prior from
 //	    the trace: calls per request at the node, then learned from the
-//	    unambiguous spans of the class). Then
+//	    unambiguous spans of the class). After the assignment, a tie-breaker:
+//	    a call on another connection than the one the span's neighbours on
+//	    its incoming connection used for that destination costs a little
+//	    (up to 2 nats, learned: how often such neighbours share it). Then
 //	    moves and swaps between spans while they lower the cost. Every send
 //	    of a span gets as parent the latest message the span received before
 //	    it, and every call a probability: its span against the others.

@@ -115,6 +115,8 @@ type joint struct {
 	countBase map[uint64]float64 // per span class: −log P(no call) summed over its destinations
 
 	scr repairScratch
+	// curSpans are the spans of the node being repaired (J4), else nil.
+	curSpans *nodeSpans
 
 	candI []int32
 	candC []float64

@@ -14,7 +14,8 @@ import (
 // calls; counting calls per span by node alone mixed the two services and
 // gave one span a concurrent span's helper call (id 352 of request 349 went
 // to request 346, which had its own, 350). Every real request path must come
-// out with its true count and no request of s2 without its helper call.
+// out with its true count and no request of s2 without its helper call, and
+// concurrent requests must keep their own helper calls.
 func TestRecordedHelperPerSpan(t *testing.T) {
 	tr, err := trace.ReadFile("testdata/recorded/link-concurrent-1.txt")
 	if err != nil {
@@ -45,6 +46,40 @@ func TestRecordedHelperPerSpan(t *testing.T) {
 	if t.Failed() {
 		for s, n := range got {
 			t.Logf("%5d %s", n, s)
+		}
+	}
+	// Concurrent requests at s2 and their true helper calls (by message
+	// id): two requests in flight whose helper calls have alike delays.
+	// What tells them apart is the thread's own Unix connection, the one
+	// the earlier requests on the same client connection used (the
+	// connection tie-breaker).
+	inst := map[int64]int64{} // helper call id → the request at s2 in its instance
+	for _, in := range res.Instances {
+		var reqs, helpers []int64
+		for _, i := range in.Messages {
+			m := &tr.Messages[i]
+			if tr.NodeName(m.Dst) == "s2" && m.Kind == trace.KindCall {
+				if tr.NodeName(m.Src) == "s2" {
+					helpers = append(helpers, m.ID)
+				} else {
+					reqs = append(reqs, m.ID)
+				}
+			}
+		}
+		for _, h := range helpers {
+			if len(reqs) == 1 {
+				inst[h] = reqs[0]
+			}
+		}
+	}
+	for _, w := range []struct{ helper, req int64 }{
+		{352, 349}, {350, 346}, // the counting case above
+		{242, 237}, {241, 239}, // both from clients on kept-alive connections
+		{269, 266}, {267, 265},
+		{280, 276},
+	} {
+		if inst[w.helper] != w.req {
+			t.Errorf("helper call id=%d: in the instance of request id=%d, want id=%d", w.helper, inst[w.helper], w.req)
 		}
 	}
 }

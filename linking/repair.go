@@ -61,6 +61,10 @@ type nodeSpans struct {
 	longest int64     // the longest span, ns
 	members [][]int32 // calls of each span, by send time
 	cost    []float64
+	// hints are the outgoing connections of each span's neighbours on its
+	// incoming connection; connCost the price of a call on another one.
+	hints    [][]connHint
+	connCost float64
 }
 
 // repair is J4 at node b: starting from the sweep's
@@ -102,6 +106,8 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 			ns.members[s] = append(ns.members[s], o)
 		}
 	}
+	j.curSpans = &ns
+	defer func() { j.curSpans = nil }()
 	ns.cost = make([]float64, len(ns.req))
 	for s := range ns.req {
 		ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
@@ -109,6 +115,12 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	if len(calls) > 0 {
 		for round := 0; round < 2; round++ {
 			j.assignByDest(b, &ns, calls, ins)
+		}
+		// The connection tie-breaker, from the assignment as it stands.
+		if j.connHints(b, &ns); ns.connCost > 0 {
+			for s := range ns.req {
+				ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
+			}
 		}
 		for pass := 0; pass < 2; pass++ {
 			if !j.improve(b, &ns, calls, ins) {
@@ -293,7 +305,7 @@ func (j *joint) spanCost(b trace.NodeID, c int32, calls []int32) float64 {
 	for q, p := range sc.trig {
 		cost += fanCost(j.fanOf(p), sc.kids[q])
 	}
-	return cost + j.countCost(c, calls)
+	return cost + j.countCost(c, calls) + j.connCostOf(j.curSpans, c, calls)
 }
 
 func fanCost(f *fanModel, k int) float64 {
