@@ -177,16 +177,16 @@ type Scanner struct {
 	// (its first chunk decoded) only when the merge gets to that time, and
 	// its state is released when it runs out, so memory follows the threads
 	// alive at one time, not all the threads the log ever had.
-	pending   []*stream
-	free      []*stream // exhausted streams, their buffers and fd tables reused
-	cur       *stream   // the stream whose ev is the current event; advanced by the next Scan
-	ev        Event   // the event before the first Scan and after the last
-	warnings  []error
-	err       error
-	nchunks   int64
-	recBytes  int64
-	mapped    []byte     // the mmap of an unsealed log, until Close
-	lazy      *sealedLog // a sealed log with an index: chunks decoded as the scan reaches them
+	pending  []*stream
+	free     []*stream // exhausted streams, their buffers and fd tables reused
+	cur      *stream   // the stream whose ev is the current event; advanced by the next Scan
+	ev       Event     // the event before the first Scan and after the last
+	warnings []error
+	err      error
+	nchunks  int64
+	recBytes int64
+	mapped   []byte     // the mmap of an unsealed log, until Close
+	lazy     *sealedLog // a sealed log with an index: chunks decoded as the scan reaches them
 }
 
 // Open reads a log, sealed (zstd) or not. It fails only when the file cannot
