@@ -158,7 +158,8 @@ func newLogSource(sc eventScanner, name string) *logSource {
 		name = p.File
 	}
 	return &logSource{sc: sc, name: name,
-		obs: &Observer{Host: host, Exe: p.Exe, Pid: p.Pid, BootID: p.BootID, NetNS: p.NetNS, File: name}}
+		obs: &Observer{Host: host, Exe: p.Exe, Pid: p.Pid, BootID: p.BootID, NetNS: p.NetNS, File: name,
+			ppid: p.Ppid, start: p.StartWall}}
 }
 
 func (s *logSource) Name() string       { return s.name }
@@ -235,6 +236,12 @@ func (s *logSource) base(o *Observation, ev *libsockcap.Event, st *fdState, op O
 	if o.Remote != st.remote {
 		o.Remote = st.remote
 	}
+}
+
+// process fills o with an observation of the process itself (OpFork,
+// OpExit): no socket, no names.
+func (s *logSource) process(o *Observation, ev *libsockcap.Event, op Op) {
+	*o = Observation{Time: ev.Time, Op: op, Origin: OriginLog, Observer: s.obs, Offset: -1}
 }
 
 // convert turns one event into at most one observation (more go to the
@@ -322,6 +329,15 @@ func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
 		if st := s.fds.get(ev.Fd); st != nil && ev.Fd2 >= 0 {
 			s.fds.set(ev.Fd2, st)
 		}
+	case libsockcap.OpFork:
+		// The child holds every socket this process holds (the matcher
+		// keeps the holders, holders.go).
+		if ev.Child <= 0 {
+			return false
+		}
+		s.process(o, ev, OpFork)
+		o.Bytes = int64(ev.Child)
+		return true
 	case libsockcap.OpExit:
 		seen := map[*fdState]bool{}
 		for _, st := range s.fds.all() {
@@ -333,6 +349,11 @@ func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
 			}
 		}
 		s.fds.reset()
+		// Then the process itself: what it inherited and never used goes
+		// with it.
+		var x Observation
+		s.process(&x, ev, OpExit)
+		s.queue = append(s.queue, x)
 	case libsockcap.OpGap:
 		s.warnings = append(s.warnings, fmt.Sprintf("%s: %d events lost at %s (thread %d)", s.name, ev.Bytes,
 			formatNs(ev.Time), ev.Tid))

@@ -46,6 +46,7 @@ type end struct {
 	rruns            []run  // receive runs, kept while the sender may be untraced
 	closed           bool
 	socks            []sockRef
+	holders          []holder // processes whose logs hold it (holders.go)
 	// Interned names of local and remote, once known (epOK bits).
 	lep, rep trace.EndpointID
 	epOK     uint8
@@ -173,6 +174,10 @@ type matcher struct {
 
 	dg dgramState
 
+	// Holders (holders.go): the logs by process, and the live processes.
+	procLogs map[procKey][]*Observer
+	procs    map[procKey]*proc
+
 	// Messages emitted so far, in blocks (see chunkSize).
 	chunks [][]trace.Message
 	chunk  []trace.Message
@@ -254,6 +259,14 @@ func (m *matcher) observe(src int, ob *Observation, corr int64) {
 	if ob.Origin == OriginPacket && m.coveredByLogs(ob.Observer) {
 		return // logs win for the hosts they cover
 	}
+	switch ob.Op {
+	case OpFork:
+		m.fork(ob)
+		return
+	case OpExit:
+		m.exit(ob)
+		return
+	}
 	if ob.Origin == OriginLog && ob.Op == OpOpen {
 		m.noteLogAddr(ob)
 	}
@@ -286,6 +299,9 @@ func (m *matcher) observe(src int, ob *Observation, corr int64) {
 	if ob.Op == OpOpen {
 		m.noteAddr(netScope(ob.Observer), ob.Local)
 	}
+	if ob.Origin == OriginLog && ob.Op != OpClose {
+		m.hold(e, ob.Observer)
+	}
 	c := e.c
 	switch ob.Op {
 	case OpOpen:
@@ -305,21 +321,31 @@ func (m *matcher) observe(src int, ob *Observation, corr int64) {
 		m.recv(e, ob)
 		e.closed = false
 	case OpClose:
-		e.closed = true
-		if n := len(e.runs); n > 0 {
-			e.runs[n-1].done = true
+		if ob.Origin == OriginLog && m.release(e, ob.Observer) {
+			return // another process (a forked child) still holds the socket
 		}
-		if n := len(e.rruns); n > 0 {
-			e.rruns[n-1].done = true
-		}
-		other := c.ends[1-e.side]
-		if !c.retiring && (other == nil && c.resolved || other != nil && other.closed) {
-			c.retiring = true
-			m.schedule(deadline{at: m.now + m.window, c: c, kind: dlRetire})
-		}
+		m.closeEnd(e)
 	}
 	m.indexSig(c)
 	m.pump(c, false)
+}
+
+// closeEnd: the end went away (its last holder closed it, or FIN/RST); its
+// open runs are over.
+func (m *matcher) closeEnd(e *end) {
+	c := e.c
+	e.closed = true
+	if n := len(e.runs); n > 0 {
+		e.runs[n-1].done = true
+	}
+	if n := len(e.rruns); n > 0 {
+		e.rruns[n-1].done = true
+	}
+	other := c.ends[1-e.side]
+	if !c.retiring && (other == nil && c.resolved || other != nil && other.closed) {
+		c.retiring = true
+		m.schedule(deadline{at: m.now + m.window, c: c, kind: dlRetire})
+	}
 }
 
 // coveredByLogs reports whether a capture's host is one whose processes are

@@ -142,6 +142,7 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 	for _, s := range sources {
 		if ls, ok := s.(*logSource); ok {
 			m.logged[ls.obs.Host] = true
+			m.registerLog(ls.obs)
 		}
 	}
 	// 0. Clock offsets between the sources, for matching only.

@@ -22,10 +22,18 @@ const (
 	// OpRecv: Bytes bytes arrived at this end.
 	OpRecv
 	// OpClose: the end went away (close of the last descriptor, FIN/RST).
+	// From a log: the process's last descriptor of it; other processes
+	// (forked children) may still hold the socket.
 	OpClose
+	// OpFork: the observer (a logged process) forked; Bytes is the child's
+	// pid. The child holds every socket the parent holds at that moment.
+	OpFork
+	// OpExit: the observer (a logged process) exited: it holds no socket
+	// any more, those it inherited and never used included.
+	OpExit
 )
 
-var opNames = [...]string{"none", "open", "send", "recv", "close"}
+var opNames = [...]string{"none", "open", "send", "recv", "close", "fork", "exit"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
@@ -67,6 +75,13 @@ type Observer struct {
 	// The node this observer was named as, by the namer that named it.
 	namedBy *namer
 	node    trace.NodeID
+	// From the log header: parent pid and start time (0 = unknown), to
+	// tell which log a fork's child pid names; proc is the process the
+	// matcher counts as a holder of sockets (holders.go).
+	ppid   int32
+	start  int64
+	proc   *proc
+	procBy *matcher
 }
 
 // Observation is one socket event as seen by one observer; see the package
@@ -93,7 +108,7 @@ type Observation struct {
 	// its direction (0 = the first data byte), or -1 when unknown (logs:
 	// the matcher counts bytes per end).
 	Offset int64
-	Bytes  int64  // bytes sent or received (> 0 for OpSend and OpRecv)
+	Bytes  int64  // bytes sent or received (> 0 for OpSend and OpRecv); OpFork: the child's pid
 	Sum    uint32 // datagram checksum (HasSum), as libsockcap computes it
 	HasSum bool
 	Loc    int64 // where in File the observation came from (byte offset, record or packet number), for warnings
