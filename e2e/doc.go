@@ -18,9 +18,9 @@
 //
 // testdata/recorded keeps testbed runs (reconciled trace, the servers'
 // timing records) that wap5 link once got wrong; TestLinkRecorded applies the
-// checks of step 2 to them without root. TestForkCloseRace reproduces a
-// reconcile bug (testbed.sh --fork-race) when WAP5_E2E_KNOWN_BUGS=1; the live
-// tests repeat a run that it spoiled. docs/e2e.md has the measured numbers
+// checks of step 2 to them without root. TestForkCloseRace checks a once
+// open reconcile bug (testbed.sh --fork-race); the live tests still repeat a
+// run that left message ends unpaired. docs/e2e.md has the measured numbers
 // and what fails.
 //
 // The package has no non-test code. The tests need root (namespaces) and

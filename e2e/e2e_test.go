@@ -647,20 +647,17 @@ func TestTimingsCover(t *testing.T) {
 	}
 }
 
-// TestForkCloseRace reproduces a wap5 reconcile bug seen on this testbed: the
+// TestForkCloseRace checks a wap5 reconcile bug once seen on this testbed: the
 // forking server's parent closes its copy of an accepted connection after its
 // child has read the first request's 4-byte length and before it reads the
-// body (testbed.sh --fork-race forces that interleaving). reconcile then
-// splits the request into two messages at s1 (4 bytes, then the rest), the
-// first-message sizes no longer agree with the client's end, the DNAT pairing
-// fails, and both ends stay unpaired ("-" times). Every message must have
-// both ends and its true size. It runs with WAP5_E2E_KNOWN_BUGS=1 until
-// reconcile is fixed (reconcile is not this package's to change).
+// body (testbed.sh --fork-race forces that interleaving). reconcile used to
+// split the request into two messages at s1 (4 bytes, then the rest), the
+// first-message sizes then disagreed with the client's end, the DNAT pairing
+// failed, and both ends stayed unpaired ("-" times); the child's inherited
+// copy now keeps the connection open (reconcile/holders.go). Every message
+// must have both ends and its true size.
 func TestForkCloseRace(t *testing.T) {
 	bin := wap5Bin(t)
-	if os.Getenv("WAP5_E2E_KNOWN_BUGS") == "" {
-		t.Skip("reproduces an open wap5 reconcile bug (parent's close between the child's reads splits a message); set WAP5_E2E_KNOWN_BUGS=1 to run")
-	}
 	s := &system{clients: 1}
 	err := s.run(bin, "--fork-race", "--conns", "2", "--reqs", "2", "--udp", "0")
 	if s.dir != "" && os.Getenv("WAP5_E2E_KEEP") == "" {

@@ -60,7 +60,13 @@
 //     lifetime; an end that opens the key again abandons its earlier
 //     instances that saw no byte and no peer (a refused non-blocking
 //     connect), so the peer's next open goes to the new one. Observations
-//     carrying a Socket id find their end directly.
+//     carrying a Socket id find their end directly. An end logged by
+//     processes lives until its last holder lets go (holders.go): a
+//     process holds it from its open or first use, a fork (OpFork, with
+//     the child's pid) passes all the parent holds to the child when the
+//     child has a log, and a close of the process's last descriptor or
+//     its exit (OpExit) lets go; so a forking server's parent closing its
+//     copy does not end the connection its child serves.
 //  3. Streams (TCP, Unix stream): each send covers a byte range of its
 //     direction, each receive delivers a byte range. A logical message is a
 //     run of bytes sent in one direction until the sending end receives bytes
