@@ -29,7 +29,7 @@ func eventsFromBytes(data []byte) []Source {
 	}
 	ops := []libsockcap.Op{libsockcap.OpConnect, libsockcap.OpAccept, libsockcap.OpSend, libsockcap.OpRecv,
 		libsockcap.OpSend, libsockcap.OpRecv, libsockcap.OpClose, libsockcap.OpDup, libsockcap.OpSocketpair,
-		libsockcap.OpExit, libsockcap.OpGap, libsockcap.OpSocket}
+		libsockcap.OpExit, libsockcap.OpGap, libsockcap.OpSocket, libsockcap.OpFork}
 	events := make([][]libsockcap.Event, len(procs))
 	times := make([]int64, len(procs))
 	for len(data) >= 8 {
@@ -42,6 +42,9 @@ func eventsFromBytes(data []byte) []Source {
 			SoType: int32(b[3] / 4 % 3), Local: addrs[int(b[4])%len(addrs)], Remote: addrs[int(b[4]/8)%len(addrs)],
 			Bytes: int64(b[5]) * int64(b[6]%4+1), Sum: uint32(b[6])}
 		ev.Ret = ev.Bytes
+		if ev.Op == libsockcap.OpFork {
+			ev.Child = int32(b[5] % 4) // 1..3: a logged process (same host or not), 0: none
+		}
 		if b[6]&0x80 != 0 {
 			ev.Ret, ev.Errno = -1, 11
 		}
@@ -60,6 +63,10 @@ func FuzzReconcileEvents(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 1, 8, 0, 0, 1, 1, 1, 2, 1, 1, 0, 0, 1, 0, 2, 1, 1, 0, 10, 0, 1, 1, 3, 2, 1, 1, 10, 0, 1})
 	f.Add([]byte{0, 2, 1, 2, 3, 40, 7, 1, 1, 3, 1, 2, 3, 40, 7, 1, 1, 3, 1, 2, 3, 40, 7, 1})
 	f.Add([]byte{0, 8, 6, 3, 54, 5, 0, 1, 0, 2, 1, 3, 54, 5, 0, 1, 2, 3, 2, 3, 54, 5, 0, 1})
+	// A fork of pid 3 (same host) after an accept, the parent's close, the
+	// child's use and exit.
+	f.Add([]byte{0, 1, 1, 1, 8, 0, 0, 1, 0, 12, 0, 0, 0, 3, 0, 1, 0, 6, 1, 1, 0, 0, 0, 1,
+		2, 3, 1, 1, 8, 9, 0, 1, 2, 9, 0, 0, 0, 0, 0, 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 8*150 {
 			return
