@@ -178,9 +178,9 @@ type Scanner struct {
 	// its state is released when it runs out, so memory follows the threads
 	// alive at one time, not all the threads the log ever had.
 	pending  []*stream
-	free     []*stream // exhausted streams, their buffers and fd tables reused
-	cur      *stream   // the stream whose ev is the current event; advanced by the next Scan
-	ev       Event     // the event before the first Scan and after the last
+	free     []streamBufs // exhausted streams' buffers and fd tables, for the next threads
+	cur      *stream      // the stream whose ev is the current event; advanced by the next Scan
+	ev       Event        // the event before the first Scan and after the last
 	warnings []error
 	err      error
 	nchunks  int64
@@ -459,11 +459,19 @@ func (s *Scanner) startDue() {
 	}
 }
 
+// streamBufs is what a stream allocates as it reads: kept when it runs out,
+// for the next thread to start.
+type streamBufs struct {
+	buf   []byte
+	fds   fdTable
+	peers map[int32]Endpoint
+}
+
 // take gives a starting stream the buffers of one that has run out.
 func (s *Scanner) take(st *stream) {
 	if n := len(s.free); n > 0 {
 		f := s.free[n-1]
-		s.free[n-1] = nil
+		s.free[n-1] = streamBufs{}
 		s.free = s.free[:n-1]
 		st.buf, st.fds, st.peers = f.buf[:0], f.fds, f.peers
 		st.fds.reset()
@@ -475,7 +483,7 @@ func (s *Scanner) take(st *stream) {
 // next thread to start (at most a few: memory follows the live threads).
 func (s *Scanner) release(st *stream) {
 	if len(s.free) < 64 && (st.buf != nil || st.peers != nil) {
-		s.free = append(s.free, &stream{buf: st.buf, fds: st.fds, peers: st.peers})
+		s.free = append(s.free, streamBufs{buf: st.buf, fds: st.fds, peers: st.peers})
 	}
 	*st = stream{order: st.order, tid: st.tid, ci: len(st.chunks)}
 }
