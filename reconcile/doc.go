@@ -65,7 +65,7 @@
 //     process holds it from its open or first use, a fork (OpFork, with
 //     the child's pid) passes all the parent holds to the child when the
 //     child has a log, and a close of the process's last descriptor or
-//     its exit (OpExit) lets go; so a forking server's parent closing its
+//     its exit (OpExit: the end of its log) lets go; so a forking server's parent closing its
 //     copy does not end the connection its child serves.
 //  3. Streams (TCP, Unix stream): each send covers a byte range of its
 //     direction, each receive delivers a byte range. A logical message is a

@@ -11,7 +11,10 @@ package reconcile
 // parent holds to the child — when the child is traced, else nothing is
 // known of it — and a process lets go of an end at its close of its last
 // descriptor of it (dup'ed descriptors are counted by the log, logs.go) or
-// at its exit. The end is closed when nobody holds it any more.
+// at its exit — the end of its log: an exit record, or the log ending
+// without one (an exec, a kill; after an exec the new image's log holds
+// again from its first use). The end is closed when nobody holds it any
+// more.
 
 import "slices"
 

@@ -117,6 +117,8 @@ type logSource struct {
 	close    func() error
 	done     bool
 	path     string // the log file (NewLogSource), for reread
+	last     int64  // time of the latest event
+	exited   bool   // an exit event was seen
 }
 
 // reread opens the same log again from its start (step 0).
@@ -189,7 +191,19 @@ func (s *logSource) Next(o *Observation) bool {
 			if s.close != nil {
 				s.close()
 			}
+			if !s.exited {
+				// The log ended without an exit (an exec, a kill, the
+				// end of the capture): nothing more of this process
+				// image will be seen, so it holds nothing from here on.
+				s.exited = true
+				s.queue = append(s.queue, Observation{Time: max(s.last, s.obs.start), Op: OpExit,
+					Origin: OriginLog, Observer: s.obs, Offset: -1})
+				continue
+			}
 			return false
+		}
+		if ev := s.sc.Event(); ev.Time > s.last {
+			s.last = ev.Time
 		}
 		if s.convert(s.sc.Event(), o) {
 			return true
@@ -339,6 +353,7 @@ func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
 		o.Bytes = int64(ev.Child)
 		return true
 	case libsockcap.OpExit:
+		s.exited = true
 		seen := map[*fdState]bool{}
 		for _, st := range s.fds.all() {
 			if st.stream && st.socket != 0 && !seen[st] {
