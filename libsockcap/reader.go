@@ -93,7 +93,8 @@ func (t *fdTable) put(fd int32, fi *fdInfo) {
 // stream is one thread's chunks, decoded in order.
 type stream struct {
 	order  int    // position in the file, for stable ties
-	start  int64  // the first chunk's base_time (record clock): when the merge needs this stream
+	start  int64  // base_time of its next chunk (record clock): when the merge needs this stream
+	parked bool   // advance stopped at the end of a chunk: the rest waits in pending
 	chunks []int  // chunk offsets
 	data   []byte // what pos and end index: the whole log, or (sealed) the current chunk
 	base   int    // offset of data[0] in the log
@@ -160,6 +161,62 @@ func (h *streamHeap) push(st *stream) {
 	a[i] = st
 }
 
+// pendingHeap is a min-heap of the streams waiting for the merge, by the
+// base time of their next chunk (ties: file order). A sorted slice is one.
+type pendingHeap []*stream
+
+func pendingLess(a, b *stream) bool {
+	if a.start != b.start {
+		return a.start < b.start
+	}
+	return a.order < b.order
+}
+
+func (h *pendingHeap) pop() *stream {
+	a := *h
+	n := len(a) - 1
+	top := a[0]
+	x := a[n]
+	a[n] = nil
+	a = a[:n]
+	*h = a
+	if n == 0 {
+		return top
+	}
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && pendingLess(a[r], a[c]) {
+			c = r
+		}
+		if !pendingLess(a[c], x) {
+			break
+		}
+		a[i] = a[c]
+		i = c
+	}
+	a[i] = x
+	return top
+}
+
+func (h *pendingHeap) push(st *stream) {
+	*h = append(*h, st)
+	a := *h
+	i := len(a) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !pendingLess(st, a[p]) {
+			break
+		}
+		a[i] = a[p]
+		i = p
+	}
+	a[i] = st
+}
+
 // Scanner reads the events of one log, committed records only, merged across
 // threads into time order. It is shaped like bufio.Scanner.
 type Scanner struct {
@@ -173,11 +230,12 @@ type Scanner struct {
 	procFds   fdTable // latest fd records of any thread
 	heap      streamHeap
 	// pending holds the threads the merge has not reached yet, by the base
-	// time of their first chunk (ties: file order): a thread is started
-	// (its first chunk decoded) only when the merge gets to that time, and
-	// its state is released when it runs out, so memory follows the threads
-	// alive at one time, not all the threads the log ever had.
-	pending  []*stream
+	// time of their next chunk (ties: file order): a chunk is decoded only
+	// when the merge gets to that time, and a thread's state is released at
+	// the end of each chunk, so memory follows the threads alive at one
+	// time, not all the threads the log ever had (a thread id the kernel
+	// recycled waits here again between its threads).
+	pending  pendingHeap
 	free     []streamBufs // exhausted streams' buffers and fd tables, for the next threads
 	cur      *stream      // the stream whose ev is the current event; advanced by the next Scan
 	ev       Event        // the event before the first Scan and after the last
@@ -431,32 +489,58 @@ func (s *Scanner) index() {
 		st.chunks = append(st.chunks, off)
 	}
 	// nothing is decoded yet: Scan starts each thread when the merge reaches
-	// its first chunk's base time
+	// its first chunk's base time (sorted: a heap already)
 	sort.SliceStable(order, func(i, j int) bool { return order[i].start < order[j].start })
 	s.pending = order
 }
 
-// startDue starts the pending threads whose first chunk begins at or before
+// startDue starts the pending threads whose next chunk begins at or before
 // the earliest event in the merge (all of them up to the first that yields
-// an event, when the merge is empty). A thread's first record is at or after
-// its chunk's base time (dt ≥ 0 from the library), so a thread not started
-// yet cannot hold the next event: the merge's order is the order of a heap
-// of all threads. Threads without events are released at once.
+// an event, when the merge is empty). A chunk's first record is at or after
+// its base time (dt ≥ 0 from the library; a thread's next chunk begins after
+// its last record), so a thread waiting in pending cannot hold the next
+// event: the merge's order is the order of a heap of all threads.
 func (s *Scanner) startDue() {
 	for len(s.pending) > 0 {
 		st := s.pending[0]
 		if len(s.heap) > 0 && s.wall(st.start) > s.heap[0].ev.Time {
 			return
 		}
-		s.pending[0] = nil
-		s.pending = s.pending[1:]
+		s.pending.pop()
 		s.take(st)
 		if s.nextChunk(st) && s.advance(st) {
 			s.heap.push(st)
 		} else {
-			s.release(st)
+			s.stop(st)
 		}
 	}
+}
+
+// stop takes a stream that advance left without an event: parked at the
+// end of a chunk it waits in pending for its next chunk, else it is done.
+// Either way its buffers go to the next thread to start.
+func (s *Scanner) stop(st *stream) {
+	if !st.parked {
+		s.release(st)
+		return
+	}
+	st.parked = false
+	if len(s.free) < 64 && (st.buf != nil || st.peers != nil) {
+		s.free = append(s.free, streamBufs{buf: st.buf, fds: st.fds, peers: st.peers})
+	}
+	st.buf, st.fds, st.peers, st.data = nil, fdTable{}, nil, nil
+	st.ev, st.hot = Event{}, false
+	s.pending.push(st)
+}
+
+// chunkHead is the header of the stream's chunk i.
+func (s *Scanner) chunkHead(st *stream, i int) []byte {
+	off := st.chunks[i]
+	if s.lazy != nil {
+		k := (off - int(binary.LittleEndian.Uint32(s.data[12:]))) / s.chunkSize
+		return s.lazy.heads[k][:]
+	}
+	return s.data[off : off+chunkHdrSize]
 }
 
 // streamBufs is what a stream allocates as it reads: kept when it runs out,
@@ -551,7 +635,7 @@ func (s *Scanner) Scan() bool {
 			if n > 1 {
 				s.heap.down(0)
 			}
-			s.release(st)
+			s.stop(st)
 		}
 	}
 	s.startDue()
@@ -628,6 +712,19 @@ func (s *Scanner) advance(st *stream) bool {
 			}
 		}
 		if st.pos >= st.end || st.data[st.pos] == 0 {
+			if st.ci+1 >= len(st.chunks) {
+				st.ci = len(st.chunks)
+				return false
+			}
+			if h := s.chunkHead(st, st.ci+1); binary.LittleEndian.Uint32(h[24:]) == 0 {
+				// the next chunk is a new thread's (thread_seq 0: the
+				// kernel recycled the thread id): like any new thread, it
+				// waits for the merge to reach its base time (startDue).
+				// A thread's own next chunk is read at once, as before.
+				st.start = int64(binary.LittleEndian.Uint64(h[8:]))
+				st.parked = true
+				return false
+			}
 			if !s.nextChunk(st) {
 				return false
 			}

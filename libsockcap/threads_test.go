@@ -2,6 +2,7 @@ package libsockcap_test
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,23 +31,37 @@ const threadsFd = 1500
 // about as long as 3 other threads; every 10th thread has a second chunk,
 // written after the chunks of threads that started later. It returns the
 // log and the events a merge of all threads at once yields, in order.
-func manyThreadsLog(n int) ([]byte, []row) {
+//
+// With recycle, threads start in file order and thread j takes the thread id
+// of thread j-n/2, as the kernel recycles ids: one id's chunks belong to two
+// threads far apart in time (thread_seq starts at 0 again).
+func manyThreadsLog(n int, recycle bool) ([]byte, []row) {
 	h := hdr
 	h.ChunkSize = threadsChunk
 	l := enc.NewLog(h)
 	type ev struct {
 		r     row
-		order int // the thread's place in the file
+		order int // the place of the thread id's first chunk in the file
 		seq   int
 	}
 	var evs []ev
-	add := func(j, seq int, r row) { evs = append(evs, ev{r, j, seq}) }
+	add := func(j, seq int, r row) {
+		if recycle {
+			j %= n / 2 // ties go by the thread id's first chunk
+		}
+		evs = append(evs, ev{r, j, seq})
+	}
 	var second []func()
+	var seqs []uint32 // each chunk's thread_seq
 	for j := 0; j < n; j++ {
 		tid := int32(100 + j)
 		k := (j * 7919) % n // start order
+		if recycle {
+			tid, k = int32(100+j%(n/2)), j
+		}
 		base := t0 + int64(k/2)*1000
 		c := l.Chunk(tid, base)
+		seqs = append(seqs, 0)
 		c.Fd(base, threadsFd, 1, 1, &enc.Addr{IP: cli}, &enc.Addr{IP: srv}, 0)
 		c.Send(base+500, true, threadsFd, 300, 0)
 		c.Send(base+1500, false, threadsFd, 1200, 0)
@@ -68,6 +83,7 @@ func manyThreadsLog(n int) ([]byte, []row) {
 		second = append(second, func() {
 			tm := base + 2000
 			c := l.Chunk(tid, tm)
+			seqs = append(seqs, 1)
 			c.Fd(tm, threadsFd, 1, 1, &enc.Addr{IP: cli}, &enc.Addr{IP: srv}, 0)
 			c.Send(tm, false, threadsFd, 7, 0)
 			add(j, 2, tcp(tm, libsockcap.OpSend, 7, 7))
@@ -83,6 +99,10 @@ func manyThreadsLog(n int) ([]byte, []row) {
 	for _, f := range second {
 		f()
 	}
+	b := l.Bytes()
+	for i, q := range seqs {
+		binary.LittleEndian.PutUint32(b[enc.HdrSize+i*threadsChunk+24:], q)
+	}
 	slices.SortFunc(evs, func(a, b ev) int {
 		return cmp.Or(cmp.Compare(a.r.Time, b.r.Time), cmp.Compare(a.order, b.order), cmp.Compare(a.seq, b.seq))
 	})
@@ -90,7 +110,7 @@ func manyThreadsLog(n int) ([]byte, []row) {
 	for i, e := range evs {
 		rows[i] = e.r
 	}
-	return l.Bytes(), rows
+	return b, rows
 }
 
 // scanMeasured opens path and scans it, comparing each event with want and
@@ -150,17 +170,20 @@ func scanMeasured(t *testing.T, path string, want []row) (peak, alloc uint64) {
 func TestManyThreadsMemory(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
-		name   string
-		sealed bool
-		n      int
+		name    string
+		sealed  bool
+		n       int
+		recycle bool
 	}{
-		{"raw/1000", false, 1000},
-		{"raw/4000", false, 4000},
-		{"sealed/1000", true, 1000},
-		{"sealed/4000", true, 4000},
+		{"raw/1000", false, 1000, false},
+		{"raw/4000", false, 4000, false},
+		{"sealed/1000", true, 1000, false},
+		{"sealed/4000", true, 4000, false},
+		{"raw/4000/recycled-tids", false, 4000, true},
+		{"sealed/4000/recycled-tids", true, 4000, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			raw, want := manyThreadsLog(tc.n)
+			raw, want := manyThreadsLog(tc.n, tc.recycle)
 			path := writeFile(t, dir, fmt.Sprintf("%d-%d.sclog", tc.n, len(raw)), raw)
 			if tc.sealed {
 				var err error
@@ -190,7 +213,7 @@ func TestManyThreadsMemory(t *testing.T) {
 // BenchmarkScanManyThreads opens and scans a sealed log of 4 000 short-lived
 // threads (one 16 KiB chunk each, ~4 alive at a time).
 func BenchmarkScanManyThreads(b *testing.B) {
-	raw, want := manyThreadsLog(4000)
+	raw, want := manyThreadsLog(4000, false)
 	p := filepath.Join(b.TempDir(), "m.sclog")
 	if err := os.WriteFile(p, raw, 0o600); err != nil {
 		b.Fatal(err)
