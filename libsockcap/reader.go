@@ -638,7 +638,9 @@ func (s *Scanner) Scan() bool {
 			s.stop(st)
 		}
 	}
-	s.startDue()
+	if len(s.pending) > 0 {
+		s.startDue()
+	}
 	if len(s.heap) == 0 {
 		return false
 	}
