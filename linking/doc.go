@@ -66,8 +66,9 @@
 //	    span is what it adds to the span's cost: the delay of every send of
 //	    the span after the latest message the span received before it, the
 //	    fan-out of every received message, and the span's number of calls
-//	    per destination, counted per span class (the request's sender and
-//	    the node, so that two services on one node keep apart; prior from
+//	    per destination, counted per span class (the node, and whether the
+//	    request came from the node itself, so that two services on one node
+//	    keep apart; prior from
 //	    the trace: calls per request at the node, then learned from the
 //	    unambiguous spans of the class). After the assignment, a tie-breaker:
 //	    a call on another connection than the one the span's neighbours on

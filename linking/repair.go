@@ -10,9 +10,9 @@ import (
 // countModel is the distribution of how many calls to one destination a
 // request span of one class makes (0, 1, 2, 3 or more): "a server usually
 // answers each request with the same set of downstream calls". A span's
-// class is the sender of its request and the node serving it, so that two
-// services on one node (a threaded server and the helper it calls over a
-// Unix socket) keep their own counts. Its prior comes from the trace
+// class is the node serving it and whether the request came from that node
+// itself (classSender), so that two services on one node (a threaded server
+// and the helper it calls over a Unix socket) keep their own counts. Its prior comes from the trace
 // without any linking — the number of calls from the node to the
 // destination per request the node served — and each pass blends in the
 // counts of the spans as assigned (the unambiguous spans where a class has
@@ -38,11 +38,26 @@ func (ns *nodeSpans) at(c int32) (int32, bool) {
 	return s, s >= 0
 }
 
+// countKey: src is classSender of the requests' senders.
 type countKey struct{ src, node, dst trace.NodeID }
 
-// spanClass is the class of request c's span: its sender and its node.
+// classSender reduces a request's sender to what tells a node's services
+// apart: the node itself (the callers of a same-host helper) or anyone else.
+// Keying classes by the sender itself made one class per client: on the
+// CoDeeN-sized trace (3,000 untraced clients, 115 proxies) linking took 9×
+// the time and 4× the memory.
+func classSender(src, node trace.NodeID) trace.NodeID {
+	if src == node {
+		return node
+	}
+	return -1
+}
+
+// spanClass is the class of request c's span: its node, and whether the
+// request came from that node itself.
 func (j *joint) spanClass(c int32) uint64 {
-	return uint64(uint32(j.msgs[c].Src))<<32 | uint64(uint32(j.msgs[c].Dst))
+	m := &j.msgs[c]
+	return uint64(uint32(classSender(m.Src, m.Dst)))<<32 | uint64(uint32(m.Dst))
 }
 
 func classOfKey(k countKey) uint64 { return uint64(uint32(k.src))<<32 | uint64(uint32(k.node)) }
@@ -322,7 +337,8 @@ func fanCost(f *fanModel, k int) float64 {
 // countModelOf is the count model of calls to d from the spans of request
 // c's class.
 func (j *joint) countModelOf(c int32, d trace.NodeID) *countModel {
-	return j.mod.count[countKey{j.msgs[c].Src, j.msgs[c].Dst, d}]
+	m := &j.msgs[c]
+	return j.mod.count[countKey{classSender(m.Src, m.Dst), m.Dst, d}]
 }
 
 // countCost is −log of the call counts per destination of request c's span.
@@ -413,7 +429,7 @@ func (j *joint) countPriors() {
 				spans[b]++
 				if k := j.spanClass(int32(c)); !seen[k] {
 					seen[k] = true
-					classes[b] = append(classes[b], j.msgs[c].Src)
+					classes[b] = append(classes[b], classSender(j.msgs[c].Src, b))
 				}
 			}
 		}
