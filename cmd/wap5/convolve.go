@@ -11,7 +11,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"wap5/convolution"
-	"wap5/render"
 	"wap5/trace"
 )
 
@@ -112,17 +111,7 @@ func convolveAction(c *cli.Context) error {
 		}
 		paths.Patterns = kept
 	}
-	top := c.Int("top")
-	if top > 0 && top < len(paths.Patterns) {
-		paths.Patterns = paths.Patterns[:top]
-	}
-	if c.Bool("json") {
-		return render.JSON(c.App.Writer, &paths)
-	}
-	if top == 0 {
-		top = 20
-	}
-	return convolveText(c.App.Writer, &paths, top)
+	return writePaths(c, paths, convolveText)
 }
 
 // convolveText prints each path as in Figure 9: nodes, and on each edge its

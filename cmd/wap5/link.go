@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -114,18 +115,9 @@ func linkAction(c *cli.Context) error {
 			return err
 		}
 	}
-	paths := res.Paths
-	if top := c.Int("top"); top > 0 && top < len(paths.Patterns) {
-		paths.Patterns = paths.Patterns[:top]
-	}
-	if c.Bool("json") {
-		return render.JSON(c.App.Writer, &paths)
-	}
-	top := c.Int("top")
-	if top == 0 {
-		top = 20
-	}
-	return render.LinkText(c.App.Writer, &paths, &render.LinkTextOptions{Top: top, Histograms: c.Bool("histograms")})
+	return writePaths(c, res.Paths, func(w io.Writer, p *trace.Paths, top int) error {
+		return render.LinkText(w, p, &render.LinkTextOptions{Top: top, Histograms: c.Bool("histograms")})
+	})
 }
 
 func writeInstances(path string, t *trace.Trace, p *trace.Paths) error {

@@ -10,7 +10,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"wap5/nesting"
-	"wap5/render"
 	"wap5/trace"
 )
 
@@ -84,18 +83,7 @@ func nestAction(c *cli.Context) error {
 			return err
 		}
 	}
-	paths := res.Paths
-	top := c.Int("top")
-	if top > 0 && top < len(paths.Patterns) {
-		paths.Patterns = paths.Patterns[:top]
-	}
-	if c.Bool("json") {
-		return render.JSON(c.App.Writer, &paths)
-	}
-	if top == 0 {
-		top = 20
-	}
-	return nestText(c.App.Writer, &paths, top)
+	return writePaths(c, res.Paths, nestText)
 }
 
 // nestText prints each pattern as an indented call tree, Figure 8's content:
