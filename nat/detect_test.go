@@ -2,16 +2,13 @@ package nat
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"wap5/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // pk builds a packet the way the pcap reader does, with its fingerprint.
 func pk(capture int32, t int64, src, dst string, ttl uint8, proto uint8, flags uint8, seq, ack uint32, ipid uint32, payload string) Packet {
@@ -115,7 +112,7 @@ var detectCases = []struct {
 }
 
 func TestDetect(t *testing.T) {
-	var golden bytes.Buffer
+	var buf bytes.Buffer
 	for _, tc := range detectCases {
 		t.Run(tc.name, func(t *testing.T) {
 			// Order must not matter: try the packets reversed as well.
@@ -137,23 +134,11 @@ func TestDetect(t *testing.T) {
 				}
 			}
 			m := Detect(tc.pkts, Options{})
-			fmt.Fprintf(&golden, "# %s\n", tc.name)
-			m.WriteJSON(&golden)
+			fmt.Fprintf(&buf, "# %s\n", tc.name)
+			m.WriteJSON(&buf)
 		})
 	}
-	path := filepath.Join("testdata", "detect.golden")
-	if *update {
-		if err := os.WriteFile(path, golden.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./nat -update)", err)
-	}
-	if !bytes.Equal(golden.Bytes(), want) {
-		t.Errorf("JSON differs from %s (run go test ./nat -update and review the diff):\n%s", path, golden.String())
-	}
+	golden.Check(t, filepath.Join("testdata", "detect.golden"), buf.Bytes())
 }
 
 func TestDetectUDPNeedsFrequentMatches(t *testing.T) {

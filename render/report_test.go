@@ -3,17 +3,14 @@ package render
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"wap5/internal/golden"
 	"wap5/trace"
 )
-
-var updateReport = flag.Bool("update", false, "rewrite golden files")
 
 // reportTrace is a small trace: a client, a web server calling a database,
 // and an untraced peer whose messages have one timestamp.
@@ -88,28 +85,8 @@ func TestReportGolden(t *testing.T) {
 			if err := Report(&b, &tc.data, tc.opts); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join("testdata", "report", tc.name+".golden"), b.Bytes())
+			golden.Check(t, filepath.Join("testdata", "report", tc.name+".golden"), b.Bytes())
 		})
-	}
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *updateReport {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./render -run TestReport -update creates it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
 

@@ -38,7 +38,7 @@ func TestAnalyzeGolden(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d\n%s", code, stderr)
 			}
-			golden(t, "analyze", tc.name+".golden", []byte(stdout))
+			goldenFile(t, "analyze", tc.name+".golden", []byte(stdout))
 			report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
 			if err != nil {
 				t.Fatal(err)
@@ -65,7 +65,7 @@ func TestAnalyzeGolden(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(dir, "skew.json")); err == nil {
 				b, _ := os.ReadFile(filepath.Join(dir, "skew.json"))
-				golden(t, "analyze", tc.name+".skew.json", b)
+				goldenFile(t, "analyze", tc.name+".skew.json", b)
 			}
 		})
 	}

@@ -96,8 +96,8 @@ func TestDumpGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.Flush()
-			golden(t, "dump", tc.name+".golden", out.Bytes())
-			golden(t, "dump", "stderr.golden", errb.Bytes())
+			goldenFile(t, "dump", tc.name+".golden", out.Bytes())
+			goldenFile(t, "dump", "stderr.golden", errb.Bytes())
 		})
 	}
 }
@@ -227,7 +227,7 @@ func TestDumpLogFile(t *testing.T) {
 			if code != 0 || stderr != "" {
 				t.Fatalf("exit %d, stderr %q", code, stderr)
 			}
-			golden(t, "dump", tc.name+".golden", []byte(stdout))
+			goldenFile(t, "dump", tc.name+".golden", []byte(stdout))
 		})
 	}
 	// A directory argument finds the same log.

@@ -28,7 +28,7 @@ func TestLinkGolden(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%v: exit %d, stderr %s", tc.args, code, stderr)
 		}
-		golden(t, "link", tc.golden, []byte(stdout))
+		goldenFile(t, "link", tc.golden, []byte(stdout))
 	}
 }
 

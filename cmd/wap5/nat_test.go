@@ -35,7 +35,7 @@ func TestNatCommand(t *testing.T) {
 				t.Fatalf("exit %d, want %d (stderr %q)", code, tc.code, stderr)
 			}
 			if tc.golden != "" {
-				golden(t, "nat", tc.golden, []byte(stdout))
+				goldenFile(t, "nat", tc.golden, []byte(stdout))
 			}
 			if !strings.Contains(stderr, tc.stderr) {
 				t.Errorf("stderr %q, want %q", stderr, tc.stderr)

@@ -95,7 +95,7 @@ func TestSkewGolden(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
-			golden(t, "skew", tc.name, []byte(stdout))
+			goldenFile(t, "skew", tc.name, []byte(stdout))
 		})
 	}
 }
