@@ -3,6 +3,8 @@ package score
 import (
 	"bytes"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -31,23 +33,16 @@ func readResult(t *testing.T, js string) *trace.Paths {
 }
 
 // Project 5 §7.5.1's example: the system ran A→B→C→D twice; the algorithm
-// found one A→B→C→D, one A→B and one C→D.
-const chainTruth = `
-1.000 A a:1 1.001 B b:1 10 id=1 truth=1
-1.010 B b:1 1.011 C c:1 10 id=2 truth=1
-1.020 C c:1 1.021 D d:1 10 id=3 truth=1
-2.000 A a:1 2.001 B b:1 10 id=4 truth=2
-2.010 B b:1 2.011 C c:1 10 id=5 truth=2
-2.020 C c:1 2.021 D d:1 10 id=6 truth=2
-`
+// found one A→B→C→D, one A→B and one C→D (files shared with cmd/wap5's tests).
+var chainTruth, chainResult = exampleFile("p5-example.trace"), exampleFile("p5-example.json")
 
-const chainResult = `{"algorithm":"linking","patterns":[
- {"rank":1,"count":1,"expected":1,"max_prob":1,"root":{"from":"A","to":"B","net_s":0.001,"wait_s":null,"count":1,"children":[
-   {"from":"B","to":"C","net_s":0.001,"wait_s":0.009,"count":1,"children":[
-     {"from":"C","to":"D","net_s":0.001,"wait_s":0.0099,"count":1,"children":[]}]}]}},
- {"rank":2,"count":1,"expected":1,"max_prob":1,"root":{"from":"A","to":"B","net_s":0.001,"wait_s":null,"count":1,"children":[]}},
- {"rank":3,"count":1,"expected":1,"max_prob":1,"root":{"from":"C","to":"D","net_s":0.001,"wait_s":null,"count":1,"children":[]}}],
- "warnings":[]}`
+func exampleFile(name string) string {
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "score", name))
+	if err != nil {
+		panic(err) // the repository's own test data
+	}
+	return string(b)
+}
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 

@@ -8,28 +8,6 @@ import (
 	"testing"
 )
 
-const scoreTruth = `# wap5 message trace v1
-1.000 A a:1 1.001 B b:1 10 id=1 truth=1
-1.010 B b:1 1.011 C c:1 10 id=2 truth=1
-1.020 C c:1 1.021 D d:1 10 id=3 truth=1
-2.000 A a:1 2.001 B b:1 10 id=4 truth=2
-2.010 B b:1 2.011 C c:1 10 id=5 truth=2
-2.020 C c:1 2.021 D d:1 10 id=6 truth=2
-`
-
-const scoreResult = `{"algorithm":"linking","patterns":[
- {"rank":1,"count":1,"expected":1,"max_prob":1,"root":{"from":"A","to":"B","net_s":0.001,"wait_s":null,"count":1,"children":[
-   {"from":"B","to":"C","net_s":0.001,"wait_s":0.009,"count":1,"children":[
-     {"from":"C","to":"D","net_s":0.001,"wait_s":0.0099,"count":1,"children":[]}]}]}},
- {"rank":2,"count":1,"expected":1,"max_prob":1,"root":{"from":"A","to":"B","net_s":0.001,"wait_s":null,"count":1,"children":[]}},
- {"rank":3,"count":1,"expected":1,"max_prob":1,"root":{"from":"C","to":"D","net_s":0.001,"wait_s":null,"count":1,"children":[]}}],
- "warnings":[]}`
-
-const scoreInstances = `{"pattern":1,"prob":1,"ids":["1","2","3"]}
-{"pattern":2,"prob":1,"ids":["4"]}
-{"pattern":3,"prob":1,"ids":["6","99"]}
-`
-
 func TestScoreCLI(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string {
@@ -39,7 +17,13 @@ func TestScoreCLI(t *testing.T) {
 		}
 		return p
 	}
-	truth, result, insts := write("truth.trace", scoreTruth), write("result.json", scoreResult), write("insts.jsonl", scoreInstances)
+	// Project 5 §7.5.1's example (shared with package score's tests).
+	ex := filepath.Join("..", "..", "testdata", "score")
+	truth, result, insts := filepath.Join(ex, "p5-example.trace"), filepath.Join(ex, "p5-example.json"), filepath.Join(ex, "p5-example.instances.jsonl")
+	scoreResult, err := os.ReadFile(result)
+	if err != nil {
+		t.Fatal(err)
+	}
 	bad := write("bad.json", `{"algorithm":"linking","patterns":[{]}`)
 	tests := []struct {
 		name           string
@@ -51,7 +35,7 @@ func TestScoreCLI(t *testing.T) {
 		{name: "text", args: []string{"score", "--truth", truth, result}, stdout: "linking (message trees) against 2 truth instances"},
 		{name: "json with instances", args: []string{"score", "--json", "--truth", truth, "--instances", insts, result},
 			stdout: `"truth_found": 1`, stderr: `id "99" names no message`},
-		{name: "stdin", stdin: scoreResult, args: []string{"score", "--top", "2", "--truth", truth, "-"}, stdout: "top-N false negatives"},
+		{name: "stdin", stdin: string(scoreResult), args: []string{"score", "--top", "2", "--truth", truth, "-"}, stdout: "top-N false negatives"},
 		{name: "alias", args: []string{"score", "--alias", "D=E", "--truth", truth, result}, stdout: "A>B(B>C(C>E()))"},
 		{name: "no truth", args: []string{"score", result}, code: 2, stderr: "needs --truth"},
 		{name: "no result", args: []string{"score", "--truth", truth}, code: 2, stderr: "one RESULT"},
