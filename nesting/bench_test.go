@@ -65,3 +65,31 @@ func cpuTime() time.Duration {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkNestEndToEnd is what `wap5 nest --json` does with the trace file
+// named by WAP5_NEST_TRACE (text or binary): read it, check it, nest it.
+// msgs/CPU-s is the end-to-end rate; skipped without the variable.
+func BenchmarkNestEndToEnd(b *testing.B) {
+	name := os.Getenv("WAP5_NEST_TRACE")
+	if name == "" {
+		b.Skip("WAP5_NEST_TRACE not set")
+	}
+	opt := DefaultOptions()
+	opt.NoInstances = true
+	n := 0
+	cpu0 := cpuTime()
+	for b.Loop() {
+		tr, err := trace.ReadFile(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := tr.CheckValid(); err != nil {
+			b.Fatal(err)
+		}
+		Nest(tr, opt)
+		n += len(tr.Messages)
+	}
+	cpu := cpuTime() - cpu0
+	b.ReportMetric(float64(n)/cpu.Seconds(), "msgs/CPU-s")
+	b.ReportMetric(cpu.Seconds()*1e3/float64(b.N), "cpu-ms/op")
+}

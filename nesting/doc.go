@@ -21,14 +21,21 @@
 //     sender times only (TimeSend) calls are moved earlier by the skew
 //     window instead. Messages that pair with nothing are counted and
 //     reported in a warning.
-//  2. Score possible nestings (§5.1.1.2, ScoreNestings). A call B→C is
-//     nested in every call A→B that was open at B when it was made and
-//     returned after it; the comparison is loosened by the skew window. Each
-//     candidate adds 1/N (N = the child's number of candidates) to the
-//     scoreboard histogram of (A, B, C) at its nesting delay, on log-1.05
-//     bins from 1 ms (340 bins, to about 2 h; delays below the first bin
-//     share one bin, as do those above the last). The histograms are
-//     optionally smoothed with a Gaussian.
+//  2. Score possible nestings (§5.1.1.2, ScoreNestings), node by node.
+//     (a) A call B→C is nested in every call A→B that was open at B when it
+//     was made and returned after it; the comparison is loosened by the
+//     skew window. (b) Actors (an addition; actors.go): where messages name
+//     the thread that sent and received them, the calls of B with a single
+//     candidate show how often a call leaves from the actor that received
+//     its parent; where that share is at least ActorMin (99 %) of at least
+//     ActorSamples calls and calls arrive at B on more than one actor (not
+//     an event loop), each call keeps only the candidates its own actor
+//     received (all of them if none). (c) Each remaining candidate adds 1/N
+//     (N = the child's number of candidates) to the scoreboard histogram of
+//     (A, B, C) at its nesting delay, on log-1.05 bins from 1 ms (340 bins,
+//     to about 2 h; delays below the first bin share one bin, as do those
+//     above the last). (d) The histograms are optionally smoothed with a
+//     Gaussian.
 //  3. Choose one parent per call (§5.1.1.3, FindNestedPairs): the candidate
 //     with the highest scoreboard value, scaled by the overlapping-child,
 //     same-child and generic-child penalties (1+c)^-x, (1+c)^-y, (1+c)^-z,

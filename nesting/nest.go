@@ -42,12 +42,18 @@ type Options struct {
 	HistPatterns int
 	// NoInstances leaves Paths.Instances empty.
 	NoInstances bool
+	// ActorMin and ActorSamples gate step 2c: a node's calls are
+	// restricted to candidate parents received by their sending actor when,
+	// of at least ActorSamples calls with one candidate, at least the share
+	// ActorMin were sent by the actor that received it (ActorMin > 1: never).
+	ActorMin     float64
+	ActorSamples int
 }
 
 // DefaultOptions returns Project 5's defaults: x = 2, y = z = 0, no skew
 // window, no smoothing, 340 bins of ratio 1.05 from 1 ms.
 func DefaultOptions() Options {
-	return Options{X: 2, BinLo: time.Millisecond, BinRatio: 1.05, Bins: 340, HistPatterns: 100}
+	return Options{X: 2, BinLo: time.Millisecond, BinRatio: 1.05, Bins: 340, HistPatterns: 100, ActorMin: 0.99, ActorSamples: 20}
 }
 
 // Result is the output of Nest: the paths, and what the run saw.
@@ -60,6 +66,9 @@ type Result struct {
 	// any (Project 5's "mean per-node parallelism").
 	Parallelism float64
 	Roots       int // calls without a parent: one per path instance
+	// Actors holds step 2c's statistics per node whose calls carry actors
+	// (none when the trace has no actors).
+	Actors []ActorStat
 }
 
 // Nest runs the nesting algorithm on t; t is not modified.
@@ -92,8 +101,9 @@ func Nest(t *trace.Trace, opt Options) *Result {
 	// 2. Candidate parents and the scoreboard.
 	s.scoreNestings()
 	if s.withCand > 0 {
-		r.Parallelism = float64(len(s.cands)) / float64(s.withCand)
+		r.Parallelism = float64(s.ncands) / float64(s.withCand)
 	}
+	r.Actors = s.actorStats
 	// 3. One parent per call.
 	s.findNestedPairs()
 	// 4. Paths and patterns.
@@ -133,8 +143,14 @@ type state struct {
 
 	g        *byNode
 	cands    []candidate
+	ncands   int // candidates before step 2c
 	withCand int
-	board    [][]float64
-	bins     *binner
-	roots    int
+
+	actors     []actorPair // by call; nil when no message has actors
+	actorStats []ActorStat
+	actorBits  []uint64  // scratch: actors seen at one node
+	actorSeen  []actorID // scratch: the bits set
+	board      [][]float64
+	bins       *binner
+	roots      int
 }

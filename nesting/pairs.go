@@ -220,6 +220,7 @@ func (s *state) addCall(ci, ri int32) {
 		k.cs, k.ca = either(c.Send, c.Recv), either(c.Recv, c.Send)
 		k.rd, k.cr = either(r.Send, r.Recv), either(r.Recv, r.Send)
 	}
+	s.noteActors(len(s.calls), c)
 	s.calls = append(s.calls, k)
 }
 

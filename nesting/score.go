@@ -196,13 +196,26 @@ func (s *state) scoreNestings() {
 			}
 			active = active[:k]
 			c.candOff, c.candN = int32(start), int32(len(s.cands)-start)
+			if c.candN > 0 {
+				s.withCand++
+				s.ncands += int(c.candN)
+			}
+		}
+		// 2b. Where the data shows that calls leave from the actor that
+		// received their parent, only such candidates stay.
+		if s.actors != nil {
+			if st, ok := s.actorFilter(b, ins, outs); ok {
+				s.actorStats = append(s.actorStats, st)
+			}
+		}
+		for _, ci := range outs {
+			c := &calls[ci]
 			if c.candN == 0 {
 				continue
 			}
-			s.withCand++
-			// 2b. Each of the N candidates scores 1/N at its nesting delay.
+			// 2c. Each of the N candidates scores 1/N at its nesting delay.
 			wt := 1 / float64(c.candN)
-			for j := start; j < len(s.cands); j++ {
+			for j := c.candOff; j < c.candOff+c.candN; j++ {
 				cd := &s.cands[j]
 				pc := &calls[cd.parent]
 				h := boardOf(pc.caller, c.callee)
@@ -212,7 +225,7 @@ func (s *state) scoreNestings() {
 			}
 		}
 	}
-	// 2c. Optional Gaussian smoothing of every histogram.
+	// 2d. Optional Gaussian smoothing of every histogram.
 	if s.opt.Smooth > 0 {
 		kern := gaussian(s.opt.Smooth)
 		buf := make([]float64, nb+2)

@@ -23,7 +23,9 @@ func init() {
 				"every possible nesting on a log-1.05 histogram per (A, B, C), picks one parent per call with " +
 				"the overlapping-, same- and generic-child penalties, and aggregates call trees into patterns " +
 				"ranked by count. --time send compares sender timestamps only (Project 5's single-timestamp " +
-				"traces); --skew-window and --smooth are its clock-skew compensation.",
+				"traces); --skew-window and --smooth are its clock-skew compensation. Where messages name their " +
+				"threads (sa=/da=), a node's calls keep only the candidate parents their own thread received, if " +
+				"the node's unambiguous calls show that (--actor-min) and it is not an event loop.",
 			Flags: []cli.Flag{
 				&cli.BoolFlag{Name: "json", Usage: "machine-readable output (the contract's JSON)"},
 				&cli.StringFlag{Name: "instances", Usage: "write one JSON line per path instance to `FILE`"},
@@ -36,6 +38,8 @@ func init() {
 				&cli.DurationFlag{Name: "bin-lo", Value: time.Millisecond, Usage: "lower edge of the first scoreboard bin"},
 				&cli.IntFlag{Name: "histograms", Value: 100, Usage: "delay histograms for the `N` most frequent patterns"},
 				&cli.IntFlag{Name: "top", Usage: "show only the top `N` patterns (text default 20)"},
+				&cli.Float64Flag{Name: "actor-min", Value: 0.99, Usage: "restrict a node's calls to parents received by the same thread (sa=/da=) when at least this `SHARE` of its unambiguous calls show it (> 1: never)"},
+				&cli.IntFlag{Name: "actor-samples", Value: 20, Usage: "unambiguous calls a node needs before --actor-min applies"},
 			},
 			Action: nestAction,
 		}
@@ -57,8 +61,9 @@ func nestAction(c *cli.Context) error {
 	o.SkewWindow, o.Smooth = c.Duration("skew-window"), c.Float64("smooth")
 	o.X, o.Y, o.Z = c.Float64("x"), c.Float64("y"), c.Float64("z")
 	o.BinLo, o.HistPatterns = c.Duration("bin-lo"), c.Int("histograms")
-	if o.SkewWindow < 0 || o.Smooth < 0 || o.BinLo <= 0 || c.Int("top") < 0 {
-		return usagef("--skew-window, --smooth, --bin-lo and --top must not be negative")
+	o.ActorMin, o.ActorSamples = c.Float64("actor-min"), c.Int("actor-samples")
+	if o.SkewWindow < 0 || o.Smooth < 0 || o.BinLo <= 0 || c.Int("top") < 0 || o.ActorMin < 0 || o.ActorSamples < 0 {
+		return usagef("--skew-window, --smooth, --bin-lo, --top, --actor-min and --actor-samples must not be negative")
 	}
 	o.NoInstances = c.String("instances") == ""
 	t, err := trace.ReadFile(c.Args().First())
@@ -78,6 +83,9 @@ func nestAction(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.ErrWriter, "wap5: nest: %d messages, %d call pairs, %d unpaired, parallelism %.2f, %d paths in %d patterns (%v)\n",
 		res.Messages, res.CallPairs, res.Unpaired, res.Parallelism, res.Roots, len(res.Patterns), time.Since(start).Round(time.Millisecond))
+	for _, a := range res.Actors {
+		fmt.Fprintf(c.App.ErrWriter, "wap5: nest: actors at %s: %s\n", t.NodeName(a.Node), a)
+	}
 	if p := c.String("instances"); p != "" {
 		if err := writeInstances(p, t, &res.Paths); err != nil {
 			return err
