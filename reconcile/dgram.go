@@ -32,7 +32,8 @@ type dgram struct {
 	t        int64 // as the observer recorded it
 	ct       int64 // on the reference clock (step 0), for comparisons
 	node     trace.NodeID
-	host     string // the observer's host, for fillWildcard
+	actor    trace.ActorID // the thread that sent or received it
+	host     string        // the observer's host, for fillWildcard
 	local    libsockcap.Endpoint
 	remote   libsockcap.Endpoint
 	src, dst netip.AddrPort // canonical source and destination
@@ -78,6 +79,9 @@ func (m *matcher) observeDgram(ob *Observation) {
 	}
 	d := &dgram{send: ob.Op == OpSend, t: ob.Time, ct: ob.Time - m.corr, node: m.names.node(ob.Observer), host: netScope(ob.Observer),
 		local: ob.Local, remote: ob.Remote}
+	if ob.Tid > 0 {
+		d.actor = m.names.actor(ob.Observer, ob.Tid)
+	}
 	k := dgKey{proto: ob.Proto, n: ob.Bytes, sum: ob.Sum}
 	if d.send {
 		d.src, d.dst = m.nat.canon(ob.Local.Addr), m.nat.canon(ob.Remote.Addr)
@@ -191,7 +195,8 @@ func (m *matcher) matchDgram(a, b *dgram) {
 	if isWildcard(dstEP) {
 		dstEP = s.remote
 	}
-	m.emit(s.t, s.node, m.names.endpoint(srcEP), r.t, r.node, m.names.endpoint(dstEP), s.key.n)
+	msg := m.emit(s.t, s.node, m.names.endpoint(srcEP), r.t, r.node, m.names.endpoint(dstEP), s.key.n)
+	msg.SrcActor, msg.DstActor = s.actor, r.actor
 }
 
 func (m *matcher) noteReceiver(ob *Observation, node trace.NodeID) {
@@ -265,18 +270,21 @@ func (m *matcher) expireDgram(d *dgram) {
 		for _, o := range s.receivers[d.dst.Port()] {
 			if compatible(o.addr, d.dst.Addr()) {
 				m.lostDgrams++
-				m.emit(d.t, d.node, m.names.endpoint(d.local), trace.Unknown, o.node, m.names.endpoint(d.remote), d.key.n)
+				msg := m.emit(d.t, d.node, m.names.endpoint(d.local), trace.Unknown, o.node, m.names.endpoint(d.remote), d.key.n)
+				msg.SrcActor = d.actor
 				return
 			}
 		}
-		m.emit(d.t, d.node, m.names.endpoint(d.local), trace.Unknown, m.names.peer(d.remote), m.names.endpoint(d.remote), d.key.n)
+		msg := m.emit(d.t, d.node, m.names.endpoint(d.local), trace.Unknown, m.names.peer(d.remote), m.names.endpoint(d.remote), d.key.n)
+		msg.SrcActor = d.actor
 		return
 	}
 	if t, ok := s.recent[d.key]; ok && d.ct-t <= 2*m.window && t-d.ct <= 2*m.window {
 		m.dupDgrams++
 		return
 	}
-	m.emit(trace.Unknown, m.names.peer(d.remote), m.names.endpoint(d.remote), d.t, d.node, m.names.endpoint(d.local), d.key.n)
+	msg := m.emit(trace.Unknown, m.names.peer(d.remote), m.names.endpoint(d.remote), d.t, d.node, m.names.endpoint(d.local), d.key.n)
+	msg.DstActor = d.actor
 }
 
 func isWildcard(e libsockcap.Endpoint) bool {

@@ -40,7 +40,7 @@ func eventsFromBytes(data []byte) []Source {
 		ev := libsockcap.Event{Proc: procs[p], Time: times[p], Op: ops[int(b[1])%len(ops)],
 			Fd: int32(b[2] % 6), Fd2: int32(b[2]/6%6) - 1, Proto: libsockcap.Proto(b[3] % 4),
 			SoType: int32(b[3] / 4 % 3), Local: addrs[int(b[4])%len(addrs)], Remote: addrs[int(b[4]/8)%len(addrs)],
-			Bytes: int64(b[5]) * int64(b[6]%4+1), Sum: uint32(b[6])}
+			Bytes: int64(b[5]) * int64(b[6]%4+1), Sum: uint32(b[6]), Tid: int32(b[7] % 3)} // tid 0 = unknown
 		ev.Ret = ev.Bytes
 		if ev.Op == libsockcap.OpFork {
 			ev.Child = int32(b[5] % 4) // 1..3: a logged process (same host or not), 0: none

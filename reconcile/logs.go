@@ -241,6 +241,7 @@ func (s *logSource) base(o *Observation, ev *libsockcap.Event, st *fdState, op O
 	// pointers, and storing them costs write barriers.
 	o.Time, o.Op, o.Proto, o.Stream, o.Role = ev.Time, op, st.proto, st.stream, st.role
 	o.Origin, o.Socket, o.Offset, o.Bytes, o.Sum, o.HasSum, o.Loc = OriginLog, st.socket, -1, 0, 0, false, 0
+	o.Tid = ev.Tid
 	if o.Observer != s.obs {
 		o.Observer = s.obs
 	}
@@ -255,7 +256,7 @@ func (s *logSource) base(o *Observation, ev *libsockcap.Event, st *fdState, op O
 // process fills o with an observation of the process itself (OpFork,
 // OpExit): no socket, no names.
 func (s *logSource) process(o *Observation, ev *libsockcap.Event, op Op) {
-	*o = Observation{Time: ev.Time, Op: op, Origin: OriginLog, Observer: s.obs, Offset: -1}
+	*o = Observation{Time: ev.Time, Op: op, Origin: OriginLog, Observer: s.obs, Offset: -1, Tid: ev.Tid}
 }
 
 // convert turns one event into at most one observation (more go to the

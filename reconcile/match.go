@@ -19,13 +19,25 @@ type run struct {
 	t      int64 // first write (or, for a receiver-cut run, first read)
 	last   int64 // latest write, for gap splitting
 	node   trace.NodeID
-	done   bool
+	// actor: of a send run, the thread of its first write; of a receive
+	// run, the thread of its latest read (the one that delivered its last
+	// byte so far).
+	actor trace.ActorID
+	done  bool
 }
 
 // read is one receive: bytes [off, off+n) of the peer's direction.
 type read struct {
 	off, n, t int64
 	node      trace.NodeID
+	actor     trace.ActorID
+}
+
+// actorFix: a message emitted before the read of its last byte (at) was
+// seen; that read's thread becomes its DstActor.
+type actorFix struct {
+	at  int64
+	msg *trace.Message
 }
 
 // end is one end of a stream connection instance.
@@ -44,6 +56,7 @@ type end struct {
 	runs             []run  // send runs not yet emitted; the last one may be open
 	reads            []read // receives not yet consumed
 	rruns            []run  // receive runs, kept while the sender may be untraced
+	fixes            []actorFix
 	closed           bool
 	socks            []sockRef
 	holders          []holder // processes whose logs hold it (holders.go)
@@ -303,6 +316,10 @@ func (m *matcher) observe(src int, ob *Observation, corr int64) {
 		m.hold(e, ob.Observer)
 	}
 	c := e.c
+	var act trace.ActorID
+	if ob.Tid > 0 {
+		act = m.names.actor(ob.Observer, ob.Tid)
+	}
 	switch ob.Op {
 	case OpOpen:
 		if ob.Role != RoleUnknown {
@@ -312,13 +329,13 @@ func (m *matcher) observe(src int, ob *Observation, corr int64) {
 		if ob.Bytes <= 0 {
 			return
 		}
-		m.send(e, ob)
+		m.send(e, ob, act)
 		e.closed = false
 	case OpRecv:
 		if ob.Bytes <= 0 {
 			return
 		}
-		m.recv(e, ob)
+		m.recv(e, ob, act)
 		e.closed = false
 	case OpClose:
 		if ob.Origin == OriginLog && m.release(e, ob.Observer) {
@@ -514,7 +531,7 @@ func (m *matcher) paired(c *conn) {
 }
 
 // send extends the end's open run or starts a new one (step 3).
-func (m *matcher) send(e *end, ob *Observation) {
+func (m *matcher) send(e *end, ob *Observation, act trace.ActorID) {
 	off, n := ob.Offset, ob.Bytes
 	if off < 0 {
 		off = e.logSent
@@ -538,7 +555,7 @@ func (m *matcher) send(e *end, ob *Observation) {
 		}
 		r.done = true
 	}
-	e.runs = append(e.runs, run{off: off, n: n, ctx: e.rcvd, t: ob.Time, last: ob.Time, node: e.node})
+	e.runs = append(e.runs, run{off: off, n: n, ctx: e.rcvd, t: ob.Time, last: ob.Time, node: e.node, actor: act})
 	// The other side spoke: the peer's receive run is over.
 	if k := len(e.rruns); k > 0 {
 		e.rruns[k-1].done = true
@@ -547,7 +564,7 @@ func (m *matcher) send(e *end, ob *Observation) {
 
 // recv records a receive, ends this end's open send run, and extends its
 // receive run while the sender may be untraced.
-func (m *matcher) recv(e *end, ob *Observation) {
+func (m *matcher) recv(e *end, ob *Observation, act trace.ActorID) {
 	off, n := ob.Offset, ob.Bytes
 	if off < 0 {
 		off = e.logRcvd
@@ -573,17 +590,26 @@ func (m *matcher) recv(e *end, ob *Observation) {
 			(m.opts.SplitGap <= 0 || ob.Time-e.rruns[k-1].last <= int64(m.opts.SplitGap)) {
 			e.rruns[k-1].n += n
 			e.rruns[k-1].last = ob.Time
+			e.rruns[k-1].actor = act
 		} else {
 			if k > 0 {
 				e.rruns[k-1].done = true
 			}
-			e.rruns = append(e.rruns, run{off: off, n: n, ctx: e.sent, t: ob.Time, last: ob.Time, node: e.node})
+			e.rruns = append(e.rruns, run{off: off, n: n, ctx: e.sent, t: ob.Time, last: ob.Time, node: e.node, actor: act})
 		}
 		if c.resolved {
 			return // sender untraced: the receive runs are the messages
 		}
 	}
-	e.reads = append(e.reads, read{off: off, n: n, t: ob.Time, node: e.node})
+	e.reads = append(e.reads, read{off: off, n: n, t: ob.Time, node: e.node, actor: act})
+	// Messages emitted before their last byte was read take this read's
+	// thread if it delivered that byte.
+	for len(e.fixes) > 0 && e.fixes[0].at < off+n {
+		if e.fixes[0].at >= off {
+			e.fixes[0].msg.DstActor = act
+		}
+		e.fixes = popFront(e.fixes)
+	}
 }
 
 // pump emits every message of c that can be decided now; final forces the
@@ -598,7 +624,7 @@ func (m *matcher) pump(c *conn, final bool) {
 			for len(s.runs) > 0 && (s.runs[0].done || final) {
 				x := s.runs[0]
 				s.runs = popFront(s.runs)
-				m.emitStream(c, &x, s.role, x.t, x.node, m.localEP(s), trace.Unknown, m.names.peer(s.remote), m.remoteEP(s))
+				m.emitStream(c, &x, s.role, x.t, x.node, m.localEP(s), trace.Unknown, m.names.peer(s.remote), m.remoteEP(s), x.actor, trace.NoActor)
 			}
 			compact(&s.runs)
 		case r != nil && (c.resolved || final):
@@ -613,7 +639,7 @@ func (m *matcher) pump(c *conn, final bool) {
 				case RoleClient:
 					role = RoleServer
 				}
-				m.emitStream(c, &x, role, trace.Unknown, m.names.peer(r.remote), m.remoteEP(r), x.t, x.node, m.localEP(r))
+				m.emitStream(c, &x, role, trace.Unknown, m.names.peer(r.remote), m.remoteEP(r), x.t, x.node, m.localEP(r), trace.NoActor, x.actor)
 			}
 			compact(&r.rruns)
 		}
@@ -660,7 +686,24 @@ func (m *matcher) pumpPair(s, r *end, final bool) {
 		} else {
 			m.unreadBytes += x.n
 		}
-		m.emitStream(s.c, x, s.role, x.t, x.node, m.localEP(s), recvT, recvNode, m.localEP(r))
+		// DstActor: the thread of the read that delivered the last byte.
+		da, pending := trace.NoActor, false
+		if recvT != trace.Unknown {
+			last := x.off + x.n - 1
+			pending = true
+			for i := range r.reads {
+				if rd := &r.reads[i]; rd.off+rd.n > last {
+					if rd.off <= last {
+						da, pending = rd.actor, false
+					}
+					break
+				}
+			}
+		}
+		msg := m.emitStream(s.c, x, s.role, x.t, x.node, m.localEP(s), recvT, recvNode, m.localEP(r), x.actor, da)
+		if pending && !final {
+			r.fixes = append(r.fixes, actorFix{at: x.off + x.n - 1, msg: msg})
+		}
 		s.runs = popFront(s.runs)
 	}
 	compact(&s.runs)
@@ -686,8 +729,9 @@ func (m *matcher) emit(send int64, src trace.NodeID, srcEP trace.EndpointID, rec
 // from the accepting end is the return of the call holding the last byte
 // the server had read when it began to answer (run.ctx). Pairing by stream
 // offsets, not by time, holds whatever the clocks of the two hosts say.
-func (m *matcher) emitStream(c *conn, x *run, role Role, send int64, src trace.NodeID, srcEP trace.EndpointID, recv int64, dst trace.NodeID, dstEP trace.EndpointID) {
+func (m *matcher) emitStream(c *conn, x *run, role Role, send int64, src trace.NodeID, srcEP trace.EndpointID, recv int64, dst trace.NodeID, dstEP trace.EndpointID, sa, da trace.ActorID) *trace.Message {
 	msg := m.emit(send, src, srcEP, recv, dst, dstEP, x.n)
+	msg.SrcActor, msg.DstActor = sa, da
 	switch role {
 	case RoleClient:
 		msg.Kind, msg.Call = trace.KindCall, m.nextCall
@@ -695,13 +739,14 @@ func (m *matcher) emitStream(c *conn, x *run, role Role, send int64, src trace.N
 		c.calls = append(c.calls, pendingCall{off: x.off, end: x.off + x.n, id: msg.Call})
 	case RoleServer:
 		if x.ctx <= 0 {
-			return // the server spoke first: not an answer
+			return msg // the server spoke first: not an answer
 		}
 		c.rets = append(c.rets, pendingRet{at: x.ctx - 1, msg: msg})
 	default:
-		return
+		return msg
 	}
 	m.pairCalls(c, false)
+	return msg
 }
 
 type pendingCall struct {
@@ -1243,6 +1288,11 @@ func (m *matcher) retire(c *conn) {
 	m.pump(c, true)
 	m.pairCalls(c, true)
 	c.gone = true
+	for _, e := range c.ends {
+		if e != nil {
+			e.fixes = nil // last bytes never read: DstActor stays unknown
+		}
+	}
 	for _, e := range c.ends {
 		if e == nil {
 			continue

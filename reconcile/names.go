@@ -75,6 +75,33 @@ func (n *namer) node(o *Observer) trace.NodeID {
 	return id
 }
 
+// actor interns the actor ("PID/TID") of an observer's thread on the
+// observer's node; NoActor when the pid or the thread is unknown (packets,
+// events without a thread). Each observer caches its threads' ids.
+func (n *namer) actor(o *Observer, tid int32) trace.ActorID {
+	if tid <= 0 || o.Pid <= 0 {
+		return trace.NoActor
+	}
+	if o.actBy == n {
+		if o.actTid == tid {
+			return o.actID
+		}
+		if a, ok := o.acts[tid]; ok {
+			o.actTid, o.actID = tid, a
+			return a
+		}
+	} else {
+		o.actBy, o.acts = n, nil
+	}
+	a := n.t.Actor(n.node(o), strconv.FormatInt(int64(o.Pid), 10)+"/"+strconv.FormatInt(int64(tid), 10))
+	if o.acts == nil {
+		o.acts = map[int32]trace.ActorID{}
+	}
+	o.acts[tid] = a
+	o.actTid, o.actID = tid, a
+	return a
+}
+
 // peer names an untraced peer by its address: the IP address, or the Unix
 // endpoint.
 func (n *namer) peer(e libsockcap.Endpoint) trace.NodeID {

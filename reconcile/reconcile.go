@@ -342,9 +342,20 @@ func AggregateClients(t *trace.Trace) *trace.Trace {
 		}
 		epMap[i] = out.Endpoint(name)
 	}
+	// Actors move with their node; a CLIENT node stands for many hosts,
+	// whose pids and threads say nothing in common: its actors are unknown.
+	actor := func(old, now trace.NodeID, a trace.ActorID) trace.ActorID {
+		if a == trace.NoActor || !serverNode[old] {
+			return trace.NoActor
+		}
+		return out.Actor(now, t.ActorName(old, a))
+	}
 	out.Messages = t.Messages
 	for i := range out.Messages {
 		m := &out.Messages[i]
+		if m.SrcActor != trace.NoActor || m.DstActor != trace.NoActor {
+			m.SrcActor, m.DstActor = actor(m.Src, nodeMap[m.Src], m.SrcActor), actor(m.Dst, nodeMap[m.Dst], m.DstActor)
+		}
 		m.Src, m.Dst = nodeMap[m.Src], nodeMap[m.Dst]
 		m.SrcEP, m.DstEP = epMap[m.SrcEP], epMap[m.DstEP]
 	}

@@ -35,7 +35,8 @@ func updating() bool {
 // Process lines: `proc NAME host=H exe=E pid=N [boot=B] [netns=N]`. Event lines:
 // `NAME TIME OP key=value...` with keys fd, fd2, proto (tcp|udp|unix), type
 // (stream|dgram), local, remote (ip:port, unix:PATH, unix:), lino, rino
-// (Unix inodes), bytes, ret, errno, sum, child.
+// (Unix inodes), bytes, ret, errno, sum, child, tid (the thread; 0 or
+// absent = unknown, so no actor).
 type scenario struct {
 	comment  string
 	sections map[string]string
@@ -167,6 +168,7 @@ func buildSources(t *testing.T, text string) []Source {
 			t.Fatalf("events:%d: %v", n+1, err)
 		}
 		ev.Bytes, ev.Ret, ev.Errno, ev.Sum, ev.Child = num("bytes"), num("ret"), int32(num("errno")), uint32(num("sum")), int32(num("child"))
+		ev.Tid = int32(num("tid"))
 		if (op == libsockcap.OpSend || op == libsockcap.OpRecv) && kv["ret"] == "" {
 			ev.Ret = ev.Bytes
 		}

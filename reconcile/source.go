@@ -82,6 +82,12 @@ type Observer struct {
 	start  int64
 	proc   *proc
 	procBy *matcher
+	// The actors of this process's threads, as the namer actBy interned
+	// them: the last thread looked up, and the others.
+	actBy  *namer
+	actTid int32
+	actID  trace.ActorID
+	acts   map[int32]trace.ActorID
 }
 
 // Observation is one socket event as seen by one observer; see the package
@@ -110,6 +116,10 @@ type Observation struct {
 	Offset int64
 	Bytes  int64  // bytes sent or received (> 0 for OpSend and OpRecv); OpFork: the child's pid
 	Sum    uint32 // datagram checksum (HasSum), as libsockcap computes it
+	// Tid is the thread of the observer's process that made the call
+	// (logs), 0 when unknown (packets): with Observer.Pid it names the
+	// message's actor (trace.Message.SrcActor, DstActor).
+	Tid    int32
 	HasSum bool
 	Loc    int64 // where in File the observation came from (byte offset, record or packet number), for warnings
 }

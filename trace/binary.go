@@ -13,7 +13,9 @@ import (
 // delta-encoded messages follows (see WriteBinary).
 const BinaryMagic = "WAP5TRC\x01"
 
-const binaryVersion = 1
+// binaryVersion 2 added the actor tables and columns (version 1 files,
+// without them, are still read).
+const binaryVersion = 2
 
 // Message flag bits in the binary form.
 const (
@@ -23,7 +25,8 @@ const (
 	bfCall
 	bfTruth
 	bfExtra
-	bfKindShift = 6 // two bits
+	bfKindShift = 6      // two bits
+	bfActors    = 1 << 8 // version 2: SrcActor and DstActor follow
 )
 
 type binWriter struct {
@@ -94,6 +97,13 @@ func WriteBinary(w io.Writer, t *Trace) error {
 	for _, s := range t.Warnings {
 		b.str(s)
 	}
+	b.uv(uint64(len(t.Actors)))
+	for _, tab := range t.Actors {
+		b.uv(uint64(len(tab)))
+		for _, s := range tab {
+			b.str(s)
+		}
+	}
 	b.uv(uint64(len(t.Messages)))
 	var prevTime, prevID int64
 	for i := range t.Messages {
@@ -119,6 +129,9 @@ func WriteBinary(w io.Writer, t *Trace) error {
 			fl |= bfExtra
 		}
 		fl |= uint64(m.Kind) << bfKindShift
+		if m.SrcActor != NoActor || m.DstActor != NoActor {
+			fl |= bfActors
+		}
 		b.uv(fl)
 		if m.Send != Unknown {
 			b.sv(m.Send - prevTime)
@@ -144,6 +157,10 @@ func WriteBinary(w io.Writer, t *Trace) error {
 		}
 		if fl&bfTruth != 0 {
 			b.sv(int64(m.Truth))
+		}
+		if fl&bfActors != 0 {
+			b.uv(uint64(m.SrcActor))
+			b.uv(uint64(m.DstActor))
 		}
 		if hasExtra {
 			b.str(x)
@@ -265,8 +282,9 @@ func ReadBinary(r io.Reader, file string) (*Trace, error) {
 	}
 	defer zr.Close()
 	b := &binReader{r: zr, file: file}
-	if v := b.uv(); b.err == nil && v != binaryVersion {
-		return nil, fmt.Errorf("%s: binary trace version %d, want %d", file, v, binaryVersion)
+	version := b.uv()
+	if b.err == nil && (version < 1 || version > binaryVersion) {
+		return nil, fmt.Errorf("%s: binary trace version %d, want 1 to %d", file, version, binaryVersion)
 	}
 	t := &Trace{}
 	const maxTable = 1 << 28
@@ -292,6 +310,17 @@ func ReadBinary(r io.Reader, file string) (*Trace, error) {
 	}
 	for n := b.count("warning", maxTable); n > 0 && b.err == nil; n-- {
 		t.Warnings = append(t.Warnings, b.str())
+	}
+	if version >= 2 {
+		nodes := b.count("actor table", uint64(len(t.Nodes)))
+		if nodes > 0 && b.err == nil {
+			t.Actors = make([][]string, nodes)
+		}
+		for i := 0; i < nodes && b.err == nil; i++ {
+			for n := b.count("actor", MaxActors); n > 0 && b.err == nil; n-- {
+				t.Actors[i] = append(t.Actors[i], b.str())
+			}
+		}
 	}
 	if b.err != nil {
 		return nil, b.err
@@ -325,7 +354,7 @@ func ReadBinary(r io.Reader, file string) (*Trace, error) {
 }
 
 // maxFixedMessage bounds the encoded size of a message without its extra text.
-const maxFixedMessage = 2 + 3*binary.MaxVarintLen64 + 4*5 + binary.MaxVarintLen64 + 2*5
+const maxFixedMessage = 2 + 3*binary.MaxVarintLen64 + 4*5 + binary.MaxVarintLen64 + 2*5 + 2*3
 
 // message decodes one message. When the buffer holds a whole message it
 // decodes straight from the slice (the common case, and the hot loop of
@@ -375,6 +404,10 @@ func (b *binReader) message(prevTime, prevID *int64) (Message, string, bool) {
 		if fl&bfTruth != 0 {
 			m.Truth = int32(sv())
 		}
+		if fl&bfActors != 0 {
+			m.SrcActor = ActorID(uv())
+			m.DstActor = ActorID(uv())
+		}
 		if bad {
 			b.fail("corrupt message varint near byte %d of the message section", b.pos)
 			return m, "", false
@@ -406,6 +439,10 @@ func (b *binReader) message(prevTime, prevID *int64) (Message, string, bool) {
 		}
 		if fl&bfTruth != 0 {
 			m.Truth = int32(b.sv())
+		}
+		if fl&bfActors != 0 {
+			m.SrcActor = ActorID(b.uv())
+			m.DstActor = ActorID(b.uv())
 		}
 	}
 	m.Kind = Kind(fl >> bfKindShift & 3)

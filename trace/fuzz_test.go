@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"os"
 	"testing"
 )
 
@@ -14,6 +15,14 @@ func FuzzRead(f *testing.F) {
 	var bin bytes.Buffer
 	WriteBinary(&bin, tr)
 	f.Add(bin.Bytes())
+	f.Add([]byte(actorSample))
+	tr, _ = ReadText(bytes.NewReader([]byte(actorSample)), "a")
+	bin.Reset()
+	WriteBinary(&bin, tr)
+	f.Add(bin.Bytes())
+	if old, err := os.ReadFile("testdata/v1.bin"); err == nil {
+		f.Add(old)
+	}
 	f.Add([]byte(BinaryMagic + "garbage"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr, err := Read(bytes.NewReader(data), "fuzz")

@@ -232,6 +232,10 @@ func (s *TextScanner) parse(line []byte) bool {
 			m.Call = s.t.ref32Bytes(v)
 		case "truth":
 			m.Truth = s.t.ref32Bytes(v)
+		case "sa":
+			m.SrcActor = s.t.actorBytes(m.Src, v)
+		case "da":
+			m.DstActor = s.t.actorBytes(m.Dst, v)
 		case "kind":
 			switch string(v) {
 			case "call":
@@ -377,6 +381,14 @@ func AppendTextLine(b []byte, t *Trace, i int) []byte {
 	if m.Truth != NoRef {
 		b = append(b, " truth="...)
 		b = append(b, t.RefString(int64(m.Truth))...)
+	}
+	if m.SrcActor != NoActor {
+		b = append(b, " sa="...)
+		b = append(b, t.ActorName(m.Src, m.SrcActor)...)
+	}
+	if m.DstActor != NoActor {
+		b = append(b, " da="...)
+		b = append(b, t.ActorName(m.Dst, m.DstActor)...)
 	}
 	if x, ok := t.Extra[int32(i)]; ok && x != "" {
 		b = append(b, ' ')

@@ -55,6 +55,10 @@ type Message struct {
 	Call         int32
 	Truth        int32
 	Kind         Kind
+	// SrcActor and DstActor are the sending and the receiving thread, in
+	// their node's actor table (Trace.Actor, Trace.ActorName); NoActor when
+	// unknown.
+	SrcActor, DstActor ActorID
 }
 
 // Time is the message's send time, or its receive time when the sender was
@@ -93,7 +97,10 @@ type Trace struct {
 	Nodes     []Node
 	Endpoints []string // Endpoints[0] == "-"
 	Labels    []string // non-numeric id, call and truth values
-	Clock     []Correction
+	// Actors is each node's actor table: Actors[n][a-1] names ActorID a of
+	// node n ("PID/TID"). Nodes without actors may be missing at the end.
+	Actors [][]string
+	Clock  []Correction
 	// Extra keeps unknown key=value text of a message, by message index.
 	Extra    map[int32]string
 	Warnings []string
@@ -101,6 +108,10 @@ type Trace struct {
 	nodeIdx  map[string]NodeID
 	epIdx    map[string]EndpointID
 	labelIdx map[string]int
+	// Actor name indexes by node, built on first use, and which nodes
+	// ran out of actor ids (warned once).
+	actorIdx  []map[string]ActorID
+	actorFull []bool
 }
 
 // New returns an empty trace.
@@ -312,6 +323,9 @@ func (t *Trace) CheckValid() error {
 		}
 		seen[n.Name] = i
 	}
+	if err := t.checkActors(); err != nil {
+		return err
+	}
 	nn, ne := NodeID(len(t.Nodes)), EndpointID(len(t.Endpoints))
 	for i := range t.Messages {
 		m := &t.Messages[i]
@@ -330,6 +344,10 @@ func (t *Trace) CheckValid() error {
 			return fmt.Errorf("message %d: negative size %d", i, m.Bytes)
 		case m.Kind > KindReturn:
 			return fmt.Errorf("message %d: bad kind %d", i, m.Kind)
+		case m.SrcActor != NoActor && int(m.SrcActor) > t.actorCount(m.Src):
+			return fmt.Errorf("message %d: source actor %d out of range [0,%d] of node %d", i, m.SrcActor, t.actorCount(m.Src), m.Src)
+		case m.DstActor != NoActor && int(m.DstActor) > t.actorCount(m.Dst):
+			return fmt.Errorf("message %d: destination actor %d out of range [0,%d] of node %d", i, m.DstActor, t.actorCount(m.Dst), m.Dst)
 		}
 		for _, r := range [...]int64{m.ID, int64(m.Call), int64(m.Truth)} {
 			if r < -1 && -2-r >= int64(len(t.Labels)) {
