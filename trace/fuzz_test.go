@@ -20,8 +20,10 @@ func FuzzRead(f *testing.F) {
 	bin.Reset()
 	WriteBinary(&bin, tr)
 	f.Add(bin.Bytes())
-	if old, err := os.ReadFile("testdata/v1.bin"); err == nil {
-		f.Add(old)
+	for _, old := range []string{"testdata/v1.bin", "testdata/v2.bin"} {
+		if data, err := os.ReadFile(old); err == nil {
+			f.Add(data)
+		}
 	}
 	f.Add([]byte(BinaryMagic + "garbage"))
 	f.Fuzz(func(t *testing.T, data []byte) {
