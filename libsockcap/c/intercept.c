@@ -201,6 +201,79 @@ static uint32_t sum_iov(const struct iovec *iov, size_t cnt, ssize_t n)
 	return sc_sum_final(h, (uint64_t)n);
 }
 
+/* dgram_fast writes the record of one datagram transfer in place — fd, ret,
+ * the 4-byte sum, the peer (SC_AF_SAME when it repeats, 7 bytes for IPv4,
+ * SC_AF_NONE when the call named none) — in the common case: the call
+ * succeeded on a plain buffer, the peer is IPv4 or absent, and the chunk
+ * needs nothing else (sc_fast_begin). Inlined into the wrappers, so a
+ * datagram costs no call beyond the real function and the clock. Returns 0
+ * to send the caller down log_io, which handles everything else. */
+static inline __attribute__((always_inline)) int dgram_fast(uint8_t kind, int fd, struct sc_fd *f, int64_t t,
+							   ssize_t r, const struct sockaddr *ra, socklen_t rl,
+							   const void *buf, size_t cap)
+{
+	uint64_t key = 0;
+	if (SC_UNLIKELY(r < 0 || !buf))
+		return 0;
+	if (ra) {
+		if (SC_UNLIKELY(rl < sizeof(struct sockaddr_in) || ra->sa_family != AF_INET))
+			return 0;
+		/* sc_addr_key's exact form for IPv4: the address and port themselves */
+		const struct sockaddr_in *in4 = (const struct sockaddr_in *)ra;
+		uint32_t a;
+		memcpy(&a, &in4->sin_addr, 4);
+		key = (1ULL << 56) | ((uint64_t)a << 16) | in4->sin_port;
+	}
+	uint8_t *q = sc_fast_begin(t, f);
+	if (SC_UNLIKELY(!q))
+		return 0;
+	uint32_t sum = sum_buf(buf, r, cap);
+	q = sc_raw_zz(q, fd);
+	q = sc_raw_zz(q, r);
+	q[0] = (uint8_t)sum;
+	q[1] = (uint8_t)(sum >> 8);
+	q[2] = (uint8_t)(sum >> 16);
+	q[3] = (uint8_t)(sum >> 24);
+	q += 4;
+	if (!key) {
+		*q++ = SC_AF_NONE;
+	} else if (f->dpeer_key == key && f->dpeer_serial == sc_t.serial) {
+		*q++ = SC_AF_SAME;
+	} else {
+		const struct sockaddr_in *in4 = (const struct sockaddr_in *)ra;
+		*q = SC_AF_INET;
+		memcpy(q + 1, &in4->sin_addr, 4);
+		memcpy(q + 5, &in4->sin_port, 2); /* network order = big-endian */
+		q += 7;
+		f->dpeer_key = key;
+		f->dpeer_serial = sc_t.serial;
+	}
+	sc_fast_end(kind, t, q);
+	return 1;
+}
+
+/* io_fast records a transfer on the fast path when it can (the stream
+ * record of log_io's fast path, or dgram_fast); 0: call log_io. */
+static inline __attribute__((always_inline)) int io_fast(int op, int fd, struct sc_fd *f, int64_t t, ssize_t r,
+							const struct sockaddr *ra, socklen_t rl, const void *buf,
+							size_t cap)
+{
+	if (SC_LIKELY(f->sotype == SOCK_STREAM)) {
+		if (SC_UNLIKELY(ra || r < 0))
+			return 0;
+		uint8_t *q = sc_fast_begin(t, f);
+		if (SC_UNLIKELY(!q))
+			return 0;
+		q = sc_raw_zz(q, fd);
+		q = sc_raw_zz(q, r);
+		sc_fast_end(op == SC_OP_SEND ? SC_K_SEND : SC_K_RECV, t, q);
+		return 1;
+	}
+	if (is_dgram(f))
+		return dgram_fast(op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, fd, f, t, r, ra, rl, buf, cap);
+	return 0;
+}
+
 /* log_io records one send or recv. For datagram sockets it adds the payload
  * checksum and the address the call named. */
 __attribute__((noinline)) static void log_io(int op, int fd, struct sc_fd *f, int64_t t, ssize_t r, int err, const struct sockaddr *ra,
@@ -672,8 +745,11 @@ SC_EXPORT int fcntl64(int fd, int cmd, ...)
 		return callexpr;                                                                       \
 	int64_t t_ = sc_now();                                                                         \
 	ssize_t r_ = callexpr;                                                                         \
+	/* the fast path makes no call that could change errno */                                     \
+	if (SC_LIKELY(io_fast(op, fd, f_, t_, r_, ra, rl, buf, cap)))                                 \
+		return r_;                                                                             \
 	int e_ = errno;                                                                                \
-	log_io(op, fd, f_, t_, r_, e_, ra, rl, buf, cap, iov, iovcnt);                                      \
+	log_io(op, fd, f_, t_, r_, e_, ra, rl, buf, cap, iov, iovcnt);                                 \
 	errno = e_;                                                                                    \
 	return r_;
 
@@ -684,8 +760,12 @@ SC_EXPORT int fcntl64(int fd, int cmd, ...)
 		return callexpr;                                                                       \
 	ssize_t r_ = callexpr;                                                                         \
 	int e_ = errno;                                                                                \
-	int64_t t_ = sc_now();                                                                         \
-	log_io(SC_OP_RECV, fd, f_, t_, r_, e_, ra, rl, buf, cap, iov, iovcnt);                              \
+	int64_t t_ = sc_now(); /* after the call: an interposed clock may touch errno */              \
+	if (SC_LIKELY(io_fast(SC_OP_RECV, fd, f_, t_, r_, ra, rl, buf, cap))) {                       \
+		errno = e_;                                                                            \
+		return r_;                                                                             \
+	}                                                                                              \
+	log_io(SC_OP_RECV, fd, f_, t_, r_, e_, ra, rl, buf, cap, iov, iovcnt);                         \
 	errno = e_;                                                                                    \
 	return r_;
 
@@ -773,10 +853,12 @@ SC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 
 /* recv/recvfrom on a datagram socket: learn the sender even when the caller
  * does not ask, by passing our own address buffer. */
-static ssize_t recvfrom_logged(int fd, struct sc_fd *f, void *buf, size_t n, int flags, struct sockaddr *a,
-			       socklen_t *al, size_t buflen, int chk);
+static inline __attribute__((always_inline)) ssize_t recvfrom_logged(int fd, struct sc_fd *f, void *buf, size_t n,
+									int flags, struct sockaddr *a, socklen_t *al,
+									size_t buflen, int chk);
 
-static ssize_t recvfrom_impl(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al,
+static inline __attribute__((always_inline)) ssize_t recvfrom_impl(int fd, void *buf, size_t n, int flags,
+								      struct sockaddr *a, socklen_t *al,
 			     size_t buflen, int chk)
 {
 	ENSURE();
@@ -789,8 +871,9 @@ static ssize_t recvfrom_impl(int fd, void *buf, size_t n, int flags, struct sock
 	return recvfrom_logged(fd, f, buf, n, flags, a, al, buflen, chk);
 }
 
-static ssize_t recvfrom_logged(int fd, struct sc_fd *f, void *buf, size_t n, int flags, struct sockaddr *a,
-			       socklen_t *al, size_t buflen, int chk)
+static inline __attribute__((always_inline)) ssize_t recvfrom_logged(int fd, struct sc_fd *f, void *buf, size_t n,
+									int flags, struct sockaddr *a, socklen_t *al,
+									size_t buflen, int chk)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof ss;
@@ -803,12 +886,16 @@ static ssize_t recvfrom_logged(int fd, struct sc_fd *f, void *buf, size_t n, int
 	ssize_t r = chk ? real___recvfrom_chk(fd, buf, n, buflen, flags, ua, ul)
 			: real_recvfrom(fd, buf, n, flags, ua, ul);
 	int e = errno;
-	int64_t t = sc_now();
+	int64_t t = sc_now(); /* after the call: an interposed clock (libfaketime) may touch errno */
 	socklen_t rl = 0;
 	if (r >= 0 && ua && ul && *ul > 0)
 		rl = *ul;
 	if (rl > sizeof ss)
 		rl = sizeof ss;
+	if (SC_LIKELY(io_fast(SC_OP_RECV, fd, f, t, r, rl ? ua : NULL, rl, buf, n))) {
+		errno = e;
+		return r;
+	}
 	log_io(SC_OP_RECV, fd, f, t, r, e, rl ? ua : NULL, rl, buf, n, NULL, 0);
 	errno = e;
 	return r;
@@ -824,7 +911,12 @@ SC_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 		return recvfrom_logged(fd, f, buf, n, flags, NULL, NULL, 0, 0);
 	ssize_t r = real_recv(fd, buf, n, flags);
 	int e = errno;
-	log_io(SC_OP_RECV, fd, f, sc_now(), r, e, NULL, 0, buf, n, NULL, 0);
+	int64_t t = sc_now();
+	if (SC_LIKELY(io_fast(SC_OP_RECV, fd, f, t, r, NULL, 0, buf, n))) {
+		errno = e;
+		return r;
+	}
+	log_io(SC_OP_RECV, fd, f, t, r, e, NULL, 0, buf, n, NULL, 0);
 	errno = e;
 	return r;
 }
