@@ -689,18 +689,43 @@ func (s *Scanner) Close() error {
 func (s *Scanner) advance(st *stream) bool {
 	for {
 		if st.hot && st.pos < st.end && fastPath {
-			// Fast path: a SEND/RECV record on the same fd as the previous
-			// event, with one-byte fd, non-negative ret: only time, op and
-			// counts change. Anything else takes the full decoder below.
+			// Fast path: a SEND/RECV record after another (decoded in
+			// full, so the fields no SEND/RECV has are clear), with a
+			// one-byte fd the thread has described, non-negative ret:
+			// only time, op, counts and, for another fd, the fd's
+			// description change. Anything else takes the full decoder
+			// below.
 			b := st.data[:st.end]
 			pos := st.pos
 			if k := b[pos]; k == kSend || k == kRecv {
 				dt, i := uvAt(b, pos+1)
-				if i > 0 && i+1 < len(b) && b[i] < 0x80 && int32(b[i]>>1)^-int32(b[i]&1) == st.hotFd && b[i+1]&1 == 0 {
+				var fi *fdInfo
+				if i > 0 && i+1 < len(b) && b[i] < 0x80 && b[i+1]&1 == 0 {
+					if fd := int32(b[i]>>1) ^ -int32(b[i]&1); fd == st.hotFd {
+						fi = &hotSame
+					} else if fd >= 0 {
+						fi = st.fds.get(fd)
+					}
+				}
+				if fi != nil {
 					ret, j := uvAt(b, i+1)
 					if j > 0 && dt <= 1<<53 {
 						st.t += int64(dt>>1) ^ -int64(dt&1)
 						e := &st.ev
+						if fi != &hotSame {
+							// Another described fd: as the full decoder
+							// would fill it (names stored only when they
+							// differ: they hold pointers).
+							fd := int32(b[i]>>1) ^ -int32(b[i]&1)
+							e.Fd, e.Proto, e.SoType, e.PeerPid = fd, fi.proto, fi.sotype, fi.peerPid
+							if e.Local != fi.local {
+								e.Local = fi.local
+							}
+							if e.Remote != fi.remote {
+								e.Remote = fi.remote
+							}
+							st.hotFd = fd
+						}
 						e.Time = s.wall(st.t)
 						e.Op = OpSend + Op(k-kSend)
 						e.Ret = int64(ret >> 1)
@@ -748,6 +773,10 @@ func (s *Scanner) advance(st *stream) bool {
 
 // fastPath enables advance's fast path (tests compare it with the full decoder).
 var fastPath = true
+
+// hotSame marks, in advance's fast path, a record on the fd of the previous
+// event (nothing of the fd to fill in).
+var hotSame fdInfo
 
 // uvAt decodes the varint at b[i:]: its value and the position after it, or
 // a position of -1 when it is bad or runs past the end. One-byte varints
