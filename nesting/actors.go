@@ -59,13 +59,12 @@ func (a ActorStat) String() string {
 
 // actorPair is a call's sending actor (its call message's SrcActor, on the
 // caller) and receiving actor (DstActor, on the callee).
-type actorPair struct{ send, recv actorID }
+type actorPair struct{ send, recv trace.ActorID }
 
 // noteActors records call ci's actors (step 1); s.actors stays nil while no
 // call has any.
 func (s *state) noteActors(ci int, m *trace.Message) {
-	src, dst := msgActors(m)
-	if src == 0 && dst == 0 {
+	if m.SrcActor == trace.NoActor && m.DstActor == trace.NoActor {
 		if s.actors != nil {
 			s.actors = append(s.actors, actorPair{})
 		}
@@ -74,7 +73,7 @@ func (s *state) noteActors(ci int, m *trace.Message) {
 	if s.actors == nil {
 		s.actors = make([]actorPair, ci, cap(s.calls))
 	}
-	s.actors = append(s.actors, actorPair{src, dst})
+	s.actors = append(s.actors, actorPair{m.SrcActor, m.DstActor})
 }
 
 // actorFilter is step 2c at node b: outs are b's calls out (their
@@ -88,7 +87,7 @@ func (s *state) actorFilter(b trace.NodeID, ins, outs []int32) (st ActorStat, ok
 	seen := s.actorSeen[:0]
 	for _, pi := range ins {
 		a := act[pi].recv
-		if a == 0 {
+		if a == trace.NoActor {
 			continue
 		}
 		w, bit := int(a)>>6, uint64(1)<<(a&63)

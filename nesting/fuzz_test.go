@@ -26,11 +26,19 @@ func FuzzNest(f *testing.F) {
 			if b[i+3]%13 == 0 {
 				m.Call = trace.NoRef
 			}
+			// Actors: none, or one of two threads per node.
+			if a := b[i] % 3; a > 0 {
+				m.SrcActor = tr.Actor(m.Src, string('0'+rune(a)))
+			}
+			if a := b[i+1] % 3; a > 0 {
+				m.DstActor = tr.Actor(m.Dst, string('0'+rune(a)))
+			}
 			tr.Add(m)
 		}
 		for _, mode := range []TimeMode{TimeLocal, TimeSend} {
 			o := DefaultOptions()
 			o.Time, o.Smooth, o.SkewWindow = mode, 1.5, 3e6
+			o.ActorSamples = 1
 			r := Nest(tr, o)
 			if 2*r.CallPairs+r.Unpaired != len(tr.Messages) {
 				t.Fatalf("%d pairs + %d unpaired ≠ %d messages", r.CallPairs, r.Unpaired, len(tr.Messages))

@@ -53,7 +53,7 @@ type Options struct {
 // DefaultOptions returns Project 5's defaults: x = 2, y = z = 0, no skew
 // window, no smoothing, 340 bins of ratio 1.05 from 1 ms.
 func DefaultOptions() Options {
-	return Options{X: 2, BinLo: time.Millisecond, BinRatio: 1.05, Bins: 340, HistPatterns: 100, ActorMin: 0.99, ActorSamples: 20}
+	return Options{X: 2, BinLo: time.Millisecond, BinRatio: 1.05, Bins: 340, HistPatterns: 100, ActorMin: 0.99, ActorSamples: 10}
 }
 
 // Result is the output of Nest: the paths, and what the run saw.
@@ -148,8 +148,8 @@ type state struct {
 
 	actors     []actorPair // by call; nil when no message has actors
 	actorStats []ActorStat
-	actorBits  []uint64  // scratch: actors seen at one node
-	actorSeen  []actorID // scratch: the bits set
+	actorBits  []uint64        // scratch: actors seen at one node
+	actorSeen  []trace.ActorID // scratch: the bits set
 	board      [][]float64
 	bins       *binner
 	roots      int

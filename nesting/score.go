@@ -153,6 +153,21 @@ func (s *state) scoreNestings() {
 		}
 		return h
 	}
+	// 2c. Each of a call's N candidates scores 1/N at its nesting delay.
+	score := func(c *call) {
+		if c.candN == 0 {
+			return
+		}
+		wt := 1 / float64(c.candN)
+		for j := c.candOff; j < c.candOff+c.candN; j++ {
+			cd := &s.cands[j]
+			pc := &calls[cd.parent]
+			h := boardOf(pc.caller, c.callee)
+			cd.hist = h
+			cd.bin = int32(bins.of(c.cs - pc.ca))
+			s.board[h][cd.bin] += wt
+		}
+	}
 	s.cands = make([]candidate, 0, len(calls))
 	var active []int32
 	for bi := range s.t.Nodes {
@@ -199,6 +214,9 @@ func (s *state) scoreNestings() {
 			if c.candN > 0 {
 				s.withCand++
 				s.ncands += int(c.candN)
+				if s.actors == nil {
+					score(c)
+				}
 			}
 		}
 		// 2b. Where the data shows that calls leave from the actor that
@@ -207,21 +225,8 @@ func (s *state) scoreNestings() {
 			if st, ok := s.actorFilter(b, ins, outs); ok {
 				s.actorStats = append(s.actorStats, st)
 			}
-		}
-		for _, ci := range outs {
-			c := &calls[ci]
-			if c.candN == 0 {
-				continue
-			}
-			// 2c. Each of the N candidates scores 1/N at its nesting delay.
-			wt := 1 / float64(c.candN)
-			for j := c.candOff; j < c.candOff+c.candN; j++ {
-				cd := &s.cands[j]
-				pc := &calls[cd.parent]
-				h := boardOf(pc.caller, c.callee)
-				cd.hist = h
-				cd.bin = int32(bins.of(c.cs - pc.ca))
-				s.board[h][cd.bin] += wt
+			for _, ci := range outs {
+				score(&calls[ci])
 			}
 		}
 	}

@@ -39,7 +39,7 @@ func init() {
 				&cli.IntFlag{Name: "histograms", Value: 100, Usage: "delay histograms for the `N` most frequent patterns"},
 				&cli.IntFlag{Name: "top", Usage: "show only the top `N` patterns (text default 20)"},
 				&cli.Float64Flag{Name: "actor-min", Value: 0.99, Usage: "restrict a node's calls to parents received by the same thread (sa=/da=) when at least this `SHARE` of its unambiguous calls show it (> 1: never)"},
-				&cli.IntFlag{Name: "actor-samples", Value: 20, Usage: "unambiguous calls a node needs before --actor-min applies"},
+				&cli.IntFlag{Name: "actor-samples", Value: 10, Usage: "unambiguous calls a node needs before --actor-min applies"},
 			},
 			Action: nestAction,
 		}
