@@ -1,0 +1,78 @@
+package trace
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// nameCache remembers recently interned node and endpoint names of a text
+// reader, keys inline, direct-mapped by a hash of the bytes: the names of
+// nearby lines (a connection's call and return, a handful of nodes and
+// listening sockets) then skip the trace's maps, for one cache line each.
+// Only ReadText uses it: its trace's tables do not change under it, while a
+// streaming reader's may (CompactEndpoints renumbers endpoints).
+type nameCache struct {
+	node [64]cachedName
+	ep   [4096]cachedName
+}
+
+const cachedNameMax = 27
+
+type cachedName struct {
+	key [cachedNameMax]byte
+	n   uint8 // key length + 1; 0: empty
+	id  int32
+}
+
+func (c *cachedName) get(b []byte) (int32, bool) {
+	return c.id, int(c.n) == len(b)+1 && string(c.key[:len(b)]) == string(b)
+}
+
+func (c *cachedName) put(b []byte, id int32) {
+	if len(b) <= cachedNameMax {
+		copy(c.key[:], b)
+		c.n, c.id = uint8(len(b)+1), id
+	}
+}
+
+// nameHash mixes the first and the last eight bytes of b and its length
+// (an endpoint's address and port).
+func nameHash(b []byte) uint64 {
+	n := len(b)
+	var x, y uint64
+	if n >= 8 {
+		x, y = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[n-8:])
+	} else {
+		for i, c := range b {
+			x |= uint64(c) << (8 * i)
+		}
+	}
+	hi, lo := bits.Mul64(x^uint64(n)<<56, 0x9E3779B97F4A7C15^y)
+	return hi ^ lo
+}
+
+func (s *TextScanner) node(b []byte) NodeID {
+	if s.names == nil {
+		return s.t.nodeBytes(b)
+	}
+	c := &s.names.node[nameHash(b)&63]
+	if id, ok := c.get(b); ok {
+		return NodeID(id)
+	}
+	id := s.t.nodeBytes(b)
+	c.put(b, int32(id))
+	return id
+}
+
+func (s *TextScanner) endpoint(b []byte) EndpointID {
+	if s.names == nil {
+		return s.t.endpointBytes(b)
+	}
+	c := &s.names.ep[nameHash(b)&4095]
+	if id, ok := c.get(b); ok {
+		return EndpointID(id)
+	}
+	id := s.t.endpointBytes(b)
+	c.put(b, int32(id))
+	return id
+}
