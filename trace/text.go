@@ -260,9 +260,9 @@ func (s *TextScanner) parse(line []byte) bool {
 		case "truth":
 			m.Truth = s.t.ref32Bytes(v)
 		case "sa":
-			m.SrcActor = s.t.actorBytes(m.Src, v)
+			m.SrcActor = s.actor(m.Src, v)
 		case "da":
-			m.DstActor = s.t.actorBytes(m.Dst, v)
+			m.DstActor = s.actor(m.Dst, v)
 		case "kind":
 			switch string(v) {
 			case "call":

@@ -12,8 +12,15 @@ import (
 // Only ReadText uses it: its trace's tables do not change under it, while a
 // streaming reader's may (CompactEndpoints renumbers endpoints).
 type nameCache struct {
-	node [64]cachedName
-	ep   [4096]cachedName
+	node  [64]cachedName
+	ep    [4096]cachedName
+	actor [1024]cachedActor
+}
+
+// cachedActor is an actor name on one node.
+type cachedActor struct {
+	node NodeID
+	name cachedName
 }
 
 const cachedNameMax = 27
@@ -74,5 +81,19 @@ func (s *TextScanner) endpoint(b []byte) EndpointID {
 	}
 	id := s.t.endpointBytes(b)
 	c.put(b, int32(id))
+	return id
+}
+
+func (s *TextScanner) actor(node NodeID, b []byte) ActorID {
+	if s.names == nil {
+		return s.t.actorBytes(node, b)
+	}
+	c := &s.names.actor[(nameHash(b)^uint64(node)*0x9E3779B97F4A7C15)>>54]
+	if id, ok := c.name.get(b); ok && c.node == node {
+		return ActorID(id)
+	}
+	id := s.t.actorBytes(node, b)
+	c.node = node
+	c.name.put(b, int32(id))
 	return id
 }

@@ -58,7 +58,7 @@ func (s *TextScanner) fieldsScalar(line []byte) [][]byte {
 func TestReadTextNameCache(t *testing.T) {
 	var b bytes.Buffer
 	b.WriteString(TextHeader + "\n")
-	type row struct{ src, sep, dst, dep string }
+	type row struct{ src, sep, dst, dep, sa, da string }
 	var rows []row
 	for i := 0; i < 6000; i++ {
 		long := strings.Repeat("h", 20+i%15) // some above cachedNameMax
@@ -67,10 +67,12 @@ func TestReadTextNameCache(t *testing.T) {
 			sep: fmt.Sprintf("10.%d.0.1:%d", i%3, 30000+i%2000),
 			dst: []string{"b", "a", "c"}[i%3],
 			dep: fmt.Sprintf("10.0.0.%d%s:80", i%5, strings.Repeat("0", i%4)),
+			// The same thread names on different nodes are different actors.
+			sa: fmt.Sprintf("%d/%d", 100+i%3, 100+i%5), da: fmt.Sprintf("%d/%d", 100+i%5, 100+i%3),
 		})
 	}
 	for i, r := range rows {
-		fmt.Fprintf(&b, "%d.5 %s %s %d.6 %s %s 10\n", i, r.src, r.sep, i, r.dst, r.dep)
+		fmt.Fprintf(&b, "%d.5 %s %s %d.6 %s %s 10 sa=%s da=%s\n", i, r.src, r.sep, i, r.dst, r.dep, r.sa, r.da)
 	}
 	tr, err := ReadText(&b, "names")
 	if err != nil || len(tr.Warnings) > 0 {
@@ -78,7 +80,8 @@ func TestReadTextNameCache(t *testing.T) {
 	}
 	for i, r := range rows {
 		m := &tr.Messages[i]
-		got := row{tr.NodeName(m.Src), tr.EndpointName(m.SrcEP), tr.NodeName(m.Dst), tr.EndpointName(m.DstEP)}
+		got := row{tr.NodeName(m.Src), tr.EndpointName(m.SrcEP), tr.NodeName(m.Dst), tr.EndpointName(m.DstEP),
+			tr.ActorName(m.Src, m.SrcActor), tr.ActorName(m.Dst, m.DstActor)}
 		if got != r {
 			t.Fatalf("line %d: %+v, want %+v", i+2, got, r)
 		}
