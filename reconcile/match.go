@@ -194,6 +194,8 @@ type matcher struct {
 	// Messages emitted so far, in blocks (see chunkSize).
 	chunks [][]trace.Message
 	chunk  []trace.Message
+	// sink, when set, takes the messages as messages() gathers them.
+	sink Sink
 
 	// Counts for warnings.
 	lostDgrams, dupDgrams, unreadBytes, dupRanges int64
@@ -787,7 +789,7 @@ const chunkSize = 1 << 15
 // (send time, else receive time; ties in emission order) — step 9. Sorting
 // 16-byte keys and gathering once is much cheaper than sorting 64-byte
 // messages, and the gather is the copy out of the blocks anyway.
-func (m *matcher) messages() {
+func (m *matcher) messages() error {
 	n := len(m.chunk)
 	for _, c := range m.chunks {
 		n += len(c)
@@ -796,7 +798,9 @@ func (m *matcher) messages() {
 		m.chunks = append(m.chunks, m.chunk)
 	}
 	blocks := m.chunks
-	release := m.opts.ReturnMemory && len(blocks) >= releaseBlocks
+	// With a sink there is no result to make room for: blocks are
+	// dropped as they are consumed.
+	release := m.opts.ReturnMemory && len(blocks) >= releaseBlocks && m.sink == nil
 	if release {
 		debug.FreeOSMemory() // the inputs' buffers, before the result
 	}
@@ -814,7 +818,14 @@ func (m *matcher) messages() {
 	// is dropped once copied, and with ReturnMemory the memory goes back
 	// to the system now and then, so that blocks and result are not both
 	// resident (peak ≈ the result, not twice it).
-	msgs := make([]trace.Message, 0, n)
+	var msgs []trace.Message
+	if m.sink != nil {
+		if err := m.sink.Begin(m.t, n); err != nil {
+			return err
+		}
+	} else {
+		msgs = make([]trace.Message, 0, n)
+	}
 	// Step 9's numbering is done as the messages are copied (while they
 	// are in cache), not in passes of its own.
 	num := newCallNumbers(m.nextCall)
@@ -846,8 +857,15 @@ func (m *matcher) messages() {
 			}
 			end = q
 		}
-		msgs = append(msgs, b[p:end]...)
-		num.number(msgs[len(msgs)-(end-p):])
+		if m.sink != nil {
+			num.number(b[p:end])
+			if err := m.sink.Messages(b[p:end]); err != nil {
+				return err
+			}
+		} else {
+			msgs = append(msgs, b[p:end]...)
+			num.number(msgs[len(msgs)-(end-p):])
+		}
 		pos[bi] = end
 		if end == len(b) {
 			blocks[bi] = nil
@@ -864,6 +882,7 @@ func (m *matcher) messages() {
 	if release {
 		debug.FreeOSMemory() // the last blocks
 	}
+	return nil
 }
 
 type sortKey struct {

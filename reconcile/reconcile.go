@@ -54,7 +54,9 @@ func Reconcile(in Inputs, opts Options) (*trace.Trace, error) {
 				pre = append(pre, s)
 			}
 		}
-		if _, m, err := reconcileSources(pre, opts); err == nil {
+		preOpts := opts
+		preOpts.Sink = nil
+		if _, m, err := reconcileSources(pre, preOpts); err == nil {
 			for _, tr := range m.nat.found {
 				if tr.Flows > 0 {
 					opts.NAT = append(opts.NAT, *tr)
@@ -81,8 +83,13 @@ func Reconcile(in Inputs, opts Options) (*trace.Trace, error) {
 			return nil, fmt.Errorf("no inputs")
 		}
 	}
+	var ps *prefixSink
+	if opts.Sink != nil {
+		ps = &prefixSink{Sink: opts.Sink, warns: warns}
+		opts.Sink = ps
+	}
 	t, err := ReconcileSources(sources, opts)
-	if t != nil {
+	if t != nil && (ps == nil || !ps.applied) {
 		t.Warnings = append(warns, t.Warnings...)
 	}
 	return t, err
@@ -180,7 +187,6 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 		}
 	}
 	m.finish()
-	m.messages()
 	sort.Slice(ended, func(i, j int) bool { return ended[i].idx < ended[j].idx })
 	for _, c := range ended {
 		t.Warnings = append(t.Warnings, c.src.Warnings()...)
@@ -189,13 +195,43 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 		}
 	}
 	m.report()
-	// 9. The messages were numbered, and the calls renumbered in the order
-	// they were made, as m.messages gathered them (aggregation keeps the
-	// order).
+	// 9. The messages are numbered, and the calls renumbered in the order
+	// they were made, as m.messages gathers them (aggregation keeps the
+	// order). A sink takes them as they are gathered, unless aggregation
+	// needs the whole trace first.
+	if opts.Sink != nil && !opts.AggregateClients {
+		m.sink = opts.Sink
+	}
+	if err := m.messages(); err != nil {
+		return nil, nil, err
+	}
 	if opts.AggregateClients {
 		t = AggregateClients(t)
+		if opts.Sink != nil {
+			if err := opts.Sink.Begin(t, len(t.Messages)); err != nil {
+				return nil, nil, err
+			}
+			if err := opts.Sink.Messages(t.Messages); err != nil {
+				return nil, nil, err
+			}
+			t.Messages, t.Extra = nil, nil
+		}
 	}
 	return t, m, nil
+}
+
+// prefixSink puts the warnings Reconcile found opening its inputs before
+// the matcher's when the sink begins (they lead the trace's warnings).
+type prefixSink struct {
+	Sink
+	warns   []string
+	applied bool
+}
+
+func (p *prefixSink) Begin(t *trace.Trace, n int) error {
+	t.Warnings = append(append([]string(nil), p.warns...), t.Warnings...)
+	p.applied = true
+	return p.Sink.Begin(t, n)
 }
 
 // report turns the matcher's counts and translations into warnings.

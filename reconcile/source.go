@@ -214,10 +214,25 @@ type Options struct {
 	// connection handshakes before matching): for inputs whose clocks are
 	// known to agree within Window; it saves one pass over the logs.
 	SyncedClocks bool
+	// Sink, when set, receives the messages in their final order (step 9)
+	// as they are gathered, instead of their being kept: the trace
+	// returned has the tables and warnings but no messages. For a caller
+	// that only writes the trace out: the result is never built.
+	Sink Sink
 	// ReturnMemory hands memory back to the system while the result is
 	// gathered (a few forced collections): peak RSS about the size of the
 	// result instead of twice it. For one-shot commands.
 	ReturnMemory bool
+}
+
+// Sink takes a reconciled trace's messages as they are produced.
+type Sink interface {
+	// Begin is called once, when t's tables (nodes, endpoints, labels,
+	// actors) and warnings are final, before the n messages.
+	Begin(t *trace.Trace, n int) error
+	// Messages receives the next messages, numbered; the slice is only
+	// valid during the call.
+	Messages(msgs []trace.Message) error
 }
 
 // Inputs are the files to reconcile: libsockcap log files or directories

@@ -65,14 +65,28 @@ func (b *binWriter) flush() {
 // Times are delta-encoded against the previous message, so a time-sorted
 // trace compresses best.
 func WriteBinary(w io.Writer, t *Trace) error {
-	if _, err := io.WriteString(w, BinaryMagic); err != nil {
+	zw, b, err := startBinary(w, t, len(t.Messages))
+	if err != nil {
 		return err
+	}
+	writeColumns(b, t)
+	if b.flush(); b.err != nil {
+		return b.err
+	}
+	return zw.Close()
+}
+
+// startBinary writes the magic, the tables of t and the message count n,
+// and returns the compressor and the writer the messages go to.
+func startBinary(w io.Writer, t *Trace, n int) (*zstd.Encoder, *binWriter, error) {
+	if _, err := io.WriteString(w, BinaryMagic); err != nil {
+		return nil, nil, err
 	}
 	// One encoder goroutine: CPU-seconds, not wall time, are what a trace
 	// costs.
 	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(binaryLevel), zstd.WithEncoderConcurrency(1))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	b := &binWriter{w: zw, b: make([]byte, 0, 1<<20+4096)}
 	b.uv(binaryVersion)
@@ -109,12 +123,8 @@ func WriteBinary(w io.Writer, t *Trace) error {
 			b.str(s)
 		}
 	}
-	b.uv(uint64(len(t.Messages)))
-	writeColumns(b, t)
-	if b.flush(); b.err != nil {
-		return b.err
-	}
-	return zw.Close()
+	b.uv(uint64(n))
+	return zw, b, b.err
 }
 
 // binReader decodes varints from a buffer of decompressed bytes, refilled

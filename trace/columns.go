@@ -83,13 +83,18 @@ func writeColumns(b *binWriter, t *Trace) {
 				}
 			}
 		}
-		b.uv(uint64(len(block)))
-		for i := range cols {
-			b.uv(uint64(len(cols[i])))
-			b.flush()
-			if b.err == nil {
-				_, b.err = b.w.Write(cols[i])
-			}
+		b.block(&cols, len(block))
+	}
+}
+
+// block writes one block of k messages from its columns.
+func (b *binWriter) block(cols *[colCount][]byte, k int) {
+	b.uv(uint64(k))
+	for i := range cols {
+		b.uv(uint64(len(cols[i])))
+		b.flush()
+		if b.err == nil {
+			_, b.err = b.w.Write(cols[i])
 		}
 	}
 }

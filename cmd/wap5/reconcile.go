@@ -122,13 +122,25 @@ func reconcileAction(c *cli.Context) error {
 			return err
 		}
 	}
+	// A binary trace is written as the messages are gathered (never built
+	// in memory as a whole).
+	var sink *binarySink
+	if binary {
+		sink = &binarySink{path: out, stdout: c.App.Writer}
+		opts.Sink = sink
+	}
 	t, err := reconcile.Reconcile(in, opts)
 	if t != nil {
 		for _, w := range t.Warnings {
 			fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
 		}
 	}
-	if err != nil {
+	if sink != nil {
+		if cerr := sink.close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil || sink != nil {
 		return err
 	}
 	if out == "" || out == "-" {
@@ -144,6 +156,52 @@ func reconcileAction(c *cli.Context) error {
 		return err
 	}
 	return trace.WriteFile(out, t, binary)
+}
+
+// binarySink writes the binary trace as reconcile hands out its messages:
+// to path, or to stdout for "" and "-".
+type binarySink struct {
+	path   string
+	stdout io.Writer
+	f      *os.File
+	buf    *bufio.Writer
+	bw     *trace.BinaryWriter
+}
+
+func (s *binarySink) Begin(t *trace.Trace, n int) error {
+	var w io.Writer = s.stdout
+	if s.path != "" && s.path != "-" {
+		f, err := os.Create(s.path)
+		if err != nil {
+			return err
+		}
+		s.f, w = f, f
+	}
+	s.buf = bufio.NewWriterSize(w, 1<<20)
+	var err error
+	s.bw, err = trace.NewBinaryWriter(s.buf, t, n)
+	return err
+}
+
+func (s *binarySink) Messages(msgs []trace.Message) error { return s.bw.Write(msgs) }
+
+// close finishes the file (nothing when reconcile never began one).
+func (s *binarySink) close() error {
+	var err error
+	if s.bw != nil {
+		err = s.bw.Close()
+	}
+	if s.buf != nil {
+		if ferr := s.buf.Flush(); err == nil {
+			err = ferr
+		}
+	}
+	if s.f != nil {
+		if cerr := s.f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 func isTerminal(f *os.File) bool {

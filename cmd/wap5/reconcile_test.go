@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,6 +117,23 @@ func TestReconcileBinaryOutput(t *testing.T) {
 	if sa.String() != sb.String() {
 		t.Fatalf("binary and text differ:\n%s\n---\n%s", sa.String(), sb.String())
 	}
+	// --format binary to stdout: the same bytes as the file; with
+	// --aggregate-clients (the whole trace first, then the writer) too.
+	code, out, errs := runCLI(t, "", "reconcile", "--format", "binary", loop)
+	if code != 0 || out != string(data) {
+		t.Fatalf("binary on stdout: exit %d (%s), %d bytes, the file has %d", code, errs, len(out), len(data))
+	}
+	code, out, errs = runCLI(t, "", "reconcile", "--format", "binary", "--aggregate-clients", "-o", "-", loop)
+	_, text, _ = runCLI(t, "", "reconcile", "--aggregate-clients", loop)
+	c, err := trace.Read(strings.NewReader(out), "stdout")
+	if code != 0 || err != nil {
+		t.Fatalf("aggregated binary on stdout: exit %d (%s), %v", code, errs, err)
+	}
+	var sc strings.Builder
+	trace.WriteText(&sc, c)
+	if sc.String() != text || len(c.Messages) == 0 {
+		t.Fatalf("aggregated binary and text differ:\n%s\n---\n%s", sc.String(), text)
+	}
 }
 
 // TestReconcileDocExamples runs every `$ wap5 ...` example of
@@ -167,5 +185,22 @@ func TestReconcileSyncedClocks(t *testing.T) {
 	}
 	if with != without || strings.Count(with, "\n") < 10 {
 		t.Errorf("traces differ or are empty:\n%s\n--- with --synced-clocks\n%s", with, without)
+	}
+}
+
+// BenchmarkReconcileCLI runs `wap5 reconcile -o FILE.w5t DIR` in-process on
+// the logs in WAP5_BENCH_LOGS (bench/reconcile.sh makes them), for profiles
+// of the whole command.
+func BenchmarkReconcileCLI(b *testing.B) {
+	dir := os.Getenv("WAP5_BENCH_LOGS")
+	if dir == "" {
+		b.Skip("set WAP5_BENCH_LOGS to a log directory")
+	}
+	out := filepath.Join(b.TempDir(), "out.w5t")
+	for i := 0; i < b.N; i++ {
+		var so, se bytes.Buffer
+		if code := run([]string{"wap5", "reconcile", "-o", out, dir}, strings.NewReader(""), &so, &se); code != 0 {
+			b.Fatalf("exit %d: %s", code, se.String())
+		}
 	}
 }
