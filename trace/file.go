@@ -12,7 +12,11 @@ import (
 // Read reads a trace in any of the forms wap5 knows, recognised by content:
 // the binary form, the text form, or Project 5's format. file names the
 // input in errors and warnings.
-func Read(r io.Reader, file string) (*Trace, error) {
+func Read(r io.Reader, file string) (*Trace, error) { return readSized(r, file, 0) }
+
+// readSized is Read of an input of size bytes (0: unknown), which lets the
+// text reader size its message slice once.
+func readSized(r io.Reader, file string, size int64) (*Trace, error) {
 	br := bufio.NewReaderSize(r, 64*1024)
 	head, _ := br.Peek(4096)
 	switch {
@@ -23,7 +27,7 @@ func Read(r io.Reader, file string) (*Trace, error) {
 	case isProject5(head):
 		return ReadProject5(br, file)
 	}
-	return ReadText(br, file)
+	return readText(br, file, textMessages(head, size))
 }
 
 func isText(head []byte) bool {
@@ -43,7 +47,11 @@ func ReadFile(path string) (*Trace, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return Read(f, path)
+	var size int64
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		size = st.Size()
+	}
+	return readSized(f, path, size)
 }
 
 // WriteFile writes the trace to the named file, in binary form when binary

@@ -336,8 +336,22 @@ func (s *TextScanner) parseClock(line string) {
 
 // ReadText reads a whole text trace. Syntax errors become warnings; the
 // returned error is an I/O error.
-func ReadText(r io.Reader, file string) (*Trace, error) {
+func ReadText(r io.Reader, file string) (*Trace, error) { return readText(r, file, 0) }
+
+// textMessages estimates the number of messages of a text trace of size
+// bytes from its first bytes (0 when unknown).
+func textMessages(head []byte, size int64) int {
+	lines := bytes.Count(head, []byte{'\n'})
+	if size <= 0 || lines < 4 || size > 1<<40 {
+		return 0
+	}
+	return int(size*int64(lines)/int64(len(head))*21/20) + 64 // 5 % to spare
+}
+
+// readText is ReadText with room for about n messages made at once.
+func readText(r io.Reader, file string, n int) (*Trace, error) {
 	t := New()
+	t.Messages = make([]Message, 0, n)
 	s := NewTextScanner(r, file, t)
 	s.names = new(nameCache)
 	for s.Scan() {

@@ -94,3 +94,20 @@ func TestReadTextNameCache(t *testing.T) {
 		t.Fatalf("Endpoint(%q) = %d after the read, message has %d", rows[17].sep, id, tr.Messages[17].SrcEP)
 	}
 }
+
+func TestTextMessagesEstimate(t *testing.T) {
+	head := bytes.Repeat([]byte(strings.Repeat("x", 99)+"\n"), 40) // 100 bytes a line
+	for _, tc := range []struct {
+		head     []byte
+		size     int64
+		min, max int
+	}{
+		{head, 1_000_000, 10_000, 10_600},
+		{head, 0, 0, 0},                   // size unknown
+		{[]byte("one line\n"), 1e6, 0, 0}, // too few lines to tell
+	} {
+		if n := textMessages(tc.head, tc.size); n < tc.min || n > tc.max {
+			t.Errorf("textMessages(%d-byte head, %d) = %d, want %d…%d", len(tc.head), tc.size, n, tc.min, tc.max)
+		}
+	}
+}
