@@ -387,7 +387,7 @@ func TestBinnerMatchesBinOf(t *testing.T) {
 		lo    time.Duration
 		ratio float64
 		nb    int
-	}{{time.Millisecond, 1.05, 340}, {time.Microsecond, 1.2, 50}, {time.Second, 2, 3}} {
+	}{{time.Millisecond, 1.05, 340}, {time.Microsecond, 1.2, 50}, {time.Second, 2, 3}, {time.Millisecond, 1.01, 2000}, {time.Nanosecond, 1.5, 100}} {
 		lo, inv := tc.lo.Seconds(), 1/math.Log(tc.ratio)
 		b := newBinner(lo, inv, tc.nb)
 		check := func(d int64) {
@@ -406,6 +406,7 @@ func TestBinnerMatchesBinOf(t *testing.T) {
 		r := rand.New(rand.NewPCG(1, 2))
 		for range 100000 {
 			check(int64(math.Exp(r.Float64() * 40)))
+			check(b.th[0] + r.Int64N(b.th[len(b.th)-1]-b.th[0]+2))
 		}
 	}
 }

@@ -240,9 +240,18 @@ func (s *state) scoreNestings() {
 	}
 }
 
-// binner is binOf for delays in nanoseconds, by binary search in the
-// smallest delay of every bin (found with binOf itself, so both agree).
-type binner struct{ th []int64 } // th[i-1]: smallest delay of bin ≥ i
+// binner is binOf for delays in nanoseconds: a table indexed by the
+// exponent and the top mantissa bits of the delay as a float64 gives the bin
+// of the smallest delay with those bits, and a step or two up the
+// precomputed smallest delay of every bin (found with binOf itself, so both
+// agree) finishes; binary search in those edges where the table does not
+// reach.
+type binner struct {
+	th     []int64 // th[i-1]: smallest delay of bin ≥ i
+	shift  uint    // float64 bits >> shift = table key
+	keyMin uint64
+	lut    []int32
+}
 
 func newBinner(lo, invLogRatio float64, nb int) *binner {
 	b := &binner{th: make([]int64, nb+1)}
@@ -258,11 +267,47 @@ func newBinner(lo, invLogRatio float64, nb int) *binner {
 		}
 		b.th[i-1] = l
 	}
+	// Mantissa bits per octave: about two table entries per bin.
+	k := 1
+	for k < 10 && float64(int(1)<<k) < 2*math.Ln2*invLogRatio {
+		k++
+	}
+	lo0, hi0 := b.th[0], b.th[nb]
+	if lo0 <= 0 || hi0 >= 1<<53 {
+		return b
+	}
+	b.shift = uint(52 - k)
+	b.keyMin = math.Float64bits(float64(lo0)) >> b.shift
+	keyMax := math.Float64bits(float64(hi0)) >> b.shift
+	b.lut = make([]int32, keyMax-b.keyMin+1)
+	for j := range b.lut {
+		// The smallest delay whose key is keyMin+j.
+		d0 := int64(math.Ceil(math.Float64frombits((b.keyMin + uint64(j)) << b.shift)))
+		b.lut[j] = int32(b.search(max(d0, lo0)))
+	}
 	return b
 }
 
 // of is binOf(d/1e9, ...) for d in nanoseconds.
 func (b *binner) of(d int64) int {
+	th := b.th
+	switch {
+	case d < th[0]:
+		return 0
+	case d >= th[len(th)-1]:
+		return len(th)
+	case b.lut == nil:
+		return b.search(d)
+	}
+	l := int(b.lut[math.Float64bits(float64(d))>>b.shift-b.keyMin])
+	for th[l] <= d {
+		l++
+	}
+	return l
+}
+
+// search is of by binary search in the edges.
+func (b *binner) search(d int64) int {
 	l, h := 0, len(b.th)
 	for l < h {
 		m := int(uint(l+h) >> 1)
