@@ -7,7 +7,9 @@
 # BASE=<git rev> also builds wap5 at that revision and runs it side by side
 # with the work tree's (runs alternate, so both see the same load).
 # Set WAP5_P5_INPROC=1 for the in-process benchmarks on the same traces
-# (BenchmarkNestFile, BenchmarkConvolveFile: CPU ms per run without reading).
+# (BenchmarkNestFile, BenchmarkConvolveFile: CPU ms per run without reading;
+# BenchmarkNestEndToEnd: read + check + nest, msgs per CPU-second, on the
+# text and the binary form of mt-long).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/wap5-p5-bench}
@@ -29,6 +31,10 @@ gen mt-normal --parallel 2 --duration 500s $G/multitier.gen
 gen mt-config --duration 500s $G/multitier.gen
 gen mt-long --parallel 2 --duration 5000s $G/multitier.gen
 gen mt-par45 --parallel 220 --duration 50s $G/multitier.gen
+# The same traces in the binary form (wap5 gen --binary, same seed).
+genb() { [ -s "$OUT/$1.bin" ] || "$W" gen --binary -o "$OUT/$1.bin" "${@:2}"; }
+genb mt-long --parallel 2 --duration 5000s $G/multitier.gen
+genb mt-par45 --parallel 220 --duration 50s $G/multitier.gen
 # run1 TAG CMD...: one run; appends "cpu algo" (user+sys CPU of the whole
 # command, and the algorithm's own time as it prints it on stderr, "(123ms)",
 # wall clock without reading the trace) to $OUT/TAG.runs.
@@ -60,8 +66,8 @@ both() {
 }
 echo "Commands: wap5 nest --json T; wap5 convolve --json --quantum 0.01 T. Cells: median CPU s (whole command, with reading) / best algorithm wall s${BASE:+; base ($BASE) → work tree}"
 echo
-echo "| trace | messages | par. | nest | nest M msgs/s (algorithm, best wall) | convolve μ=10 ms | correlations |"
-echo "|---|---|---|---|---|---|---|"
+echo "| trace | messages | par. | nest | nest M msgs/s (algorithm, best wall) | nest M msgs/CPU-s end to end (median) | convolve μ=10 ms | correlations |"
+echo "|---|---|---|---|---|---|---|---|"
 for t in mt-normal mt-config mt-long mt-par45; do
   tr=$OUT/$t.trace
   msgs=$(grep -vc '^#' "$tr")
@@ -75,7 +81,23 @@ for t in mt-normal mt-config mt-long mt-par45; do
     corr=$(sed -n 's/.* \([0-9]*\) correlations.*/\1/p' "$OUT/err")
     cv=$(both "$t-conv")
   fi
-  echo "| $t | $msgs | $par | $(both "$t-nest") | $rate | $cv | $corr |"
+  e2e=$(sort -n "$OUT/$t-nest.$last.runs" | awk -v m="$msgs" '{c[NR]=$1} END {printf "%.2f", m/c[int((NR+1)/2)]/1e6}')
+  echo "| $t | $msgs | $par | $(both "$t-nest") | $rate | $e2e | $cv | $corr |"
+done
+# End to end on the binary form (read + check + nest, the whole command).
+# A base older than the binary version these files have cannot read them:
+# BIN_BASE=0 skips it.
+if [ "${BIN_BASE:-1}" = 0 ] && [ -n "$BASE" ]; then bins=("$W"); fi
+for t in mt-long mt-par45; do
+  tr=$OUT/$t.bin
+  msgs=$(grep -vc '^#' "$OUT/$t.trace")
+  measure "$t-nestbin" nest --json "$tr"
+  last=$((${#bins[@]} - 1))
+  na=$(sort -n -k2 "$OUT/$t-nestbin.$last.runs" | head -1 | awk '{print $2}')
+  rate=$(awk -v m="$msgs" -v a="$na" 'BEGIN{printf "%.2f", m/a/1e6}')
+  e2e=$(sort -n "$OUT/$t-nestbin.$last.runs" | awk -v m="$msgs" '{c[NR]=$1} END {printf "%.2f", m/c[int((NR+1)/2)]/1e6}')
+  cell=$(if [ ${#bins[@]} -gt 1 ]; then both "$t-nestbin"; else med "$t-nestbin" 0; fi)
+  echo "| $t (binary) | $msgs | - | $cell | $rate | $e2e | - | - |"
 done
 echo
 echo "Figure 23 (one cross-correlation by FFT against S = T/μ):"
@@ -88,6 +110,9 @@ if [ -n "${WAP5_P5_INPROC:-}" ]; then
   echo "In-process on the traces above (cpu-ms/op = CPU per run, without reading):"
   for t in mt-long mt-par45; do
     WAP5_NEST_TRACE=$OUT/$t.trace go test -run XXX -bench NestFile -benchtime 10x -count "$RUNS" ./nesting | grep Benchmark | sed "s/^/$t /"
+  done
+  for f in mt-long.trace mt-long.bin; do
+    WAP5_NEST_TRACE=$OUT/$f go test -run XXX -bench NestEndToEnd -benchtime 5x -count "$RUNS" ./nesting | grep Benchmark | sed "s/^/$f /"
   done
   WAP5_CONVOLVE_TRACE=$OUT/mt-config.trace go test -run XXX -bench ConvolveFile -benchtime 3x -count "$RUNS" ./convolution | grep Benchmark | sed "s/^/mt-config /"
 fi
