@@ -129,30 +129,38 @@ func pairKinds[K comparable](s *state, order []int32, mk func(a, b trace.NodeID,
 func (s *state) pairingOrder(order []int32) []int32 {
 	msgs := s.t.Messages
 	w := int64(s.opt.SkewWindow)
-	key := func(i int32) int64 {
-		m := &msgs[i]
-		switch {
-		case s.opt.Time == TimeSend && m.Kind == trace.KindCall:
-			return m.Time() - w
-		case s.opt.Time == TimeSend:
-			return m.Time()
-		case m.Kind == trace.KindCall:
-			return either(m.Recv, m.Send)
-		case m.Kind == trace.KindReturn:
-			return either(m.Send, m.Recv)
-		}
-		return m.Time()
-	}
 	type keyed struct {
-		k int64
-		i int32
+		k    int64
+		i    int32
+		kind trace.Kind // in the padding: ties need no trip to the message
 	}
-	ks := make([]keyed, len(order))
-	for j, i := range order {
-		ks[j] = keyed{key(i), i}
+	// order nil: the messages are in time order already.
+	n := len(order)
+	if order == nil {
+		n = len(msgs)
+	}
+	ks := make([]keyed, n)
+	for j := range ks {
+		i := int32(j)
+		if order != nil {
+			i = order[j]
+		}
+		m := &msgs[i]
+		k := m.Time()
+		switch {
+		case s.opt.Time == TimeSend:
+			if m.Kind == trace.KindCall {
+				k -= w
+			}
+		case m.Kind == trace.KindCall:
+			k = either(m.Recv, m.Send)
+		case m.Kind == trace.KindReturn:
+			k = either(m.Send, m.Recv)
+		}
+		ks[j] = keyed{k, i, m.Kind}
 	}
 	less := func(a, b keyed) bool {
-		return a.k < b.k || (a.k == b.k && msgs[a.i].Kind < msgs[b.i].Kind) // a call before a return at the same time
+		return a.k < b.k || (a.k == b.k && a.kind < b.kind) // a call before a return at the same time
 	}
 	// Nearly sorted (keys differ from send times by network delays): an
 	// insertion sort with a budget, else a full sort.
@@ -185,28 +193,33 @@ func (s *state) pairingOrder(order []int32) []int32 {
 	return po
 }
 
-// timeOrder returns message indices by Time (stable).
+// timeOrder returns message indices by Time (stable), or nil when the
+// messages are in that order already.
 func timeOrder(msgs []trace.Message) []int32 {
-	order := make([]int32, len(msgs))
 	sorted := true
-	for i := range order {
-		order[i] = int32(i)
-		if i > 0 && msgs[i].Time() < msgs[i-1].Time() {
+	for i := 1; i < len(msgs); i++ {
+		if msgs[i].Time() < msgs[i-1].Time() {
 			sorted = false
+			break
 		}
 	}
-	if !sorted {
-		slices.SortStableFunc(order, func(a, b int32) int {
-			ta, tb := msgs[a].Time(), msgs[b].Time()
-			switch {
-			case ta < tb:
-				return -1
-			case ta > tb:
-				return 1
-			}
-			return 0
-		})
+	if sorted {
+		return nil
 	}
+	order := make([]int32, len(msgs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int {
+		ta, tb := msgs[a].Time(), msgs[b].Time()
+		switch {
+		case ta < tb:
+			return -1
+		case ta > tb:
+			return 1
+		}
+		return 0
+	})
 	return order
 }
 
@@ -275,6 +288,12 @@ func classify(s string) epClass {
 // and returns from the roles of the two ends of each connection.
 func (s *state) pairByConnection(order []int32, n int) {
 	msgs := s.t.Messages
+	if order == nil {
+		order = make([]int32, len(msgs))
+		for i := range order {
+			order[i] = int32(i)
+		}
+	}
 	type connKey struct{ a, b end }
 	connIdx := make(map[connKey]int32)
 	var conns []conn
