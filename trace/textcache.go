@@ -3,6 +3,7 @@ package trace
 import (
 	"encoding/binary"
 	"math/bits"
+	"unsafe"
 )
 
 // nameCache remembers recently interned node and endpoint names of a text
@@ -15,6 +16,25 @@ type nameCache struct {
 	node  [64]cachedName
 	ep    [4096]cachedName
 	actor [1024]cachedActor
+	arena []byte // new endpoint names, many to an allocation
+}
+
+// str returns b as a string kept in the arena: a trace with a new endpoint
+// on most lines then makes one allocation per 64 KB of names instead of one
+// per name. The arena's bytes are never written again once handed out.
+func (c *nameCache) str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > 1024 {
+		return string(b)
+	}
+	if len(c.arena)+len(b) > cap(c.arena) {
+		c.arena = make([]byte, 0, 64<<10)
+	}
+	off := len(c.arena)
+	c.arena = append(c.arena, b...)
+	return unsafe.String(&c.arena[off], len(b))
 }
 
 // cachedActor is an actor name on one node.
@@ -79,7 +99,10 @@ func (s *TextScanner) endpoint(b []byte) EndpointID {
 	if id, ok := c.get(b); ok {
 		return EndpointID(id)
 	}
-	id := s.t.endpointBytes(b)
+	id, ok := s.t.epIdx[string(b)]
+	if !ok {
+		id = s.t.Endpoint(s.names.str(b))
+	}
 	c.put(b, int32(id))
 	return id
 }
