@@ -2,23 +2,28 @@ package nesting
 
 import (
 	"fmt"
+	"math"
 
 	"wap5/trace"
 )
 
-// Actors (step 2c). A message may name the thread that sent it and the one
+// Actors (step 2b). A message may name the thread that sent it and the one
 // that received it (trace.Message.SrcActor, DstActor; 0 = unknown). Servers
 // that run each request in its own thread or process make the request's
 // calls to their back-ends from the thread that received it; event loops and
-// hand-offs between threads do not. Step 2c learns per node, from the calls
+// hand-offs between threads do not. Step 2b learns per node, from the calls
 // with exactly one candidate parent, how often the call was sent by the
-// actor that received that candidate, and where that holds (ActorMin of
-// at least ActorSamples such calls, at a node where calls arrive on more
-// than one actor) keeps of each call's candidates only those received by the
+// actor that received that candidate, and uses it where the data shows it
+// holds: at least the share ActorMin of those calls agree, and so many agree
+// that chance cannot explain it (at most ActorChance, against the agreement
+// expected if sending and receiving actors were unrelated: the sum over
+// actors of their shares of the node's calls sent times their shares of
+// calls received; an event loop, one actor, agrees by chance every time).
+// There it keeps of each call's candidates only those received by the
 // call's sending actor; a call none of whose candidates qualifies keeps
 // them all.
 
-// ActorStat is what step 2c learnt about the actors of one node that makes
+// ActorStat is what step 2b learnt about the actors of one node that makes
 // calls and receives them with actors known.
 type ActorStat struct {
 	Node trace.NodeID
@@ -29,6 +34,9 @@ type ActorStat struct {
 	// and both actors known; Same those of them sent by the actor that
 	// received the candidate.
 	Unambiguous, Same int
+	// Chance is the share of Same expected if the actors were unrelated,
+	// Evidence the probability (an upper bound) of Same or more by chance.
+	Chance, Evidence float64
 	// Used: the filter was applied at this node.
 	Used bool
 	// Narrowed counts calls whose candidates the filter reduced, Fallback
@@ -40,7 +48,7 @@ type ActorStat struct {
 	Before, After int
 }
 
-// Rate is Same/Unambiguous (NaN-free: 0 without samples).
+// Rate is Same/Unambiguous (0 without samples).
 func (a ActorStat) Rate() float64 {
 	if a.Unambiguous == 0 {
 		return 0
@@ -54,7 +62,21 @@ func (a ActorStat) String() string {
 	if a.Used {
 		use = fmt.Sprintf("used: %d calls narrowed (%d → %d candidates), %d kept all", a.Narrowed, a.Before, a.After, a.Fallback)
 	}
-	return fmt.Sprintf("%d actors, same actor in %d of %d unambiguous calls (%.1f%%), %s", a.Actors, a.Same, a.Unambiguous, 100*a.Rate(), use)
+	return fmt.Sprintf("%d actors, same actor in %d of %d unambiguous calls (%.1f%%; by chance %.1f%%, p ≤ %.1e), %s",
+		a.Actors, a.Same, a.Unambiguous, 100*a.Rate(), 100*a.Chance, a.Evidence, use)
+}
+
+// chanceTail bounds the probability of s or more successes in n trials of
+// probability p: C(n, s)·p^s.
+func chanceTail(n, s int, p float64) float64 {
+	if s == 0 || p >= 1 {
+		return 1
+	}
+	if p <= 0 {
+		return 0
+	}
+	ln := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
+	return math.Min(1, math.Exp(ln(n)-ln(s)-ln(n-s)+float64(s)*math.Log(p)))
 }
 
 // actorPair is a call's sending actor (its call message's SrcActor, on the
@@ -76,45 +98,60 @@ func (s *state) noteActors(ci int, m *trace.Message) {
 	s.actors = append(s.actors, actorPair{m.SrcActor, m.DstActor})
 }
 
-// actorFilter is step 2c at node b: outs are b's calls out (their
+// actorFilter is step 2b at node b: outs are b's calls out (their
 // candidates found), ins the calls into b. It returns the node's statistics
 // (ok false when no call into or out of b has actors) and narrows the
 // candidates where the statistics allow.
 func (s *state) actorFilter(b trace.NodeID, ins, outs []int32) (st ActorStat, ok bool) {
 	act, calls := s.actors, s.calls
 	st.Node = b
-	// Distinct receiving actors of the calls into b.
+	// How often each actor received the calls into b and sent b's calls.
+	if s.actorIn == nil {
+		s.actorIn, s.actorOut = make([]int32, 1<<16), make([]int32, 1<<16)
+	}
 	seen := s.actorSeen[:0]
-	for _, pi := range ins {
-		a := act[pi].recv
-		if a == trace.NoActor {
-			continue
-		}
-		w, bit := int(a)>>6, uint64(1)<<(a&63)
-		for len(s.actorBits) <= w {
-			s.actorBits = append(s.actorBits, 0)
-		}
-		if s.actorBits[w]&bit == 0 {
-			s.actorBits[w] |= bit
+	note := func(a trace.ActorID, n []int32) {
+		if s.actorIn[a] == 0 && s.actorOut[a] == 0 {
 			seen = append(seen, a)
 		}
+		n[a]++
 	}
-	st.Actors = len(seen)
+	nin, nout := 0, 0
+	for _, pi := range ins {
+		if a := act[pi].recv; a != trace.NoActor {
+			if s.actorIn[a] == 0 {
+				st.Actors++
+			}
+			note(a, s.actorIn)
+			nin++
+		}
+	}
+	for _, ci := range outs {
+		if a := act[ci].send; a != trace.NoActor {
+			note(a, s.actorOut)
+			nout++
+		}
+	}
 	for _, a := range seen {
-		s.actorBits[int(a)>>6] = 0
+		st.Chance += float64(s.actorIn[a]) * float64(s.actorOut[a])
+		s.actorIn[a], s.actorOut[a] = 0, 0
 	}
 	s.actorSeen = seen[:0]
-	// 2c-i. Learn from the calls with one candidate.
-	known := false
+	if nin == 0 && nout == 0 {
+		return st, false
+	}
+	if nin > 0 && nout > 0 {
+		st.Chance /= float64(nin) * float64(nout)
+	}
+	// 2b-i. Learn from the calls with one candidate.
 	for _, ci := range outs {
 		c := &calls[ci]
 		sa := act[ci].send
-		known = known || sa != 0
-		if c.candN != 1 || sa == 0 {
+		if c.candN != 1 || sa == trace.NoActor {
 			continue
 		}
 		pa := act[s.cands[c.candOff].parent].recv
-		if pa == 0 {
+		if pa == trace.NoActor {
 			continue
 		}
 		st.Unambiguous++
@@ -122,16 +159,14 @@ func (s *state) actorFilter(b trace.NodeID, ins, outs []int32) (st ActorStat, ok
 			st.Same++
 		}
 	}
-	if !known && st.Actors == 0 {
-		return st, false
-	}
-	// 2c-ii. Use it only where it carries information and holds.
-	st.Used = st.Actors >= 2 && st.Unambiguous >= s.opt.ActorSamples && st.Unambiguous > 0 &&
-		float64(st.Same) >= s.opt.ActorMin*float64(st.Unambiguous)
+	// 2b-ii. Use it only where it holds beyond chance.
+	st.Evidence = chanceTail(st.Unambiguous, st.Same, st.Chance)
+	st.Used = st.Actors >= 2 && st.Unambiguous > 0 && float64(st.Same) >= s.opt.ActorMin*float64(st.Unambiguous) &&
+		st.Evidence <= s.opt.ActorChance
 	if !st.Used {
 		return st, true
 	}
-	// 2c-iii. Keep the candidates received by the call's sending actor.
+	// 2b-iii. Keep the candidates received by the call's sending actor.
 	for _, ci := range outs {
 		c := &calls[ci]
 		sa := act[ci].send

@@ -27,9 +27,10 @@
 //     skew window. (b) Actors (an addition; actors.go): where messages name
 //     the thread that sent and received them, the calls of B with a single
 //     candidate show how often a call leaves from the actor that received
-//     its parent; where that share is at least ActorMin (99 %) of at least
-//     ActorSamples calls and calls arrive at B on more than one actor (not
-//     an event loop), each call keeps only the candidates its own actor
+//     its parent; where that share is at least ActorMin (99 %) and chance
+//     agreement is ruled out (probability ≤ ActorChance, 10⁻⁶, against the
+//     agreement unrelated actors would show; an event loop's one actor
+//     always agrees), each call keeps only the candidates its own actor
 //     received (all of them if none). (c) Each remaining candidate adds 1/N
 //     (N = the child's number of candidates) to the scoreboard histogram of
 //     (A, B, C) at its nesting delay, on log-1.05 bins from 1 ms (340 bins,

@@ -38,7 +38,7 @@ func FuzzNest(f *testing.F) {
 		for _, mode := range []TimeMode{TimeLocal, TimeSend} {
 			o := DefaultOptions()
 			o.Time, o.Smooth, o.SkewWindow = mode, 1.5, 3e6
-			o.ActorSamples = 1
+			o.ActorChance = 1
 			r := Nest(tr, o)
 			if 2*r.CallPairs+r.Unpaired != len(tr.Messages) {
 				t.Fatalf("%d pairs + %d unpaired ≠ %d messages", r.CallPairs, r.Unpaired, len(tr.Messages))

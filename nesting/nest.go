@@ -42,18 +42,19 @@ type Options struct {
 	HistPatterns int
 	// NoInstances leaves Paths.Instances empty.
 	NoInstances bool
-	// ActorMin and ActorSamples gate step 2c: a node's calls are
+	// ActorMin and ActorChance gate step 2b: a node's calls are
 	// restricted to candidate parents received by their sending actor when,
-	// of at least ActorSamples calls with one candidate, at least the share
-	// ActorMin were sent by the actor that received it (ActorMin > 1: never).
-	ActorMin     float64
-	ActorSamples int
+	// of its calls with one candidate, at least the share ActorMin were sent
+	// by the actor that received it, and the probability of that much
+	// agreement by chance is at most ActorChance (ActorMin > 1: never).
+	ActorMin    float64
+	ActorChance float64
 }
 
 // DefaultOptions returns Project 5's defaults: x = 2, y = z = 0, no skew
 // window, no smoothing, 340 bins of ratio 1.05 from 1 ms.
 func DefaultOptions() Options {
-	return Options{X: 2, BinLo: time.Millisecond, BinRatio: 1.05, Bins: 340, HistPatterns: 100, ActorMin: 0.99, ActorSamples: 10}
+	return Options{X: 2, BinLo: time.Millisecond, BinRatio: 1.05, Bins: 340, HistPatterns: 100, ActorMin: 0.99, ActorChance: 1e-6}
 }
 
 // Result is the output of Nest: the paths, and what the run saw.
@@ -148,8 +149,9 @@ type state struct {
 
 	actors     []actorPair // by call; nil when no message has actors
 	actorStats []ActorStat
-	actorBits  []uint64        // scratch: actors seen at one node
-	actorSeen  []trace.ActorID // scratch: the bits set
+	actorIn    []int32         // scratch: calls received per actor at one node
+	actorOut   []int32         // scratch: calls sent per actor at one node
+	actorSeen  []trace.ActorID // scratch: the actors counted
 	board      [][]float64
 	bins       *binner
 	roots      int

@@ -39,7 +39,7 @@ func init() {
 				&cli.IntFlag{Name: "histograms", Value: 100, Usage: "delay histograms for the `N` most frequent patterns"},
 				&cli.IntFlag{Name: "top", Usage: "show only the top `N` patterns (text default 20)"},
 				&cli.Float64Flag{Name: "actor-min", Value: 0.99, Usage: "restrict a node's calls to parents received by the same thread (sa=/da=) when at least this `SHARE` of its unambiguous calls show it (> 1: never)"},
-				&cli.IntFlag{Name: "actor-samples", Value: 10, Usage: "unambiguous calls a node needs before --actor-min applies"},
+				&cli.Float64Flag{Name: "actor-chance", Value: 1e-6, Usage: "... and that agreement has at most this `PROBABILITY` of being chance"},
 			},
 			Action: nestAction,
 		}
@@ -61,9 +61,9 @@ func nestAction(c *cli.Context) error {
 	o.SkewWindow, o.Smooth = c.Duration("skew-window"), c.Float64("smooth")
 	o.X, o.Y, o.Z = c.Float64("x"), c.Float64("y"), c.Float64("z")
 	o.BinLo, o.HistPatterns = c.Duration("bin-lo"), c.Int("histograms")
-	o.ActorMin, o.ActorSamples = c.Float64("actor-min"), c.Int("actor-samples")
-	if o.SkewWindow < 0 || o.Smooth < 0 || o.BinLo <= 0 || c.Int("top") < 0 || o.ActorMin < 0 || o.ActorSamples < 0 {
-		return usagef("--skew-window, --smooth, --bin-lo, --top, --actor-min and --actor-samples must not be negative")
+	o.ActorMin, o.ActorChance = c.Float64("actor-min"), c.Float64("actor-chance")
+	if o.SkewWindow < 0 || o.Smooth < 0 || o.BinLo <= 0 || c.Int("top") < 0 || o.ActorMin < 0 || o.ActorChance < 0 {
+		return usagef("--skew-window, --smooth, --bin-lo, --top, --actor-min and --actor-chance must not be negative")
 	}
 	o.NoInstances = c.String("instances") == ""
 	t, err := trace.ReadFile(c.Args().First())
