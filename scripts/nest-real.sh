@@ -74,10 +74,13 @@ else
 fi
 echo
 echo "The hint is used only where the data shows it: per node, of the calls with one candidate parent"
-echo "(both actors known), at least 99 % (\`--actor-min\`) of at least 10 (\`--actor-samples\`) must leave"
-echo "from the thread that received that candidate, and calls must arrive on more than one thread (an"
-echo "event loop's single thread says nothing). A call none of whose candidates its thread received"
-echo "keeps them all. \`nesting.TestActors\` covers a thread-per-request server (exact with actors, 26 %"
+echo "(both actors known), at least 99 % (\`--actor-min\`) must leave from the thread that received that"
+echo "candidate, and that agreement must be beyond chance: at most 10⁻⁶ (\`--actor-chance\`) probable if"
+echo "sending and receiving threads were unrelated (their agreement rate then is the sum over threads"
+echo "of the share of calls each sent times the share each received — 100 % for an event loop's single"
+echo "thread, which therefore never qualifies). A call none of whose candidates its thread received"
+echo "keeps them all."
+echo "\`nesting.TestActors\` covers a thread-per-request server (exact with actors, 26 %"
 echo "without), an event loop and a hand-off to another thread (not used: results identical to"
 echo "Project 5's), too few samples, and no actors at all (gen traces, pcaps: unchanged)."
 echo
