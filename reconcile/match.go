@@ -520,6 +520,9 @@ func (m *matcher) abandonUnanswered(list []*conn, side int) {
 // addLonely makes a new connection created by a client's or a server's
 // end (role r) a candidate for step 6.
 func (m *matcher) addLonely(c *conn, r Role) {
+	if m.opts.DisableNATDetection {
+		return // no step 6: no index of candidates
+	}
 	c.lrole = r
 }
 

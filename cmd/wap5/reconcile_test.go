@@ -189,8 +189,8 @@ func TestReconcileSyncedClocks(t *testing.T) {
 }
 
 // BenchmarkReconcileCLI runs `wap5 reconcile -o FILE.w5t DIR` in-process on
-// the logs in WAP5_BENCH_LOGS (bench/reconcile.sh makes them), for profiles
-// of the whole command.
+// the logs in WAP5_BENCH_LOGS (bench/reconcile.sh makes them), with the
+// options in WAP5_BENCH_ARGS, for profiles of the whole command.
 func BenchmarkReconcileCLI(b *testing.B) {
 	dir := os.Getenv("WAP5_BENCH_LOGS")
 	if dir == "" {
@@ -199,7 +199,8 @@ func BenchmarkReconcileCLI(b *testing.B) {
 	out := filepath.Join(b.TempDir(), "out.w5t")
 	for i := 0; i < b.N; i++ {
 		var so, se bytes.Buffer
-		if code := run([]string{"wap5", "reconcile", "-o", out, dir}, strings.NewReader(""), &so, &se); code != 0 {
+		args := append([]string{"wap5", "reconcile"}, strings.Fields(os.Getenv("WAP5_BENCH_ARGS"))...)
+		if code := run(append(args, "-o", out, dir), strings.NewReader(""), &so, &se); code != 0 {
 			b.Fatalf("exit %d: %s", code, se.String())
 		}
 	}

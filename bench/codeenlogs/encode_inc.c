@@ -1,0 +1,2 @@
+/* The C library's own record encoder, compiled into the generator. */
+#include "../../libsockcap/c/encode.c"
