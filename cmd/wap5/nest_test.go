@@ -130,3 +130,45 @@ func ftoa(x float64) string { return strings.TrimRight(strings.TrimRight(fmtF(x)
 func fmtF(x float64) string { return strconvFormat(x) }
 
 func strconvFormat(x float64) string { return strconv.FormatFloat(x, 'f', 6, 64) }
+
+// TestNestActorsCLI: on the recorded three-client testbed run (sa=/da= on
+// every message) nest reports per node what it learnt about the threads,
+// uses the hint at s1 and s2, and finds exactly the three real call trees;
+// --actor-min 2 turns the hint off.
+func TestNestActorsCLI(t *testing.T) {
+	p := filepath.Join("..", "..", "e2e", "testdata", "nest-recorded", "actors-clients-3", "trace.txt")
+	for _, tc := range []struct {
+		args     []string
+		used     bool
+		patterns int // 3: the real call trees; more: some misassembled
+	}{
+		{nil, true, 3},
+		{[]string{"--actor-min", "2"}, false, 0},
+	} {
+		code, out, stderr := runCLI(t, "", append(append([]string{"nest", "--json"}, tc.args...), p)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr)
+		}
+		for _, node := range []string{"s1", "s2"} {
+			line := ""
+			for _, l := range strings.Split(stderr, "\n") {
+				if strings.Contains(l, "actors at "+node+":") {
+					line = l
+				}
+			}
+			if line == "" || strings.Contains(line, "used:") != tc.used {
+				t.Errorf("%v: %s: %q, want used=%v\n%s", tc.args, node, line, tc.used, stderr)
+			}
+		}
+		var got struct{ Patterns []json.RawMessage }
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		if tc.patterns > 0 && len(got.Patterns) != tc.patterns || tc.patterns == 0 && len(got.Patterns) <= 3 {
+			t.Errorf("%v: %d patterns, want %v", tc.args, len(got.Patterns), map[bool]string{true: "3", false: "more than 3"}[tc.patterns > 0])
+		}
+	}
+	if code, _, _ := runCLI(t, "", "nest", "--actor-chance", "-1", p); code != 2 {
+		t.Errorf("--actor-chance -1: exit %d, want 2", code)
+	}
+}
