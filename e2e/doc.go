@@ -14,7 +14,9 @@
 //     never reads them, only the test does).
 //  3. wap5 nest (Project 5 §5.1), on the trace with kind=/call= removed, so
 //     that call pairs come from the connections alone, must recover the real
-//     call trees.
+//     call trees: with one client from the delays alone (TestNest), with
+//     three concurrent clients with the same-thread hint learnt from the
+//     trace's actors (TestNestActors, TestNestRecorded on kept runs).
 //
 // testdata/recorded keeps testbed runs (reconciled trace, the servers'
 // timing records) that wap5 link once got wrong; TestLinkRecorded applies the
