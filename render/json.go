@@ -62,7 +62,8 @@ func Instances(w io.Writer, t *trace.Trace, p *trace.Paths) error {
 }
 
 // MessageID is the id a message is known by in outputs: its id= value, or
-// "L<index+1>".
+// "L<line>" for a message read from a text trace's line without id=, or
+// "L<index+1>" for one that has neither (a trace built in memory).
 func MessageID(t *trace.Trace, i int) string {
 	if id := t.Messages[i].ID; id != trace.NoRef {
 		return t.RefString(id)

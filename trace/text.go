@@ -243,7 +243,7 @@ func (s *TextScanner) parse(line []byte) bool {
 	m.Bytes = n
 	m.Src, m.Dst = s.node(f[1]), s.node(f[4])
 	m.SrcEP, m.DstEP = s.endpoint(f[2]), s.endpoint(f[5])
-	m.ID, m.Call, m.Truth = NoRef, NoRef, NoRef
+	m.ID, m.Call, m.Truth = LineRef(s.line), NoRef, NoRef
 	s.extra = s.extra[:0]
 	for _, kv := range f[7:] {
 		eq := bytes.IndexByte(kv, '=')
@@ -413,7 +413,7 @@ func AppendTextLine(b []byte, t *Trace, i int) []byte {
 	b = append(b, t.EndpointName(m.DstEP)...)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, m.Bytes, 10)
-	if m.ID != NoRef {
+	if m.ID != NoRef && !IsLineRef(m.ID) {
 		b = append(b, " id="...)
 		b = append(b, t.RefString(m.ID)...)
 	}

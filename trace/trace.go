@@ -44,8 +44,9 @@ func (k Kind) String() string {
 // Message is one logical message: bytes sent by one node and received by
 // another. Times are nanoseconds since the Unix epoch on the sender's and the
 // receiver's own clocks (uncorrected), or Unknown. ID, Call and Truth are
-// references: a non-negative number as written in the input, NoRef, or a
-// label (see Trace.Ref and Trace.RefString).
+// references: a non-negative number as written in the input, NoRef, a
+// label (see Trace.Ref and Trace.RefString), or for ID the line of the text
+// input a message without id= came from (LineRef).
 type Message struct {
 	Send, Recv   int64
 	ID           int64
@@ -211,6 +212,19 @@ func (t *Trace) EndpointName(id EndpointID) string {
 	return t.Endpoints[id]
 }
 
+// lineRefBase: message ids at or below it are line references (LineRef).
+// Labels (−2 − index) never reach it.
+const lineRefBase = -1 << 62
+
+// LineRef is the ID of a message read from line n (1-based) of a text trace
+// that gave it no id=; RefString prints it "L<n>", the name --instances
+// files use for such messages. The text writer does not write it: it names
+// a place in the file read, not in the file written.
+func LineRef(n int) int64 { return lineRefBase - int64(n) }
+
+// IsLineRef says whether a message ID is a line reference.
+func IsLineRef(v int64) bool { return v < lineRefBase }
+
 // Ref converts an id, call or truth value as written in a trace to its
 // stored form: a non-negative integer is kept as is; anything else becomes a
 // label, stored as −2 − index. "" gives NoRef.
@@ -255,6 +269,8 @@ func (t *Trace) RefString(v int64) string {
 		return ""
 	case v >= 0:
 		return strconv.FormatInt(v, 10)
+	case IsLineRef(v):
+		return "L" + strconv.FormatInt(lineRefBase-v, 10)
 	}
 	i := -2 - v
 	if i < int64(len(t.Labels)) {
@@ -350,7 +366,7 @@ func (t *Trace) CheckValid() error {
 			return fmt.Errorf("message %d: destination actor %d out of range [0,%d] of node %d", i, m.DstActor, t.actorCount(m.Dst), m.Dst)
 		}
 		for _, r := range [...]int64{m.ID, int64(m.Call), int64(m.Truth)} {
-			if r < -1 && -2-r >= int64(len(t.Labels)) {
+			if r < -1 && !IsLineRef(r) && -2-r >= int64(len(t.Labels)) {
 				return fmt.Errorf("message %d: label reference %d out of range", i, r)
 			}
 		}
