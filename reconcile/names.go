@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"net/netip"
 	"path"
 	"strconv"
 	"strings"
@@ -16,6 +17,8 @@ type namer struct {
 	nodes map[*Observer]trace.NodeID
 	addrs map[string]trace.NodeID
 	eps   map[libsockcap.Endpoint]trace.EndpointID
+	// ipPeers: untraced peers named by their IP address, by address.
+	ipPeers map[netip.Addr]trace.NodeID
 }
 
 func newNamer(t *trace.Trace, g Granularity) *namer {
@@ -105,6 +108,22 @@ func (n *namer) actor(o *Observer, tid int32) trace.ActorID {
 // peer names an untraced peer by its address: the IP address, or the Unix
 // endpoint.
 func (n *namer) peer(e libsockcap.Endpoint) trace.NodeID {
+	if !e.Unix && e.Addr.IsValid() {
+		// By address first: no name to format for a peer seen before.
+		if id, ok := n.ipPeers[e.Addr.Addr()]; ok {
+			return id
+		}
+		id := n.peerByName(e)
+		if n.ipPeers == nil {
+			n.ipPeers = map[netip.Addr]trace.NodeID{}
+		}
+		n.ipPeers[e.Addr.Addr()] = id
+		return id
+	}
+	return n.peerByName(e)
+}
+
+func (n *namer) peerByName(e libsockcap.Endpoint) trace.NodeID {
 	var name string
 	switch {
 	case e.Unix:

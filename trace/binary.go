@@ -98,10 +98,12 @@ func startBinary(w io.Writer, t *Trace, n int) (*zstd.Encoder, *binWriter, error
 	b.uv(uint64(len(t.Endpoints)))
 	for _, e := range t.Endpoints {
 		b.str(e)
+		b.maybeFlush() // millions of endpoints: not all in one buffer
 	}
 	b.uv(uint64(len(t.Labels)))
 	for _, l := range t.Labels {
 		b.str(l)
+		b.maybeFlush()
 	}
 	b.uv(uint64(len(t.Clock)))
 	for _, c := range t.Clock {
