@@ -1,6 +1,7 @@
 /* capture-bench: per-call cost of socket calls, for bench/capture-overhead.sh.
  *   capture-bench pair N     send+recv of 64 bytes over a Unix stream socketpair
  *   capture-bench udp N      sendto+recv of 64-byte datagrams over UDP loopback
+ *   capture-bench udpconn N  send+recv of 64-byte datagrams over connected UDP sockets
  *   capture-bench file N     write of 64 bytes to /dev/null (the non-socket fast path)
  *   capture-bench reqresp N  TCP loopback request/response between two processes,
  *                            random sizes (for bytes per event on disk)
@@ -98,6 +99,23 @@ int main(int argc, char **argv)
 		t0 = now();
 		for (long i = 0; i < n; i++) {
 			if (sendto(a, buf, 64, 0, (struct sockaddr *)&s, sizeof s) != 64 || recv(b, buf, 64, 0) != 64)
+				die("udp io");
+		}
+		t1 = now();
+		c1 = cpu_ns();
+		calls = 2 * n;
+	} else if (!strcmp(argv[1], "udpconn")) {
+		int a = socket(AF_INET, SOCK_DGRAM, 0), b = socket(AF_INET, SOCK_DGRAM, 0);
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)}, sb = sa;
+		socklen_t l = sizeof sa;
+		if (bind(a, (struct sockaddr *)&sa, sizeof sa) || getsockname(a, (struct sockaddr *)&sa, &l) ||
+		    bind(b, (struct sockaddr *)&sb, sizeof sb) || (l = sizeof sb, getsockname(b, (struct sockaddr *)&sb, &l)) ||
+		    connect(a, (struct sockaddr *)&sb, sizeof sb) || connect(b, (struct sockaddr *)&sa, sizeof sa))
+			die("udp connect");
+		c0 = cpu_ns();
+		t0 = now();
+		for (long i = 0; i < n; i++) {
+			if (send(a, buf, 64, 0) != 64 || recv(b, buf, 64, 0) != 64)
 				die("udp io");
 		}
 		t1 = now();

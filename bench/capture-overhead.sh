@@ -12,6 +12,9 @@
 #                                          with the others ("libsockcap@<rev>")
 #   N=<iterations> CPU=<cpu>               per run (default 200000), pinned CPU (default 1)
 #
+# Workloads (bench/capture-bench.c): pair = send+recv on a Unix stream socketpair; udp =
+# sendto+recv on unconnected UDP sockets (the library asks the kernel for each sender);
+# udpconn = send+recv on connected UDP sockets; file = write to /dev/null (non-socket path).
 # Three time measures per call, each as "added" against no preload in the same round:
 # - wall: the loop's wall-clock time (noisy on a shared machine);
 # - cpu: the process's user + system CPU time (CLOCK_PROCESS_CPUTIME_ID: the
@@ -82,7 +85,7 @@ echo "strace/ltrace work in another process: only wall time counts for them."
 echo
 echo "| workload | variant | wall ns | added wall | cpu ns | **added cpu** | user ns | added user |"
 echo "|---|---|---|---|---|---|---|---|"
-for mode in pair udp file; do
+for mode in pair udp udpconn file; do
 	declare -A res=() cres=() ures=()
 	for r in $(seq "$ROUNDS"); do
 		for v in $VARIANTS; do
@@ -145,7 +148,7 @@ if command -v valgrind >/dev/null; then
 			valgrind --tool=callgrind --callgrind-out-file=/dev/null "$TMP/bench" "$2" "$3" 2>&1
 		fi | awk '/Collected/ {gsub(",", "", $4); print $4}'
 	}
-	for mode in pair udp file; do
+	for mode in pair udp udpconn file; do
 		calls=2; [ "$mode" = file ] && calls=1
 		a=$(( ($(ir "" $mode 40000) - $(ir "" $mode 20000)) / (20000 * calls) ))
 		b=$(( ($(ir "$LIB" $mode 40000) - $(ir "$LIB" $mode 20000)) / (20000 * calls) ))

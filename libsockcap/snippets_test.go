@@ -133,15 +133,15 @@ func checkTCP(t *testing.T, r runResult, logs []procLog) {
 
 func checkUDP(t *testing.T, r runResult, logs []procLog) {
 	l := logs[0]
-	sp, cp := r.vals["server_port"], r.vals["client_port"]
+	sp, cp, op, s2 := r.vals["server_port"], r.vals["client_port"], r.vals["other_port"], r.vals["server2_port"]
 	msg := make([]byte, 200)
 	for i := range msg {
 		msg[i] = byte(i)
 	}
 	sends := l.filter(func(e *Event) bool { return e.Op == OpSend })
 	recvs := l.filter(func(e *Event) bool { return e.Op == OpRecv })
-	if len(sends) != 6 || len(recvs) != 6 {
-		t.Fatalf("%d sends %d recvs, want 6 each", len(sends), len(recvs))
+	if len(sends) != 8 || len(recvs) != 8 {
+		t.Fatalf("%d sends %d recvs, want 8 each", len(sends), len(recvs))
 	}
 	type exp struct {
 		bytes    int64
@@ -149,7 +149,9 @@ func checkUDP(t *testing.T, r runResult, logs []procLog) {
 		sum      uint32
 	}
 	wantS := []exp{{100, cp, sp, Checksum(msg, 100)}, {5, sp, cp, Checksum(msg, 5)}, {150, cp, sp, Checksum(msg, 150)},
-		{11, cp, sp, Checksum(msg, 11)}, {12, cp, sp, Checksum(msg, 12)}, {13, cp, sp, Checksum(msg, 13)}}
+		{11, cp, sp, Checksum(msg, 11)}, {12, cp, sp, Checksum(msg, 12)}, {13, cp, sp, Checksum(msg, 13)},
+		{7, cp, s2, Checksum(msg, 7)}, // the receiver connected: its peer (the fd's remote)
+		{9, op, s2, Checksum(msg, 9)}} // after connect(AF_UNSPEC): the sender asked for again
 	for i, w := range wantS {
 		s := sends[i]
 		if s.Bytes != w.bytes || port(s.Local) != w.from || port(s.Remote) != w.to || s.Sum != w.sum || s.Proto != ProtoUDP {

@@ -506,7 +506,9 @@ SC_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	int64_t t2 = sc_now();
 	if (r == 0 || e == EINPROGRESS || e == EALREADY) {
 		f->flags &= (uint8_t)~SC_FDF_CONNECTING;
-		if (r == 0)
+		if (r == 0 && addr && len >= sizeof(sa_family_t) && addr->sa_family == AF_UNSPEC)
+			f->flags &= (uint8_t)~SC_FDF_CONNECTED; /* a datagram socket dissolving its association */
+		else if (r == 0)
 			f->flags |= SC_FDF_CONNECTED;
 		sc_fd_describe(fd, f, t, addr, len); /* the local name connect chose */
 		if (r != 0)
@@ -879,7 +881,9 @@ static inline __attribute__((always_inline)) ssize_t recvfrom_logged(int fd, str
 	socklen_t sl = sizeof ss;
 	struct sockaddr *ua = a;
 	socklen_t *ul = al;
-	if (!a && is_dgram(f)) {
+	if (!a && is_dgram(f) && !(f->flags & SC_FDF_CONNECTED)) {
+		/* a connected datagram socket receives from its peer only: the
+		 * fd's remote (its FD record) is the sender, no need to ask */
 		ua = (struct sockaddr *)&ss;
 		ul = &sl;
 	}
@@ -974,7 +978,7 @@ SC_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 	struct sockaddr_storage ss;
 	struct msghdr local;
 	struct msghdr *use = m;
-	if (m && !m->msg_name && is_dgram(f)) {
+	if (m && !m->msg_name && is_dgram(f) && !(f->flags & SC_FDF_CONNECTED)) {
 		local = *m;
 		local.msg_name = &ss;
 		local.msg_namelen = sizeof ss;

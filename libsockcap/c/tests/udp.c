@@ -1,5 +1,7 @@
 /* udp: datagrams with checksums and addresses, sendto/recvfrom, recv on an
- * unconnected socket (sender learned anyway), connected UDP, sendmmsg/recvmmsg. */
+ * unconnected socket (sender learned anyway), connected UDP, sendmmsg/recvmmsg,
+ * recv on a connected receiver (sender = its peer), and after connect(AF_UNSPEC)
+ * dissolved the association (sender learned again). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -8,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #define CHECK(x) do { if (!(x)) { fprintf(stderr, "udp: %s failed: %s\n", #x, strerror(errno)); exit(1); } } while (0)
@@ -60,6 +63,33 @@ int main(void)
 		CHECK(r > 0);
 		got += r;
 	}
+	/* a receiver connected to cli: the library does not ask for the sender. Its
+	 * port is bound explicitly: connect(AF_UNSPEC) keeps only such a port. */
+	int tmp = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in b = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t bl = sizeof b;
+	CHECK(bind(tmp, (struct sockaddr *)&b, sizeof b) == 0);
+	getsockname(tmp, (struct sockaddr *)&b, &bl);
+	close(tmp);
+	int srv2 = socket(AF_INET, SOCK_DGRAM, 0);
+	struct timeval tv = {.tv_sec = 5};
+	setsockopt(srv2, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv); /* a lost datagram fails, not hangs */
+	CHECK(bind(srv2, (struct sockaddr *)&b, sizeof b) == 0);
+	CHECK(connect(srv2, (struct sockaddr *)&from, fl) == 0);
+	CHECK(sendto(cli, msg, 7, 0, (struct sockaddr *)&b, sizeof b) == 7);
+	CHECK(recv(srv2, buf, sizeof buf, 0) == 7);
+	/* association dissolved: a datagram from a third socket names its sender */
+	struct sockaddr_in unspec = {.sin_family = AF_UNSPEC};
+	CHECK(connect(srv2, (struct sockaddr *)&unspec, sizeof unspec) == 0);
+	int oth = socket(AF_INET, SOCK_DGRAM, 0);
+	CHECK(sendto(oth, msg, 9, 0, (struct sockaddr *)&b, sizeof b) == 9);
+	CHECK(recv(srv2, buf, sizeof buf, 0) == 9);
+	struct sockaddr_in on;
+	socklen_t onl = sizeof on;
+	getsockname(oth, (struct sockaddr *)&on, &onl);
+	printf("other_port %d\nserver2_port %d\n", ntohs(on.sin_port), ntohs(b.sin_port));
+	close(srv2);
+	close(oth);
 	close(cli);
 	close(srv);
 	return 0;
