@@ -714,16 +714,11 @@ func (s *Scanner) advance(st *stream) bool {
 						e := &st.ev
 						if fi != &hotSame {
 							// Another described fd: as the full decoder
-							// would fill it (names stored only when they
-							// differ: they hold pointers).
+							// would fill it (storing the names is cheaper
+							// than comparing them first).
 							fd := int32(b[i]>>1) ^ -int32(b[i]&1)
 							e.Fd, e.Proto, e.SoType, e.PeerPid = fd, fi.proto, fi.sotype, fi.peerPid
-							if e.Local != fi.local {
-								e.Local = fi.local
-							}
-							if e.Remote != fi.remote {
-								e.Remote = fi.remote
-							}
+							e.Local, e.Remote = fi.local, fi.remote
 							st.hotFd = fd
 						}
 						e.Time = s.wall(st.t)
