@@ -134,5 +134,15 @@
 // collected in blocks, each block is sorted, and the blocks are merged once
 // into the result (step 9); with Options.ReturnMemory the blocks' memory
 // goes back to the system as they are copied, so the peak stays near the
-// size of the result instead of twice it.
+// size of the result instead of twice it. With Options.Sink the merge hands
+// the messages to the sink as it goes (wap5 reconcile -o FILE.w5t writes
+// them straight into the binary trace) and no result is built at all.
+//
+// Actors (trace.Message.SrcActor, DstActor; the thread hints of
+// briefs/actors.md): a stream message's sender actor is the thread (pid/tid
+// of the log) of the write that began its run, its receiver actor the
+// thread of the read that delivered its last byte (filled in when that read
+// comes after the message was emitted); a datagram's are the threads of its
+// send and its receive. Packets, events without a thread and CLIENT nodes
+// (AggregateClients) leave them unknown.
 package reconcile
