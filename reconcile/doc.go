@@ -138,8 +138,8 @@
 // the messages to the sink as it goes (wap5 reconcile -o FILE.w5t writes
 // them straight into the binary trace) and no result is built at all.
 //
-// Actors (trace.Message.SrcActor, DstActor; the thread hints of
-// briefs/actors.md): a stream message's sender actor is the thread (pid/tid
+// Actors (trace.Message.SrcActor, DstActor: which thread sent and which
+// received, a hint for inference): a stream message's sender actor is the thread (pid/tid
 // of the log) of the write that began its run, its receiver actor the
 // thread of the read that delivered its last byte (filled in when that read
 // comes after the message was emitted); a datagram's are the threads of its
