@@ -19,6 +19,8 @@ type namer struct {
 	eps   map[libsockcap.Endpoint]trace.EndpointID
 	// ipPeers: untraced peers named by their IP address, by address.
 	ipPeers map[netip.Addr]trace.NodeID
+	// ipEps: IP endpoints by address and port.
+	ipEps map[netip.AddrPort]trace.EndpointID
 }
 
 func newNamer(t *trace.Trace, g Granularity) *namer {
@@ -148,6 +150,19 @@ func (n *namer) peerByName(e libsockcap.Endpoint) trace.NodeID {
 func (n *namer) endpoint(e libsockcap.Endpoint) trace.EndpointID {
 	if e.IsZero() {
 		return trace.NoEndpoint
+	}
+	if !e.Unix && e.Path == "" && e.Inode == 0 {
+		// An IP endpoint: keyed by its address and port alone (cheaper to
+		// hash than the whole Endpoint with its path string).
+		if id, ok := n.ipEps[e.Addr]; ok {
+			return id
+		}
+		id := n.t.Endpoint(e.String())
+		if n.ipEps == nil {
+			n.ipEps = map[netip.AddrPort]trace.EndpointID{}
+		}
+		n.ipEps[e.Addr] = id
+		return id
 	}
 	if id, ok := n.eps[e]; ok {
 		return id
