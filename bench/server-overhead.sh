@@ -7,6 +7,8 @@
 #   QUICK=1 bench/server-overhead.sh            ROUNDS=6  SECS=1 REQS=50000 (a smoke run, ~1 min)
 #   ROUNDS=40 SECS=2 bench/server-overhead.sh   (tighter intervals, ~8 min)
 #   OUT=bench/results-server-run.md ...         also write the report there
+#   LOGDIR=/dev/shm ...                         put the capture logs there (default: the
+#                                               script's temporary directory under /tmp)
 #
 # Design (the estimate's uncertainty must be smaller than the effect):
 # - Both servers run side by side for the whole benchmark, each pinned to CPU 0,
@@ -44,11 +46,13 @@ done
 
 W=$(mktemp -d /tmp/wap5-bench.XXXXXX)
 chmod 755 "$W" # nginx workers may run as nobody
+LOGS=$W
+[ -n "${LOGDIR:-}" ] && LOGS=$(mktemp -d "$LOGDIR/wap5-bench-logs.XXXXXX")
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  rm -rf "$W"
+  rm -rf "$W" "$LOGS"
 }
 trap cleanup EXIT
 
@@ -91,7 +95,7 @@ nginx_conf "$W/nginx-cap" "$NC"
 taskset -c "$CPU0" nginx -p "$W/nginx-plain" -c "$W/nginx-plain/nginx.conf" -e "$W/nginx-plain/error.log" &
 NGX_PLAIN=$!
 PIDS+=($!)
-taskset -c "$CPU0" "$WAP5" run --out "$W/logs-nginx" --node nginx -- \
+taskset -c "$CPU0" "$WAP5" run --out "$LOGS/logs-nginx" --node nginx -- \
   nginx -p "$W/nginx-cap" -c "$W/nginx-cap/nginx.conf" -e "$W/nginx-cap/error.log" 2>"$W/nginx-cap.err" &
 NGX_CAP=$!
 PIDS+=("$NGX_CAP")
@@ -102,7 +106,7 @@ redis_args=(--bind 127.0.0.1 --save "" --appendonly no --loglevel warning)
 taskset -c "$CPU0" redis-server --port "$RP" "${redis_args[@]}" >/dev/null &
 REDIS_PLAIN=$!
 PIDS+=($!)
-taskset -c "$CPU0" "$WAP5" run --out "$W/logs-redis" --node redis -- redis-server --port "$RC" "${redis_args[@]}" \
+taskset -c "$CPU0" "$WAP5" run --out "$LOGS/logs-redis" --node redis -- redis-server --port "$RC" "${redis_args[@]}" \
   >/dev/null 2>"$W/redis-cap.err" &
 REDIS_CAP=$!
 PIDS+=("$REDIS_CAP")
@@ -163,14 +167,14 @@ kill -QUIT "$NGX_CAP"; kill -TERM "$REDIS_CAP"
 wait "$NGX_CAP" 2>/dev/null || true; wait "$REDIS_CAP" 2>/dev/null || true
 ngx_sum=$(grep '^wap5: [0-9]* processes' "$W/nginx-cap.err" || true)
 # Every response is one send (writev) in the worker's log: compare with wrk's count.
-ngx_sends=$("$WAP5" dump --summary "$W/logs-nginx" | awk '{for (i = 1; i < NF; i++) if ($(i+1) == "send") s += $i} END {print s + 0}')
+ngx_sends=$("$WAP5" dump --summary "$LOGS/logs-nginx" | awk '{for (i = 1; i < NF; i++) if ($(i+1) == "send") s += $i} END {print s + 0}')
 redis_sum=$(grep '^wap5: [0-9]* processes' "$W/redis-cap.err" || true)
 
 report() {
   echo "# Server throughput and CPU with and without capture"
   echo
   echo "Date: $(date -u '+%Y-%m-%d %H:%M UTC'). Machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), $(uname -r)."
-  echo "Load average at the end: $LOAD."
+  echo "Load average at the end: $LOAD. Capture logs in $(df --output=fstype "$LOGS" | tail -1) ($LOGS)."
   echo
   echo "Command: \`ROUNDS=$ROUNDS SECS=$SECS REQS=$REQS bench/server-overhead.sh\` — servers on CPU $CPU0, load generator on"
   echo "CPU $CPU1 (taskset), loopback; $ROUNDS rounds, each A B B A (order flipped every round)."
