@@ -87,6 +87,53 @@ type clockPass struct {
 	pruneAt int
 }
 
+// The pass stops reading once, checked every clockCheckEvery observations,
+// all the sources it reads are connected by pairs of sources with at least
+// clockEnough samples (both directions together), the sources of one host
+// being connected by their shared clock.
+const (
+	clockCheckEvery = 1 << 16
+	clockEnough     = 64
+)
+
+// enough reports whether the sources in idx are all connected so.
+func (p *clockPass) enough(n int, hosts []string, idx []int) bool {
+	parent := make([]int, n)
+	for i := range parent {
+		parent[i] = i
+	}
+	find := func(x int) int {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	union := func(a, b int) { parent[find(a)] = find(b) }
+	first := map[string]int{}
+	for i, h := range hosts {
+		if h == "" {
+			continue
+		}
+		if f, ok := first[h]; ok {
+			union(f, i)
+		} else {
+			first[h] = i
+		}
+	}
+	for pair, s := range p.samples {
+		if len(s)+len(p.samples[srcPair{pair.second, pair.first}]) >= clockEnough {
+			union(int(pair.first), int(pair.second))
+		}
+	}
+	for _, i := range idx[1:] {
+		if find(i) != find(idx[0]) {
+			return false
+		}
+	}
+	return true
+}
+
 // clockHorizon: events waiting longer than this (raw merged time) for
 // their other half are dropped (untraced peers, lost datagrams).
 const clockHorizon = int64(30 * time.Minute)
@@ -295,7 +342,7 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 		}
 	}
 	h.init()
-	for len(h) > 0 {
+	for n := 1; len(h) > 0; n++ {
 		c := h[0]
 		p.observe(c.idx, &c.ob)
 		if c.src.Next(&c.ob) {
@@ -303,6 +350,17 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 			h.down(0)
 		} else {
 			h.pop()
+		}
+		if n%clockCheckEvery == 0 && p.enough(len(sources), hosts, idx) {
+			// Every source is tied to the others by pairs with plenty
+			// of samples: the rest of the logs would only refine
+			// offsets that matching (within its window) needs no finer.
+			for _, c := range h {
+				if ls, ok := c.src.(*logSource); ok {
+					ls.stop()
+				}
+			}
+			break
 		}
 	}
 	// Per unordered pair: both bounds.

@@ -320,3 +320,33 @@ func TestClockOffsetLoopbackNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestClockEnough: step 0 stops reading once every source it reads is tied
+// to the others by pairs with clockEnough samples, or by a shared host.
+func TestClockEnough(t *testing.T) {
+	many := make([]int64, clockEnough)
+	half := make([]int64, clockEnough/2)
+	for _, tc := range []struct {
+		name    string
+		hosts   []string
+		idx     []int
+		samples map[srcPair][]int64
+		want    bool
+	}{
+		{"no samples", []string{"a", "b"}, []int{0, 1}, nil, false},
+		{"one pair, enough", []string{"a", "b"}, []int{0, 1}, map[srcPair][]int64{{0, 1}: many}, true},
+		{"both directions add up", []string{"a", "b"}, []int{0, 1}, map[srcPair][]int64{{0, 1}: half, {1, 0}: half}, true},
+		{"too few", []string{"a", "b"}, []int{0, 1}, map[srcPair][]int64{{0, 1}: half}, false},
+		{"third source untied", []string{"a", "b", "c"}, []int{0, 1, 2}, map[srcPair][]int64{{0, 1}: many}, false},
+		{"third source on a tied host", []string{"a", "b", "b"}, []int{0, 1, 2}, map[srcPair][]int64{{0, 1}: many}, true},
+		{"a source not read does not count", []string{"a", "b", "c"}, []int{0, 1}, map[srcPair][]int64{{1, 0}: many}, true},
+	} {
+		p := &clockPass{samples: tc.samples}
+		if p.samples == nil {
+			p.samples = map[srcPair][]int64{}
+		}
+		if got := p.enough(len(tc.hosts), tc.hosts, tc.idx); got != tc.want {
+			t.Errorf("%s: enough = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -164,6 +164,16 @@ func newLogSource(sc eventScanner, name string) *logSource {
 			ppid: p.Ppid, start: p.StartWall}}
 }
 
+// stop closes a log read only in part (step 0 had enough of it).
+func (s *logSource) stop() {
+	if !s.done {
+		s.done = true
+		if s.close != nil {
+			s.close()
+		}
+	}
+}
+
 func (s *logSource) Name() string       { return s.name }
 func (s *logSource) Err() error         { return s.sc.Err() }
 func (s *logSource) Warnings() []string { return s.warnings }
