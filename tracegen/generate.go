@@ -112,11 +112,13 @@ func Write(w io.Writer, cfg *Config) (*Summary, error) {
 
 type genNode struct {
 	*Node
-	offNs  int64
-	ep     trace.EndpointID   // listening endpoint
-	eph    int                // next ephemeral port
-	eph0   int                // first ephemeral port
-	ephIDs []trace.EndpointID // interned ephemeral endpoints, by port − eph0 (mod the range); 0: not yet
+	offNs int64
+	ep    trace.EndpointID // listening endpoint
+	// ephIDs are the interned ephemeral endpoints by port; held, per port
+	// in use or recently closed, the true time until which no new
+	// connection may take it (open connections: forever).
+	ephIDs map[uint16]trace.EndpointID
+	held   map[uint16]int64
 	ipText string
 	class  int // link class: nodes of one class have the same link delays
 }
@@ -182,6 +184,20 @@ type engine struct {
 	busyNs    float64 // sum of instance durations
 	lastTrue  int64
 	sameCache map[*Target]map[string]*Target
+
+	// pools are the persistent connections of each caller to each callee.
+	pools    map[[2]int32][]*gconn
+	connIdle int64 // ns
+	connUses int
+}
+
+// gconn is a persistent connection from a pool: its ephemeral port, the true
+// time its last call's return arrived (it carries one call at a time), and
+// how many calls it carried.
+type gconn struct {
+	port uint16
+	busy int64
+	uses int
 }
 
 func newEngine(cfg *Config) (*engine, error) {
@@ -193,10 +209,18 @@ func newEngine(cfg *Config) (*engine, error) {
 	// endpoints through the index would dominate generation).
 	e := &engine{cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)), t: &trace.Trace{Endpoints: []string{"-"}},
 		startNs: int64(math.Round(cfg.Start * 1e9)), nextID: 1, nextCall: 1, truth: 1,
-		sameCache: map[*Target]map[string]*Target{}}
+		sameCache: map[*Target]map[string]*Target{}, pools: map[[2]int32][]*gconn{}}
+	e.connIdle = int64(DefaultConnIdle * 1e9)
+	if cfg.Conns.Idle > 0 {
+		e.connIdle = int64(cfg.Conns.Idle * 1e9)
+	}
+	e.connUses = DefaultConnUses
+	if cfg.Conns.Uses > 0 {
+		e.connUses = cfg.Conns.Uses
+	}
 	e.minOff = math.MaxInt64
 	seen := make(map[string]bool, len(cfg.Nodes))
-	for i, n := range cfg.Nodes {
+	for _, n := range cfg.Nodes {
 		if seen[n.Name] || n.Name == "" {
 			return nil, fmt.Errorf("%s:%d: node %q declared twice", cfg.File, n.Line, n.Name)
 		}
@@ -207,8 +231,6 @@ func newEngine(cfg *Config) (*engine, error) {
 			g.ipText = "[" + g.ipText + "]"
 		}
 		g.ep = e.addEndpoint(g.ipText + ":" + strconv.Itoa(n.Port))
-		g.eph = ephLo + (i*7919)%28000
-		g.eph0 = g.eph
 		if !n.Untraced {
 			e.minOff = min(e.minOff, g.offNs)
 			e.minDrift = min(e.minDrift, n.DriftPPM)
@@ -382,13 +404,15 @@ func (e *engine) step(cur int, t int64, act int32, s *Step) (int64, int32) {
 		if e.nextCall < 0 { // wrapped: ids only need to pair within a window
 			e.nextCall = 1
 		}
-		cp := e.ephemeral(cur)
 		ci := int32(len(e.inst))
-		e.inst = append(e.inst, rawMsg{send: send, recv: recv, src: int32(cur), dst: int32(x), srcPort: cp,
+		e.inst = append(e.inst, rawMsg{send: send, recv: recv, src: int32(cur), dst: int32(x),
 			dstPort: uint16(e.nodes[x].Port), bytes: int64(s.Bytes.Sample(e.r, 1)), kind: trace.KindCall, call: call, parent: act})
 		tx, xact := e.exec(x, recv, ci, s.Children)
 		rsend := tx + e.delay(s.Reply, s.ReplyAt, x)
 		rrecv := rsend + e.net(x, cur)
+		// The call takes a connection of cur's pool to x for its duration.
+		cp := e.connect(cur, x, send, rrecv)
+		e.inst[ci].srcPort = cp
 		e.inst = append(e.inst, rawMsg{send: rsend, recv: rrecv, src: int32(x), dst: int32(cur), srcPort: uint16(e.nodes[x].Port),
 			dstPort: cp, bytes: int64(s.RBytes.Sample(e.r, 1)), kind: trace.KindReturn, call: call, parent: xact})
 		e.variant = append(e.variant, ')')
@@ -402,7 +426,7 @@ func (e *engine) step(cur int, t int64, act int32, s *Step) (int64, int32) {
 		recv := send + e.net(cur, x)
 		sp := uint16(e.nodes[cur].Port)
 		if e.nodes[cur].Client {
-			sp = e.ephemeral(cur)
+			sp = e.port(cur, send, send+int64(portLinger*1e9)) // a datagram from a fresh socket
 		}
 		si := int32(len(e.inst))
 		e.inst = append(e.inst, rawMsg{send: send, recv: recv, src: int32(cur), dst: int32(x), srcPort: sp,
@@ -533,17 +557,83 @@ const (
 	ephLo    = 32768
 	ephHi    = 60999
 	ephRange = ephHi - ephLo + 1
+	// portLinger is how long (seconds) a closed connection's port stays
+	// out of use (TCP's TIME_WAIT).
+	portLinger = 60
 )
 
-// ephemeral returns a fresh client-side port of node n.
-func (e *engine) ephemeral(n int) uint16 {
-	g := &e.nodes[n]
-	p := g.eph
-	g.eph++
-	if g.eph > ephHi {
-		g.eph = ephLo
+// connect returns the port of a connection from node cur to node x that is
+// idle at true time send and keeps it busy until end: the most recently used
+// idle connection of cur's pool to x (connections idle for longer than the
+// idle timeout are closed first), or a new one from a random free ephemeral
+// port. A connection that has carried its calls is closed after this one.
+// Instances are made one after another, not in time order, so a connection
+// is idle only after the latest call it was given: conservative, never two
+// calls at once on one connection.
+func (e *engine) connect(cur, x int, send, end int64) uint16 {
+	key := [2]int32{int32(cur), int32(x)}
+	pool := e.pools[key]
+	g := &e.nodes[cur]
+	best := -1
+	w := 0
+	for _, c := range pool {
+		if c.busy < send && send-c.busy > e.connIdle {
+			g.held[c.port] = c.busy + e.connIdle + int64(portLinger*1e9)
+			continue
+		}
+		pool[w] = c
+		if c.busy < send && (best < 0 || c.busy > pool[best].busy) {
+			best = w
+		}
+		w++
 	}
-	return uint16(p)
+	clear(pool[w:])
+	pool = pool[:w]
+	var c *gconn
+	if best >= 0 {
+		c = pool[best]
+	} else {
+		c = &gconn{port: e.port(cur, send, math.MaxInt64)}
+		pool = append(pool, c)
+		best = len(pool) - 1
+	}
+	c.busy = max(c.busy, end)
+	c.uses++
+	if c.uses >= e.connUses {
+		g.held[c.port] = c.busy + int64(portLinger*1e9)
+		pool = append(pool[:best], pool[best+1:]...)
+	}
+	e.pools[key] = pool
+	return c.port
+}
+
+// port picks a random ephemeral port of node n that is free at true time t
+// and holds it until the given time.
+func (e *engine) port(n int, t, until int64) uint16 {
+	g := &e.nodes[n]
+	if g.held == nil {
+		g.held = map[uint16]int64{}
+	}
+	for try := 0; try < 64; try++ {
+		p := uint16(ephLo + e.r.IntN(ephRange))
+		if h, ok := g.held[p]; !ok || h < t {
+			g.held[p] = until
+			return p
+		}
+	}
+	// Nearly every port is held: the one free soonest.
+	best, bh := uint16(ephLo), int64(math.MaxInt64)
+	for p := ephLo; p <= ephHi; p++ {
+		h, ok := g.held[uint16(p)]
+		if !ok {
+			h = math.MinInt64
+		}
+		if h < bh {
+			best, bh = uint16(p), h
+		}
+	}
+	g.held[best] = until
+	return best
 }
 
 // endpoint interns node n's endpoint with the given port.
@@ -552,16 +642,13 @@ func (e *engine) endpoint(n int32, port uint16) trace.EndpointID {
 	if int(port) == g.Port {
 		return g.ep
 	}
-	// Ports are handed out in sequence from eph0, so the slice grows with
-	// the ports a node has used (not with the port range).
-	k := (int(port) - g.eph0 + ephRange) % ephRange
-	if k >= len(g.ephIDs) {
-		g.ephIDs = append(g.ephIDs, make([]trace.EndpointID, k+1-len(g.ephIDs))...)
+	if g.ephIDs == nil {
+		g.ephIDs = map[uint16]trace.EndpointID{}
 	}
-	id := g.ephIDs[k]
-	if id == trace.NoEndpoint {
+	id, ok := g.ephIDs[port]
+	if !ok {
 		id = e.addEndpoint(g.ipText + ":" + strconv.Itoa(int(port)))
-		g.ephIDs[k] = id
+		g.ephIDs[port] = id
 	}
 	return id
 }
