@@ -21,6 +21,9 @@ type countModel struct {
 	prior, p [4]float64
 	logp     [4]float64
 	seen     [4]float64
+	// parallel: the class's calls to the destination are made in
+	// parallel (parallel.go); their parent is the span's request.
+	parallel bool
 }
 
 func (c *countModel) set(p [4]float64) {
@@ -304,7 +307,7 @@ func (j *joint) spanCost(b trace.NodeID, c int32, calls []int32) float64 {
 	send := func(a int32) {
 		s := j.msgs[a].Send
 		t := 0
-		for q := 1; q < len(sc.trig); q++ {
+		for q := 1; q < len(sc.trig) && !j.parallelCall(c, a); q++ {
 			if j.msgs[sc.trig[q]].Recv <= s {
 				t = q
 			}
@@ -381,7 +384,7 @@ func (j *joint) assignSpan(b trace.NodeID, c int32, calls []int32) {
 		s := j.msgs[a].Send
 		p := c
 		for _, t := range trig[1:] {
-			if j.msgs[t].Recv <= s {
+			if j.msgs[t].Recv <= s && !j.parallelCall(c, a) {
 				p = t
 			}
 		}
@@ -417,7 +420,7 @@ func (j *joint) callProb(b trace.NodeID, ns *nodeSpans, k int32, ins []int32) fl
 
 // countPriors sets the count models' priors from the trace: calls from b
 // to each destination per request span at b (n ≤ 1: one call with
-// probability n; 1 < n ≤ 2: one or two; more: spread over 2 and 3+).
+// probability n/2 or two with n/4; 1 < n ≤ 2: one or two; more: spread over 2 and 3+).
 func (j *joint) countPriors() {
 	spans := make([]float64, len(j.t.Nodes))
 	classes := map[trace.NodeID][]trace.NodeID{} // node → the senders of its spans
@@ -449,7 +452,9 @@ func (j *joint) countPriors() {
 		var p [4]float64
 		switch {
 		case r <= 1:
-			p = [4]float64{1 - r, r, 0, 0}
+			// One call per span with probability r, or two with r/2
+			// (Figure 18's children-0/2): the mean alone cannot tell.
+			p = [4]float64{1 - 0.75*r, 0.5 * r, 0.25 * r, 0}
 		case r <= 2:
 			p = [4]float64{0, 2 - r, r - 1, 0}
 		default:
@@ -495,8 +500,12 @@ func (j *joint) refitCounts() {
 			per[c][j.msgs[k].Dst]++
 		}
 	}
-	// Spans no ambiguous call could have joined give unbiased counts; use
-	// them where a node has enough.
+	// Counts come from every span as assigned. (Only the spans no
+	// ambiguous call could have joined, where a class had enough, was the
+	// rule until 2026-11-22: they are biased towards spans without calls —
+	// on Figure 18's children-0/2 every one of them had none, and the model
+	// learnt that B rarely calls C.) The sure spans still tell which calls
+	// are parallel (parallel.go).
 	sure := map[uint64]float64{}
 	isSpan := func(c int) bool {
 		if j.r.role[c] != roleRequest || j.msgs[c].Recv == trace.Unknown {
@@ -510,6 +519,7 @@ func (j *joint) refitCounts() {
 			sure[j.spanClass(int32(c))]++
 		}
 	}
+	j.refitParallel(sure)
 	for _, cm := range j.mod.count {
 		cm.seen = [4]float64{}
 	}
@@ -519,9 +529,6 @@ func (j *joint) refitCounts() {
 			continue
 		}
 		cl := j.spanClass(int32(c))
-		if sure[cl] >= 30 && j.unsure[c] {
-			continue
-		}
 		tot[cl]++
 		for d, n := range per[int32(c)] {
 			if cm := j.countModelOf(int32(c), d); cm != nil {
