@@ -113,6 +113,11 @@ type joint struct {
 	// (the request it serves, or spanRoot).
 	callSpan  []int32
 	countBase map[uint64]float64 // per span class: −log P(no call) summed over its destinations
+	// half marks the messages standing for half spans (loss.go);
+	// lostCost is −log of the estimated loss rate (+Inf without loss).
+	half     []uint8
+	lostCost float64
+	marks    [][]int64 // per node: when it sent a call without return or received a return without call
 	// client marks the nodes that use no fixed port (clients.go): as the
 	// senders of triggers they share one class.
 	client []bool
@@ -176,6 +181,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	j.callSpan = make([]int32, n)
 	j.unsure = make([]bool, n)
 	j.initCaches()
+	j.markHalves()
 	j.client = Clients(l.t, l.o.FixedPortPeers)
 	j.countPriors()
 	prev := make([]int32, n)
@@ -253,11 +259,14 @@ func (j *joint) closes(sp int32) int64 {
 			return j.msgs[p].Send
 		}
 	}
+	if j.half[sp] == halfOpen && j.msgs[sp].Recv != trace.Unknown { // its reply was lost: no longer than the node's spans
+		return j.msgs[sp].Recv + j.horizon[j.msgs[sp].Dst]
+	}
 	return math.MaxInt64
 }
 
 func (j *joint) classOf(trig, act int32) *classModel {
-	te, ae, reply := j.edge[trig], j.edge[act], j.r.role[act] == roleReply
+	te, ae, reply := j.edge[trig], j.edge[act], j.r.role[act] == roleReply || j.half[act] == halfHead
 	ret := j.r.role[trig] == roleReply
 	fk := uint64(uint32(te))<<33 | uint64(uint32(ae))<<2
 	if reply {
@@ -335,6 +344,11 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 		j.prob[i] = 0
 		j.kids[i] = 0
 		j.span[i] = int32(i)
+		if j.half[i] == halfHead {
+			// A reply whose request was lost ends its path where it
+			// arrives, like the return of a spontaneous call (loss.go).
+			j.span[i] = spanRoot
+		}
 		j.unsure[i] = false
 	}
 	for _, c := range j.active {

@@ -59,8 +59,8 @@ func classSender(src, node trace.NodeID) trace.NodeID {
 // spanClass is the class of request c's span: its node, and whether the
 // request came from that node itself.
 func (j *joint) spanClass(c int32) uint64 {
-	m := &j.msgs[c]
-	return uint64(uint32(classSender(m.Src, m.Dst)))<<32 | uint64(uint32(m.Dst))
+	src, node := j.spanEnds(c)
+	return uint64(uint32(classSender(src, node)))<<32 | uint64(uint32(node))
 }
 
 func classOfKey(k countKey) uint64 { return uint64(uint32(k.src))<<32 | uint64(uint32(k.node)) }
@@ -74,7 +74,9 @@ type repairScratch struct {
 
 // nodeSpans are the request spans of one node during repair.
 type nodeSpans struct {
-	req     []int32   // the request opening each span
+	req     []int32   // the request opening each span (or a half span's message, loss.go)
+	start   []int64   // when each span begins (sorted)
+	end     []int64   // when each span ends
 	sidx    []int32   // request message → span, or −1 (shared, reset after)
 	longest int64     // the longest span, ns
 	members [][]int32 // calls of each span, by send time
@@ -110,13 +112,14 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 			ns.longest = max(ns.longest, j.msgs[p].Send-j.msgs[c].Recv)
 		}
 	}
+	j.addHalfSpans(b, &ns)
 	if len(ns.req) == 0 {
 		return
 	}
 	ns.members = make([][]int32, len(ns.req))
 	var calls []int32
 	for _, o := range j.outsOf(b) {
-		if j.r.role[o] != roleRequest {
+		if j.r.role[o] != roleRequest && !j.lostCall(o) {
 			continue
 		}
 		calls = append(calls, o)
@@ -265,8 +268,8 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 
 // fits reports whether call k can belong to request c's span.
 func (j *joint) fits(b trace.NodeID, c, k int32) bool {
-	return j.msgs[c].Recv <= j.msgs[k].Send &&
-		j.msgs[j.r.peer[c]].Send >= j.need(b, k)
+	start, end := j.spanBounds(c, j.curSpans.longest)
+	return start <= j.msgs[k].Send && end >= j.need(b, k)
 }
 
 func (j *joint) setCallSpan(b trace.NodeID, k, c int32) {
@@ -282,11 +285,18 @@ func (j *joint) setCallSpan(b trace.NodeID, k, c int32) {
 // span's signature.
 func (j *joint) spanCost(b trace.NodeID, c int32, calls []int32) float64 {
 	sc := &j.scr
-	reply := j.r.peer[c]
-	rs := j.msgs[reply].Send
+	h := j.half[c]
+	reply, rs, start := int32(-1), int64(math.MaxInt64), j.msgs[c].Recv
+	switch h {
+	case halfNone:
+		reply = j.r.peer[c]
+		rs = j.msgs[reply].Send
+	case halfHead:
+		reply, rs, start = c, j.msgs[c].Send, math.MinInt64
+	}
 	sc.trig = append(sc.trig[:0], c)
 	for _, k := range calls {
-		if j.msgs[k].Send < j.msgs[c].Recv {
+		if j.msgs[k].Send < start {
 			return math.Inf(1)
 		}
 		if r := j.r.peer[k]; r >= 0 && j.msgs[r].Dst == b && j.msgs[r].Recv != trace.Unknown {
@@ -314,14 +324,24 @@ func (j *joint) spanCost(b trace.NodeID, c int32, calls []int32) float64 {
 		}
 		p := sc.trig[t]
 		sc.kids[t]++
-		cost -= j.logf(p, a, float64(s-j.msgs[p].Recv)/1e9)
+		if t == 0 && h == halfHead {
+			cost += j.headCost() // its cause was lost
+			return
+		}
+		// Its cause may have been lost (loss.go): then the delay
+		// is uniform over the span, at the price of the loss.
+		cost += math.Min(-j.logf(p, a, float64(s-j.msgs[p].Recv)/1e9), j.lostCause(b, j.msgs[p].Recv, a))
 	}
 	for _, k := range calls {
 		send(k)
 	}
-	send(reply)
+	if reply >= 0 {
+		send(reply)
+	}
 	for q, p := range sc.trig {
-		cost += fanCost(j.fanOf(p), sc.kids[q])
+		if q > 0 || h != halfHead {
+			cost += fanCost(j.fanOf(p), sc.kids[q])
+		}
 	}
 	return cost + j.countCost(c, calls) + j.connCostOf(j.curSpans, c, calls)
 }
@@ -340,8 +360,8 @@ func fanCost(f *fanModel, k int) float64 {
 // countModelOf is the count model of calls to d from the spans of request
 // c's class.
 func (j *joint) countModelOf(c int32, d trace.NodeID) *countModel {
-	m := &j.msgs[c]
-	return j.mod.count[countKey{classSender(m.Src, m.Dst), m.Dst, d}]
+	src, node := j.spanEnds(c)
+	return j.mod.count[countKey{classSender(src, node), node, d}]
 }
 
 // countCost is −log of the call counts per destination of request c's span.
@@ -371,7 +391,14 @@ func (j *joint) countCost(c int32, calls []int32) float64 {
 // assignSpan gives the sends of c's span their parents: the latest message
 // the span received before each.
 func (j *joint) assignSpan(b trace.NodeID, c int32, calls []int32) {
-	reply := j.r.peer[c]
+	h := j.half[c]
+	reply, first := int32(-1), c
+	switch h {
+	case halfNone:
+		reply = j.r.peer[c]
+	case halfHead:
+		reply, first = c, -1 // the sends before any return: their cause was lost
+	}
 	trig := append(j.scr.trig[:0], c)
 	for _, k := range calls {
 		if r := j.r.peer[k]; r >= 0 && j.msgs[r].Dst == b && j.msgs[r].Recv != trace.Unknown {
@@ -382,7 +409,7 @@ func (j *joint) assignSpan(b trace.NodeID, c int32, calls []int32) {
 	j.scr.trig = trig
 	set := func(a int32) {
 		s := j.msgs[a].Send
-		p := c
+		p := first
 		for _, t := range trig[1:] {
 			if j.msgs[t].Recv <= s && !j.parallelCall(c, a) {
 				p = t
@@ -393,8 +420,10 @@ func (j *joint) assignSpan(b trace.NodeID, c int32, calls []int32) {
 	for _, k := range calls {
 		set(k)
 	}
-	set(reply)
-	j.prob[reply] = 1
+	if reply >= 0 {
+		set(reply)
+		j.prob[reply] = 1
+	}
 }
 
 // callProb is call k's probability of belonging to its span rather than to
@@ -749,14 +778,13 @@ func (j *joint) admissibleAll(b trace.NodeID, ns *nodeSpans, k int32, ins []int3
 	m := &j.msgs[k]
 	need := j.need(b, k)
 	from := m.Send - ns.longest
-	p := lastAtOrBefore(ns.req, m.Send, func(i int32) int64 { return j.msgs[i].Recv })
+	p := lastAtOrBefore64(ns.start, m.Send)
 	n := 0
 	for ; p >= 0 && n < 16; p-- {
-		c := ns.req[p]
-		if j.msgs[c].Recv < from {
+		if ns.start[p] < from {
 			return
 		}
-		if j.msgs[j.r.peer[c]].Send < need {
+		if ns.end[p] < need {
 			continue
 		}
 		n++
