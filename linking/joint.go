@@ -117,6 +117,7 @@ type joint struct {
 	// lostCost is −log of the estimated loss rate (+Inf without loss).
 	half     []uint8
 	lostCost float64
+	lossy    bool      // lostCost is finite
 	marks    [][]int64 // per node: when it sent a call without return or received a return without call
 	// client marks the nodes that use no fixed port (clients.go): as the
 	// senders of triggers they share one class.

@@ -75,6 +75,7 @@ func (j *joint) markHalves() {
 	if unpaired >= 10 && paired > 0 {
 		rate := float64(unpaired) / float64(paired+unpaired)
 		j.lostCost = -math.Log(rate)
+		j.lossy = true
 	}
 	for _, m := range j.marks {
 		slices.Sort(m)
