@@ -122,8 +122,10 @@ type joint struct {
 	// client marks the nodes that use no fixed port (clients.go): as the
 	// senders of triggers they share one class.
 	client []bool
-	// anyParallel: some count model's calls are parallel (parallel.go).
+	// anyParallel: some count model's calls are parallel (parallel.go);
+	// parScr is refitParallel's scratch.
 	anyParallel bool
+	parScr      struct{ start, items, pos []int32 }
 
 	scr repairScratch
 	// curSpans are the spans of the node being repaired (J4), else nil.

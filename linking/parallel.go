@@ -31,20 +31,41 @@ const minParallelEvidence = 20
 // spans as assigned: the spans no ambiguous call could have joined where a
 // class has enough of them (sure), else all.
 func (j *joint) refitParallel(sure map[uint64]float64) {
-	spans := map[int32][]int32{}
+	// The calls of every span, in send order (message order), without a
+	// map: counts per span, then their positions.
+	n := len(j.msgs)
+	start := slices.Grow(j.parScr.start[:0], n+1)[:n+1]
+	clear(start)
+	isCall := func(k int, c int32) bool {
+		return c >= 0 && j.r.role[k] == roleRequest && j.msgs[k].Send != trace.Unknown && j.r.role[c] == roleRequest && j.msgs[c].Dst == j.msgs[k].Src
+	}
 	for k, c := range j.callSpan {
-		if c >= 0 && j.r.role[k] == roleRequest && j.msgs[k].Send != trace.Unknown && j.r.role[c] == roleRequest && j.msgs[c].Dst == j.msgs[k].Src {
-			spans[c] = append(spans[c], int32(k))
+		if isCall(k, c) {
+			start[c+1]++
 		}
 	}
+	for i := 0; i < n; i++ {
+		start[i+1] += start[i]
+	}
+	items := slices.Grow(j.parScr.items[:0], int(start[n]))[:start[n]]
+	pos := slices.Grow(j.parScr.pos[:0], n)[:n]
+	copy(pos, start[:n])
+	for k, c := range j.callSpan {
+		if isCall(k, c) {
+			items[pos[c]] = int32(k)
+			pos[c]++
+		}
+	}
+	j.parScr.start, j.parScr.items, j.parScr.pos = start, items, pos
 	type tally struct{ later, over float64 }
 	per := map[*countModel]*tally{}
-	for c, calls := range spans {
+	for ci := 0; ci < n; ci++ {
+		calls := items[start[ci]:start[ci+1]]
+		c := int32(ci)
 		if len(calls) < 2 || sure[j.spanClass(c)] >= 30 && j.unsure[c] {
 			continue
 		}
 		b := j.msgs[c].Dst
-		slices.SortFunc(calls, func(x, y int32) int { return cmpTime(j.msgs[x].Send, j.msgs[y].Send) })
 		for q := 1; q < len(calls); q++ {
 			k := calls[q]
 			cm := j.countModelOf(c, j.msgs[k].Dst)

@@ -317,7 +317,11 @@ func (j *joint) spanCost(b trace.NodeID, c int32, calls []int32) float64 {
 	send := func(a int32) {
 		s := j.msgs[a].Send
 		t := 0
-		for q := 1; q < len(sc.trig) && !j.parallelCall(c, a); q++ {
+		q := 1
+		if j.anyParallel && j.parallelCall(c, a) {
+			q = len(sc.trig) // a parallel call: the request is its cause
+		}
+		for ; q < len(sc.trig); q++ {
 			if j.msgs[sc.trig[q]].Recv <= s {
 				t = q
 			}
@@ -414,8 +418,12 @@ func (j *joint) assignSpan(b trace.NodeID, c int32, calls []int32) {
 	set := func(a int32) {
 		s := j.msgs[a].Send
 		p := first
+		if j.anyParallel && j.parallelCall(c, a) {
+			j.parent[a] = p // a parallel call: the request is its cause
+			return
+		}
 		for _, t := range trig[1:] {
-			if j.msgs[t].Recv <= s && !j.parallelCall(c, a) {
+			if j.msgs[t].Recv <= s {
 				p = t
 			}
 		}
