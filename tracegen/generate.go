@@ -119,6 +119,8 @@ type genNode struct {
 	// connection may take it (open connections: forever).
 	ephIDs map[uint16]trace.EndpointID
 	held   map[uint16]int64
+	prune  int                 // prune held of expired ports when it grows past this
+	pools  map[int32]*[]*gconn // persistent connections to each callee
 	ipText string
 	class  int // link class: nodes of one class have the same link delays
 }
@@ -185,8 +187,7 @@ type engine struct {
 	lastTrue  int64
 	sameCache map[*Target]map[string]*Target
 
-	// pools are the persistent connections of each caller to each callee.
-	pools    map[[2]int32][]*gconn
+	nowT     int64 // true start of the instance being made
 	connIdle int64 // ns
 	connUses int
 }
@@ -209,7 +210,7 @@ func newEngine(cfg *Config) (*engine, error) {
 	// endpoints through the index would dominate generation).
 	e := &engine{cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)), t: &trace.Trace{Endpoints: []string{"-"}},
 		startNs: int64(math.Round(cfg.Start * 1e9)), nextID: 1, nextCall: 1, truth: 1,
-		sameCache: map[*Target]map[string]*Target{}, pools: map[[2]int32][]*gconn{}}
+		sameCache: map[*Target]map[string]*Target{}}
 	e.connIdle = int64(DefaultConnIdle * 1e9)
 	if cfg.Conns.Idle > 0 {
 		e.connIdle = int64(cfg.Conns.Idle * 1e9)
@@ -332,6 +333,7 @@ func (e *engine) siftWorker() {
 // messages; it returns the true time of its last event and its message count.
 func (e *engine) instance(w *worker, T int64) (int64, int) {
 	tl := e.cfg.Tracelets[w.tl]
+	e.nowT = T
 	e.inst = e.inst[:0]
 	e.variant = e.variant[:0]
 	e.exec(w.root, T, -1, tl.Steps)
@@ -571,9 +573,16 @@ const (
 // is idle only after the latest call it was given: conservative, never two
 // calls at once on one connection.
 func (e *engine) connect(cur, x int, send, end int64) uint16 {
-	key := [2]int32{int32(cur), int32(x)}
-	pool := e.pools[key]
 	g := &e.nodes[cur]
+	if g.pools == nil {
+		g.pools = map[int32]*[]*gconn{}
+	}
+	pp := g.pools[int32(x)]
+	if pp == nil {
+		pp = new([]*gconn)
+		g.pools[int32(x)] = pp
+	}
+	pool := *pp
 	best := -1
 	w := 0
 	for _, c := range pool {
@@ -603,7 +612,11 @@ func (e *engine) connect(cur, x int, send, end int64) uint16 {
 		g.held[c.port] = c.busy + int64(portLinger*1e9)
 		pool = append(pool[:best], pool[best+1:]...)
 	}
-	e.pools[key] = pool
+	if len(pool) == 0 {
+		delete(g.pools, int32(x))
+	} else {
+		*pp = pool
+	}
 	return c.port
 }
 
@@ -613,6 +626,17 @@ func (e *engine) port(n int, t, until int64) uint16 {
 	g := &e.nodes[n]
 	if g.held == nil {
 		g.held = map[uint16]int64{}
+	}
+	if len(g.held) > max(g.prune, 1024) {
+		// Forget the ports free before the current instance began:
+		// instances start in time order, so no later connection can
+		// find them held.
+		for p, h := range g.held {
+			if h < e.nowT {
+				delete(g.held, p)
+			}
+		}
+		g.prune = 2 * len(g.held)
 	}
 	for try := 0; try < 64; try++ {
 		p := uint16(ephLo + e.r.IntN(ephRange))
