@@ -112,7 +112,11 @@ type joint struct {
 	// callSpan is, for every send of a traced node, the span it was given
 	// (the request it serves, or spanRoot).
 	callSpan  []int32
-	countBase map[uint64]float64 // per span class: −log P(no call) summed over its destinations
+	countBase []float64 // per span class (id in cntCls): −log P(no call) summed over its destinations
+	// Dense ids of the count models' span classes, and the models by class
+	// id and destination (indexCounts).
+	cntCls, cntTab *pairTable
+	cntList        []*countModel
 
 	scr repairScratch
 	// curSpans are the spans of the node being repaired (J4), else nil.
@@ -130,9 +134,11 @@ type joint struct {
 	horizon []int64
 
 	// Fast paths to the models, by edge id.
-	// classTab maps (trigger edge, action edge, reply, ret) to an index in
-	// classes: one probe per lookup.
-	classTab    *pairTable
+	// classTabs map (trigger edge, action edge, reply, ret) to an index in
+	// classes: one probe per lookup, in a table per node (the node the
+	// action is sent from), so that a node's sweep and repair stay within
+	// a small table rather than probing one as large as the trace's classes.
+	classTabs   []*pairTable
 	classes     []*classModel
 	fanByEdge   []*fanModel
 	countByEdge []*countModel
@@ -206,7 +212,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		// Unambiguous links seed the models; once the joint repair has
 		// run, all chosen links refine them (the unambiguous ones are
 		// biased towards short delays: they happen before others arrive).
-		j.refit(!repair)
+		j.refit(!repair, probs)
 		j.first = false
 	}
 	for iters < greedy {
@@ -253,14 +259,19 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	if ret {
 		fk |= 1
 	}
-	if ci, ok := j.classTab.get(fk); ok {
+	tab := j.classTabs[j.msgs[act].Src]
+	if tab == nil {
+		tab = newPairTable(64)
+		j.classTabs[j.msgs[act].Src] = tab
+	}
+	if ci, ok := tab.get(fk); ok {
 		return j.classes[ci]
 	}
 	m, a := &j.msgs[trig], &j.msgs[act]
 	k := classKey{trig: m.Src, node: a.Src, act: a.Dst, reply: reply, ret: j.r.role[trig] == roleReply}
 	c := j.mod.class[k]
 	defer func() {
-		j.classTab.put(fk, int32(len(j.classes)))
+		tab.put(fk, int32(len(j.classes)))
 		j.classes = append(j.classes, c)
 	}()
 	if c == nil {
@@ -514,22 +525,46 @@ func (j *joint) sweep(b trace.NodeID) {
 }
 
 // refit is J5: class densities, transitions and fan-out costs from the
-// chosen links.
-func (j *joint) refit(useCertain bool) {
+// chosen links. After the last pass (last) only the moments that compare
+// reads are needed, unless the models are carried into a next stream chunk.
+func (j *joint) refit(useCertain, last bool) {
+	if last {
+		// The moments compare reads (only the last pass's are), in
+		// message order as they always were summed.
+		for i, p := range j.parent {
+			if p < 0 {
+				continue
+			}
+			if m, q := &j.msgs[i], &j.msgs[p]; m.Send != trace.Unknown && q.Recv != trace.Unknown && q.Dst == m.Src {
+				j.classOf(p, int32(i)).mom.add(float64(m.Send-q.Recv) / 1e9)
+			}
+		}
+		if j.carried == nil {
+			return
+		}
+	}
 	for i := range j.kids {
 		j.kids[i] = 0
 	}
-	for i, p := range j.parent {
-		if p < 0 {
-			continue
+	for _, p := range j.parent {
+		if p >= 0 {
+			j.kids[p] = min(j.kids[p]+1, 255)
 		}
-		j.kids[p] = min(j.kids[p]+1, 255)
-		if m, q := &j.msgs[i], &j.msgs[p]; m.Send != trace.Unknown && q.Recv != trace.Unknown && q.Dst == m.Src {
-			c := j.classOf(p, int32(i))
-			dt := float64(m.Send-q.Recv) / 1e9
-			c.mom.add(dt)
-			c.samples = append(c.samples, float32(dt))
-			j.touch(c)
+	}
+	// The delays of the chosen links, node by node (each node's classes
+	// in one small table); their order within a class does not matter
+	// (the fits sort them).
+	for b := range j.t.Nodes {
+		for _, i := range j.outsOf(trace.NodeID(b)) {
+			p := j.parent[i]
+			if p < 0 {
+				continue
+			}
+			if m, q := &j.msgs[i], &j.msgs[p]; q.Recv != trace.Unknown && q.Dst == m.Src {
+				c := j.classOf(p, i)
+				c.samples = append(c.samples, float32(float64(m.Send-q.Recv)/1e9))
+				j.touch(c)
+			}
 		}
 	}
 	j.refitCounts()
@@ -685,7 +720,7 @@ func (j *joint) instances() *instances {
 
 func (j *joint) initCaches() {
 	ne := len(j.edgeSrc)
-	j.classTab, j.classes = newPairTable(64), nil
+	j.classTabs, j.classes = make([]*pairTable, len(j.t.Nodes)), nil
 	j.fanByEdge = make([]*fanModel, 2*ne)
 	j.countByEdge = make([]*countModel, ne)
 	j.spanIdx = make([]int32, len(j.msgs))

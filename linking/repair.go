@@ -337,8 +337,38 @@ func fanCost(f *fanModel, k int) float64 {
 // countModelOf is the count model of calls to d from the spans of request
 // c's class.
 func (j *joint) countModelOf(c int32, d trace.NodeID) *countModel {
-	m := &j.msgs[c]
-	return j.mod.count[countKey{classSender(m.Src, m.Dst), m.Dst, d}]
+	ci, ok := j.cntCls.get(j.spanClass(c))
+	if !ok {
+		return nil
+	}
+	return j.countModelIn(ci, d)
+}
+
+// countModelIn is the count model of calls to d from the spans of the
+// class with id ci (in cntCls), or nil.
+func (j *joint) countModelIn(ci int32, d trace.NodeID) *countModel {
+	mi, ok := j.cntTab.get(uint64(uint32(ci))<<32 | uint64(uint32(d)))
+	if !ok {
+		return nil
+	}
+	return j.cntList[mi]
+}
+
+// indexCounts gives the span classes of the count models dense ids
+// (cntCls) and the models a table by class id and destination (cntTab):
+// the repair looks them up for every span cost.
+func (j *joint) indexCounts() {
+	j.cntCls, j.cntTab, j.cntList = newPairTable(64), newPairTable(64), j.cntList[:0]
+	for key, cm := range j.mod.count {
+		k := classOfKey(key)
+		ci, ok := j.cntCls.get(k)
+		if !ok {
+			ci = int32(j.cntCls.n)
+			j.cntCls.put(k, ci)
+		}
+		j.cntTab.put(uint64(uint32(ci))<<32|uint64(uint32(key.dst)), int32(len(j.cntList)))
+		j.cntList = append(j.cntList, cm)
+	}
 }
 
 // countCost is −log of the call counts per destination of request c's span.
@@ -349,13 +379,21 @@ func (j *joint) countCost(c int32, calls []int32) float64 {
 		sc.dsts = append(sc.dsts, j.msgs[k].Dst)
 	}
 	slices.Sort(sc.dsts)
-	cost := j.countBase[j.spanClass(c)]
+	cost := 0.0
+	ci, known := j.cntCls.get(j.spanClass(c))
+	if known {
+		cost = j.countBase[ci]
+	}
 	for i := 0; i < len(sc.dsts); {
 		n := 1
 		for i+n < len(sc.dsts) && sc.dsts[i+n] == sc.dsts[i] {
 			n++
 		}
-		if cm := j.countModelOf(c, sc.dsts[i]); cm != nil {
+		var cm *countModel
+		if known {
+			cm = j.countModelIn(ci, sc.dsts[i])
+		}
+		if cm != nil {
 			cost += -cm.logp[min(n, 3)] + cm.logp[0]
 		} else {
 			cost += 7 // a destination the node never calls from a span
@@ -469,35 +507,54 @@ func (j *joint) countPriors() {
 			cm.prior = p
 		}
 	}
+	j.indexCounts()
 	j.setCountBase()
 }
 
 // setCountBase sums −log P(no call) over the destinations of each class.
 func (j *joint) setCountBase() {
-	if j.countBase == nil {
-		j.countBase = map[uint64]float64{}
-	}
+	j.countBase = slices.Grow(j.countBase[:0], j.cntCls.n)[:j.cntCls.n]
 	clear(j.countBase)
 	for key, cm := range j.mod.count {
-		j.countBase[classOfKey(key)] -= cm.logp[0]
+		ci, _ := j.cntCls.get(classOfKey(key))
+		j.countBase[ci] -= cm.logp[0]
 	}
 }
 
 // refitCounts blends the counts of the spans as assigned into the count
 // models.
 func (j *joint) refitCounts() {
-	per := map[int32]map[trace.NodeID]int{}
+	// The destinations of every span's calls, grouped by span (CSR over
+	// the requests; a map per span cost most of the refit on large traces).
+	isCall := func(k int, c int32) bool {
+		return c >= 0 && j.r.role[k] == roleRequest && j.msgs[k].Send != trace.Unknown && j.r.role[c] == roleRequest && j.msgs[c].Dst == j.msgs[k].Src
+	}
+	n := len(j.msgs)
+	start := make([]int32, n+1)
 	for k, c := range j.callSpan {
-		if c >= 0 && j.r.role[k] == roleRequest && j.msgs[k].Send != trace.Unknown && j.r.role[c] == roleRequest && j.msgs[c].Dst == j.msgs[k].Src {
-			if per[c] == nil {
-				per[c] = map[trace.NodeID]int{}
-			}
-			per[c][j.msgs[k].Dst]++
+		if isCall(k, c) {
+			start[c+1]++
 		}
 	}
+	for c := 0; c < n; c++ {
+		start[c+1] += start[c]
+	}
+	dsts := make([]trace.NodeID, start[n])
+	fill := start[:n:n] // advanced while filling, restored below
+	for k, c := range j.callSpan {
+		if isCall(k, c) {
+			dsts[fill[c]] = j.msgs[k].Dst
+			fill[c]++
+		}
+	}
+	for c := n; c > 0; c-- {
+		start[c] = start[c-1]
+	}
+	start[0] = 0
 	// Spans no ambiguous call could have joined give unbiased counts; use
 	// them where a node has enough.
-	sure := map[uint64]float64{}
+	nc := j.cntCls.n
+	sure, tot := make([]float64, nc), make([]float64, nc)
 	isSpan := func(c int) bool {
 		if j.r.role[c] != roleRequest || j.msgs[c].Recv == trace.Unknown {
 			return false
@@ -507,30 +564,39 @@ func (j *joint) refitCounts() {
 	}
 	for c := range j.msgs {
 		if isSpan(c) && !j.unsure[c] {
-			sure[j.spanClass(int32(c))]++
+			if ci, ok := j.cntCls.get(j.spanClass(int32(c))); ok {
+				sure[ci]++
+			}
 		}
 	}
 	for _, cm := range j.mod.count {
 		cm.seen = [4]float64{}
 	}
-	tot := map[uint64]float64{}
 	for c := range j.msgs {
 		if !isSpan(c) {
 			continue
 		}
-		cl := j.spanClass(int32(c))
-		if sure[cl] >= 30 && j.unsure[c] {
-			continue
+		ci, ok := j.cntCls.get(j.spanClass(int32(c)))
+		if !ok || sure[ci] >= 30 && j.unsure[c] {
+			continue // a class without count models: nothing to count
 		}
-		tot[cl]++
-		for d, n := range per[int32(c)] {
-			if cm := j.countModelOf(int32(c), d); cm != nil {
-				cm.seen[min(n, 3)]++
+		tot[ci]++
+		ds := dsts[start[c]:start[c+1]]
+		slices.Sort(ds)
+		for i := 0; i < len(ds); {
+			m := 1
+			for i+m < len(ds) && ds[i+m] == ds[i] {
+				m++
 			}
+			if cm := j.countModelIn(ci, ds[i]); cm != nil {
+				cm.seen[min(m, 3)]++
+			}
+			i += m
 		}
 	}
 	for key, cm := range j.mod.count {
-		t := tot[classOfKey(key)]
+		ci, _ := j.cntCls.get(classOfKey(key))
+		t := tot[ci]
 		if t == 0 {
 			continue
 		}
