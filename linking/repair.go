@@ -67,11 +67,17 @@ type repairScratch struct {
 	kids       []int
 	a, b       []int32
 	dsts       []trace.NodeID
+	// assignByDest's per-span columns and counts, and the Hungarian
+	// algorithm's arrays, reused from block to block.
+	colOf, inSpan []int32
+	hung          hungScratch
 }
 
 // nodeSpans are the request spans of one node during repair.
 type nodeSpans struct {
 	req     []int32   // the request opening each span
+	recv    []int64   // its receive time, by span (admissibleAll scans these)
+	end     []int64   // its reply's send time, by span
 	sidx    []int32   // request message → span, or −1 (shared, reset after)
 	longest int64     // the longest span, ns
 	members [][]int32 // calls of each span, by send time
@@ -104,6 +110,8 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		if p := j.r.peer[c]; j.msgs[p].Src == b && j.msgs[p].Send != trace.Unknown && j.msgs[p].Send >= j.msgs[c].Recv {
 			ns.sidx[c] = int32(len(ns.req))
 			ns.req = append(ns.req, c)
+			ns.recv = append(ns.recv, j.msgs[c].Recv)
+			ns.end = append(ns.end, j.msgs[p].Send)
 			ns.longest = max(ns.longest, j.msgs[p].Send-j.msgs[c].Recv)
 		}
 	}
@@ -664,7 +672,19 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 	var cols []int32 // span of each column; a span has one column per slot
 	var slot []int
 	var over []int32 // per row: the span its own column stands for, or −1
-	colOf := map[int32]int{}
+	// colOf is the first column of each span in the block (−1: none),
+	// reset after every block.
+	colOf := j.scr.colOf[:0]
+	for range ns.req {
+		colOf = append(colOf, -1)
+	}
+	defer func() { j.scr.colOf = colOf }()
+	inSpan := j.scr.inSpan[:0]
+	for range ns.req {
+		inSpan = append(inSpan, 0)
+	}
+	defer func() { j.scr.inSpan = inSpan }()
+	var spans []int32 // the spans counted in inSpan
 	var ma []int32
 	for _, d := range order {
 		g := groups[d]
@@ -678,14 +698,19 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 		// Slots: how many calls of the group one span may take in a block
 		// (parallel or repeated calls), from the count models.
 		slots := 1
-		inSpan := map[int32]int{}
+		spans = spans[:0]
 		for _, k := range g {
 			if s, ok := ns.at(j.callSpan[k]); ok {
+				if inSpan[s] == 0 {
+					spans = append(spans, s)
+				}
 				inSpan[s]++
 			}
 		}
 		var atLeast [4]int
-		for _, n := range inSpan {
+		for _, s := range spans {
+			n := int(inSpan[s])
+			inSpan[s] = 0
 			for q := 1; q <= min(n, 3); q++ {
 				atLeast[q]++
 			}
@@ -709,12 +734,14 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 		}
 		for i := 0; i < len(g); {
 			blk := g[i:min(i+assignBlock, len(g))]
+			for _, s := range cols {
+				colOf[s] = -1
+			}
 			cols, slot = cols[:0], slot[:0]
-			clear(colOf)
 			for _, k := range blk {
 				j.admissibleAll(b, ns, k, ins, func(s int32) {
-					if _, ok := colOf[s]; !ok {
-						colOf[s] = len(cols)
+					if colOf[s] < 0 {
+						colOf[s] = int32(len(cols))
 						for q := 1; q <= slots; q++ {
 							cols = append(cols, s)
 							slot = append(slot, q)
@@ -756,7 +783,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 						if cm != nil && q > 1 {
 							cq += countStep(cm, m+q) - countStep(cm, m+1)
 						}
-						row[colOf[s]+q-1] = cq
+						row[int(colOf[s])+q-1] = cq
 					}
 				})
 				// Its own column: over capacity into its cheapest span
@@ -769,7 +796,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 					}
 				}
 			}
-			hs := newHungScratch(m)
+			hs := j.scr.hung.grow(m)
 			col := hungarian(cost, n, m, hs.u, hs.v, hs.p, hs.way, hs.minv, hs.used)
 			keep := len(blk)
 			if i+assignBlock < len(g) {
@@ -794,6 +821,9 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 			}
 		}
 	}
+	for _, s := range cols {
+		colOf[s] = -1
+	}
 	for s := range ns.req {
 		if math.IsNaN(ns.cost[s]) {
 			ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
@@ -808,14 +838,13 @@ func (j *joint) admissibleAll(b trace.NodeID, ns *nodeSpans, k int32, ins []int3
 	m := &j.msgs[k]
 	need := j.need(b, k)
 	from := m.Send - ns.longest
-	p := lastAtOrBefore(ns.req, m.Send, func(i int32) int64 { return j.msgs[i].Recv })
+	p := lastAtOrBefore64(ns.recv, m.Send)
 	n := 0
 	for ; p >= 0 && n < 16; p-- {
-		c := ns.req[p]
-		if j.msgs[c].Recv < from {
+		if ns.recv[p] < from {
 			return
 		}
-		if j.msgs[j.r.peer[c]].Send < need {
+		if ns.end[p] < need {
 			continue
 		}
 		n++
