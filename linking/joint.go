@@ -140,6 +140,7 @@ type joint struct {
 	// a small table rather than probing one as large as the trace's classes.
 	classTabs   []*pairTable
 	classes     []*classModel
+	slab        []classModel // classModels are allocated from here, 1024 at a time
 	fanByEdge   []*fanModel
 	countByEdge []*countModel
 	spanIdx     []int32 // request → its span at the node being repaired, or −1
@@ -269,17 +270,28 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	}
 	m, a := &j.msgs[trig], &j.msgs[act]
 	k := classKey{trig: m.Src, node: a.Src, act: a.Dst, reply: reply, ret: j.r.role[trig] == roleReply}
-	c := j.mod.class[k]
-	defer func() {
-		tab.put(fk, int32(len(j.classes)))
-		j.classes = append(j.classes, c)
-	}()
+	// A class key has one pair of edges within a run: only classes
+	// carried from an earlier stream chunk can be found by key, and only
+	// a stream needs the map (a whole trace's classes are j.classes).
+	var c *classModel
+	if j.carried != nil {
+		c = j.mod.class[k]
+	}
 	if c == nil {
-		c = &classModel{d: j.base[j.edge[act]], key: k,
+		if len(j.slab) == 0 {
+			j.slab = make([]classModel, 1024)
+		}
+		c = &j.slab[0]
+		j.slab = j.slab[1:]
+		*c = classModel{d: j.base[j.edge[act]], key: k,
 			pool: intern(j.mod.poolID, poolKey{k.node, k.act, k.reply, k.ret}),
 			trig: intern(j.mod.trigID, trigKey{k.trig, k.node, k.ret})}
-		j.mod.class[k] = c
+		if j.carried != nil {
+			j.mod.class[k] = c
+		}
 	}
+	tab.put(fk, int32(len(j.classes)))
+	j.classes = append(j.classes, c)
 	return c
 }
 
@@ -664,10 +676,19 @@ func (j *joint) refit(useCertain, last bool) {
 // compare reports how the delay families fit the chosen links.
 func (j *joint) compare(fit Fit) Fit {
 	per := map[classKey]*moments{}
-	for k, c := range j.mod.class {
+	add := func(k classKey, c *classModel) {
 		if c.mom.n > 0 {
 			m := c.mom
 			per[k] = &m
+		}
+	}
+	if j.carried == nil {
+		for _, c := range j.classes {
+			add(c.key, c)
+		}
+	} else {
+		for k, c := range j.mod.class {
+			add(k, c)
 		}
 	}
 	return compareFits(per, fit)
