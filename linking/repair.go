@@ -69,8 +69,23 @@ type repairScratch struct {
 	dsts       []trace.NodeID
 	// assignByDest's per-span columns and counts, and the Hungarian
 	// algorithm's arrays, reused from block to block.
-	colOf, inSpan []int32
-	hung          hungScratch
+	colOf, inSpan, ver []int32
+	hung               hungScratch
+	memo               blockMemo
+}
+
+// blockMemo holds the span costs of the rows of one assignment block
+// (CSR by row) and of the previous block.
+type blockMemo struct {
+	start, prevStart []int32
+	ents, prevEnts   []memoEnt
+}
+
+// memoEnt is a span's cost with a call (a), computed at version ver of the
+// span's calls.
+type memoEnt struct {
+	s, ver int32
+	a      float64
 }
 
 // nodeSpans are the request spans of one node during repair.
@@ -685,6 +700,14 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 	}
 	defer func() { j.scr.inSpan = inSpan }()
 	var spans []int32 // the spans counted in inSpan
+	// ver counts the changes of every span's calls: a memoised cost is
+	// valid while its span's version is unchanged.
+	ver := j.scr.ver[:0]
+	for range ns.req {
+		ver = append(ver, 0)
+	}
+	defer func() { j.scr.ver = ver }()
+	j.scr.memo.prevStart = j.scr.memo.prevStart[:0]
 	var ma []int32
 	for _, d := range order {
 		g := groups[d]
@@ -693,8 +716,10 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 			if s, ok := ns.at(j.callSpan[k]); ok {
 				ns.members[s] = without(nil, ns.members[s], k)
 				ns.cost[s] = math.NaN()
+				ver[s]++
 			}
 		}
+		prevKeep := 0
 		// Slots: how many calls of the group one span may take in a block
 		// (parallel or repeated calls), from the count models.
 		slots := 1
@@ -738,7 +763,17 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 				colOf[s] = -1
 			}
 			cols, slot = cols[:0], slot[:0]
-			for _, k := range blk {
+			// Every row's admissible spans and its cost in each (the
+			// span's cost with the call), once: rows the previous block
+			// left uncommitted reuse theirs for spans unchanged since.
+			mc := &j.scr.memo
+			mc.start, mc.ents = append(mc.start[:0], 0), mc.ents[:0]
+			for r, k := range blk {
+				var pe []memoEnt
+				if pr := r + prevKeep; pr+1 < len(mc.prevStart) {
+					pe = mc.prevEnts[mc.prevStart[pr]:mc.prevStart[pr+1]]
+				}
+				q := 0
 				j.admissibleAll(b, ns, k, ins, func(s int32) {
 					if colOf[s] < 0 {
 						colOf[s] = int32(len(cols))
@@ -747,7 +782,17 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 							slot = append(slot, q)
 						}
 					}
+					e := memoEnt{s: s, ver: ver[s]}
+					if q < len(pe) && pe[q].s == s && pe[q].ver == e.ver {
+						e.a = pe[q].a
+					} else {
+						ma = j.with(ma, ns.members[s], k)
+						e.a = j.spanCost(b, ns.req[s], ma)
+					}
+					q++
+					mc.ents = append(mc.ents, e)
 				})
+				mc.start = append(mc.start, int32(len(mc.ents)))
 			}
 			n, m := len(blk), len(cols)+len(blk)
 			over = slices.Grow(over[:0], n)[:n]
@@ -763,12 +808,12 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 					row[c] = noSpanCost
 				}
 				d := j.msgs[k].Dst
-				j.admissibleAll(b, ns, k, ins, func(s int32) {
+				for _, e := range mc.ents[mc.start[r]:mc.start[r+1]] {
+					s := e.s
 					cm := j.countModelOf(ns.req[s], d)
-					ma = j.with(ma, ns.members[s], k)
-					c := j.spanCost(b, ns.req[s], ma) - ns.cost[s]
+					c := e.a - ns.cost[s]
 					if c >= noSpanCost {
-						return
+						continue
 					}
 					m := 0
 					for _, x := range ns.members[s] {
@@ -785,7 +830,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 						}
 						row[int(colOf[s])+q-1] = cq
 					}
-				})
+				}
 				// Its own column: over capacity into its cheapest span
 				// (at a price), or spontaneous when none is admissible.
 				row[len(cols)+r] = rootCost
@@ -803,6 +848,9 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 				keep = assignCommit
 			}
 			i += keep
+			prevKeep = keep
+			mc.prevStart, mc.start = mc.start, mc.prevStart
+			mc.prevEnts, mc.ents = mc.ents, mc.prevEnts
 			for r := 0; r < keep; r++ {
 				k := blk[r]
 				if col[r] >= len(cols) && over[r] < 0 {
@@ -816,10 +864,24 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 					s = cols[col[r]]
 				}
 				ns.members[s] = j.with(nil, ns.members[s], k)
-				ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
+				// The row's cost in s is the span's new cost while
+				// nothing else joined s in this block.
+				a, ok := math.NaN(), false
+				for _, e := range mc.prevEnts[mc.prevStart[r]:mc.prevStart[r+1]] {
+					if e.s == s && e.ver == ver[s] {
+						a, ok = e.a, true
+						break
+					}
+				}
+				if !ok {
+					a = j.spanCost(b, ns.req[s], ns.members[s])
+				}
+				ns.cost[s] = a
+				ver[s]++
 				j.setCallSpan(b, k, ns.req[s])
 			}
 		}
+		j.scr.memo.prevStart = j.scr.memo.prevStart[:0] // the next group starts afresh
 	}
 	for _, s := range cols {
 		colOf[s] = -1
