@@ -403,12 +403,13 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 // admissible parent.
 func (j *joint) sweep(b trace.NodeID) {
 	ins, outs := j.insOf(b), j.outsOf(b)
+	recv := j.insRecvOf(b) // receive times, aligned with ins
 	var live []int32
 	hi := 0
 	for _, o := range outs {
 		m := &j.msgs[o]
 		s := m.Send
-		for hi < len(ins) && j.msgs[ins[hi]].Recv <= s {
+		for hi < len(ins) && recv[hi] <= s {
 			live = append(live, ins[hi])
 			hi++
 		}
