@@ -587,16 +587,24 @@ func (j *joint) refit(useCertain, last bool) {
 	if n := len(j.mod.poolID); len(rs.pool) < n {
 		rs.pool = append(rs.pool, make([][]float32, n-len(rs.pool))...)
 	}
+	// (The loops over the classes are as few as the order of the sums
+	// allows: a large trace has millions of classes.)
 	for _, c := range j.active {
 		rs.pool[c.pool] = append(rs.pool[c.pool], c.certain...)
-	}
-	for _, c := range j.active {
 		if len(c.cand) >= 50 {
 			if d, ok := peakFit(c.cand, j.o.DelayModel); ok {
 				c.peak = &d
 			}
 		}
 	}
+	// Transition probabilities from the certain links of each trigger class
+	// (all links where too few are certain).
+	if n := len(j.mod.trigID); len(rs.certainN) < n {
+		rs.certainN = append(rs.certainN, make([]float64, n-len(rs.certainN))...)
+		rs.allN = append(rs.allN, make([]float64, n-len(rs.allN))...)
+		rs.kinds = append(rs.kinds, make([]float64, n-len(rs.kinds))...)
+	}
+	certainN, allN, kinds := rs.certainN, rs.allN, rs.kinds
 	for _, c := range j.active {
 		pc := rs.pool[c.pool]
 		switch {
@@ -615,16 +623,6 @@ func (j *joint) refit(useCertain, last bool) {
 			c.d = robustFit(c.samples, j.o.DelayModel)
 			c.fit = true
 		}
-	}
-	// Transition probabilities from the certain links of each trigger class
-	// (all links where too few are certain).
-	if n := len(j.mod.trigID); len(rs.certainN) < n {
-		rs.certainN = append(rs.certainN, make([]float64, n-len(rs.certainN))...)
-		rs.allN = append(rs.allN, make([]float64, n-len(rs.allN))...)
-		rs.kinds = append(rs.kinds, make([]float64, n-len(rs.kinds))...)
-	}
-	certainN, allN, kinds := rs.certainN, rs.allN, rs.kinds
-	for _, c := range j.active {
 		tk := c.trig
 		certainN[tk] += float64(len(c.certain))
 		allN[tk] += float64(len(c.samples))
@@ -636,18 +634,16 @@ func (j *joint) refit(useCertain, last bool) {
 		if tot < 30 || !useCertain {
 			n, tot = float64(len(c.samples)), allN[tk]
 		}
-		if j.carried != nil && tot < 30 {
-			continue // a stream chunk with too little to say: keep what was learnt
-		}
-		if tot > 0 {
+		// A stream chunk with too little to say keeps what was learnt.
+		if tot > 0 && !(j.carried != nil && tot < 30) {
 			c.logTrans = math.Log((n + 0.5) / (tot + 0.5*kinds[tk]))
 		}
-	}
-	for _, c := range j.active {
 		c.samples = c.samples[:0]
 		c.certain = c.certain[:0]
 		c.cand = nil
 		rs.pool[c.pool] = rs.pool[c.pool][:0]
+	}
+	for _, c := range j.active {
 		certainN[c.trig], allN[c.trig], kinds[c.trig] = 0, 0, 0
 	}
 	for _, f := range j.mod.fan {
