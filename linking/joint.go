@@ -144,6 +144,7 @@ type joint struct {
 	fanByEdge   []*fanModel
 	countByEdge []*countModel
 	spanIdx     []int32 // request → its span at the node being repaired, or −1
+	needAt      []int64 // calls: when their span must still be open (need)
 	// active lists the classes with data in the current pass, so that
 	// refitting does not walk every class a large trace ever had.
 	active []*classModel
@@ -178,6 +179,12 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	j.callSpan = make([]int32, n)
 	j.unsure = make([]bool, n)
 	j.initCaches()
+	j.needAt = make([]int64, n)
+	for k := range j.msgs {
+		if m := &j.msgs[k]; m.Send != trace.Unknown && r.role[k] == roleRequest {
+			j.needAt[k] = j.needOf(m.Src, int32(k))
+		}
+	}
 	j.countPriors()
 	prev := make([]int32, n)
 	fit := Fit{}
