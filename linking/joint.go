@@ -2,6 +2,7 @@ package linking
 
 import (
 	"math"
+	"slices"
 
 	"wap5/trace"
 )
@@ -62,13 +63,14 @@ type classModel struct {
 	d       dist
 	fit     bool // d was fitted from chosen links
 	mom     moments
-	samples []float32 // delays of the chosen links, seconds
-	// certain are the delays of links that had no alternative (one
-	// admissible parent): the unbiased start of the iteration.
-	certain []float32
-	// cand are the delays to every admissible candidate in the first pass:
-	// true links pile up in a peak above the spread of false ones.
-	cand   []float32
+	// The delays of a pass are kept outside the classes (a large trace
+	// has millions of classes, most with a delay or two), by idx:
+	// joint.samples are the delays of the chosen links, seconds;
+	// joint.certain those of links that had no alternative (one
+	// admissible parent): the unbiased start of the iteration;
+	// joint.cand the delays to every admissible candidate in the first
+	// pass: true links pile up in a peak above the spread of false ones.
+	idx    int32 // position in joint.classes of the current run
 	peak   *dist // the peak found in cand, kept for the passes before repair
 	key    classKey
 	pool   int32 // models.poolID of its poolKey
@@ -141,6 +143,10 @@ type joint struct {
 	classTabs   []*pairTable
 	classes     []*classModel
 	slab        []classModel // classModels are allocated from here, 1024 at a time
+	// The classes' delays of the current pass, by class index (see
+	// classModel); cand only in the first pass.
+	samples, certain delayList
+	cand             [][]float32
 	fanByEdge   []*fanModel
 	countByEdge []*countModel
 	spanIdx     []int32 // request → its span at the node being repaired, or −1
@@ -297,10 +303,53 @@ func (j *joint) classOf(trig, act int32) *classModel {
 			j.mod.class[k] = c
 		}
 	}
-	tab.put(fk, int32(len(j.classes)))
+	c.idx = int32(len(j.classes))
+	tab.put(fk, c.idx)
 	j.classes = append(j.classes, c)
 	return c
 }
+
+// delayList collects delays of a pass flat, with the index of their class
+// (classModel.idx); group then arranges them by class.
+type delayList struct {
+	cls   []int32
+	val   []float32
+	start []int32   // after group: where each class's delays begin in byCls
+	byCls []float32 // after group
+}
+
+func (d *delayList) add(c *classModel, v float32) {
+	d.cls = append(d.cls, c.idx)
+	d.val = append(d.val, v)
+}
+
+func (d *delayList) reset() { d.cls, d.val = d.cls[:0], d.val[:0] }
+
+// group arranges the delays by class (each class's in the order added),
+// for n classes.
+func (d *delayList) group(n int) {
+	d.start = slices.Grow(d.start[:0], n+1)[:n+1]
+	clear(d.start)
+	for _, c := range d.cls {
+		d.start[c+1]++
+	}
+	for c := 0; c < n; c++ {
+		d.start[c+1] += d.start[c]
+	}
+	d.byCls = slices.Grow(d.byCls[:0], len(d.val))[:len(d.val)]
+	pos := d.start[:n:n] // advanced while filling, restored below
+	for k, c := range d.cls {
+		d.byCls[pos[c]] = d.val[k]
+		pos[c]++
+	}
+	for c := n; c > 0; c-- {
+		d.start[c] = d.start[c-1]
+	}
+	d.start[0] = 0
+}
+
+// of is class c's delays (after group).
+func (d *delayList) of(c *classModel) []float32 { return d.byCls[d.start[c.idx]:d.start[c.idx+1]] }
 
 func (j *joint) fanOf(trig int32) *fanModel {
 	ret := j.r.role[trig] == roleReply
@@ -356,10 +405,10 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 	}
 	for _, c := range j.active {
 		c.mom = moments{}
-		c.samples = c.samples[:0]
-		c.certain = c.certain[:0]
 		c.active = false
 	}
+	j.samples.reset()
+	j.certain.reset()
 	j.active = j.active[:0]
 	for b := range j.t.Nodes {
 		j.sweep(trace.NodeID(b))
@@ -459,8 +508,12 @@ func (j *joint) sweep(b trace.NodeID) {
 					break
 				}
 				if i != ret {
-					if c := j.classOf(i, o); len(c.cand) < maxCand {
-						c.cand = append(c.cand, float32(float64(s-j.msgs[i].Recv)/1e9))
+					c := j.classOf(i, o)
+					for int(c.idx) >= len(j.cand) {
+						j.cand = append(j.cand, nil)
+					}
+					if len(j.cand[c.idx]) < maxCand {
+						j.cand[c.idx] = append(j.cand[c.idx], float32(float64(s-j.msgs[i].Recv)/1e9))
 						j.touch(c)
 					}
 				}
@@ -533,7 +586,7 @@ func (j *joint) sweep(b trace.NodeID) {
 			}
 			if len(j.candI) == 1 && (!isReply || !j.unsure[req]) {
 				c := j.classOf(best, o)
-				c.certain = append(c.certain, float32(float64(s-j.msgs[best].Recv)/1e9))
+				j.certain.add(c, float32(float64(s-j.msgs[best].Recv)/1e9))
 				j.touch(c)
 			}
 		}
@@ -582,12 +635,20 @@ func (j *joint) refit(useCertain, last bool) {
 			}
 			if m, q := &j.msgs[i], &j.msgs[p]; q.Recv != trace.Unknown && q.Dst == m.Src {
 				c := j.classOf(p, i)
-				c.samples = append(c.samples, float32(float64(m.Send-q.Recv)/1e9))
+				j.samples.add(c, float32(float64(m.Send-q.Recv)/1e9))
 				j.touch(c)
 			}
 		}
 	}
 	j.refitCounts()
+	j.samples.group(len(j.classes))
+	j.certain.group(len(j.classes))
+	candOf := func(c *classModel) []float32 {
+		if int(c.idx) < len(j.cand) {
+			return j.cand[c.idx]
+		}
+		return nil
+	}
 	// Certain delays pooled over the senders of the trigger, for classes
 	// with too few of their own.
 	rs := &j.refitScr
@@ -597,9 +658,9 @@ func (j *joint) refit(useCertain, last bool) {
 	// (The loops over the classes are as few as the order of the sums
 	// allows: a large trace has millions of classes.)
 	for _, c := range j.active {
-		rs.pool[c.pool] = append(rs.pool[c.pool], c.certain...)
-		if len(c.cand) >= 50 {
-			if d, ok := peakFit(c.cand, j.o.DelayModel); ok {
+		rs.pool[c.pool] = append(rs.pool[c.pool], j.certain.of(c)...)
+		if cand := candOf(c); len(cand) >= 50 {
+			if d, ok := peakFit(cand, j.o.DelayModel); ok {
 				c.peak = &d
 			}
 		}
@@ -614,42 +675,43 @@ func (j *joint) refit(useCertain, last bool) {
 	certainN, allN, kinds := rs.certainN, rs.allN, rs.kinds
 	for _, c := range j.active {
 		pc := rs.pool[c.pool]
+		samples, certain := j.samples.of(c), j.certain.of(c)
 		switch {
-		case !useCertain && len(c.samples) >= 30:
-			c.d = robustFit(c.samples, j.o.DelayModel)
+		case !useCertain && len(samples) >= 30:
+			c.d = robustFit(samples, j.o.DelayModel)
 			c.fit = true
-		case len(c.certain) >= 30:
-			c.d = robustFit(c.certain, j.o.DelayModel)
+		case len(certain) >= 30:
+			c.d = robustFit(certain, j.o.DelayModel)
 			c.fit = true
 		case c.peak != nil:
 			c.d, c.fit = *c.peak, true
 		case len(pc) >= 30:
 			c.d = robustFit(pc, j.o.DelayModel)
 			c.fit = true
-		case len(c.samples) >= 3 && !(c.fit && j.carried != nil):
-			c.d = robustFit(c.samples, j.o.DelayModel)
+		case len(samples) >= 3 && !(c.fit && j.carried != nil):
+			c.d = robustFit(samples, j.o.DelayModel)
 			c.fit = true
 		}
 		tk := c.trig
-		certainN[tk] += float64(len(c.certain))
-		allN[tk] += float64(len(c.samples))
+		certainN[tk] += float64(len(certain))
+		allN[tk] += float64(len(samples))
 		kinds[tk]++
 	}
 	for _, c := range j.active {
 		tk := c.trig
-		n, tot := float64(len(c.certain)), certainN[tk]
+		n, tot := float64(len(j.certain.of(c))), certainN[tk]
 		if tot < 30 || !useCertain {
-			n, tot = float64(len(c.samples)), allN[tk]
+			n, tot = float64(len(j.samples.of(c))), allN[tk]
 		}
 		// A stream chunk with too little to say keeps what was learnt.
 		if tot > 0 && !(j.carried != nil && tot < 30) {
 			c.logTrans = math.Log((n + 0.5) / (tot + 0.5*kinds[tk]))
 		}
-		c.samples = c.samples[:0]
-		c.certain = c.certain[:0]
-		c.cand = nil
 		rs.pool[c.pool] = rs.pool[c.pool][:0]
 	}
+	j.samples.reset()
+	j.certain.reset()
+	j.cand = nil
 	for _, c := range j.active {
 		certainN[c.trig], allN[c.trig], kinds[c.trig] = 0, 0, 0
 	}
