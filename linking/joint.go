@@ -60,9 +60,13 @@ func intern[K comparable](ids map[K]int32, k K) int32 {
 }
 
 type classModel struct {
-	d       dist
-	fit     bool // d was fitted from chosen links
-	mom     moments
+	d   dist
+	mom moments
+	// logTrans is log P(this class | its trigger's class): how often a
+	// message like the trigger causes a message like this one.
+	logTrans float64
+	peak     *dist // the peak found in cand, kept for the passes before repair
+	key      classKey
 	// The delays of a pass are kept outside the classes (a large trace
 	// has millions of classes, most with a delay or two), by idx:
 	// joint.samples are the delays of the chosen links, seconds;
@@ -71,14 +75,11 @@ type classModel struct {
 	// joint.cand the delays to every admissible candidate in the first
 	// pass: true links pile up in a peak above the spread of false ones.
 	idx    int32 // position in joint.classes of the current run
-	peak   *dist // the peak found in cand, kept for the passes before repair
-	key    classKey
 	pool   int32 // models.poolID of its poolKey
 	trig   int32 // models.trigID of its trigKey
+	fit    bool  // d was fitted from chosen links
 	active bool  // has data in the current pass (listed in joint.active)
-	// logTrans is log P(this class | its trigger's class): how often a
-	// message like the trigger causes a message like this one.
-	logTrans float64
+	// (Fields ordered by size: 112 bytes.)
 }
 
 type fanModel struct {
@@ -150,7 +151,9 @@ type joint struct {
 	fanByEdge   []*fanModel
 	countByEdge []*countModel
 	spanIdx     []int32 // request → its span at the node being repaired, or −1
-	needAt      []int64 // calls: when their span must still be open (need)
+	// needAt is, for calls, when their span must still be open (need), as
+	// an offset from the send (needFar: too far for 32 bits, computed).
+	needAt []uint32
 	// active lists the classes with data in the current pass, so that
 	// refitting does not walk every class a large trace ever had.
 	active []*classModel
@@ -185,10 +188,13 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	j.callSpan = make([]int32, n)
 	j.unsure = make([]bool, n)
 	j.initCaches()
-	j.needAt = make([]int64, n)
+	j.needAt = make([]uint32, n)
 	for k := range j.msgs {
 		if m := &j.msgs[k]; m.Send != trace.Unknown && r.role[k] == roleRequest {
-			j.needAt[k] = j.needOf(m.Src, int32(k))
+			j.needAt[k] = needFar
+			if d := j.needOf(m.Src, int32(k)) - m.Send; d < needFar {
+				j.needAt[k] = uint32(d)
+			}
 		}
 	}
 	j.countPriors()

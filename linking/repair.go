@@ -202,10 +202,16 @@ func (j *joint) admissibleSpans(b trace.NodeID, ns *nodeSpans, k int32, ins []in
 
 // need is when call k's span must still be open: its return's arrival (b is
 // k's sender). It does not change between passes: the repair reads it from
-// needAt, one load instead of three scattered ones.
+// needAt rather than from the return, a scattered load.
 func (j *joint) need(b trace.NodeID, k int32) int64 {
-	return j.needAt[k]
+	if d := j.needAt[k]; d != needFar {
+		return j.msgs[k].Send + int64(d)
+	}
+	return j.needOf(b, k)
 }
+
+// needFar marks a need more than 4.29 s after the send in joint.needAt.
+const needFar = math.MaxUint32
 
 // needOf computes need for call k from node b.
 func (j *joint) needOf(b trace.NodeID, k int32) int64 {
