@@ -146,9 +146,11 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}
 	j.curSpans = &ns
 	defer func() { j.curSpans = nil }()
+	// Span costs are computed when first needed (NaN: not yet; most
+	// spans of a large trace no call could join): costOf.
 	ns.cost = make([]float64, len(ns.req))
 	for s := range ns.req {
-		ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
+		ns.cost[s] = math.NaN()
 	}
 	if len(calls) > 0 {
 		for round := 0; round < 2; round++ {
@@ -157,7 +159,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		// The connection tie-breaker, from the assignment as it stands.
 		if j.connHints(b, &ns); ns.connCost > 0 {
 			for s := range ns.req {
-				ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
+				ns.cost[s] = math.NaN()
 			}
 		}
 		for pass := 0; pass < 2; pass++ {
@@ -256,7 +258,7 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 			ma = without(ma, ns.members[sa], k)
 			mb = j.with(mb, ns.members[sb], k)
 			ca, cb := j.spanCost(b, ns.req[sa], ma), j.spanCost(b, ns.req[sb], mb)
-			if d := ca + cb - ns.cost[sa] - ns.cost[sb]; d < bestD {
+			if d := ca + cb - j.costOf(b, ns, sa) - j.costOf(b, ns, sb); d < bestD {
 				bestD, bestS, bestK2, bestA, bestB = d, sb, -1, ca, cb
 			}
 		})
@@ -273,7 +275,7 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 			ma = j.with(ma, without(ma, ns.members[sa], k), k2)
 			mb = j.with(mb, without(mb, ns.members[sb], k2), k)
 			ca, cb := j.spanCost(b, ns.req[sa], ma), j.spanCost(b, ns.req[sb], mb)
-			if d := ca + cb - ns.cost[sa] - ns.cost[sb]; d < bestD {
+			if d := ca + cb - j.costOf(b, ns, sa) - j.costOf(b, ns, sb); d < bestD {
 				bestD, bestS, bestK2, bestA, bestB = d, sb, k2, ca, cb
 			}
 		}
@@ -475,18 +477,34 @@ func (j *joint) callProb(b trace.NodeID, ns *nodeSpans, k int32, ins []int32) fl
 	if !ok {
 		return float64(j.prob[k])
 	}
+	// The other admissible spans first: with none, the call is its span's
+	// for certain (and its span's cost without it is not needed).
+	others := j.scr.a[:0]
+	j.admissibleSpans(b, ns, k, ins, func(sb int32) { others = append(others, sb) })
+	j.scr.a = others
+	if len(others) == 0 {
+		return 1
+	}
 	sum := 1.0
 	var ma, mb []int32
 	ma = without(ma, ns.members[sa], k)
 	ca := j.spanCost(b, ns.req[sa], ma)
-	j.admissibleSpans(b, ns, k, ins, func(sb int32) {
+	for _, sb := range others {
 		mb = j.with(mb, ns.members[sb], k)
-		d := ca + j.spanCost(b, ns.req[sb], mb) - ns.cost[sa] - ns.cost[sb]
+		d := ca + j.spanCost(b, ns.req[sb], mb) - j.costOf(b, ns, sa) - j.costOf(b, ns, sb)
 		if d < 50 {
 			sum += math.Exp(-d)
 		}
-	})
+	}
 	return 1 / sum
+}
+
+// costOf is span s's cost, computed when not known (NaN).
+func (j *joint) costOf(b trace.NodeID, ns *nodeSpans, s int32) float64 {
+	if math.IsNaN(ns.cost[s]) {
+		ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
+	}
+	return ns.cost[s]
 }
 
 // countPriors sets the count models' priors from the trace: calls from b
@@ -898,11 +916,6 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 	}
 	for _, s := range cols {
 		colOf[s] = -1
-	}
-	for s := range ns.req {
-		if math.IsNaN(ns.cost[s]) {
-			ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
-		}
 	}
 }
 
