@@ -126,6 +126,7 @@ type joint struct {
 	curSpans *nodeSpans
 
 	candI []int32
+	live  []liveMsg // the sweep's received messages still in play
 	candC []float64
 	// unsure marks the spans (by request) that a call with more than one
 	// admissible parent could have joined: their replies' delays are not
@@ -461,25 +462,41 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 	}
 }
 
+// liveMsg is a received message in play in a sweep, with its receive time
+// and its span's closing time at hand (refreshed when its span changes): the
+// messages themselves are scattered over a large trace.
+type liveMsg struct {
+	i, sp       int32
+	recv, close int64
+}
+
 // sweep is J3 at node b: every send, in time order, takes its cheapest
 // admissible parent.
 func (j *joint) sweep(b trace.NodeID) {
 	ins, outs := j.insOf(b), j.outsOf(b)
 	recv := j.insRecvOf(b) // receive times, aligned with ins
-	var live []int32
+	live := j.live[:0]
+	defer func() { j.live = live }()
 	hi := 0
 	for _, o := range outs {
 		m := &j.msgs[o]
 		s := m.Send
 		for hi < len(ins) && recv[hi] <= s {
-			live = append(live, ins[hi])
+			sp := j.span[ins[hi]]
+			live = append(live, liveMsg{i: ins[hi], sp: sp, recv: recv[hi], close: j.closes(sp)})
 			hi++
 		}
 		// Drop what the window or a closed span rules out for good.
 		w := 0
-		for _, i := range live {
-			if s-j.msgs[i].Recv <= j.x && j.closes(j.span[i]) >= s {
-				live[w] = i
+		for _, e := range live {
+			if s-e.recv > j.x {
+				continue
+			}
+			if sp := j.span[e.i]; sp != e.sp {
+				e.sp, e.close = sp, j.closes(sp)
+			}
+			if e.close >= s {
+				live[w] = e
 				w++
 			}
 		}
@@ -509,8 +526,8 @@ func (j *joint) sweep(b trace.NodeID) {
 			// Every earlier received message, admissible or not: false
 			// pairs spread evenly, true ones pile up at the class's delay.
 			for q := len(live) - 1; q >= 0 && q >= len(live)-256; q-- {
-				i := live[q]
-				if s-j.msgs[i].Recv > j.horizon[b] {
+				i := live[q].i
+				if s-live[q].recv > j.horizon[b] {
 					break
 				}
 				if i != ret {
@@ -519,26 +536,27 @@ func (j *joint) sweep(b trace.NodeID) {
 						j.cand = append(j.cand, nil)
 					}
 					if len(j.cand[c.idx]) < maxCand {
-						j.cand[c.idx] = append(j.cand[c.idx], float32(float64(s-j.msgs[i].Recv)/1e9))
+						j.cand[c.idx] = append(j.cand[c.idx], float32(float64(s-live[q].recv)/1e9))
 						j.touch(c)
 					}
 				}
 			}
 		}
 		j.candI, j.candC = j.candI[:0], j.candC[:0]
-		for _, i := range live {
+		for _, e := range live {
+			i := e.i
 			if i == ret {
 				continue
 			}
-			sp := j.span[i]
+			sp := e.sp // current: refreshed above
 			if isReply {
 				if sp != req {
 					continue
 				}
-			} else if j.closes(sp) < need {
+			} else if e.close < need {
 				continue
 			}
-			dt := float64(s-j.msgs[i].Recv) / 1e9
+			dt := float64(s-e.recv) / 1e9
 			j.candI = append(j.candI, i)
 			j.candC = append(j.candC, j.cost(i, o, dt))
 		}
