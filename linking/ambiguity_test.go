@@ -91,7 +91,7 @@ func measureAmbiguity(t *testing.T, tr *trace.Trace) ambiguity {
 		for i := range j.unsure {
 			j.unsure[i] = false
 		}
-		j.refit(false)
+		j.refit(false, false)
 		if hook != nil {
 			hook(j, true)
 		}

@@ -115,12 +115,13 @@ func (j *joint) spanBounds(c int32, longest int64) (int64, int64) {
 	return j.msgs[c].Recv, j.msgs[j.r.peer[c]].Send
 }
 
-// addHalfSpans adds node b's half spans to ns and orders all spans by
-// their beginning (ns.start, ns.end).
+// addHalfSpans adds node b's half spans to ns (whose whole spans have
+// their ns.recv and ns.end) and orders all spans by their beginning.
 func (j *joint) addHalfSpans(b trace.NodeID, ns *nodeSpans) {
 	if ns.longest == 0 {
 		ns.longest = j.horizon[b]
 	}
+	whole := len(ns.req)
 	for _, c := range j.insOf(b) {
 		if j.half[c] == halfOpen && j.msgs[c].Recv != trace.Unknown {
 			ns.req = append(ns.req, c)
@@ -131,22 +132,25 @@ func (j *joint) addHalfSpans(b trace.NodeID, ns *nodeSpans) {
 			ns.req = append(ns.req, o)
 		}
 	}
-	ns.start = make([]int64, len(ns.req))
-	ns.end = make([]int64, len(ns.req))
-	for s, c := range ns.req {
-		ns.start[s], ns.end[s] = j.spanBounds(c, ns.longest)
+	if len(ns.req) == whole {
+		return
 	}
-	if !slices.IsSorted(ns.start) {
+	for _, c := range ns.req[whole:] {
+		st, en := j.spanBounds(c, ns.longest)
+		ns.recv = append(ns.recv, st)
+		ns.end = append(ns.end, en)
+	}
+	if !slices.IsSorted(ns.recv) {
 		idx := make([]int, len(ns.req))
 		for i := range idx {
 			idx[i] = i
 		}
-		slices.SortStableFunc(idx, func(x, y int) int { return cmpTime(ns.start[x], ns.start[y]) })
+		slices.SortStableFunc(idx, func(x, y int) int { return cmpTime(ns.recv[x], ns.recv[y]) })
 		req, st, en := make([]int32, len(idx)), make([]int64, len(idx)), make([]int64, len(idx))
 		for i, x := range idx {
-			req[i], st[i], en[i] = ns.req[x], ns.start[x], ns.end[x]
+			req[i], st[i], en[i] = ns.req[x], ns.recv[x], ns.end[x]
 		}
-		ns.req, ns.start, ns.end = req, st, en
+		ns.req, ns.recv, ns.end = req, st, en
 	}
 	for s, c := range ns.req {
 		ns.sidx[c] = int32(s)

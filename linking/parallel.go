@@ -29,8 +29,8 @@ const minParallelEvidence = 20
 
 // refitParallel marks the count models whose calls are parallel, from the
 // spans as assigned: the spans no ambiguous call could have joined where a
-// class has enough of them (sure), else all.
-func (j *joint) refitParallel(sure map[uint64]float64) {
+// class has enough of them (sure, by count class id), else all.
+func (j *joint) refitParallel(sure []float64) {
 	// The calls of every span, in send order (message order), without a
 	// map: counts per span, then their positions.
 	n := len(j.msgs)
@@ -62,7 +62,10 @@ func (j *joint) refitParallel(sure map[uint64]float64) {
 	for ci := 0; ci < n; ci++ {
 		calls := items[start[ci]:start[ci+1]]
 		c := int32(ci)
-		if len(calls) < 2 || sure[j.spanClass(c)] >= 30 && j.unsure[c] {
+		if len(calls) < 2 {
+			continue
+		}
+		if ci, ok := j.cntCls.get(j.spanClass(c)); ok && sure[ci] >= 30 && j.unsure[c] {
 			continue
 		}
 		b := j.msgs[c].Dst
