@@ -24,8 +24,8 @@
 //     takes a connection of the caller's pool to the callee for that time
 //     (the most recently used idle one, or a new one from a random free
 //     ephemeral port; closed after an idle time or a number of calls).
-//     Times are true
-//     times; a message's timestamps are the sender's and the receiver's clocks
+//     Times are true times; a message's timestamps are the sender's and the
+//     receiver's clocks
 //     (true + offset + drift·t), or - for an untraced node. Messages may be
 //     lost with the configured probability.
 //  4. The worker thinks (a sample of the tracelet's think time after the
