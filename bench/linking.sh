@@ -2,7 +2,8 @@
 # Linking performance: the CoDeeN-sized generated trace (testdata/gen/codeen.gen,
 # 4.7M messages, 115 proxies, one hour — WAP5 Table 5's size) linked by both
 # methods, CPU seconds and peak memory (medians of RUNS runs); messages per
-# CPU-second; and the streaming mode's peak memory as the trace grows 10×.
+# CPU-second; the joint linker on a 360 s slice; and the streaming mode's peak
+# memory as the trace grows 10× (with and without --instances).
 # Environment: RUNS (default 3), WAP5 (binary; built when unset), TMPDIR,
 # CODEEN_METHODS (default "wap5 joint"; the joint linker takes minutes there).
 #   bench/linking.sh     # about 5 minutes on 2 cores
@@ -45,10 +46,18 @@ done
 # Linking alone (the trace already in memory), Go benchmark.
 WAP5_BENCH_TRACE=$tmp/codeen.bin go test -run XXX -bench 'LinkGen/wap5' -benchtime 1x -count 3 ./linking | grep Benchmark
 
-# Streaming memory as the trace grows 10×.
+# The joint linker on a 360 s slice of the CoDeeN-sized trace (≈ 470k
+# messages), read + link and linking alone (Go benchmark).
+"$WAP5" gen --binary --duration 360s -o "$tmp/slice.bin" testdata/gen/codeen.gen
+measure "codeen 360s slice link --method joint --top 100 (read binary + link)" "$WAP5" link --json --top 100 "$tmp/slice.bin"
+WAP5_BENCH_TRACE=$tmp/slice.bin go test -run XXX -bench 'LinkGen/joint' -benchtime 1x -count 3 ./linking | grep Benchmark
+
+# Streaming memory as the trace grows 10×, with and without --instances
+# (streamed instances are spooled to a file next to the output).
 for d in 60s 600s; do
 	"$WAP5" gen --duration "$d" -o "$tmp/mt.txt" testdata/gen/multitier.gen
 	m=$(grep -vc '^#' "$tmp/mt.txt")
 	measure "multitier $d ($m messages) link --window 30s" "$WAP5" link --window 30s --json "$tmp/mt.txt"
+	measure "multitier $d ($m messages) link --window 30s --instances" "$WAP5" link --window 30s --json --instances "$tmp/inst.jsonl" "$tmp/mt.txt"
 	measure "multitier $d ($m messages) link (whole trace)" "$WAP5" link --json "$tmp/mt.txt"
 done

@@ -64,6 +64,17 @@ func (m *moments) add(t float64) {
 	m.slog += math.Log(t)
 }
 
+// addNoLog is add without the log term, for fits that use only n, s1 and s2
+// (m.fit): the log is most of add's cost.
+func (m *moments) addNoLog(t float64) {
+	if t < 1e-9 {
+		t = 1e-9
+	}
+	m.n++
+	m.s1 += t
+	m.s2 += t * t
+}
+
 func (m *moments) mean() float64 { return m.s1 / m.n }
 
 // fit returns the density of the family that matches the samples' moments:
@@ -104,9 +115,10 @@ func (m *moments) logLik() (exp, gamma2, fit float64) {
 
 // robustFit fits the family to the samples within two interquartile ranges
 // of the quartiles, so that a minority of wrong links (long delays to the
-// wrong parent) cannot flatten the density that would expose them.
+// wrong parent) cannot flatten the density that would expose them. It sorts
+// xs in place (the callers drop the samples after the fit).
 func robustFit(xs []float32, model string) dist {
-	s := slices.Clone(xs)
+	s := xs
 	slices.Sort(s)
 	n := len(s)
 	q1, q3 := float64(s[n/4]), float64(s[(3*n)/4])
@@ -114,12 +126,12 @@ func robustFit(xs []float32, model string) dist {
 	var m moments
 	for _, x := range s {
 		if v := float64(x); v >= lo && v <= hi {
-			m.add(v)
+			m.addNoLog(v)
 		}
 	}
 	if m.n < 2 {
 		for _, x := range s {
-			m.add(float64(x))
+			m.addNoLog(float64(x))
 		}
 	}
 	return m.fit(model)
@@ -128,8 +140,9 @@ func robustFit(xs []float32, model string) dist {
 // peakFit finds the peak of the delays to all candidate parents — the true
 // links concentrate there while false ones spread out — and fits the family
 // to it: the peak's centre and, from its width at half height, its spread.
+// It sorts xs in place.
 func peakFit(xs []float32, model string) (dist, bool) {
-	s := slices.Clone(xs)
+	s := xs
 	slices.Sort(s)
 	n := len(s)
 	lo, hi := float64(s[n/50]), float64(s[n-1-n/50])
@@ -176,7 +189,7 @@ func peakFit(xs []float32, model string) (dist, bool) {
 	var m moments
 	for _, x := range s {
 		if v := float64(x); v >= lo+float64(a)*w && v < lo+float64(b+1)*w {
-			m.add(v)
+			m.addNoLog(v)
 		}
 	}
 	if m.n < 10 {

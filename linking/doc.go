@@ -43,7 +43,8 @@
 //	    server port with no request open is left alone, so a trace or chunk
 //	    that starts mid-connection is not inverted).
 //	J2. One delay model per transition class (the sender of the received
-//	    message, the node, the destination of the sent one, their roles),
+//	    message, the node, the destination of the sent one, their roles;
+//	    every client counts as one sender and one destination),
 //	    starting from step 1's exponential; on the first pass, the delays
 //	    from every send to every earlier received message are collected per
 //	    class: true links pile up in a peak above the even spread of false
@@ -76,7 +77,19 @@
 //	    (up to 2 nats, learned: how often such neighbours share it). Then
 //	    moves and swaps between spans while they lower the cost. Every send
 //	    of a span gets as parent the latest message the span received before
-//	    it, and every call a probability: its span against the others.
+//	    it — except a parallel call (one of a class and destination whose
+//	    calls are often sent while another call of the span is outstanding,
+//	    learned from the spans), whose parent is the request — and every
+//	    call a probability: its span against the others. Under message loss
+//	    the spans include half spans: an unpaired request received (its
+//	    reply lost) lasts at most the node's longest span; an unpaired reply
+//	    sent (its request lost) began at most that long before, and its
+//	    sends before any return have no parent. A send whose cause may have
+//	    been lost (the node sent a call without return or received a return
+//	    without call since the span's latest message) costs at most
+//	    −log(the loss rate, from the unpaired share) plus a uniform delay;
+//	    an unpaired reply ends its path where it arrives. So a lost message
+//	    breaks its own path only.
 //	J5. Refit the class densities (gamma by moments, or exponential, fitted
 //	    within two interquartile ranges), transition and fan-out
 //	    probabilities and the count models from the links — first from the

@@ -69,6 +69,15 @@ type hungScratch struct {
 	used               []bool
 }
 
+// grow makes the arrays hold an m-column problem, reusing them when they
+// do (hungarian resets what it reads).
+func (h *hungScratch) grow(m int) *hungScratch {
+	if len(h.u) < m+1 {
+		*h = *newHungScratch(m)
+	}
+	return h
+}
+
 func newHungScratch(m int) *hungScratch {
 	return &hungScratch{u: make([]float64, m+1), v: make([]float64, m+1), p: make([]float64, m+1),
 		way: make([]float64, m+1), minv: make([]float64, m+1), used: make([]bool, m+1)}

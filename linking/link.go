@@ -68,6 +68,10 @@ type Options struct {
 	// Stream links in time chunks of this length (plus the window on both
 	// sides) so memory is bounded by a chunk; 0 links the trace at once.
 	Stream time.Duration
+	// OnInstance (with Stream) receives every path instance as soon as its
+	// chunk is linked, instead of keeping it in Paths.Instances; the
+	// result's StreamPatterns then place each pattern.
+	OnInstance func(StreamInstance)
 }
 
 // Defaults returns o with every unset field at its default.
@@ -139,6 +143,9 @@ type Result struct {
 	trace.Paths
 	Fit        Fit
 	Iterations int // passes of steps 1–2 (wap5) or J3 (joint)
+	// StreamPatterns (Stream with OnInstance): by stream pattern id, its
+	// rank and step order.
+	StreamPatterns []StreamPattern
 }
 
 // Fit compares delay models on the delays of the chosen (most likely)

@@ -41,7 +41,8 @@ func (l *linker) pairRPCs() *rpcs {
 			calls[callKey{m.Call, min(m.Src, m.Dst), max(m.Src, m.Dst)}] = int32(i)
 		}
 	}
-	if len(calls) > 0 {
+	byID := len(calls) > 0
+	if byID {
 		for i := range l.msgs {
 			m := &l.msgs[i]
 			if m.Kind != trace.KindReturn || m.Call == trace.NoRef {
@@ -68,6 +69,12 @@ func (l *linker) pairRPCs() *rpcs {
 		m := &l.msgs[i]
 		conn[i] = -1
 		if r.peer[i] >= 0 || m.SrcEP == trace.NoEndpoint || m.DstEP == trace.NoEndpoint {
+			continue
+		}
+		// A call or return with a call id the ids left unpaired lost its
+		// peer: on a reused connection the next message the other way
+		// belongs to another call.
+		if byID && m.Kind != trace.KindNone && m.Call != trace.NoRef {
 			continue
 		}
 		s, d := end{m.Src, m.SrcEP}, end{m.Dst, m.DstEP}

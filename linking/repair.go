@@ -21,6 +21,9 @@ type countModel struct {
 	prior, p [4]float64
 	logp     [4]float64
 	seen     [4]float64
+	// parallel: the class's calls to the destination are made in
+	// parallel (parallel.go); their parent is the span's request.
+	parallel bool
 }
 
 func (c *countModel) set(p [4]float64) {
@@ -56,8 +59,8 @@ func classSender(src, node trace.NodeID) trace.NodeID {
 // spanClass is the class of request c's span: its node, and whether the
 // request came from that node itself.
 func (j *joint) spanClass(c int32) uint64 {
-	m := &j.msgs[c]
-	return uint64(uint32(classSender(m.Src, m.Dst)))<<32 | uint64(uint32(m.Dst))
+	src, node := j.spanEnds(c)
+	return uint64(uint32(classSender(src, node)))<<32 | uint64(uint32(node))
 }
 
 func classOfKey(k countKey) uint64 { return uint64(uint32(k.src))<<32 | uint64(uint32(k.node)) }
@@ -67,11 +70,32 @@ type repairScratch struct {
 	kids       []int
 	a, b       []int32
 	dsts       []trace.NodeID
+	// assignByDest's per-span columns and counts, and the Hungarian
+	// algorithm's arrays, reused from block to block.
+	colOf, inSpan, ver []int32
+	hung               hungScratch
+	memo               blockMemo
+}
+
+// blockMemo holds the span costs of the rows of one assignment block
+// (CSR by row) and of the previous block.
+type blockMemo struct {
+	start, prevStart []int32
+	ents, prevEnts   []memoEnt
+}
+
+// memoEnt is a span's cost with a call (a), computed at version ver of the
+// span's calls.
+type memoEnt struct {
+	s, ver int32
+	a      float64
 }
 
 // nodeSpans are the request spans of one node during repair.
 type nodeSpans struct {
-	req     []int32   // the request opening each span
+	req     []int32   // the request opening each span (or a half span's message, loss.go)
+	recv    []int64   // when it begins: the request's receive time (a half span's, loss.go), by span (admissibleAll scans these)
+	end     []int64   // when it ends: its reply's send time, by span
 	sidx    []int32   // request message → span, or −1 (shared, reset after)
 	longest int64     // the longest span, ns
 	members [][]int32 // calls of each span, by send time
@@ -104,16 +128,19 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		if p := j.r.peer[c]; j.msgs[p].Src == b && j.msgs[p].Send != trace.Unknown && j.msgs[p].Send >= j.msgs[c].Recv {
 			ns.sidx[c] = int32(len(ns.req))
 			ns.req = append(ns.req, c)
+			ns.recv = append(ns.recv, j.msgs[c].Recv)
+			ns.end = append(ns.end, j.msgs[p].Send)
 			ns.longest = max(ns.longest, j.msgs[p].Send-j.msgs[c].Recv)
 		}
 	}
+	j.addHalfSpans(b, &ns)
 	if len(ns.req) == 0 {
 		return
 	}
 	ns.members = make([][]int32, len(ns.req))
 	var calls []int32
 	for _, o := range j.outsOf(b) {
-		if j.r.role[o] != roleRequest {
+		if j.r.role[o] != roleRequest && !j.lostCall(o) {
 			continue
 		}
 		calls = append(calls, o)
@@ -123,9 +150,11 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}
 	j.curSpans = &ns
 	defer func() { j.curSpans = nil }()
+	// Span costs are computed when first needed (NaN: not yet; most
+	// spans of a large trace no call could join): costOf.
 	ns.cost = make([]float64, len(ns.req))
 	for s := range ns.req {
-		ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
+		ns.cost[s] = math.NaN()
 	}
 	if len(calls) > 0 {
 		for round := 0; round < 2; round++ {
@@ -134,7 +163,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		// The connection tie-breaker, from the assignment as it stands.
 		if j.connHints(b, &ns); ns.connCost > 0 {
 			for s := range ns.req {
-				ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
+				ns.cost[s] = math.NaN()
 			}
 		}
 		for pass := 0; pass < 2; pass++ {
@@ -177,8 +206,21 @@ func (j *joint) admissibleSpans(b trace.NodeID, ns *nodeSpans, k int32, ins []in
 	})
 }
 
-// need is when call k's span must still be open: its return's arrival.
+// need is when call k's span must still be open: its return's arrival (b is
+// k's sender). It does not change between passes: the repair reads it from
+// needAt rather than from the return, a scattered load.
 func (j *joint) need(b trace.NodeID, k int32) int64 {
+	if d := j.needAt[k]; d != needFar {
+		return j.msgs[k].Send + int64(d)
+	}
+	return j.needOf(b, k)
+}
+
+// needFar marks a need more than 4.29 s after the send in joint.needAt.
+const needFar = math.MaxUint32
+
+// needOf computes need for call k from node b.
+func (j *joint) needOf(b trace.NodeID, k int32) int64 {
 	need := j.msgs[k].Send
 	if r := j.r.peer[k]; r >= 0 && j.msgs[r].Dst == b && j.msgs[r].Recv != trace.Unknown && j.msgs[r].Recv > need {
 		need = j.msgs[r].Recv
@@ -220,7 +262,7 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 			ma = without(ma, ns.members[sa], k)
 			mb = j.with(mb, ns.members[sb], k)
 			ca, cb := j.spanCost(b, ns.req[sa], ma), j.spanCost(b, ns.req[sb], mb)
-			if d := ca + cb - ns.cost[sa] - ns.cost[sb]; d < bestD {
+			if d := ca + cb - j.costOf(b, ns, sa) - j.costOf(b, ns, sb); d < bestD {
 				bestD, bestS, bestK2, bestA, bestB = d, sb, -1, ca, cb
 			}
 		})
@@ -237,7 +279,7 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 			ma = j.with(ma, without(ma, ns.members[sa], k), k2)
 			mb = j.with(mb, without(mb, ns.members[sb], k2), k)
 			ca, cb := j.spanCost(b, ns.req[sa], ma), j.spanCost(b, ns.req[sb], mb)
-			if d := ca + cb - ns.cost[sa] - ns.cost[sb]; d < bestD {
+			if d := ca + cb - j.costOf(b, ns, sa) - j.costOf(b, ns, sb); d < bestD {
 				bestD, bestS, bestK2, bestA, bestB = d, sb, k2, ca, cb
 			}
 		}
@@ -262,8 +304,8 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 
 // fits reports whether call k can belong to request c's span.
 func (j *joint) fits(b trace.NodeID, c, k int32) bool {
-	return j.msgs[c].Recv <= j.msgs[k].Send &&
-		j.msgs[j.r.peer[c]].Send >= j.need(b, k)
+	start, end := j.spanBounds(c, j.curSpans.longest)
+	return start <= j.msgs[k].Send && end >= j.need(b, k)
 }
 
 func (j *joint) setCallSpan(b trace.NodeID, k, c int32) {
@@ -279,11 +321,18 @@ func (j *joint) setCallSpan(b trace.NodeID, k, c int32) {
 // span's signature.
 func (j *joint) spanCost(b trace.NodeID, c int32, calls []int32) float64 {
 	sc := &j.scr
-	reply := j.r.peer[c]
-	rs := j.msgs[reply].Send
+	h := j.half[c]
+	reply, rs, start := int32(-1), int64(math.MaxInt64), j.msgs[c].Recv
+	switch h {
+	case halfNone:
+		reply = j.r.peer[c]
+		rs = j.msgs[reply].Send
+	case halfHead:
+		reply, rs, start = c, j.msgs[c].Send, math.MinInt64
+	}
 	sc.trig = append(sc.trig[:0], c)
 	for _, k := range calls {
-		if j.msgs[k].Send < j.msgs[c].Recv {
+		if j.msgs[k].Send < start {
 			return math.Inf(1)
 		}
 		if r := j.r.peer[k]; r >= 0 && j.msgs[r].Dst == b && j.msgs[r].Recv != trace.Unknown {
@@ -304,21 +353,39 @@ func (j *joint) spanCost(b trace.NodeID, c int32, calls []int32) float64 {
 	send := func(a int32) {
 		s := j.msgs[a].Send
 		t := 0
-		for q := 1; q < len(sc.trig); q++ {
+		q := 1
+		if j.anyParallel && j.parallelCall(c, a) {
+			q = len(sc.trig) // a parallel call: the request is its cause
+		}
+		for ; q < len(sc.trig); q++ {
 			if j.msgs[sc.trig[q]].Recv <= s {
 				t = q
 			}
 		}
 		p := sc.trig[t]
 		sc.kids[t]++
-		cost -= j.logf(p, a, float64(s-j.msgs[p].Recv)/1e9)
+		if t == 0 && h == halfHead {
+			cost += j.headCost() // its cause was lost
+			return
+		}
+		// Its cause may have been lost (loss.go): then the delay
+		// is uniform over the span, at the price of the loss.
+		d := -j.logf(p, a, float64(s-j.msgs[p].Recv)/1e9)
+		if j.lossy {
+			d = math.Min(d, j.lostCause(b, j.msgs[p].Recv, a))
+		}
+		cost += d
 	}
 	for _, k := range calls {
 		send(k)
 	}
-	send(reply)
+	if reply >= 0 {
+		send(reply)
+	}
 	for q, p := range sc.trig {
-		cost += fanCost(j.fanOf(p), sc.kids[q])
+		if q > 0 || h != halfHead {
+			cost += fanCost(j.fanOf(p), sc.kids[q])
+		}
 	}
 	return cost + j.countCost(c, calls) + j.connCostOf(j.curSpans, c, calls)
 }
@@ -337,8 +404,38 @@ func fanCost(f *fanModel, k int) float64 {
 // countModelOf is the count model of calls to d from the spans of request
 // c's class.
 func (j *joint) countModelOf(c int32, d trace.NodeID) *countModel {
-	m := &j.msgs[c]
-	return j.mod.count[countKey{classSender(m.Src, m.Dst), m.Dst, d}]
+	ci, ok := j.cntCls.get(j.spanClass(c))
+	if !ok {
+		return nil
+	}
+	return j.countModelIn(ci, d)
+}
+
+// countModelIn is the count model of calls to d from the spans of the
+// class with id ci (in cntCls), or nil.
+func (j *joint) countModelIn(ci int32, d trace.NodeID) *countModel {
+	mi, ok := j.cntTab.get(uint64(uint32(ci))<<32 | uint64(uint32(d)))
+	if !ok {
+		return nil
+	}
+	return j.cntList[mi]
+}
+
+// indexCounts gives the span classes of the count models dense ids
+// (cntCls) and the models a table by class id and destination (cntTab):
+// the repair looks them up for every span cost.
+func (j *joint) indexCounts() {
+	j.cntCls, j.cntTab, j.cntList = newPairTable(64), newPairTable(64), j.cntList[:0]
+	for key, cm := range j.mod.count {
+		k := classOfKey(key)
+		ci, ok := j.cntCls.get(k)
+		if !ok {
+			ci = int32(j.cntCls.n)
+			j.cntCls.put(k, ci)
+		}
+		j.cntTab.put(uint64(uint32(ci))<<32|uint64(uint32(key.dst)), int32(len(j.cntList)))
+		j.cntList = append(j.cntList, cm)
+	}
 }
 
 // countCost is −log of the call counts per destination of request c's span.
@@ -349,13 +446,21 @@ func (j *joint) countCost(c int32, calls []int32) float64 {
 		sc.dsts = append(sc.dsts, j.msgs[k].Dst)
 	}
 	slices.Sort(sc.dsts)
-	cost := j.countBase[j.spanClass(c)]
+	cost := 0.0
+	ci, known := j.cntCls.get(j.spanClass(c))
+	if known {
+		cost = j.countBase[ci]
+	}
 	for i := 0; i < len(sc.dsts); {
 		n := 1
 		for i+n < len(sc.dsts) && sc.dsts[i+n] == sc.dsts[i] {
 			n++
 		}
-		if cm := j.countModelOf(c, sc.dsts[i]); cm != nil {
+		var cm *countModel
+		if known {
+			cm = j.countModelIn(ci, sc.dsts[i])
+		}
+		if cm != nil {
 			cost += -cm.logp[min(n, 3)] + cm.logp[0]
 		} else {
 			cost += 7 // a destination the node never calls from a span
@@ -368,7 +473,14 @@ func (j *joint) countCost(c int32, calls []int32) float64 {
 // assignSpan gives the sends of c's span their parents: the latest message
 // the span received before each.
 func (j *joint) assignSpan(b trace.NodeID, c int32, calls []int32) {
-	reply := j.r.peer[c]
+	h := j.half[c]
+	reply, first := int32(-1), c
+	switch h {
+	case halfNone:
+		reply = j.r.peer[c]
+	case halfHead:
+		reply, first = c, -1 // the sends before any return: their cause was lost
+	}
 	trig := append(j.scr.trig[:0], c)
 	for _, k := range calls {
 		if r := j.r.peer[k]; r >= 0 && j.msgs[r].Dst == b && j.msgs[r].Recv != trace.Unknown {
@@ -379,7 +491,11 @@ func (j *joint) assignSpan(b trace.NodeID, c int32, calls []int32) {
 	j.scr.trig = trig
 	set := func(a int32) {
 		s := j.msgs[a].Send
-		p := c
+		p := first
+		if j.anyParallel && j.parallelCall(c, a) {
+			j.parent[a] = p // a parallel call: the request is its cause
+			return
+		}
 		for _, t := range trig[1:] {
 			if j.msgs[t].Recv <= s {
 				p = t
@@ -390,8 +506,10 @@ func (j *joint) assignSpan(b trace.NodeID, c int32, calls []int32) {
 	for _, k := range calls {
 		set(k)
 	}
-	set(reply)
-	j.prob[reply] = 1
+	if reply >= 0 {
+		set(reply)
+		j.prob[reply] = 1
+	}
 }
 
 // callProb is call k's probability of belonging to its span rather than to
@@ -401,18 +519,34 @@ func (j *joint) callProb(b trace.NodeID, ns *nodeSpans, k int32, ins []int32) fl
 	if !ok {
 		return float64(j.prob[k])
 	}
+	// The other admissible spans first: with none, the call is its span's
+	// for certain (and its span's cost without it is not needed).
+	others := j.scr.a[:0]
+	j.admissibleSpans(b, ns, k, ins, func(sb int32) { others = append(others, sb) })
+	j.scr.a = others
+	if len(others) == 0 {
+		return 1
+	}
 	sum := 1.0
 	var ma, mb []int32
 	ma = without(ma, ns.members[sa], k)
 	ca := j.spanCost(b, ns.req[sa], ma)
-	j.admissibleSpans(b, ns, k, ins, func(sb int32) {
+	for _, sb := range others {
 		mb = j.with(mb, ns.members[sb], k)
-		d := ca + j.spanCost(b, ns.req[sb], mb) - ns.cost[sa] - ns.cost[sb]
+		d := ca + j.spanCost(b, ns.req[sb], mb) - j.costOf(b, ns, sa) - j.costOf(b, ns, sb)
 		if d < 50 {
 			sum += math.Exp(-d)
 		}
-	})
+	}
 	return 1 / sum
+}
+
+// costOf is span s's cost, computed when not known (NaN).
+func (j *joint) costOf(b trace.NodeID, ns *nodeSpans, s int32) float64 {
+	if math.IsNaN(ns.cost[s]) {
+		ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
+	}
+	return ns.cost[s]
 }
 
 // countPriors sets the count models' priors from the trace: calls from b
@@ -449,6 +583,9 @@ func (j *joint) countPriors() {
 		var p [4]float64
 		switch {
 		case r <= 1:
+			// (Allowing two calls with r/4 helped children-0/2 a little,
+			// 0.57 → 0.60 of the instances, but opened a second slot per
+			// span in the assignment everywhere: +10 % link CPU.)
 			p = [4]float64{1 - r, r, 0, 0}
 		case r <= 2:
 			p = [4]float64{0, 2 - r, r - 1, 0}
@@ -469,35 +606,58 @@ func (j *joint) countPriors() {
 			cm.prior = p
 		}
 	}
+	j.indexCounts()
 	j.setCountBase()
 }
 
 // setCountBase sums −log P(no call) over the destinations of each class.
 func (j *joint) setCountBase() {
-	if j.countBase == nil {
-		j.countBase = map[uint64]float64{}
-	}
+	j.countBase = slices.Grow(j.countBase[:0], j.cntCls.n)[:j.cntCls.n]
 	clear(j.countBase)
 	for key, cm := range j.mod.count {
-		j.countBase[classOfKey(key)] -= cm.logp[0]
+		ci, _ := j.cntCls.get(classOfKey(key))
+		j.countBase[ci] -= cm.logp[0]
 	}
 }
 
 // refitCounts blends the counts of the spans as assigned into the count
 // models.
 func (j *joint) refitCounts() {
-	per := map[int32]map[trace.NodeID]int{}
+	// The destinations of every span's calls, grouped by span (CSR over
+	// the requests; a map per span cost most of the refit on large traces).
+	isCall := func(k int, c int32) bool {
+		return c >= 0 && j.r.role[k] == roleRequest && j.msgs[k].Send != trace.Unknown && j.r.role[c] == roleRequest && j.msgs[c].Dst == j.msgs[k].Src
+	}
+	n := len(j.msgs)
+	start := make([]int32, n+1)
 	for k, c := range j.callSpan {
-		if c >= 0 && j.r.role[k] == roleRequest && j.msgs[k].Send != trace.Unknown && j.r.role[c] == roleRequest && j.msgs[c].Dst == j.msgs[k].Src {
-			if per[c] == nil {
-				per[c] = map[trace.NodeID]int{}
-			}
-			per[c][j.msgs[k].Dst]++
+		if isCall(k, c) {
+			start[c+1]++
 		}
 	}
-	// Spans no ambiguous call could have joined give unbiased counts; use
-	// them where a node has enough.
-	sure := map[uint64]float64{}
+	for c := 0; c < n; c++ {
+		start[c+1] += start[c]
+	}
+	dsts := make([]trace.NodeID, start[n])
+	fill := start[:n:n] // advanced while filling, restored below
+	for k, c := range j.callSpan {
+		if isCall(k, c) {
+			dsts[fill[c]] = j.msgs[k].Dst
+			fill[c]++
+		}
+	}
+	for c := n; c > 0; c-- {
+		start[c] = start[c-1]
+	}
+	start[0] = 0
+	// Counts come from every span as assigned. (Only the spans no
+	// ambiguous call could have joined, where a class had enough, was the
+	// rule until 2026-11-22: they are biased towards spans without calls —
+	// on Figure 18's children-0/2 every one of them had none, and the model
+	// learnt that B rarely calls C.) The sure spans still tell which calls
+	// are parallel (parallel.go).
+	nc := j.cntCls.n
+	sure, tot := make([]float64, nc), make([]float64, nc)
 	isSpan := func(c int) bool {
 		if j.r.role[c] != roleRequest || j.msgs[c].Recv == trace.Unknown {
 			return false
@@ -507,30 +667,40 @@ func (j *joint) refitCounts() {
 	}
 	for c := range j.msgs {
 		if isSpan(c) && !j.unsure[c] {
-			sure[j.spanClass(int32(c))]++
+			if ci, ok := j.cntCls.get(j.spanClass(int32(c))); ok {
+				sure[ci]++
+			}
 		}
 	}
+	j.refitParallel(sure)
 	for _, cm := range j.mod.count {
 		cm.seen = [4]float64{}
 	}
-	tot := map[uint64]float64{}
 	for c := range j.msgs {
 		if !isSpan(c) {
 			continue
 		}
-		cl := j.spanClass(int32(c))
-		if sure[cl] >= 30 && j.unsure[c] {
-			continue
+		ci, ok := j.cntCls.get(j.spanClass(int32(c)))
+		if !ok {
+			continue // a class without count models: nothing to count
 		}
-		tot[cl]++
-		for d, n := range per[int32(c)] {
-			if cm := j.countModelOf(int32(c), d); cm != nil {
-				cm.seen[min(n, 3)]++
+		tot[ci]++
+		ds := dsts[start[c]:start[c+1]]
+		slices.Sort(ds)
+		for i := 0; i < len(ds); {
+			m := 1
+			for i+m < len(ds) && ds[i+m] == ds[i] {
+				m++
 			}
+			if cm := j.countModelIn(ci, ds[i]); cm != nil {
+				cm.seen[min(m, 3)]++
+			}
+			i += m
 		}
 	}
 	for key, cm := range j.mod.count {
-		t := tot[classOfKey(key)]
+		ci, _ := j.cntCls.get(classOfKey(key))
+		t := tot[ci]
 		if t == 0 {
 			continue
 		}
@@ -598,7 +768,27 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 	var cols []int32 // span of each column; a span has one column per slot
 	var slot []int
 	var over []int32 // per row: the span its own column stands for, or −1
-	colOf := map[int32]int{}
+	// colOf is the first column of each span in the block (−1: none),
+	// reset after every block.
+	colOf := j.scr.colOf[:0]
+	for range ns.req {
+		colOf = append(colOf, -1)
+	}
+	defer func() { j.scr.colOf = colOf }()
+	inSpan := j.scr.inSpan[:0]
+	for range ns.req {
+		inSpan = append(inSpan, 0)
+	}
+	defer func() { j.scr.inSpan = inSpan }()
+	var spans []int32 // the spans counted in inSpan
+	// ver counts the changes of every span's calls: a memoised cost is
+	// valid while its span's version is unchanged.
+	ver := j.scr.ver[:0]
+	for range ns.req {
+		ver = append(ver, 0)
+	}
+	defer func() { j.scr.ver = ver }()
+	j.scr.memo.prevStart = j.scr.memo.prevStart[:0]
 	var ma []int32
 	for _, d := range order {
 		g := groups[d]
@@ -607,19 +797,26 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 			if s, ok := ns.at(j.callSpan[k]); ok {
 				ns.members[s] = without(nil, ns.members[s], k)
 				ns.cost[s] = math.NaN()
+				ver[s]++
 			}
 		}
+		prevKeep := 0
 		// Slots: how many calls of the group one span may take in a block
 		// (parallel or repeated calls), from the count models.
 		slots := 1
-		inSpan := map[int32]int{}
+		spans = spans[:0]
 		for _, k := range g {
 			if s, ok := ns.at(j.callSpan[k]); ok {
+				if inSpan[s] == 0 {
+					spans = append(spans, s)
+				}
 				inSpan[s]++
 			}
 		}
 		var atLeast [4]int
-		for _, n := range inSpan {
+		for _, s := range spans {
+			n := int(inSpan[s])
+			inSpan[s] = 0
 			for q := 1; q <= min(n, 3); q++ {
 				atLeast[q]++
 			}
@@ -643,18 +840,40 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 		}
 		for i := 0; i < len(g); {
 			blk := g[i:min(i+assignBlock, len(g))]
+			for _, s := range cols {
+				colOf[s] = -1
+			}
 			cols, slot = cols[:0], slot[:0]
-			clear(colOf)
-			for _, k := range blk {
+			// Every row's admissible spans and its cost in each (the
+			// span's cost with the call), once: rows the previous block
+			// left uncommitted reuse theirs for spans unchanged since.
+			mc := &j.scr.memo
+			mc.start, mc.ents = append(mc.start[:0], 0), mc.ents[:0]
+			for r, k := range blk {
+				var pe []memoEnt
+				if pr := r + prevKeep; pr+1 < len(mc.prevStart) {
+					pe = mc.prevEnts[mc.prevStart[pr]:mc.prevStart[pr+1]]
+				}
+				q := 0
 				j.admissibleAll(b, ns, k, ins, func(s int32) {
-					if _, ok := colOf[s]; !ok {
-						colOf[s] = len(cols)
+					if colOf[s] < 0 {
+						colOf[s] = int32(len(cols))
 						for q := 1; q <= slots; q++ {
 							cols = append(cols, s)
 							slot = append(slot, q)
 						}
 					}
+					e := memoEnt{s: s, ver: ver[s]}
+					if q < len(pe) && pe[q].s == s && pe[q].ver == e.ver {
+						e.a = pe[q].a
+					} else {
+						ma = j.with(ma, ns.members[s], k)
+						e.a = j.spanCost(b, ns.req[s], ma)
+					}
+					q++
+					mc.ents = append(mc.ents, e)
 				})
+				mc.start = append(mc.start, int32(len(mc.ents)))
 			}
 			n, m := len(blk), len(cols)+len(blk)
 			over = slices.Grow(over[:0], n)[:n]
@@ -670,12 +889,12 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 					row[c] = noSpanCost
 				}
 				d := j.msgs[k].Dst
-				j.admissibleAll(b, ns, k, ins, func(s int32) {
+				for _, e := range mc.ents[mc.start[r]:mc.start[r+1]] {
+					s := e.s
 					cm := j.countModelOf(ns.req[s], d)
-					ma = j.with(ma, ns.members[s], k)
-					c := j.spanCost(b, ns.req[s], ma) - ns.cost[s]
+					c := e.a - ns.cost[s]
 					if c >= noSpanCost {
-						return
+						continue
 					}
 					m := 0
 					for _, x := range ns.members[s] {
@@ -690,9 +909,9 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 						if cm != nil && q > 1 {
 							cq += countStep(cm, m+q) - countStep(cm, m+1)
 						}
-						row[colOf[s]+q-1] = cq
+						row[int(colOf[s])+q-1] = cq
 					}
-				})
+				}
 				// Its own column: over capacity into its cheapest span
 				// (at a price), or spontaneous when none is admissible.
 				row[len(cols)+r] = rootCost
@@ -703,13 +922,16 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 					}
 				}
 			}
-			hs := newHungScratch(m)
+			hs := j.scr.hung.grow(m)
 			col := hungarian(cost, n, m, hs.u, hs.v, hs.p, hs.way, hs.minv, hs.used)
 			keep := len(blk)
 			if i+assignBlock < len(g) {
 				keep = assignCommit
 			}
 			i += keep
+			prevKeep = keep
+			mc.prevStart, mc.start = mc.start, mc.prevStart
+			mc.prevEnts, mc.ents = mc.ents, mc.prevEnts
 			for r := 0; r < keep; r++ {
 				k := blk[r]
 				if col[r] >= len(cols) && over[r] < 0 {
@@ -723,15 +945,27 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 					s = cols[col[r]]
 				}
 				ns.members[s] = j.with(nil, ns.members[s], k)
-				ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
+				// The row's cost in s is the span's new cost while
+				// nothing else joined s in this block.
+				a, ok := math.NaN(), false
+				for _, e := range mc.prevEnts[mc.prevStart[r]:mc.prevStart[r+1]] {
+					if e.s == s && e.ver == ver[s] {
+						a, ok = e.a, true
+						break
+					}
+				}
+				if !ok {
+					a = j.spanCost(b, ns.req[s], ns.members[s])
+				}
+				ns.cost[s] = a
+				ver[s]++
 				j.setCallSpan(b, k, ns.req[s])
 			}
 		}
+		j.scr.memo.prevStart = j.scr.memo.prevStart[:0] // the next group starts afresh
 	}
-	for s := range ns.req {
-		if math.IsNaN(ns.cost[s]) {
-			ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
-		}
+	for _, s := range cols {
+		colOf[s] = -1
 	}
 }
 
@@ -742,14 +976,13 @@ func (j *joint) admissibleAll(b trace.NodeID, ns *nodeSpans, k int32, ins []int3
 	m := &j.msgs[k]
 	need := j.need(b, k)
 	from := m.Send - ns.longest
-	p := lastAtOrBefore(ns.req, m.Send, func(i int32) int64 { return j.msgs[i].Recv })
+	p := lastAtOrBefore64(ns.recv, m.Send)
 	n := 0
 	for ; p >= 0 && n < 16; p-- {
-		c := ns.req[p]
-		if j.msgs[c].Recv < from {
+		if ns.recv[p] < from {
 			return
 		}
-		if j.msgs[j.r.peer[c]].Send < need {
+		if ns.end[p] < need {
 			continue
 		}
 		n++

@@ -12,12 +12,15 @@ import (
 // it links time chunks of Options.Stream, each with the window x of context
 // on both sides, keeps the instances whose root falls in the chunk, and
 // carries the delay models from chunk to chunk. Instances are aggregated as
-// they are found and not kept (Paths.Instances stays empty), and histograms
-// are not filled.
+// they are found and not kept (Paths.Instances stays empty; Options.OnInstance
+// receives each one as its chunk is linked), and histograms are not filled.
 type Stream struct {
 	t     *trace.Trace // node, endpoint and label tables; Messages unused
 	o     Options
 	buf   []trace.Message
+	seq   []int64 // push position of every buffered message (OnInstance only)
+	next  int64   // push position of the next message
+	inst  StreamInstance
 	core  int64 // start of the chunk being filled; MinInt64 before the first message
 	a     *aggregator
 	mod   *models
@@ -26,6 +29,9 @@ type Stream struct {
 	iters int
 	warn  []string
 	order []int32
+	// claimed marks the buffered messages the chunk's instances took
+	// (joint), dropped from the next chunk's context.
+	claimed []bool
 	// endpoints is the size of the endpoint table after the last compaction.
 	endpoints int
 	shared    bool // t holds the whole trace: its tables must stay intact
@@ -47,10 +53,36 @@ func NewStream(t *trace.Trace, opts Options) (*Stream, error) {
 	return &Stream{t: t, o: opts, core: math.MinInt64, a: a, mod: newModels()}, nil
 }
 
+// StreamInstance is one path instance found by a Stream, given to
+// Options.OnInstance as soon as its chunk is linked (the slices are valid
+// during the call only).
+type StreamInstance struct {
+	// Pattern is the instance's pattern, by stream id: the result's
+	// StreamPatterns[Pattern] gives its rank and final step order.
+	Pattern int
+	Prob    float64
+	// Messages are the instance's messages in the pattern's canonical
+	// order; Seq their positions in push order (for a loaded trace, their
+	// indices in the sorted trace).
+	Messages []trace.Message
+	Seq      []int64
+}
+
+// StreamPattern places a stream pattern in the result: its rank in
+// Result.Patterns and, when the final step order differs from the canonical
+// one that StreamInstance.Messages follow, Perm (final position → canonical
+// position).
+type StreamPattern struct {
+	Rank int
+	Perm []int32
+}
+
 // Push adds the next message. Messages must come in time order, give or
 // take the window x; later stragglers are dropped with a warning.
 func (s *Stream) Push(m trace.Message) {
 	tm := m.Time()
+	seq := s.next
+	s.next++
 	if s.core == math.MinInt64 {
 		s.core = tm
 	}
@@ -59,6 +91,9 @@ func (s *Stream) Push(m trace.Message) {
 		return
 	}
 	s.buf = append(s.buf, m)
+	if s.o.OnInstance != nil {
+		s.seq = append(s.seq, seq)
+	}
 	if tm >= s.core+int64(s.o.Stream)+2*int64(s.o.Window) {
 		s.flush(false)
 	}
@@ -69,7 +104,7 @@ func (s *Stream) flush(final bool) {
 	if len(s.buf) == 0 {
 		return
 	}
-	slices.SortStableFunc(s.buf, func(a, b trace.Message) int { return cmpTime(a.Time(), b.Time()) })
+	s.sortBuf()
 	x, w := int64(s.o.Window), int64(s.o.Stream)
 	end := s.core + w
 	ctxEnd := len(s.buf)
@@ -94,11 +129,25 @@ func (s *Stream) flush(final bool) {
 		s.a.clock = trace.NewClockMap(ct)
 	}
 	labels := s.a.linkerLabels(l)
+	// The joint linker gives every message one instance: the messages of
+	// this chunk's instances are claimed, and the next chunk links its
+	// context without them, so that it cannot put them in an instance of
+	// its own as well (the chunks may assign the overlap differently).
+	claim := s.o.Method != MethodWAP5 && !final
+	if claim {
+		s.claimed = slices.Grow(s.claimed[:0], ctxEnd)[:ctxEnd]
+		clear(s.claimed)
+	}
 	for i := 0; i < in.len(); i++ {
 		msgs, par := in.get(i)
 		rt := ct.Messages[msgs[0]].Time()
 		if rt < s.core || !final && rt >= end {
 			continue // another chunk's instance
+		}
+		if claim {
+			for _, k := range msgs {
+				s.claimed[k] = true
+			}
 		}
 		var p *pattern
 		p, s.order = s.a.canon(ct.Messages, labels, msgs, par, s.order[:0], true)
@@ -107,14 +156,37 @@ func (s *Stream) flush(final bool) {
 		}
 		s.a.accumulate(p, ct.Messages, s.order, in.prob[i])
 		s.a.add(p, in.prob[i])
+		if f := s.o.OnInstance; f != nil {
+			si := &s.inst
+			si.Pattern, si.Prob = int(p.idx), in.prob[i]
+			si.Messages, si.Seq = si.Messages[:0], si.Seq[:0]
+			for _, k := range s.order {
+				si.Messages = append(si.Messages, ct.Messages[k])
+				si.Seq = append(si.Seq, s.seq[k])
+			}
+			f(*si)
+		}
 	}
 	// Keep the window before the next chunk as its context.
 	keep, _ := slices.BinarySearchFunc(s.buf, end-x, func(m trace.Message, t int64) int { return cmpTime(m.Time(), t) })
 	if final {
 		keep = len(s.buf)
 	}
-	n := copy(s.buf, s.buf[keep:])
+	n := 0
+	for k := keep; k < len(s.buf); k++ {
+		if claim && k < ctxEnd && s.claimed[k] {
+			continue
+		}
+		s.buf[n] = s.buf[k]
+		if s.seq != nil {
+			s.seq[n] = s.seq[k]
+		}
+		n++
+	}
 	s.buf = s.buf[:n]
+	if s.seq != nil {
+		s.seq = s.seq[:n]
+	}
 	s.core = end
 	// Ephemeral endpoints accumulate in the interning table: keep only
 	// those the buffer still uses once the table has doubled.
@@ -138,12 +210,51 @@ func (s *Stream) Close() *Result {
 	if s.late > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d messages arrived out of time order beyond the window and were left out", s.late))
 	}
+	res := &Result{Fit: s.fit, Iterations: s.iters}
+	if s.o.OnInstance != nil {
+		res.StreamPatterns = make([]StreamPattern, len(s.a.pats))
+	}
 	for r, p := range s.a.ranked() {
-		tp, _ := s.a.build(p)
+		tp, perm := s.a.build(p)
 		tp.Rank = r + 1
 		out.Patterns = append(out.Patterns, tp)
+		if res.StreamPatterns != nil {
+			res.StreamPatterns[p.idx] = StreamPattern{Rank: r + 1, Perm: perm}
+		}
 	}
-	return &Result{Paths: out, Fit: s.fit, Iterations: s.iters}
+	res.Paths = out
+	return res
+}
+
+// sortBuf puts the buffer in time order (stable), with the push positions
+// alongside when they are kept.
+func (s *Stream) sortBuf() {
+	less := func(a, b *trace.Message) bool { return a.Time() < b.Time() }
+	sorted := true
+	for i := 1; i < len(s.buf); i++ {
+		if less(&s.buf[i], &s.buf[i-1]) {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return
+	}
+	if s.seq == nil {
+		slices.SortStableFunc(s.buf, func(a, b trace.Message) int { return cmpTime(a.Time(), b.Time()) })
+		return
+	}
+	idx := make([]int32, len(s.buf))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int { return cmpTime(s.buf[a].Time(), s.buf[b].Time()) })
+	buf, seq := make([]trace.Message, len(idx)), make([]int64, len(idx))
+	for k, i := range idx {
+		buf[k], seq[k] = s.buf[i], s.seq[i]
+	}
+	copy(s.buf, buf)
+	copy(s.seq, seq)
 }
 
 // linkStream links a loaded trace through a Stream (the same result a

@@ -57,3 +57,39 @@ func TestStreamMatchesBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamOnInstance: a stream reports every instance it aggregates, once,
+// with its messages' positions in the trace, and the result places every
+// reported pattern at a rank whose count is the number reported.
+func TestStreamOnInstance(t *testing.T) {
+	tr := simulate(simConfig{clients: 5, perClient: 100, think: gauss{ms(300), ms(100)}, net: gauss{ms(0.3), ms(0.05)},
+		tracelets: multiTier(5, false), seed: 7, clientName: "CLIENT"})
+	for _, method := range []string{MethodJoint, MethodWAP5} {
+		got := map[int]int{}
+		o := Options{Method: method, Window: 200 * time.Millisecond, Stream: 10 * time.Second}
+		o.OnInstance = func(in StreamInstance) {
+			got[in.Pattern]++
+			if len(in.Seq) != len(in.Messages) || len(in.Messages) == 0 || in.Prob <= 0 || in.Prob > 1 {
+				t.Fatalf("%s: instance with %d messages, %d positions, prob %v", method, len(in.Messages), len(in.Seq), in.Prob)
+			}
+			for k, q := range in.Seq {
+				if tr.Messages[q] != in.Messages[k] {
+					t.Fatalf("%s: message %d of an instance is not the trace's message %d", method, k, q)
+				}
+			}
+		}
+		res, err := Link(tr, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 || len(res.StreamPatterns) != len(res.Patterns) {
+			t.Fatalf("%s: %d patterns reported, %d placed, %d in the result", method, len(got), len(res.StreamPatterns), len(res.Patterns))
+		}
+		for id, n := range got {
+			sp := res.StreamPatterns[id]
+			if c := res.Patterns[sp.Rank-1].Count; c != n {
+				t.Errorf("%s: pattern %d (rank %d): %d instances reported, count %d", method, id, sp.Rank, n, c)
+			}
+		}
+	}
+}

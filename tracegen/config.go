@@ -15,20 +15,38 @@ import (
 // Config is a parsed generator configuration (see docs/gen.md for the file
 // format). The CLI's overrides change its fields before Generate or Write.
 type Config struct {
-	File      string
-	Seed      uint64
-	Start     float64 // true time 0, seconds since the Unix epoch
-	Duration  float64 // seconds of true time during which instances start; 0 = no limit
-	Messages  int64   // stop starting instances once this many messages were made; 0 = no limit
-	Loss      float64 // independent probability that a message is missing from the trace
-	Sniffer   *Sniffer
-	StdScale  float64 // multiplies the spread of node (step) delays; 1 = as configured
-	Parents   bool    // write parent=ID: the message that caused each message
+	File     string
+	Seed     uint64
+	Start    float64 // true time 0, seconds since the Unix epoch
+	Duration float64 // seconds of true time during which instances start; 0 = no limit
+	Messages int64   // stop starting instances once this many messages were made; 0 = no limit
+	Loss     float64 // independent probability that a message is missing from the trace
+	Sniffer  *Sniffer
+	StdScale float64 // multiplies the spread of node (step) delays; 1 = as configured
+	Parents  bool    // write parent=ID: the message that caused each message
+	// Conns is how calls use connections (the `connections` line): each
+	// node keeps a pool of persistent connections per callee, reused across
+	// calls (one call at a time per connection), from random ephemeral ports.
+	Conns     Conns
 	Nodes     []*Node
 	Groups    map[string][]int // group (and node) name → node indices
 	Links     []*Link
 	Tracelets []*Tracelet
 }
+
+// Conns configures the connection pools: a connection stays open until it
+// has been idle for Idle seconds or has carried Uses calls (Uses = 1: a new
+// connection, from a random ephemeral port, for every call).
+type Conns struct {
+	Idle float64 // seconds; 0 = the default (5 s)
+	Uses int     // 0 = the default (100)
+}
+
+// Default connection pool settings.
+const (
+	DefaultConnIdle = 5.0
+	DefaultConnUses = 100
+)
 
 // Sniffer models bursty capture loss (Project 5 §7.5.5): a capture point
 // with a peak rate (messages per second) and a finite queue; a message that
@@ -285,6 +303,26 @@ func (p *parser) parseLine(raw string) error {
 			return fmt.Errorf("sniffer needs rate= and queue=")
 		}
 		c.Sniffer = s
+	case "connections":
+		for _, kv := range args {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "idle":
+				x, err := parseSeconds(v)
+				if err != nil || !(x > 0) {
+					return fmt.Errorf("connections idle: want a duration > 0, got %q", v)
+				}
+				c.Conns.Idle = x
+			case "uses":
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 {
+					return fmt.Errorf("connections uses: want a count ≥ 1, got %q", v)
+				}
+				c.Conns.Uses = n
+			default:
+				return fmt.Errorf("connections: unknown key %q (want idle=, uses=)", k)
+			}
+		}
 	case "parents":
 		if len(args) != 0 {
 			return fmt.Errorf("parents takes no value")
@@ -297,7 +335,7 @@ func (p *parser) parseLine(raw string) error {
 	case "tracelet":
 		return p.parseTracelet(args)
 	default:
-		return fmt.Errorf("unknown keyword %q (want seed, start, duration, messages, loss, sniffer, stddev-scale, parents, node, link or tracelet)", kw)
+		return fmt.Errorf("unknown keyword %q (want seed, start, duration, messages, loss, sniffer, stddev-scale, connections, parents, node, link or tracelet)", kw)
 	}
 	return nil
 }

@@ -20,8 +20,12 @@
 //  3. The tracelet is instantiated: each step samples the sender's delay since
 //     its last event on the path, picks the receiver among the target's nodes,
 //     samples the network delay of the link, and recurses into the callee's
-//     steps; a call's return follows the callee's reply delay. Times are true
-//     times; a message's timestamps are the sender's and the receiver's clocks
+//     steps; a call's return follows the callee's reply delay, and the call
+//     takes a connection of the caller's pool to the callee for that time
+//     (the most recently used idle one, or a new one from a random free
+//     ephemeral port; closed after an idle time or a number of calls).
+//     Times are true times; a message's timestamps are the sender's and the
+//     receiver's clocks
 //     (true + offset + drift·t), or - for an untraced node. Messages may be
 //     lost with the configured probability.
 //  4. The worker thinks (a sample of the tracelet's think time after the

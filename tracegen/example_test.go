@@ -13,7 +13,8 @@ import (
 // runs 5 ms ahead, so its returns sort after the web server's (the trace is
 // sorted by each message's send time on its sender's clock). Every message
 // carries its path instance in truth=; with "parents", also the id of the
-// message that caused it.
+// message that caused it. Calls reuse persistent connections (one call at a
+// time each) from random ephemeral ports, as real clients do.
 func ExampleWrite() {
 	cfg, err := tracegen.ParseConfig(strings.NewReader(`
 seed 1
@@ -39,14 +40,14 @@ tracelet page from=client think=100ms
 	fmt.Println(sum.Messages, "messages,", sum.Instances, "instances")
 	// Output:
 	// # wap5 message trace v1
-	// 1700000000.006261612 client 10.0.0.5:32768 1700000000.007261612 web 10.0.1.1:80 200 id=1 kind=call call=1 truth=1
-	// 1700000000.010261612 web 10.0.1.1:40687 1700000000.016261612 db 10.0.2.1:5432 200 id=2 kind=call call=2 truth=1 parent=1
-	// 1700000000.018261612 web 10.0.1.1:80 1700000000.019261612 client 10.0.0.5:32768 1000 id=4 kind=return call=1 truth=1 parent=3
-	// 1700000000.020261612 db 10.0.2.1:5432 1700000000.016261612 web 10.0.1.1:40687 1000 id=3 kind=return call=2 truth=1 parent=2
-	// 1700000000.119261612 client 10.0.0.5:32769 1700000000.120261612 web 10.0.1.1:80 200 id=5 kind=call call=3 truth=2
-	// 1700000000.123261612 web 10.0.1.1:40688 1700000000.129261612 db 10.0.2.1:5432 200 id=6 kind=call call=4 truth=2 parent=5
-	// 1700000000.131261612 web 10.0.1.1:80 1700000000.132261612 client 10.0.0.5:32769 1000 id=8 kind=return call=3 truth=2 parent=7
-	// 1700000000.133261612 db 10.0.2.1:5432 1700000000.129261612 web 10.0.1.1:40688 1000 id=7 kind=return call=4 truth=2 parent=6
+	// 1700000000.006261612 client 10.0.0.5:58230 1700000000.007261612 web 10.0.1.1:80 200 id=1 kind=call call=1 truth=1
+	// 1700000000.010261612 web 10.0.1.1:53355 1700000000.016261612 db 10.0.2.1:5432 200 id=2 kind=call call=2 truth=1 parent=1
+	// 1700000000.018261612 web 10.0.1.1:80 1700000000.019261612 client 10.0.0.5:58230 1000 id=4 kind=return call=1 truth=1 parent=3
+	// 1700000000.020261612 db 10.0.2.1:5432 1700000000.016261612 web 10.0.1.1:53355 1000 id=3 kind=return call=2 truth=1 parent=2
+	// 1700000000.119261612 client 10.0.0.5:58230 1700000000.120261612 web 10.0.1.1:80 200 id=5 kind=call call=3 truth=2
+	// 1700000000.123261612 web 10.0.1.1:53355 1700000000.129261612 db 10.0.2.1:5432 200 id=6 kind=call call=4 truth=2 parent=5
+	// 1700000000.131261612 web 10.0.1.1:80 1700000000.132261612 client 10.0.0.5:58230 1000 id=8 kind=return call=3 truth=2 parent=7
+	// 1700000000.133261612 db 10.0.2.1:5432 1700000000.129261612 web 10.0.1.1:53355 1000 id=7 kind=return call=4 truth=2 parent=6
 	// 8 messages, 2 instances
 }
 

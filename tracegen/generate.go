@@ -112,11 +112,15 @@ func Write(w io.Writer, cfg *Config) (*Summary, error) {
 
 type genNode struct {
 	*Node
-	offNs  int64
-	ep     trace.EndpointID   // listening endpoint
-	eph    int                // next ephemeral port
-	eph0   int                // first ephemeral port
-	ephIDs []trace.EndpointID // interned ephemeral endpoints, by port − eph0 (mod the range); 0: not yet
+	offNs int64
+	ep    trace.EndpointID // listening endpoint
+	// ephIDs are the interned ephemeral endpoints by port; held, per port
+	// in use or recently closed, the true time until which no new
+	// connection may take it (open connections: forever).
+	ephIDs map[uint16]trace.EndpointID
+	held   map[uint16]int64
+	prune  int                 // prune held of expired ports when it grows past this
+	pools  map[int32]*[]*gconn // persistent connections to each callee
 	ipText string
 	class  int // link class: nodes of one class have the same link delays
 }
@@ -182,6 +186,19 @@ type engine struct {
 	busyNs    float64 // sum of instance durations
 	lastTrue  int64
 	sameCache map[*Target]map[string]*Target
+
+	nowT     int64 // true start of the instance being made
+	connIdle int64 // ns
+	connUses int
+}
+
+// gconn is a persistent connection from a pool: its ephemeral port, the true
+// time its last call's return arrived (it carries one call at a time), and
+// how many calls it carried.
+type gconn struct {
+	port uint16
+	busy int64
+	uses int
 }
 
 func newEngine(cfg *Config) (*engine, error) {
@@ -194,9 +211,17 @@ func newEngine(cfg *Config) (*engine, error) {
 	e := &engine{cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)), t: &trace.Trace{Endpoints: []string{"-"}},
 		startNs: int64(math.Round(cfg.Start * 1e9)), nextID: 1, nextCall: 1, truth: 1,
 		sameCache: map[*Target]map[string]*Target{}}
+	e.connIdle = int64(DefaultConnIdle * 1e9)
+	if cfg.Conns.Idle > 0 {
+		e.connIdle = int64(cfg.Conns.Idle * 1e9)
+	}
+	e.connUses = DefaultConnUses
+	if cfg.Conns.Uses > 0 {
+		e.connUses = cfg.Conns.Uses
+	}
 	e.minOff = math.MaxInt64
 	seen := make(map[string]bool, len(cfg.Nodes))
-	for i, n := range cfg.Nodes {
+	for _, n := range cfg.Nodes {
 		if seen[n.Name] || n.Name == "" {
 			return nil, fmt.Errorf("%s:%d: node %q declared twice", cfg.File, n.Line, n.Name)
 		}
@@ -207,8 +232,6 @@ func newEngine(cfg *Config) (*engine, error) {
 			g.ipText = "[" + g.ipText + "]"
 		}
 		g.ep = e.addEndpoint(g.ipText + ":" + strconv.Itoa(n.Port))
-		g.eph = ephLo + (i*7919)%28000
-		g.eph0 = g.eph
 		if !n.Untraced {
 			e.minOff = min(e.minOff, g.offNs)
 			e.minDrift = min(e.minDrift, n.DriftPPM)
@@ -310,6 +333,7 @@ func (e *engine) siftWorker() {
 // messages; it returns the true time of its last event and its message count.
 func (e *engine) instance(w *worker, T int64) (int64, int) {
 	tl := e.cfg.Tracelets[w.tl]
+	e.nowT = T
 	e.inst = e.inst[:0]
 	e.variant = e.variant[:0]
 	e.exec(w.root, T, -1, tl.Steps)
@@ -382,13 +406,15 @@ func (e *engine) step(cur int, t int64, act int32, s *Step) (int64, int32) {
 		if e.nextCall < 0 { // wrapped: ids only need to pair within a window
 			e.nextCall = 1
 		}
-		cp := e.ephemeral(cur)
 		ci := int32(len(e.inst))
-		e.inst = append(e.inst, rawMsg{send: send, recv: recv, src: int32(cur), dst: int32(x), srcPort: cp,
+		e.inst = append(e.inst, rawMsg{send: send, recv: recv, src: int32(cur), dst: int32(x),
 			dstPort: uint16(e.nodes[x].Port), bytes: int64(s.Bytes.Sample(e.r, 1)), kind: trace.KindCall, call: call, parent: act})
 		tx, xact := e.exec(x, recv, ci, s.Children)
 		rsend := tx + e.delay(s.Reply, s.ReplyAt, x)
 		rrecv := rsend + e.net(x, cur)
+		// The call takes a connection of cur's pool to x for its duration.
+		cp := e.connect(cur, x, send, rrecv)
+		e.inst[ci].srcPort = cp
 		e.inst = append(e.inst, rawMsg{send: rsend, recv: rrecv, src: int32(x), dst: int32(cur), srcPort: uint16(e.nodes[x].Port),
 			dstPort: cp, bytes: int64(s.RBytes.Sample(e.r, 1)), kind: trace.KindReturn, call: call, parent: xact})
 		e.variant = append(e.variant, ')')
@@ -402,7 +428,7 @@ func (e *engine) step(cur int, t int64, act int32, s *Step) (int64, int32) {
 		recv := send + e.net(cur, x)
 		sp := uint16(e.nodes[cur].Port)
 		if e.nodes[cur].Client {
-			sp = e.ephemeral(cur)
+			sp = e.port(cur, send, send+int64(portLinger*1e9)) // a datagram from a fresh socket
 		}
 		si := int32(len(e.inst))
 		e.inst = append(e.inst, rawMsg{send: send, recv: recv, src: int32(cur), dst: int32(x), srcPort: sp,
@@ -533,17 +559,105 @@ const (
 	ephLo    = 32768
 	ephHi    = 60999
 	ephRange = ephHi - ephLo + 1
+	// portLinger is how long (seconds) a closed connection's port stays
+	// out of use (TCP's TIME_WAIT).
+	portLinger = 60
 )
 
-// ephemeral returns a fresh client-side port of node n.
-func (e *engine) ephemeral(n int) uint16 {
-	g := &e.nodes[n]
-	p := g.eph
-	g.eph++
-	if g.eph > ephHi {
-		g.eph = ephLo
+// connect returns the port of a connection from node cur to node x that is
+// idle at true time send and keeps it busy until end: the most recently used
+// idle connection of cur's pool to x (connections idle for longer than the
+// idle timeout are closed first), or a new one from a random free ephemeral
+// port. A connection that has carried its calls is closed after this one.
+// Instances are made one after another, not in time order, so a connection
+// is idle only after the latest call it was given: conservative, never two
+// calls at once on one connection.
+func (e *engine) connect(cur, x int, send, end int64) uint16 {
+	g := &e.nodes[cur]
+	if g.pools == nil {
+		g.pools = map[int32]*[]*gconn{}
 	}
-	return uint16(p)
+	pp := g.pools[int32(x)]
+	if pp == nil {
+		pp = new([]*gconn)
+		g.pools[int32(x)] = pp
+	}
+	pool := *pp
+	best := -1
+	w := 0
+	for _, c := range pool {
+		if c.busy < send && send-c.busy > e.connIdle {
+			g.held[c.port] = c.busy + e.connIdle + int64(portLinger*1e9)
+			continue
+		}
+		pool[w] = c
+		if c.busy < send && (best < 0 || c.busy > pool[best].busy) {
+			best = w
+		}
+		w++
+	}
+	clear(pool[w:])
+	pool = pool[:w]
+	var c *gconn
+	if best >= 0 {
+		c = pool[best]
+	} else {
+		c = &gconn{port: e.port(cur, send, math.MaxInt64)}
+		pool = append(pool, c)
+		best = len(pool) - 1
+	}
+	c.busy = max(c.busy, end)
+	c.uses++
+	if c.uses >= e.connUses {
+		g.held[c.port] = c.busy + int64(portLinger*1e9)
+		pool = append(pool[:best], pool[best+1:]...)
+	}
+	if len(pool) == 0 {
+		delete(g.pools, int32(x))
+	} else {
+		*pp = pool
+	}
+	return c.port
+}
+
+// port picks a random ephemeral port of node n that is free at true time t
+// and holds it until the given time.
+func (e *engine) port(n int, t, until int64) uint16 {
+	g := &e.nodes[n]
+	if g.held == nil {
+		g.held = map[uint16]int64{}
+	}
+	if len(g.held) > max(g.prune, 1024) {
+		// Forget the ports free before the current instance began:
+		// instances start in time order, so no later connection can
+		// find them held.
+		for p, h := range g.held {
+			if h < e.nowT {
+				delete(g.held, p)
+			}
+		}
+		g.prune = 2 * len(g.held)
+	}
+	for try := 0; try < 64; try++ {
+		p := uint16(ephLo + e.r.IntN(ephRange))
+		if h, ok := g.held[p]; !ok || h < t {
+			g.held[p] = until
+			return p
+		}
+	}
+	// Nearly every port is held: the one free soonest.
+	best, bh := uint16(ephLo), int64(math.MaxInt64)
+	for p := ephLo; p <= ephHi; p++ {
+		h, ok := g.held[uint16(p)]
+		if !ok {
+			h = math.MinInt64
+		}
+		if h < bh {
+			best, bh = uint16(p), h
+		}
+	}
+	g.held[best] = until
+	return best
 }
 
 // endpoint interns node n's endpoint with the given port.
@@ -552,16 +666,13 @@ func (e *engine) endpoint(n int32, port uint16) trace.EndpointID {
 	if int(port) == g.Port {
 		return g.ep
 	}
-	// Ports are handed out in sequence from eph0, so the slice grows with
-	// the ports a node has used (not with the port range).
-	k := (int(port) - g.eph0 + ephRange) % ephRange
-	if k >= len(g.ephIDs) {
-		g.ephIDs = append(g.ephIDs, make([]trace.EndpointID, k+1-len(g.ephIDs))...)
+	if g.ephIDs == nil {
+		g.ephIDs = map[uint16]trace.EndpointID{}
 	}
-	id := g.ephIDs[k]
-	if id == trace.NoEndpoint {
+	id, ok := g.ephIDs[port]
+	if !ok {
 		id = e.addEndpoint(g.ipText + ":" + strconv.Itoa(int(port)))
-		g.ephIDs[k] = id
+		g.ephIDs[port] = id
 	}
 	return id
 }

@@ -542,3 +542,106 @@ tracelet b from=c think=uniform(0ms,5ms) parallel=4
 		t.Fatalf("weights 3:1 gave %d:%d", count["w"], count["v"])
 	}
 }
+
+// TestConnections: calls reuse persistent connections from random ephemeral
+// ports, never two calls at once on one connection; uses=1 opens a new
+// connection per call; the ports do not follow each other in call order
+// (they would leak which calls belong together).
+func TestConnections(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		line     string
+		maxReuse float64 // distinct connections / calls at most
+		minReuse float64 // at least
+		bad      string  // a parse error instead
+	}{
+		{name: "pool", line: "", maxReuse: 0.2},
+		{name: "short idle", line: "connections idle=1ms", minReuse: 0.9},
+		{name: "one use", line: "connections uses=1", minReuse: 1},
+		{name: "ten uses", line: "connections uses=10 idle=10s", minReuse: 0.1, maxReuse: 0.3},
+		{name: "bad key", line: "connections max=3", bad: `unknown key "max"`},
+		{name: "bad uses", line: "connections uses=0", bad: "uses"},
+		{name: "bad idle", line: "connections idle=-1s", bad: "idle"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ParseConfig(strings.NewReader(tc.line+"\n"+rpcConfig), "test.gen")
+			if tc.bad != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.bad) {
+					t.Fatalf("err = %v, want %q", err, tc.bad)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := Generate(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type conn struct{ a, b trace.EndpointID }
+			type use struct{ from, to float64 } // true times at the caller
+			calls := map[int32]int{}
+			for i, m := range tr.Messages {
+				if m.Kind == trace.KindCall {
+					calls[m.Call] = i
+				}
+			}
+			uses := map[conn][]use{}
+			var ports []int // caller ports in call order, per caller node
+			byNode := map[trace.NodeID][]int{}
+			for _, m := range tr.Messages {
+				if m.Kind != trace.KindReturn {
+					continue
+				}
+				c := tr.Messages[calls[m.Call]]
+				if c.Send == trace.Unknown {
+					continue
+				}
+				from := trueTime(cfg, c.Src, c.Send)
+				to := from
+				if m.Recv != trace.Unknown {
+					to = trueTime(cfg, m.Dst, m.Recv)
+				}
+				k := conn{c.SrcEP, c.DstEP}
+				uses[k] = append(uses[k], use{from, to})
+				name := tr.EndpointName(c.SrcEP)
+				var p int
+				fmt.Sscanf(name[strings.LastIndexByte(name, ':')+1:], "%d", &p)
+				byNode[c.Src] = append(byNode[c.Src], p)
+			}
+			n := 0
+			for k, us := range uses {
+				n += len(us)
+				for i := 1; i < len(us); i++ {
+					// Uses are in call-id order, which is instance order,
+					// not time order: check every pair nearby.
+					for j := 0; j < i; j++ {
+						if us[i].from < us[j].to && us[j].from < us[i].to {
+							t.Fatalf("connection %s→%s carries two calls at once: %v and %v",
+								tr.EndpointName(k.a), tr.EndpointName(k.b), us[j], us[i])
+						}
+					}
+				}
+			}
+			r := float64(len(uses)) / float64(n)
+			if tc.maxReuse > 0 && r > tc.maxReuse || r < tc.minReuse {
+				t.Errorf("%d connections for %d calls (%.2f), want in [%.2f, %.2f]", len(uses), n, r, tc.minReuse, tc.maxReuse)
+			}
+			seq, pairs := 0, 0
+			for _, ps := range byNode {
+				ports = ps
+				for i := 1; i < len(ports); i++ {
+					if ports[i] != ports[i-1] {
+						pairs++
+						if ports[i] == ports[i-1]+1 {
+							seq++
+						}
+					}
+				}
+			}
+			if pairs > 20 && float64(seq) > 0.01*float64(pairs) {
+				t.Errorf("%d of %d changes of port are to the next port: ports are sequential", seq, pairs)
+			}
+		})
+	}
+}

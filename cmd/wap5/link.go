@@ -3,9 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 	"wap5/skew"
@@ -27,7 +32,8 @@ func init() {
 				"chooses parents jointly per node (spans, delay models learned by iteration, minimum-cost " +
 				"assignment); --method wap5 is WAP5 §5 as published (exponential delay model, try-both " +
 				"trees). --window D links in time chunks of D so that memory stays bounded by a chunk " +
-				"(text input is then read as a stream and must be in time order; no --instances).",
+				"(text input is then read as a stream and must be in time order; --instances are spooled " +
+				"to a temporary file next to FILE and written once the patterns are ranked).",
 			Flags: []cli.Flag{
 				&cli.BoolFlag{Name: "json", Usage: "machine-readable output (the contract's JSON)"},
 				&cli.StringFlag{Name: "instances", Usage: "write one JSON line per path instance to `FILE`"},
@@ -78,10 +84,18 @@ func linkAction(c *cli.Context) error {
 	if o.Window <= 0 || o.Stream < 0 || c.Int("top") < 0 || o.TryBoth < 1 {
 		return usagef("--max-delay, --window, --top and --try-both must be positive")
 	}
-	if o.Stream > 0 && c.String("instances") != "" {
-		return usagef("--instances is not available with --window (streaming keeps no instances)")
-	}
 	path := c.Args().First()
+	// Streaming keeps no instances: they go to a spool file as they are
+	// found and are written out once the patterns have their ranks.
+	var spool *instanceSpool
+	if p := c.String("instances"); p != "" && o.Stream > 0 {
+		var err error
+		if spool, err = newInstanceSpool(p); err != nil {
+			return err
+		}
+		defer spool.close()
+		o.OnInstance = spool.add
+	}
 	var (
 		t   *trace.Trace
 		res *linking.Result
@@ -111,7 +125,12 @@ func linkAction(c *cli.Context) error {
 			f.Samples, f.LogLik[linking.DelayExp], f.LogLik[linking.DelayGamma], f.LogLik[linking.DelayFit], f.Best, res.Iterations)
 	}
 	if p := c.String("instances"); p != "" {
-		if err := writeInstances(p, t, &res.Paths); err != nil {
+		if spool != nil {
+			err = spool.finish(p, t, res.StreamPatterns, o.Top)
+		} else {
+			err = writeInstances(p, t, &res.Paths)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -130,6 +149,132 @@ func writeInstances(path string, t *trace.Trace, p *trace.Paths) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// instanceSpool holds the instances of a streaming run in a temporary file
+// (pattern id, probability, and every message's id and push position, as
+// varints) until the patterns are ranked; finish then writes the contract's
+// --instances lines, in the order the instances were found.
+type instanceSpool struct {
+	f   *os.File
+	w   *bufio.Writer
+	err error
+	buf []byte
+}
+
+func newInstanceSpool(path string) (*instanceSpool, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), ".wap5-instances-*")
+	if err != nil {
+		return nil, err
+	}
+	return &instanceSpool{f: f, w: bufio.NewWriterSize(f, 1<<16)}, nil
+}
+
+func (sp *instanceSpool) add(in linking.StreamInstance) {
+	if sp.err != nil {
+		return
+	}
+	b := binary.AppendUvarint(sp.buf[:0], uint64(in.Pattern))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(in.Prob))
+	b = binary.AppendUvarint(b, uint64(len(in.Messages)))
+	for k := range in.Messages {
+		b = binary.AppendVarint(b, in.Messages[k].ID)
+		b = binary.AppendVarint(b, in.Seq[k])
+	}
+	_, sp.err = sp.w.Write(b)
+	sp.buf = b
+}
+
+func (sp *instanceSpool) close() {
+	sp.f.Close()
+	os.Remove(sp.f.Name())
+}
+
+// finish writes the spooled instances of the patterns ranked within top (all
+// when top is 0) to path, with ranks and the patterns' final step order.
+func (sp *instanceSpool) finish(path string, t *trace.Trace, pats []linking.StreamPattern, top int) error {
+	if sp.err == nil {
+		sp.err = sp.w.Flush()
+	}
+	if sp.err == nil {
+		_, sp.err = sp.f.Seek(0, io.SeekStart)
+	}
+	if sp.err != nil {
+		return fmt.Errorf("%s: spooling instances: %w", path, sp.err)
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(out, 1<<16)
+	enc := json.NewEncoder(bw)
+	type inst struct {
+		Pattern int      `json:"pattern"`
+		Prob    float64  `json:"prob"`
+		IDs     []string `json:"ids"`
+	}
+	r := bufio.NewReaderSize(sp.f, 1<<16)
+	var canon []string
+	bad := func(err error) error {
+		out.Close()
+		return fmt.Errorf("%s: reading the instance spool: %w", path, err)
+	}
+	for {
+		pat, err := binary.ReadUvarint(r)
+		if err == io.EOF {
+			break
+		}
+		var pb [8]byte
+		if err == nil {
+			_, err = io.ReadFull(r, pb[:])
+		}
+		var n uint64
+		if err == nil {
+			n, err = binary.ReadUvarint(r)
+		}
+		if err != nil {
+			return bad(err)
+		}
+		canon = canon[:0]
+		for k := uint64(0); k < n; k++ {
+			id, err := binary.ReadVarint(r)
+			if err != nil {
+				return bad(err)
+			}
+			seq, err := binary.ReadVarint(r)
+			if err != nil {
+				return bad(err)
+			}
+			if id != trace.NoRef {
+				canon = append(canon, t.RefString(id))
+			} else {
+				canon = append(canon, "L"+strconv.FormatInt(seq+1, 10))
+			}
+		}
+		if pat >= uint64(len(pats)) {
+			return bad(fmt.Errorf("pattern %d of %d", pat, len(pats)))
+		}
+		p := pats[pat]
+		if top > 0 && p.Rank > top {
+			continue
+		}
+		o := inst{Pattern: p.Rank, Prob: math.Round(math.Float64frombits(binary.LittleEndian.Uint64(pb[:]))*1e9) / 1e9, IDs: canon}
+		if p.Perm != nil {
+			o.IDs = make([]string, len(canon))
+			for k, src := range p.Perm {
+				o.IDs[k] = canon[src]
+			}
+		}
+		if err := enc.Encode(o); err != nil {
+			out.Close()
+			return err
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // linkStreaming reads a text trace message by message into a linking

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"wap5/trace"
 )
 
 // TestLinkGolden: the contract's JSON and the text table, for both methods
@@ -129,7 +131,6 @@ func TestLinkUsage(t *testing.T) {
 		{"link"},
 		{"link", "--method", "magic", tr},
 		{"link", "--delay-model", "cauchy", tr},
-		{"link", "--window", "10s", "--instances", "x", tr},
 	} {
 		if code, _, stderr := runCLI(t, "", args...); code != 2 || !strings.HasPrefix(stderr, "wap5: ") {
 			t.Errorf("%v: exit %d, stderr %q; want usage error", args, code, stderr)
@@ -148,6 +149,94 @@ func TestLinkStreaming(t *testing.T) {
 	}
 	if !strings.Contains(stdout, `"algorithm": "linking"`) || !strings.Contains(stdout, `"to": "auth"`) {
 		t.Errorf("stream output:\n%s", stdout)
+	}
+}
+
+// TestLinkStreamingInstances: with --window, --instances lists every
+// instance once (as many as the patterns count), with valid ranks; each
+// joint instance's messages belong to no other, and each instance's ids
+// follow its pattern's steps in the JSON's depth-first order.
+func TestLinkStreamingInstances(t *testing.T) {
+	dir := t.TempDir()
+	tr, inst := filepath.Join(dir, "mt.txt"), filepath.Join(dir, "inst.jsonl")
+	if code, _, stderr := runCLI(t, "", "gen", "--duration", "30s", "-o", tr, "../../testdata/gen/multitier.gen"); code != 0 {
+		t.Fatalf("gen: %d %s", code, stderr)
+	}
+	for _, method := range []string{"joint", "wap5"} {
+		code, out, stderr := runCLI(t, "", "link", "--json", "--method", method, "--window", "5s", "--instances", inst, tr)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", method, code, stderr)
+		}
+		type edge struct {
+			From, To string
+			Children []edge
+		}
+		var res struct {
+			Patterns []struct {
+				Rank  int
+				Count int
+				Root  edge
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatal(err)
+		}
+		steps := map[int][][2]string{}
+		total := 0
+		for _, p := range res.Patterns {
+			var walk func(e edge)
+			walk = func(e edge) {
+				steps[p.Rank] = append(steps[p.Rank], [2]string{e.From, e.To})
+				for _, c := range e.Children {
+					walk(c)
+				}
+			}
+			walk(p.Root)
+			total += p.Count
+		}
+		full, err := trace.ReadFile(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byID := map[string]*trace.Message{}
+		for i := range full.Messages {
+			byID[full.RefString(full.Messages[i].ID)] = &full.Messages[i]
+		}
+		data, err := os.ReadFile(inst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		if len(lines) != total || total == 0 {
+			t.Errorf("%s: %d instance lines, patterns count %d", method, len(lines), total)
+		}
+		seen := map[string]bool{}
+		for _, ln := range lines {
+			var in struct {
+				Pattern int
+				Prob    float64
+				IDs     []string
+			}
+			if err := json.Unmarshal([]byte(ln), &in); err != nil {
+				t.Fatalf("%s: %q: %v", method, ln, err)
+			}
+			st := steps[in.Pattern]
+			if len(st) != len(in.IDs) || in.Prob <= 0 || in.Prob > 1 {
+				t.Fatalf("%s: %q: pattern %d has %d steps", method, ln, in.Pattern, len(st))
+			}
+			for k, id := range in.IDs {
+				m := byID[id]
+				// The joint linker gives every message one parent: one
+				// instance each (WAP5's try-both instances share them).
+				if m == nil || method == "joint" && seen[id] {
+					t.Fatalf("%s: %q: id %s unknown or in two instances", method, ln, id)
+				}
+				seen[id] = true
+				if got := [2]string{full.Nodes[m.Src].Name, full.Nodes[m.Dst].Name}; got != st[k] {
+					t.Fatalf("%s: %q: id %s is %v, step %d of pattern %d is %v", method, ln, id, got, k, in.Pattern, st[k])
+				}
+			}
+		}
 	}
 }
 

@@ -1,0 +1,112 @@
+package linking
+
+import (
+	"slices"
+
+	"wap5/trace"
+)
+
+// Parallel calls (J4/J5). Inside a span the joint linker gives a send the
+// latest message the span received before it: for serial calls that is the
+// cause. The calls of a parallel block are all caused by the request, even
+// one sent after a sibling's return (the truth of WAP5's definition: the
+// message whose arrival made the node send). Which calls are parallel is
+// learned per span class and destination (the count models' key): calls to
+// the destination that are often sent while an earlier call of the same span
+// is still outstanding (its return not yet received). Such calls take the
+// span's request as their parent, in the span cost and in the final links.
+
+// parallelShare is the share of a class's later calls (not the span's first)
+// sent while an earlier call of the span is outstanding above which the
+// class's calls count as parallel. Serial calls are never sent so; parallel
+// calls of two siblings with equal delay distributions are sent so at least
+// half the time.
+const parallelShare = 0.2
+
+// minParallelEvidence is the number of later calls a class needs before it
+// can be parallel.
+const minParallelEvidence = 20
+
+// refitParallel marks the count models whose calls are parallel, from the
+// spans as assigned: the spans no ambiguous call could have joined where a
+// class has enough of them (sure, by count class id), else all.
+func (j *joint) refitParallel(sure []float64) {
+	// The calls of every span, in send order (message order), without a
+	// map: counts per span, then their positions.
+	n := len(j.msgs)
+	start := slices.Grow(j.parScr.start[:0], n+1)[:n+1]
+	clear(start)
+	isCall := func(k int, c int32) bool {
+		return c >= 0 && j.r.role[k] == roleRequest && j.msgs[k].Send != trace.Unknown && j.r.role[c] == roleRequest && j.msgs[c].Dst == j.msgs[k].Src
+	}
+	for k, c := range j.callSpan {
+		if isCall(k, c) {
+			start[c+1]++
+		}
+	}
+	for i := 0; i < n; i++ {
+		start[i+1] += start[i]
+	}
+	items := slices.Grow(j.parScr.items[:0], int(start[n]))[:start[n]]
+	pos := slices.Grow(j.parScr.pos[:0], n)[:n]
+	copy(pos, start[:n])
+	for k, c := range j.callSpan {
+		if isCall(k, c) {
+			items[pos[c]] = int32(k)
+			pos[c]++
+		}
+	}
+	j.parScr.start, j.parScr.items, j.parScr.pos = start, items, pos
+	type tally struct{ later, over float64 }
+	per := map[*countModel]*tally{}
+	for ci := 0; ci < n; ci++ {
+		calls := items[start[ci]:start[ci+1]]
+		c := int32(ci)
+		if len(calls) < 2 {
+			continue
+		}
+		if ci, ok := j.cntCls.get(j.spanClass(c)); ok && sure[ci] >= 30 && j.unsure[c] {
+			continue
+		}
+		b := j.msgs[c].Dst
+		for q := 1; q < len(calls); q++ {
+			k := calls[q]
+			cm := j.countModelOf(c, j.msgs[k].Dst)
+			if cm == nil {
+				continue
+			}
+			t := per[cm]
+			if t == nil {
+				t = &tally{}
+				per[cm] = t
+			}
+			t.later++
+			s := j.msgs[k].Send
+			for _, e := range calls[:q] {
+				if r := j.r.peer[e]; r >= 0 && j.msgs[r].Dst == b && j.msgs[r].Recv != trace.Unknown && j.msgs[r].Recv > s {
+					t.over++
+					break
+				}
+			}
+		}
+	}
+	j.anyParallel = false
+	for _, cm := range j.mod.count {
+		// Without evidence (a stream chunk without such spans) keep what
+		// was learnt.
+		if t := per[cm]; t != nil {
+			cm.parallel = t.later >= minParallelEvidence && t.over > parallelShare*t.later
+		}
+		j.anyParallel = j.anyParallel || cm.parallel
+	}
+}
+
+// parallelCall reports whether call a of request c's span is parallel: its
+// parent is the request, not the latest message the span received.
+func (j *joint) parallelCall(c, a int32) bool {
+	if !j.anyParallel || j.r.role[a] != roleRequest {
+		return false
+	}
+	cm := j.countModelOf(c, j.msgs[a].Dst)
+	return cm != nil && cm.parallel
+}
