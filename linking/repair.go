@@ -70,6 +70,8 @@ type repairScratch struct {
 	// assignByDest's per-span columns and counts, and the Hungarian
 	// algorithm's arrays, reused from block to block.
 	colOf, inSpan, ver []int32
+	col                []int     // the block's assignment: column of every row
+	rowv               []float64 // one row's values at its spans' columns
 	hung               hungScratch
 	memo               blockMemo
 }
@@ -799,12 +801,16 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 			// left uncommitted reuse theirs for spans unchanged since.
 			mc := &j.scr.memo
 			mc.start, mc.ents = append(mc.start[:0], 0), mc.ents[:0]
+			// shared: some span is admissible for two rows (else every
+			// row's choice is its own, and the assignment needs no matrix).
+			shared := false
 			for r, k := range blk {
 				var pe []memoEnt
 				if pr := r + prevKeep; pr+1 < len(mc.prevStart) {
 					pe = mc.prevEnts[mc.prevStart[pr]:mc.prevStart[pr+1]]
 				}
 				q := 0
+				rowCol0 := int32(len(cols))
 				j.admissibleAll(b, ns, k, ins, func(s int32) {
 					if colOf[s] < 0 {
 						colOf[s] = int32(len(cols))
@@ -812,6 +818,8 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 							cols = append(cols, s)
 							slot = append(slot, q)
 						}
+					} else if colOf[s] < rowCol0 {
+						shared = true
 					}
 					e := memoEnt{s: s, ver: ver[s]}
 					if q < len(pe) && pe[q].s == s && pe[q].ver == e.ver {
@@ -827,23 +835,30 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 			}
 			n, m := len(blk), len(cols)+len(blk)
 			over = slices.Grow(over[:0], n)[:n]
-			cost = append(cost[:0], make([]float64, n*m)...)
+			if shared {
+				cost = append(cost[:0], make([]float64, n*m)...)
+			}
 			for s := range cols {
 				if math.IsNaN(ns.cost[cols[s]]) {
 					ns.cost[cols[s]] = j.spanCost(b, ns.req[cols[s]], ns.members[cols[s]])
 				}
 			}
+			col := slices.Grow(j.scr.col[:0], n)[:n]
+			j.scr.col = col
 			for r, k := range blk {
-				row := cost[r*m : (r+1)*m]
-				for c := range row {
-					row[c] = noSpanCost
-				}
+				// The row's values at its spans' columns, in its
+				// spans' order (noSpanCost: the span cannot take it).
+				ents := mc.ents[mc.start[r]:mc.start[r+1]]
+				rv := j.scr.rowv[:0]
 				d := j.msgs[k].Dst
-				for _, e := range mc.ents[mc.start[r]:mc.start[r+1]] {
+				for _, e := range ents {
 					s := e.s
 					cm := j.countModelOf(ns.req[s], d)
 					c := e.a - ns.cost[s]
 					if c >= noSpanCost {
+						for q := 1; q <= slots; q++ {
+							rv = append(rv, noSpanCost)
+						}
 						continue
 					}
 					m := 0
@@ -859,8 +874,43 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 						if cm != nil && q > 1 {
 							cq += countStep(cm, m+q) - countStep(cm, m+1)
 						}
-						row[int(colOf[s])+q-1] = cq
+						rv = append(rv, cq)
 					}
+				}
+				j.scr.rowv = rv
+				if !shared {
+					// Its spans are its alone, in column order: the
+					// assignment gives it its first cheapest column
+					// (the Hungarian algorithm's choice for a row whose
+					// columns no other row can take; its own column,
+					// below, comes last).
+					own, ov := float64(rootCost), int32(-1)
+					for t, e := range ents {
+						if v := rv[t*slots+slots-1] + overCapacity; v < own {
+							own, ov = v, e.s
+						}
+					}
+					over[r] = ov
+					best, bc := math.Inf(1), len(cols)+r
+					for t, e := range ents {
+						for q := 0; q < slots; q++ {
+							if v := rv[t*slots+q]; v < best {
+								best, bc = v, int(colOf[e.s])+q
+							}
+						}
+					}
+					if own < best {
+						bc = len(cols) + r
+					}
+					col[r] = bc
+					continue
+				}
+				row := cost[r*m : (r+1)*m]
+				for c := range row {
+					row[c] = noSpanCost
+				}
+				for t, e := range ents {
+					copy(row[colOf[e.s]:int(colOf[e.s])+slots], rv[t*slots:(t+1)*slots])
 				}
 				// Its own column: over capacity into its cheapest span
 				// (at a price), or spontaneous when none is admissible.
@@ -872,8 +922,10 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 					}
 				}
 			}
-			hs := j.scr.hung.grow(m)
-			col := hungarian(cost, n, m, hs.u, hs.v, hs.p, hs.way, hs.minv, hs.used)
+			if shared {
+				hs := j.scr.hung.grow(m)
+				copy(col, hungarian(cost, n, m, hs.u, hs.v, hs.p, hs.way, hs.minv, hs.used))
+			}
 			keep := len(blk)
 			if i+assignBlock < len(g) {
 				keep = assignCommit
