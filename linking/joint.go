@@ -145,13 +145,14 @@ type joint struct {
 	classTabs   []*pairTable
 	classes     []*classModel
 	slab        []classModel // classModels are allocated from here, 1024 at a time
+	fanByEdge   []*fanModel
+	countByEdge []*countModel
+	spanIdx     []int32 // request → its span at the node being repaired, or −1
+
 	// The classes' delays of the current pass, by class index (see
 	// classModel); cand only in the first pass.
 	samples, certain delayList
 	cand             [][]float32
-	fanByEdge   []*fanModel
-	countByEdge []*countModel
-	spanIdx     []int32 // request → its span at the node being repaired, or −1
 	// needAt is, for calls, when their span must still be open (need), as
 	// an offset from the send (needFar: too far for 32 bits, computed).
 	needAt []uint32
