@@ -71,6 +71,10 @@ type repairScratch struct {
 	// algorithm's arrays, reused from block to block.
 	colOf, inSpan, ver []int32
 	col                []int     // the block's assignment: column of every row
+	spans              nodeSpans // repair's span arrays, kept for the next node
+	cntStart           []int32   // refitCounts' calls per span (CSR)
+	cntDsts            []trace.NodeID
+	calls              []int32   // repair's calls of the node
 	rowv               []float64 // one row's values at its spans' columns
 	hung               hungScratch
 	memo               blockMemo
@@ -113,11 +117,20 @@ type nodeSpans struct {
 // a span its parent (the latest message the span received before it) and a
 // probability (its span against every other admissible span).
 func (j *joint) repair(b trace.NodeID, probs bool) {
-	ns := nodeSpans{sidx: j.spanIdx}
+	// The span arrays are reused from node to node (less garbage: the
+	// peak memory of a large trace is the heap grown between collections).
+	keep := &j.scr.spans
+	ns := nodeSpans{sidx: j.spanIdx, req: keep.req[:0], recv: keep.recv[:0], end: keep.end[:0]}
+	calls := j.scr.calls[:0]
 	defer func() {
 		for _, c := range ns.req {
 			j.spanIdx[c] = -1
 		}
+		keep.req, keep.recv, keep.end, keep.cost = ns.req, ns.recv, ns.end, ns.cost
+		if ns.members != nil {
+			keep.members = ns.members
+		}
+		j.scr.calls = calls
 	}()
 	ins := j.insOf(b)
 	for _, c := range ins {
@@ -135,8 +148,14 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	if len(ns.req) == 0 {
 		return
 	}
-	ns.members = make([][]int32, len(ns.req))
-	var calls []int32
+	ns.members = keep.members[:cap(keep.members)]
+	if len(ns.members) < len(ns.req) {
+		ns.members = append(ns.members, make([][]int32, len(ns.req)-len(ns.members))...)
+	}
+	ns.members = ns.members[:len(ns.req)]
+	for s := range ns.members {
+		ns.members[s] = ns.members[s][:0]
+	}
 	for _, o := range j.outsOf(b) {
 		if j.r.role[o] != roleRequest {
 			continue
@@ -150,7 +169,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	defer func() { j.curSpans = nil }()
 	// Span costs are computed when first needed (NaN: not yet; most
 	// spans of a large trace no call could join): costOf.
-	ns.cost = make([]float64, len(ns.req))
+	ns.cost = slices.Grow(keep.cost[:0], len(ns.req))[:len(ns.req)]
 	for s := range ns.req {
 		ns.cost[s] = math.NaN()
 	}
@@ -586,7 +605,9 @@ func (j *joint) refitCounts() {
 		return c >= 0 && j.r.role[k] == roleRequest && j.msgs[k].Send != trace.Unknown && j.r.role[c] == roleRequest && j.msgs[c].Dst == j.msgs[k].Src
 	}
 	n := len(j.msgs)
-	start := make([]int32, n+1)
+	start := slices.Grow(j.scr.cntStart[:0], n+1)[:n+1]
+	clear(start)
+	defer func() { j.scr.cntStart = start }()
 	for k, c := range j.callSpan {
 		if isCall(k, c) {
 			start[c+1]++
@@ -595,7 +616,8 @@ func (j *joint) refitCounts() {
 	for c := 0; c < n; c++ {
 		start[c+1] += start[c]
 	}
-	dsts := make([]trace.NodeID, start[n])
+	dsts := slices.Grow(j.scr.cntDsts[:0], int(start[n]))[:start[n]]
+	defer func() { j.scr.cntDsts = dsts }()
 	fill := start[:n:n] // advanced while filling, restored below
 	for k, c := range j.callSpan {
 		if isCall(k, c) {
@@ -747,7 +769,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 		// Take the whole group out of the spans.
 		for _, k := range g {
 			if s, ok := ns.at(j.callSpan[k]); ok {
-				ns.members[s] = without(nil, ns.members[s], k)
+				ns.members[s] = without(ns.members[s], ns.members[s], k) // in place
 				ns.cost[s] = math.NaN()
 				ver[s]++
 			}
@@ -946,7 +968,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 				} else {
 					s = cols[col[r]]
 				}
-				ns.members[s] = j.with(nil, ns.members[s], k)
+				ns.members[s] = j.with(ns.members[s], ns.members[s], k) // in place
 				// The row's cost in s is the span's new cost while
 				// nothing else joined s in this block.
 				a, ok := math.NaN(), false
