@@ -789,23 +789,23 @@ func (j *joint) refit(useCertain, last bool) {
 
 // compare reports how the delay families fit the chosen links.
 func (j *joint) compare(fit Fit) Fit {
-	per := map[classKey]*moments{}
-	add := func(k classKey, c *classModel) {
-		if c.mom.n > 0 {
-			m := c.mom
-			per[k] = &m
+	// A whole trace's classes are j.classes (no map of copies: there are
+	// millions); a stream's are the carried map's.
+	return compareFits(func(yield func(*moments) bool) {
+		if j.carried == nil {
+			for _, c := range j.classes {
+				if c.mom.n > 0 && !yield(&c.mom) {
+					return
+				}
+			}
+			return
 		}
-	}
-	if j.carried == nil {
-		for _, c := range j.classes {
-			add(c.key, c)
+		for _, c := range j.mod.class {
+			if c.mom.n > 0 && !yield(&c.mom) {
+				return
+			}
 		}
-	} else {
-		for k, c := range j.mod.class {
-			add(k, c)
-		}
-	}
-	return compareFits(per, fit)
+	}, fit)
 }
 
 // instances is J6: the trees under parentless messages.
