@@ -102,5 +102,7 @@
 //
 // The windowed mode (Options.Stream) runs the same algorithm over time chunks
 // with an overlap of the window x, carrying the delay models from chunk to
-// chunk, so memory is bounded by the chunk rather than the trace.
+// chunk, so memory is bounded by the chunk rather than the trace; instances
+// are handed to Options.OnInstance as each chunk is linked, and the result's
+// StreamPatterns rank their patterns at the end.
 package linking

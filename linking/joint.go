@@ -162,6 +162,7 @@ type joint struct {
 	// classModel); cand only in the first pass.
 	samples, certain delayList
 	cand             [][]float32
+	candCls          []*classModel // the classes with candidate delays (fitPeaks)
 	fanByEdge        []*fanModel
 	countByEdge      []*countModel
 	spanIdx          []int32 // request → its span at the node being repaired, or −1
@@ -455,6 +456,9 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 	j.active = j.active[:0]
 	for b := range j.t.Nodes {
 		j.sweep(trace.NodeID(b))
+		if j.first {
+			j.fitPeaks()
+		}
 	}
 	if repair {
 		for b := range j.t.Nodes {
@@ -572,6 +576,9 @@ func (j *joint) sweep(b trace.NodeID) {
 						j.cand = append(j.cand, nil)
 					}
 					if len(j.cand[c.idx]) < maxCand {
+						if j.cand[c.idx] == nil {
+							j.candCls = append(j.candCls, c)
+						}
 						j.cand[c.idx] = append(j.cand[c.idx], float32(float64(s-live[q].recv)/1e9))
 						j.touch(c)
 					}
@@ -655,6 +662,22 @@ func (j *joint) sweep(b trace.NodeID) {
 			j.span[ret] = sp
 		}
 	}
+}
+
+// fitPeaks finds the peaks of the candidate delays of the node just swept
+// (its classes': a class belongs to the node its action is sent from) and
+// drops the delays: on a large trace they would be the peak of the memory.
+// refit reads the peaks.
+func (j *joint) fitPeaks() {
+	for _, c := range j.candCls {
+		if cand := j.cand[c.idx]; len(cand) >= 50 {
+			if d, ok := peakFit(cand, j.o.DelayModel); ok {
+				c.peak = &d
+			}
+		}
+		j.cand[c.idx] = nil
+	}
+	j.candCls = j.candCls[:0]
 }
 
 // refit is J5: class densities, transitions and fan-out costs from the
@@ -801,23 +824,23 @@ func (j *joint) refit(useCertain, last bool) {
 
 // compare reports how the delay families fit the chosen links.
 func (j *joint) compare(fit Fit) Fit {
-	per := map[classKey]*moments{}
-	add := func(k classKey, c *classModel) {
-		if c.mom.n > 0 {
-			m := c.mom
-			per[k] = &m
+	// A whole trace's classes are j.classes (no map of copies: there are
+	// millions); a stream's are the carried map's.
+	return compareFits(func(yield func(*moments) bool) {
+		if j.carried == nil {
+			for _, c := range j.classes {
+				if c.mom.n > 0 && !yield(&c.mom) {
+					return
+				}
+			}
+			return
 		}
-	}
-	if j.carried == nil {
-		for _, c := range j.classes {
-			add(c.key, c)
+		for _, c := range j.mod.class {
+			if c.mom.n > 0 && !yield(&c.mom) {
+				return
+			}
 		}
-	} else {
-		for k, c := range j.mod.class {
-			add(k, c)
-		}
-	}
-	return compareFits(per, fit)
+	}, fit)
 }
 
 // instances is J6: the trees under parentless messages.
@@ -841,7 +864,15 @@ func (j *joint) instances() *instances {
 			pos[p]++
 		}
 	}
-	in := &instances{start: make([]int32, 1, n/4+2)}
+	// Every message is in at most one tree: the arrays are sized at once
+	// (no doubling garbage on a large trace).
+	roots := 0
+	for _, p := range j.parent {
+		if p < 0 {
+			roots++
+		}
+	}
+	in := &instances{start: make([]int32, 1, roots+1), msgs: make([]int32, 0, n), par: make([]int32, 0, n), prob: make([]float64, 0, roots)}
 	var msgs, par []int32
 	for r := 0; r < n; r++ {
 		if j.parent[r] >= 0 {

@@ -73,6 +73,12 @@ type repairScratch struct {
 	// assignByDest's per-span columns and counts, and the Hungarian
 	// algorithm's arrays, reused from block to block.
 	colOf, inSpan, ver []int32
+	col                []int     // the block's assignment: column of every row
+	spans              nodeSpans // repair's span arrays, kept for the next node
+	cntStart           []int32   // refitCounts' calls per span (CSR)
+	cntDsts            []trace.NodeID
+	calls              []int32   // repair's calls of the node
+	rowv               []float64 // one row's values at its spans' columns
 	hung               hungScratch
 	memo               blockMemo
 }
@@ -114,11 +120,20 @@ type nodeSpans struct {
 // a span its parent (the latest message the span received before it) and a
 // probability (its span against every other admissible span).
 func (j *joint) repair(b trace.NodeID, probs bool) {
-	ns := nodeSpans{sidx: j.spanIdx}
+	// The span arrays are reused from node to node (less garbage: the
+	// peak memory of a large trace is the heap grown between collections).
+	keep := &j.scr.spans
+	ns := nodeSpans{sidx: j.spanIdx, req: keep.req[:0], recv: keep.recv[:0], end: keep.end[:0]}
+	calls := j.scr.calls[:0]
 	defer func() {
 		for _, c := range ns.req {
 			j.spanIdx[c] = -1
 		}
+		keep.req, keep.recv, keep.end, keep.cost = ns.req, ns.recv, ns.end, ns.cost
+		if ns.members != nil {
+			keep.members = ns.members
+		}
+		j.scr.calls = calls
 	}()
 	ins := j.insOf(b)
 	for _, c := range ins {
@@ -137,8 +152,14 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	if len(ns.req) == 0 {
 		return
 	}
-	ns.members = make([][]int32, len(ns.req))
-	var calls []int32
+	ns.members = keep.members[:cap(keep.members)]
+	if len(ns.members) < len(ns.req) {
+		ns.members = append(ns.members, make([][]int32, len(ns.req)-len(ns.members))...)
+	}
+	ns.members = ns.members[:len(ns.req)]
+	for s := range ns.members {
+		ns.members[s] = ns.members[s][:0]
+	}
 	for _, o := range j.outsOf(b) {
 		if j.r.role[o] != roleRequest && !j.lostCall(o) {
 			continue
@@ -152,7 +173,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	defer func() { j.curSpans = nil }()
 	// Span costs are computed when first needed (NaN: not yet; most
 	// spans of a large trace no call could join): costOf.
-	ns.cost = make([]float64, len(ns.req))
+	ns.cost = slices.Grow(keep.cost[:0], len(ns.req))[:len(ns.req)]
 	for s := range ns.req {
 		ns.cost[s] = math.NaN()
 	}
@@ -629,7 +650,9 @@ func (j *joint) refitCounts() {
 		return c >= 0 && j.r.role[k] == roleRequest && j.msgs[k].Send != trace.Unknown && j.r.role[c] == roleRequest && j.msgs[c].Dst == j.msgs[k].Src
 	}
 	n := len(j.msgs)
-	start := make([]int32, n+1)
+	start := slices.Grow(j.scr.cntStart[:0], n+1)[:n+1]
+	clear(start)
+	defer func() { j.scr.cntStart = start }()
 	for k, c := range j.callSpan {
 		if isCall(k, c) {
 			start[c+1]++
@@ -638,7 +661,8 @@ func (j *joint) refitCounts() {
 	for c := 0; c < n; c++ {
 		start[c+1] += start[c]
 	}
-	dsts := make([]trace.NodeID, start[n])
+	dsts := slices.Grow(j.scr.cntDsts[:0], int(start[n]))[:start[n]]
+	defer func() { j.scr.cntDsts = dsts }()
 	fill := start[:n:n] // advanced while filling, restored below
 	for k, c := range j.callSpan {
 		if isCall(k, c) {
@@ -795,7 +819,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 		// Take the whole group out of the spans.
 		for _, k := range g {
 			if s, ok := ns.at(j.callSpan[k]); ok {
-				ns.members[s] = without(nil, ns.members[s], k)
+				ns.members[s] = without(ns.members[s], ns.members[s], k) // in place
 				ns.cost[s] = math.NaN()
 				ver[s]++
 			}
@@ -849,12 +873,16 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 			// left uncommitted reuse theirs for spans unchanged since.
 			mc := &j.scr.memo
 			mc.start, mc.ents = append(mc.start[:0], 0), mc.ents[:0]
+			// shared: some span is admissible for two rows (else every
+			// row's choice is its own, and the assignment needs no matrix).
+			shared := false
 			for r, k := range blk {
 				var pe []memoEnt
 				if pr := r + prevKeep; pr+1 < len(mc.prevStart) {
 					pe = mc.prevEnts[mc.prevStart[pr]:mc.prevStart[pr+1]]
 				}
 				q := 0
+				rowCol0 := int32(len(cols))
 				j.admissibleAll(b, ns, k, ins, func(s int32) {
 					if colOf[s] < 0 {
 						colOf[s] = int32(len(cols))
@@ -862,6 +890,8 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 							cols = append(cols, s)
 							slot = append(slot, q)
 						}
+					} else if colOf[s] < rowCol0 {
+						shared = true
 					}
 					e := memoEnt{s: s, ver: ver[s]}
 					if q < len(pe) && pe[q].s == s && pe[q].ver == e.ver {
@@ -877,23 +907,30 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 			}
 			n, m := len(blk), len(cols)+len(blk)
 			over = slices.Grow(over[:0], n)[:n]
-			cost = append(cost[:0], make([]float64, n*m)...)
+			if shared {
+				cost = append(cost[:0], make([]float64, n*m)...)
+			}
 			for s := range cols {
 				if math.IsNaN(ns.cost[cols[s]]) {
 					ns.cost[cols[s]] = j.spanCost(b, ns.req[cols[s]], ns.members[cols[s]])
 				}
 			}
+			col := slices.Grow(j.scr.col[:0], n)[:n]
+			j.scr.col = col
 			for r, k := range blk {
-				row := cost[r*m : (r+1)*m]
-				for c := range row {
-					row[c] = noSpanCost
-				}
+				// The row's values at its spans' columns, in its
+				// spans' order (noSpanCost: the span cannot take it).
+				ents := mc.ents[mc.start[r]:mc.start[r+1]]
+				rv := j.scr.rowv[:0]
 				d := j.msgs[k].Dst
-				for _, e := range mc.ents[mc.start[r]:mc.start[r+1]] {
+				for _, e := range ents {
 					s := e.s
 					cm := j.countModelOf(ns.req[s], d)
 					c := e.a - ns.cost[s]
 					if c >= noSpanCost {
+						for q := 1; q <= slots; q++ {
+							rv = append(rv, noSpanCost)
+						}
 						continue
 					}
 					m := 0
@@ -909,8 +946,43 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 						if cm != nil && q > 1 {
 							cq += countStep(cm, m+q) - countStep(cm, m+1)
 						}
-						row[int(colOf[s])+q-1] = cq
+						rv = append(rv, cq)
 					}
+				}
+				j.scr.rowv = rv
+				if !shared {
+					// Its spans are its alone, in column order: the
+					// assignment gives it its first cheapest column
+					// (the Hungarian algorithm's choice for a row whose
+					// columns no other row can take; its own column,
+					// below, comes last).
+					own, ov := float64(rootCost), int32(-1)
+					for t, e := range ents {
+						if v := rv[t*slots+slots-1] + overCapacity; v < own {
+							own, ov = v, e.s
+						}
+					}
+					over[r] = ov
+					best, bc := math.Inf(1), len(cols)+r
+					for t, e := range ents {
+						for q := 0; q < slots; q++ {
+							if v := rv[t*slots+q]; v < best {
+								best, bc = v, int(colOf[e.s])+q
+							}
+						}
+					}
+					if own < best {
+						bc = len(cols) + r
+					}
+					col[r] = bc
+					continue
+				}
+				row := cost[r*m : (r+1)*m]
+				for c := range row {
+					row[c] = noSpanCost
+				}
+				for t, e := range ents {
+					copy(row[colOf[e.s]:int(colOf[e.s])+slots], rv[t*slots:(t+1)*slots])
 				}
 				// Its own column: over capacity into its cheapest span
 				// (at a price), or spontaneous when none is admissible.
@@ -922,8 +994,10 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 					}
 				}
 			}
-			hs := j.scr.hung.grow(m)
-			col := hungarian(cost, n, m, hs.u, hs.v, hs.p, hs.way, hs.minv, hs.used)
+			if shared {
+				hs := j.scr.hung.grow(m)
+				copy(col, hungarian(cost, n, m, hs.u, hs.v, hs.p, hs.way, hs.minv, hs.used))
+			}
 			keep := len(blk)
 			if i+assignBlock < len(g) {
 				keep = assignCommit
@@ -944,7 +1018,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 				} else {
 					s = cols[col[r]]
 				}
-				ns.members[s] = j.with(nil, ns.members[s], k)
+				ns.members[s] = j.with(ns.members[s], ns.members[s], k) // in place
 				// The row's cost in s is the span's new cost while
 				// nothing else joined s in this block.
 				a, ok := math.NaN(), false

@@ -2,6 +2,8 @@ package linking
 
 import (
 	"fmt"
+	"iter"
+	"maps"
 	"math"
 
 	"wap5/trace"
@@ -378,12 +380,12 @@ func (l *linker) fitWAP5(k *links, fit Fit) Fit {
 			per[int32(e)] = &perEdge[e]
 		}
 	}
-	return compareFits(per, fit)
+	return compareFits(maps.Values(per), fit)
 }
 
-func compareFits[K comparable](per map[K]*moments, fit Fit) Fit {
+func compareFits(per iter.Seq[*moments], fit Fit) Fit {
 	fit.LogLik = map[string]float64{}
-	for _, m := range per {
+	for m := range per {
 		if m.n < 2 {
 			continue
 		}
