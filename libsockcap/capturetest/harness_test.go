@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -35,7 +36,72 @@ func binDir(t *testing.T) string {
 			t.Skipf("%s missing (run make, or make test): %v", f, err)
 		}
 	}
+	if os.Geteuid() == 0 && !othersCanRead(dir) {
+		// Privilege-dropping servers (postgres under setpriv) load the
+		// library as their own user: give them a copy they can open.
+		shared.Do(func() { shared.dir, shared.err = shareBin(dir) })
+		if shared.err != nil {
+			t.Fatalf("copying %s where unprivileged servers can load it: %v", dir, shared.err)
+		}
+		return shared.dir
+	}
 	return dir
+}
+
+// shared is the world-readable copy of the bin directory, when one is needed.
+var shared struct {
+	sync.Once
+	dir string
+	err error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// othersCanRead says whether a user other than the owner can reach dir and
+// read its files.
+func othersCanRead(dir string) bool {
+	for d := dir; ; d = filepath.Dir(d) {
+		if st, err := os.Stat(d); err != nil || st.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	for _, f := range []string{"wap5", "libsockcap.so"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Mode().Perm()&0o004 == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// shareBin copies wap5 and libsockcap.so into a new directory under the
+// system's temporary directory that every user can read.
+func shareBin(dir string) (string, error) {
+	to, err := os.MkdirTemp("", "wap5-bin-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(to, 0o755); err != nil {
+		return "", err
+	}
+	for _, f := range []string{"wap5", "libsockcap.so"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(to, f), b, 0o755); err != nil {
+			return "", err
+		}
+	}
+	return to, nil
 }
 
 // need returns the path of a program the test runs; missing programs fail
