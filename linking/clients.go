@@ -89,5 +89,5 @@ func (l *linker) run() *Result {
 	}
 	paths := l.aggregate(in)
 	paths.Warnings = append(append(append([]string(nil), l.t.Warnings...), l.warnings...), paths.Warnings...)
-	return &Result{Paths: paths, Fit: fit, Iterations: iters}
+	return &Result{Paths: paths, Fit: fit, Iterations: iters, Actors: l.actorHabits}
 }

@@ -37,9 +37,11 @@ type linker struct {
 
 	d []float64 // step 1: mean causal delay per edge, seconds (0: unknown)
 
-	fixed    []bool  // fixed endpoints (WAP5 §2.5), computed on demand
-	carried  *models // delay models carried from a previous stream chunk
-	warnings []string
+	fixed   []bool  // fixed endpoints (WAP5 §2.5), computed on demand
+	carried *models // delay models carried from a previous stream chunk
+	// actorHabits: what J2b learnt per node (actors.go).
+	actorHabits []ActorHabit
+	warnings    []string
 }
 
 func newLinker(t *trace.Trace, o Options, carried *models) *linker {

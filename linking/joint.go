@@ -124,8 +124,11 @@ type joint struct {
 	// lostCost is −log of the estimated loss rate (+Inf without loss).
 	half     []uint8
 	lostCost float64
-	lossy    bool      // lostCost is finite
-	marks    [][]int64 // per node: when it sent a call without return or received a return without call
+	// actorOn marks the nodes where the same-thread hint holds (J2b,
+	// actors.go); nil at none.
+	actorOn []bool
+	lossy   bool      // lostCost is finite
+	marks   [][]int64 // per node: when it sent a call without return or received a return without call
 	// client marks the nodes that use no fixed port (clients.go): as the
 	// senders of triggers they share one class.
 	client []bool
@@ -215,6 +218,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		}
 	}
 	j.countPriors()
+	j.learnActors()
 	prev := make([]int32, n)
 	fit := Fit{}
 	iters := 0
@@ -600,8 +604,12 @@ func (j *joint) sweep(b trace.NodeID) {
 				continue
 			}
 			dt := float64(s-e.recv) / 1e9
+			c := j.cost(i, o, dt)
+			if ret >= 0 && j.actorOn != nil && j.actorOn[b] {
+				c += j.actorCost(b, o, sp, i) // J2b
+			}
 			j.candI = append(j.candI, i)
-			j.candC = append(j.candC, j.cost(i, o, dt))
+			j.candC = append(j.candC, c)
 		}
 		// The spontaneous alternative: a link of delay y·d (WAP5 §5.1); a
 		// reply is never spontaneous when its request is known.

@@ -72,6 +72,14 @@ type Options struct {
 	// chunk is linked, instead of keeping it in Paths.Instances; the
 	// result's StreamPatterns then place each pattern.
 	OnInstance func(StreamInstance)
+	// ActorMin and ActorChance (joint) gate the same-thread hint (J2b,
+	// actors.go): where a node's calls with one possible request span left
+	// from the thread that received it in at least the share ActorMin
+	// (default 0.99) and chance agreement is at most ActorChance (default
+	// 1e-6), a call from another thread costs a lot in a span. ActorMin > 1:
+	// never. Traces without actors are unaffected.
+	ActorMin    float64
+	ActorChance float64
 }
 
 // Defaults returns o with every unset field at its default.
@@ -114,6 +122,12 @@ func (o Options) Defaults() Options {
 	if o.HistTop == 0 {
 		o.HistTop = 20
 	}
+	if o.ActorMin <= 0 {
+		o.ActorMin = 0.99
+	}
+	if o.ActorChance <= 0 {
+		o.ActorChance = 1e-6
+	}
 	return o
 }
 
@@ -146,6 +160,9 @@ type Result struct {
 	// StreamPatterns (Stream with OnInstance): by stream pattern id, its
 	// rank and step order.
 	StreamPatterns []StreamPattern
+	// Actors (joint, whole trace) holds what J2b learnt per node whose
+	// requests or calls carry actors.
+	Actors []ActorHabit
 }
 
 // Fit compares delay models on the delays of the chosen (most likely)

@@ -408,6 +408,9 @@ func (j *joint) spanCost(b trace.NodeID, c int32, calls []int32) float64 {
 			cost += fanCost(j.fanOf(p), sc.kids[q])
 		}
 	}
+	if j.actorOn != nil && j.actorOn[b] {
+		cost += j.actorSpanCost(b, c, calls) // J2b
+	}
 	return cost + j.countCost(c, calls) + j.connCostOf(j.curSpans, c, calls)
 }
 
