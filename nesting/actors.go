@@ -2,7 +2,6 @@ package nesting
 
 import (
 	"fmt"
-	"math"
 
 	"wap5/trace"
 )
@@ -66,19 +65,6 @@ func (a ActorStat) String() string {
 		a.Actors, a.Same, a.Unambiguous, 100*a.Rate(), 100*a.Chance, a.Evidence, use)
 }
 
-// chanceTail bounds the probability of s or more successes in n trials of
-// probability p: C(n, s)·p^s.
-func chanceTail(n, s int, p float64) float64 {
-	if s == 0 || p >= 1 {
-		return 1
-	}
-	if p <= 0 {
-		return 0
-	}
-	ln := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
-	return math.Min(1, math.Exp(ln(n)-ln(s)-ln(n-s)+float64(s)*math.Log(p)))
-}
-
 // actorPair is a call's sending actor (its call message's SrcActor, on the
 // caller) and receiving actor (DstActor, on the callee).
 type actorPair struct{ send, recv trace.ActorID }
@@ -105,64 +91,27 @@ func (s *state) noteActors(ci int, m *trace.Message) {
 func (s *state) actorFilter(b trace.NodeID, ins, outs []int32) (st ActorStat, ok bool) {
 	act, calls := s.actors, s.calls
 	st.Node = b
-	// How often each actor received the calls into b and sent b's calls.
-	if s.actorIn == nil {
-		s.actorIn, s.actorOut = make([]int32, 1<<16), make([]int32, 1<<16)
-	}
-	seen := s.actorSeen[:0]
-	note := func(a trace.ActorID, n []int32) {
-		if s.actorIn[a] == 0 && s.actorOut[a] == 0 {
-			seen = append(seen, a)
-		}
-		n[a]++
-	}
-	nin, nout := 0, 0
+	// How often each actor received the calls into b and sent b's calls
+	// (package sameactor, shared with linking).
+	t := &s.actorTally
 	for _, pi := range ins {
-		if a := act[pi].recv; a != trace.NoActor {
-			if s.actorIn[a] == 0 {
-				st.Actors++
-			}
-			note(a, s.actorIn)
-			nin++
-		}
+		t.Received(act[pi].recv)
 	}
 	for _, ci := range outs {
-		if a := act[ci].send; a != trace.NoActor {
-			note(a, s.actorOut)
-			nout++
-		}
-	}
-	for _, a := range seen {
-		st.Chance += float64(s.actorIn[a]) * float64(s.actorOut[a])
-		s.actorIn[a], s.actorOut[a] = 0, 0
-	}
-	s.actorSeen = seen[:0]
-	if nin == 0 && nout == 0 {
-		return st, false
-	}
-	if nin > 0 && nout > 0 {
-		st.Chance /= float64(nin) * float64(nout)
+		t.Sent(act[ci].send)
 	}
 	// 2b-i. Learn from the calls with one candidate.
 	for _, ci := range outs {
-		c := &calls[ci]
-		sa := act[ci].send
-		if c.candN != 1 || sa == trace.NoActor {
-			continue
-		}
-		pa := act[s.cands[c.candOff].parent].recv
-		if pa == trace.NoActor {
-			continue
-		}
-		st.Unambiguous++
-		if pa == sa {
-			st.Same++
+		if c := &calls[ci]; c.candN == 1 {
+			t.Pair(act[ci].send, act[s.cands[c.candOff].parent].recv)
 		}
 	}
 	// 2b-ii. Use it only where it holds beyond chance.
-	st.Evidence = chanceTail(st.Unambiguous, st.Same, st.Chance)
-	st.Used = st.Actors >= 2 && st.Unambiguous > 0 && float64(st.Same) >= s.opt.ActorMin*float64(st.Unambiguous) &&
-		st.Evidence <= s.opt.ActorChance
+	h := t.Decide(s.opt.ActorMin, s.opt.ActorChance)
+	if !h.Any {
+		return st, false
+	}
+	st.Actors, st.Unambiguous, st.Same, st.Chance, st.Evidence, st.Used = h.Actors, h.Unambiguous, h.Same, h.Chance, h.Evidence, h.Used
 	if !st.Used {
 		return st, true
 	}

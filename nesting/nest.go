@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"wap5/sameactor"
 	"wap5/trace"
 )
 
@@ -149,9 +150,7 @@ type state struct {
 
 	actors     []actorPair // by call; nil when no message has actors
 	actorStats []ActorStat
-	actorIn    []int32         // scratch: calls received per actor at one node
-	actorOut   []int32         // scratch: calls sent per actor at one node
-	actorSeen  []trace.ActorID // scratch: the actors counted
+	actorTally sameactor.Tally // scratch: step 2b's counts at one node
 	board      [][]float64
 	bins       *binner
 	roots      int
