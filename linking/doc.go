@@ -49,6 +49,14 @@
 //	    from every send to every earlier received message are collected per
 //	    class: true links pile up in a peak above the even spread of false
 //	    ones, and the peak seeds the class.
+//	J2b. Actors (actors.go; package sameactor, shared with nesting's step
+//	    2b): where messages name their threads (sa=/da=), learn per node
+//	    from the calls that fit in exactly one request span whether calls
+//	    leave from the thread that received the span's request; where they
+//	    do in ≥ Options.ActorMin (99 %) of them and chance agreement is
+//	    ruled out (≤ ActorChance, 10⁻⁶; never with one receiving thread), a
+//	    call from another thread costs 20 nats in a span (J3's candidates of
+//	    that span, J4's span costs). Without actors nothing changes.
 //	J3. Sweep: at every traced node, each send in time order takes the
 //	    cheapest admissible received message as its parent. A received
 //	    request opens a span that ends when its paired reply is sent; a
