@@ -1,6 +1,8 @@
 package linking
 
 import (
+	"fmt"
+
 	"wap5/sameactor"
 	"wap5/trace"
 )
@@ -31,6 +33,16 @@ const actorMismatch = 20
 type ActorHabit struct {
 	Node trace.NodeID
 	sameactor.Habit
+}
+
+// String is a one-line summary for logs.
+func (h ActorHabit) String() string {
+	use := "not used"
+	if h.Used {
+		use = "used"
+	}
+	return fmt.Sprintf("%d actors, same actor in %d of %d calls with one possible span (%.1f%%; by chance %.1f%%, p ≤ %.1e), %s",
+		h.Actors, h.Same, h.Unambiguous, 100*h.Rate(), 100*h.Chance, h.Evidence, use)
 }
 
 // learnActors is J2b: j.actorOn[b] where the habit holds at b.
@@ -83,7 +95,7 @@ func (j *joint) learnActors() {
 			}
 		}
 		h := t.Decide(j.o.ActorMin, j.o.ActorChance)
-		if h.Any {
+		if h.Actors > 0 { // threads received requests here
 			j.actorHabits = append(j.actorHabits, ActorHabit{Node: b, Habit: h})
 		}
 		on[b] = h.Used

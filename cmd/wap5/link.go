@@ -50,6 +50,8 @@ func init() {
 				&cli.IntFlag{Name: "top", Usage: "show only the top `N` patterns (text default 20)"},
 				&cli.BoolFlag{Name: "histograms", Usage: "text: draw node-delay histograms"},
 				&cli.BoolFlag{Name: "no-skew", Usage: "do not estimate clock offsets when the trace carries none (net_s then uses raw timestamps)"},
+				&cli.Float64Flag{Name: "actor-min", Value: 0.99, Usage: "joint: a call from another thread (sa=/da=) than the one that received a span's request costs a lot where at least this `SHARE` of a node's calls with one possible span show the habit (> 1: never)"},
+				&cli.Float64Flag{Name: "actor-chance", Value: 1e-6, Usage: "... and that agreement has at most this `PROBABILITY` of being chance"},
 			},
 			Action: linkAction,
 		}
@@ -74,6 +76,8 @@ func linkAction(c *cli.Context) error {
 		// Instances cost memory per message; keep them only when asked.
 		NoInstances: c.String("instances") == "",
 		Top:         c.Int("top"),
+		ActorMin:    c.Float64("actor-min"),
+		ActorChance: c.Float64("actor-chance"),
 	}
 	if o.Method != linking.MethodJoint && o.Method != linking.MethodWAP5 {
 		return usagef("--method %q: want joint or wap5", o.Method)
@@ -83,6 +87,9 @@ func linkAction(c *cli.Context) error {
 	}
 	if o.Window <= 0 || o.Stream < 0 || c.Int("top") < 0 || o.TryBoth < 1 {
 		return usagef("--max-delay, --window, --top and --try-both must be positive")
+	}
+	if o.ActorMin <= 0 || o.ActorChance <= 0 {
+		return usagef("--actor-min and --actor-chance must be positive")
 	}
 	path := c.Args().First()
 	// Streaming keeps no instances: they go to a spool file as they are
@@ -123,6 +130,9 @@ func linkAction(c *cli.Context) error {
 	if f := res.Fit; f.Samples > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "wap5: link: delay models over %d links (log-likelihood): exp %.1f, gamma %.1f, fit %.1f; best %s; %d iterations\n",
 			f.Samples, f.LogLik[linking.DelayExp], f.LogLik[linking.DelayGamma], f.LogLik[linking.DelayFit], f.Best, res.Iterations)
+	}
+	for _, a := range res.Actors {
+		fmt.Fprintf(c.App.ErrWriter, "wap5: link: actors at %s: %s\n", t.NodeName(a.Node), a)
 	}
 	if p := c.String("instances"); p != "" {
 		if spool != nil {

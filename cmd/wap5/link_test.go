@@ -131,6 +131,7 @@ func TestLinkUsage(t *testing.T) {
 		{"link"},
 		{"link", "--method", "magic", tr},
 		{"link", "--delay-model", "cauchy", tr},
+		{"link", "--actor-min", "-1", tr},
 	} {
 		if code, _, stderr := runCLI(t, "", args...); code != 2 || !strings.HasPrefix(stderr, "wap5: ") {
 			t.Errorf("%v: exit %d, stderr %q; want usage error", args, code, stderr)
@@ -138,6 +139,38 @@ func TestLinkUsage(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "", "link", "no-such-file"); code != 1 || !strings.Contains(stderr, "no-such-file") {
 		t.Errorf("missing file: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestLinkActors: on a testbed trace with threads (sa=/da=) the joint
+// linker reports the same-thread habit per node that receives requests,
+// used at the threaded and forking servers; --actor-min 2 turns it off.
+func TestLinkActors(t *testing.T) {
+	tr := filepath.Join("..", "..", "e2e", "testdata", "nest-recorded", "actors-clients-3", "trace.txt")
+	tests := []struct {
+		args []string
+		want []string // stderr lines
+		not  string
+	}{
+		{nil, []string{"wap5: link: actors at s2: 36 actors, same actor in 18 of 18", "wap5: link: actors at s1: "}, "actors at c:"},
+		{[]string{"--actor-min", "2"}, nil, "actors at"},
+	}
+	for _, tc := range tests {
+		code, _, stderr := runCLI(t, "", append(append([]string{"link", "--json"}, tc.args...), tr)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%v: stderr lacks %q:\n%s", tc.args, w, stderr)
+			}
+		}
+		if strings.Contains(stderr, tc.not) {
+			t.Errorf("%v: stderr has %q:\n%s", tc.args, tc.not, stderr)
+		}
+		if len(tc.want) > 0 && !strings.Contains(stderr, "), used") {
+			t.Errorf("%v: the hint used nowhere:\n%s", tc.args, stderr)
+		}
 	}
 }
 
