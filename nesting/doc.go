@@ -24,7 +24,8 @@
 //  2. Score possible nestings (§5.1.1.2, ScoreNestings), node by node.
 //     (a) A call B→C is nested in every call A→B that was open at B when it
 //     was made and returned after it; the comparison is loosened by the
-//     skew window. (b) Actors (an addition; actors.go): where messages name
+//     skew window. (b) Actors (an addition; actors.go, with the counts and
+//     the gate of package sameactor, which linking shares): where messages name
 //     the thread that sent and received them, the calls of B with a single
 //     candidate show how often a call leaves from the actor that received
 //     its parent; where that share is at least ActorMin (99 %) and chance
