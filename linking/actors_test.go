@@ -143,3 +143,23 @@ func TestActorHint(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLinkActors links actorTrace's server with and without threads:
+// the cost of learning the habit and of the hint's terms.
+func BenchmarkLinkActors(b *testing.B) {
+	for _, mode := range []string{"", "per-request", "hand-off"} {
+		tr := actorTrace(2000, 500, mode)
+		name := mode
+		if name == "" {
+			name = "none"
+		}
+		b.Run(name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := Link(tr, Options{NoInstances: true}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(tr.Messages))*float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}
