@@ -11,11 +11,14 @@ export GOFLAGS ?= -mod=mod
 LIBSRC  := $(wildcard libsockcap/c/*.c)
 LIBHDR  := $(wildcard libsockcap/c/*.h)
 
-.PHONY: all deps test test-c demo bench clean fuzz
+.PHONY: all deps test test-c demo bench clean fuzz FORCE
+FORCE:
 
 all: bin/wap5 bin/libsockcap.so
 
-bin/wap5: $(shell find . -name '*.go' -not -path './bin/*') go.mod
+# go build decides what is stale (file times miss edits older than the binary,
+# e.g. after a checkout); with its cache an up-to-date build takes a second.
+bin/wap5: FORCE
 	@mkdir -p bin
 	$(GO) build -o $@ ./cmd/wap5
 
