@@ -358,13 +358,24 @@ func TestLink(t *testing.T) {
 // servers' timing records in truth/, the number of client processes in
 // clients), kept because wap5 link got them wrong. Needs WAP5_BIN, not root.
 func TestLinkRecorded(t *testing.T) {
-	dir := os.Getenv("WAP5_BIN")
-	if dir == "" {
+	recordedRuns(t, "testdata/recorded", func(t *testing.T, s *system) {
+		// Exact counts: every real request has one helper call; these
+		// runs were kept because the linker built paths no request had.
+		checkLink(t, s, 0, 0.90)
+	})
+}
+
+// recordedRuns runs f as a subtest for every testbed run kept under dir
+// (each: trace.txt as wap5 reconcile wrote it, the servers' timing records
+// in truth/, the number of client processes in clients). Needs WAP5_BIN, not
+// root.
+func recordedRuns(t *testing.T, dir string, f func(t *testing.T, s *system)) {
+	if os.Getenv("WAP5_BIN") == "" {
 		t.Skip("e2e: WAP5_BIN unset (the directory of the built wap5; make test sets it)")
 	}
-	runs, _ := filepath.Glob("testdata/recorded/*")
+	runs, _ := filepath.Glob(filepath.Join(dir, "*"))
 	if len(runs) == 0 {
-		t.Fatal("no recorded runs in testdata/recorded")
+		t.Fatalf("no recorded runs in %s", dir)
 	}
 	for _, run := range runs {
 		t.Run(filepath.Base(run), func(t *testing.T) {
@@ -379,9 +390,7 @@ func TestLinkRecorded(t *testing.T) {
 			if s.timings, err = readTimings(filepath.Join(run, "truth")); err != nil {
 				t.Fatal(err)
 			}
-			// Exact counts: every real request has one helper call; these
-			// runs were kept because the linker built paths no request had.
-			checkLink(t, s, 0, 0.90)
+			f(t, s)
 		})
 	}
 }

@@ -146,35 +146,15 @@ func TestNestActors(t *testing.T) {
 // at process granularity, the servers' timing records in truth/, the number
 // of client processes in clients). Needs WAP5_BIN, not root.
 func TestNestRecorded(t *testing.T) {
-	if os.Getenv("WAP5_BIN") == "" {
-		t.Skip("e2e: WAP5_BIN unset (the directory of the built wap5; make test sets it)")
-	}
-	runs, _ := filepath.Glob("testdata/nest-recorded/*")
-	if len(runs) == 0 {
-		t.Fatal("no recorded runs in testdata/nest-recorded")
-	}
-	for _, run := range runs {
+	recordedRuns(t, "testdata/nest-recorded", func(t *testing.T, s *system) {
 		for _, f := range []string{"trace.txt", "trace-process.txt"} {
-			in := filepath.Join(run, f)
+			in := filepath.Join(s.dir, f)
 			if _, err := os.Stat(in); err != nil {
 				continue
 			}
-			t.Run(filepath.Base(run)+"/"+f, func(t *testing.T) {
-				b, err := os.ReadFile(filepath.Join(run, "clients"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				s := &system{dir: run, trace: filepath.Join(run, "trace.txt")}
-				if _, err := fmt.Sscan(string(b), &s.clients); err != nil {
-					t.Fatalf("%s: %v", filepath.Join(run, "clients"), err)
-				}
-				if s.timings, err = readTimings(filepath.Join(run, "truth")); err != nil {
-					t.Fatal(err)
-				}
-				checkNestExact(t, s, in, f == "trace.txt")
-			})
+			t.Run(f, func(t *testing.T) { checkNestExact(t, s, in, f == "trace.txt") })
 		}
-	}
+	})
 }
 
 // linkActorGain checks that wap5 link, which learns the same-thread hint
@@ -232,26 +212,7 @@ func linkActorGain(t *testing.T, s *system) {
 // TestLinkActorsRecorded: linkActorGain's check on the testbed runs kept in
 // testdata/nest-recorded (host granularity). Needs WAP5_BIN, not root.
 func TestLinkActorsRecorded(t *testing.T) {
-	if os.Getenv("WAP5_BIN") == "" {
-		t.Skip("e2e: WAP5_BIN unset (the directory of the built wap5; make test sets it)")
-	}
-	runs, _ := filepath.Glob("testdata/nest-recorded/*")
-	if len(runs) == 0 {
-		t.Fatal("no recorded runs in testdata/nest-recorded")
-	}
-	for _, run := range runs {
-		t.Run(filepath.Base(run), func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join(run, "clients"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := &system{dir: run, trace: filepath.Join(run, "trace.txt")}
-			if _, err := fmt.Sscan(string(b), &s.clients); err != nil {
-				t.Fatalf("%s: %v", filepath.Join(run, "clients"), err)
-			}
-			linkActorGain(t, s)
-		})
-	}
+	recordedRuns(t, "testdata/nest-recorded", linkActorGain)
 }
 
 // instanceRight: the messages are exactly the path their first client
