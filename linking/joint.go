@@ -142,6 +142,7 @@ type joint struct {
 	curSpans *nodeSpans
 
 	candI []int32
+	candS []int32   // the candidates' spans
 	live  []liveMsg // the sweep's received messages still in play
 	candC []float64
 	// unsure marks the spans (by request) that a call with more than one
@@ -217,6 +218,21 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 			}
 		}
 	}
+	// The arrays the passes read at random: huge pages where the kernel
+	// gives them (hugepages_linux.go).
+	hugePages(l.msgs)
+	hugePages(l.edge)
+	hugePages(r.peer)
+	hugePages(r.role)
+	hugePages(j.parent)
+	hugePages(j.prob)
+	hugePages(j.span)
+	hugePages(j.kids)
+	hugePages(j.callSpan)
+	hugePages(j.unsure)
+	hugePages(j.half)
+	hugePages(j.needAt)
+	hugePages(j.spanIdx)
 	j.countPriors()
 	j.learnActors()
 	prev := make([]int32, n)
@@ -432,10 +448,13 @@ func (j *joint) logf(trig, act int32, dt float64) float64 {
 	lp := c.d.logpdf(dt) + c.logTrans
 	if c.fit {
 		// The mixture 0.9·class + 0.1·base, by its larger term.
-		lp = math.Max(lp+math.Log(0.9), j.base[j.edge[act]].logpdf(dt)+math.Log(0.1))
+		lp = math.Max(lp+log09, j.base[j.edge[act]].logpdf(dt)+log01)
 	}
 	return lp
 }
+
+// The mixture's weights (logf), computed once.
+var log09, log01 = math.Log(0.9), math.Log(0.1)
 
 // pass is J3 (and J4 when repair is set) over all nodes.
 func (j *joint) pass(rev []int32, repair, probs bool) {
@@ -506,12 +525,71 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 	}
 }
 
-// liveMsg is a received message in play in a sweep, with its receive time
-// and its span's closing time at hand (refreshed when its span changes): the
-// messages themselves are scattered over a large trace.
+// liveMsg is a received message in play in a sweep, with what the sweep
+// reads of it at hand: its receive time, its span and the span's closing
+// time (updated when its span changes), its edge, whether it is a return,
+// its children so far and its fan-out model. On a large trace the messages
+// and the per-message arrays are scattered (a node's messages are spread
+// over the whole trace): each candidate of each send would otherwise load
+// several cache lines.
 type liveMsg struct {
 	i, sp       int32
 	recv, close int64
+	edge        int32
+	kids        uint8 // j.kids[i], kept equal (only this sweep changes it)
+	ret         bool  // a return: j.r.role[i] == roleReply
+	fan         *fanModel
+}
+
+// sendCtx is what the class lookups of one send share: the send, its
+// node's class table and the send's part of the table key (classOf).
+type sendCtx struct {
+	o    int32
+	tab  *pairTable
+	key  uint64
+	base dist // the send's WAP5 exponential (j.base of its edge)
+}
+
+func (j *joint) newSendCtx(o int32) sendCtx {
+	src := j.msgs[o].Src
+	tab := j.classTabs[src]
+	if tab == nil {
+		tab = newPairTable(64)
+		j.classTabs[src] = tab
+	}
+	ae := j.edge[o]
+	k := uint64(uint32(ae)) << 2
+	if j.r.role[o] == roleReply || j.half[o] == halfHead {
+		k |= 2
+	}
+	return sendCtx{o: o, tab: tab, key: k, base: j.base[ae]}
+}
+
+// classLive is classOf(e.i, x.o), the table probed without reloading
+// either message.
+func (j *joint) classLive(x *sendCtx, e *liveMsg) *classModel {
+	fk := uint64(uint32(e.edge))<<33 | x.key
+	if e.ret {
+		fk |= 1
+	}
+	if ci, ok := x.tab.get(fk); ok {
+		return j.classes[ci]
+	}
+	return j.classOf(e.i, x.o)
+}
+
+// costLive is cost(e.i, x.o, dt) from the live entry.
+func (j *joint) costLive(x *sendCtx, e *liveMsg, dt float64) float64 {
+	k := min(e.kids, 2)
+	c := j.classLive(x, e)
+	lp := c.d.logpdf(dt) + c.logTrans
+	if c.fit {
+		lp = math.Max(lp+log09, x.base.logpdf(dt)+log01)
+	}
+	if e.fan == nil {
+		e.fan = j.fanOf(e.i)
+	}
+	return -lp + e.fan.cost[k]
 }
 
 // sweep is J3 at node b: every send, in time order, takes its cheapest
@@ -526,18 +604,18 @@ func (j *joint) sweep(b trace.NodeID) {
 		m := &j.msgs[o]
 		s := m.Send
 		for hi < len(ins) && recv[hi] <= s {
-			sp := j.span[ins[hi]]
-			live = append(live, liveMsg{i: ins[hi], sp: sp, recv: recv[hi], close: j.closes(sp)})
+			i := ins[hi]
+			sp := j.span[i]
+			live = append(live, liveMsg{i: i, sp: sp, recv: recv[hi], close: j.closes(sp),
+				edge: j.edge[i], kids: j.kids[i], ret: j.r.role[i] == roleReply})
 			hi++
 		}
-		// Drop what the window or a closed span rules out for good.
+		// Drop what the window or a closed span rules out for good. (A
+		// live message's span changes only below, where it is updated.)
 		w := 0
 		for _, e := range live {
 			if s-e.recv > j.x {
 				continue
-			}
-			if sp := j.span[e.i]; sp != e.sp {
-				e.sp, e.close = sp, j.closes(sp)
 			}
 			if e.close >= s {
 				live[w] = e
@@ -556,26 +634,31 @@ func (j *joint) sweep(b trace.NodeID) {
 		}
 		need := s
 		var ret int32 = -1
+		var retRecv int64 = trace.Unknown // ret's receive time when b received it
 		if j.r.role[o] == roleRequest {
 			ret = j.r.peer[o]
-			if rr := j.msgs[ret].Recv; rr != trace.Unknown && j.msgs[ret].Dst == b && rr > need {
-				need = rr
+			if rm := &j.msgs[ret]; rm.Dst == b {
+				retRecv = rm.Recv
+			}
+			if retRecv != trace.Unknown && retRecv > need {
+				need = retRecv
 			}
 		}
 		var req int32 = -1
 		if isReply {
 			req = j.r.peer[o]
 		}
+		x := j.newSendCtx(o)
 		if j.first {
 			// Every earlier received message, admissible or not: false
 			// pairs spread evenly, true ones pile up at the class's delay.
 			for q := len(live) - 1; q >= 0 && q >= len(live)-256; q-- {
-				i := live[q].i
-				if s-live[q].recv > j.horizon[b] {
+				e := &live[q]
+				if s-e.recv > j.horizon[b] {
 					break
 				}
-				if i != ret {
-					c := j.classOf(i, o)
+				if e.i != ret {
+					c := j.classLive(&x, e)
 					for int(c.idx) >= len(j.cand) {
 						j.cand = append(j.cand, nil)
 					}
@@ -583,19 +666,20 @@ func (j *joint) sweep(b trace.NodeID) {
 						if j.cand[c.idx] == nil {
 							j.candCls = append(j.candCls, c)
 						}
-						j.cand[c.idx] = append(j.cand[c.idx], float32(float64(s-live[q].recv)/1e9))
+						j.cand[c.idx] = append(j.cand[c.idx], float32(float64(s-e.recv)/1e9))
 						j.touch(c)
 					}
 				}
 			}
 		}
-		j.candI, j.candC = j.candI[:0], j.candC[:0]
-		for _, e := range live {
+		j.candI, j.candC, j.candS = j.candI[:0], j.candC[:0], j.candS[:0]
+		for q := range live {
+			e := &live[q]
 			i := e.i
 			if i == ret {
 				continue
 			}
-			sp := e.sp // current: refreshed above
+			sp := e.sp // current: updated where it changes
 			if isReply {
 				if sp != req {
 					continue
@@ -604,16 +688,17 @@ func (j *joint) sweep(b trace.NodeID) {
 				continue
 			}
 			dt := float64(s-e.recv) / 1e9
-			c := j.cost(i, o, dt)
+			c := j.costLive(&x, e, dt)
 			if ret >= 0 && j.actorOn != nil && j.actorOn[b] {
 				c += j.actorCost(b, o, sp, i) // J2b
 			}
 			j.candI = append(j.candI, i)
 			j.candC = append(j.candC, c)
+			j.candS = append(j.candS, sp)
 		}
 		// The spontaneous alternative: a link of delay y·d (WAP5 §5.1); a
 		// reply is never spontaneous when its request is known.
-		bd := j.base[j.edge[o]]
+		bd := x.base
 		sc := -bd.logpdf(j.o.Spontaneous*bd.mean()) + defaultFan.cost[0]
 		if isReply && len(j.candI) > 0 {
 			sc = math.Inf(1)
@@ -621,8 +706,8 @@ func (j *joint) sweep(b trace.NodeID) {
 		// A call made while a request's span is open is that span's work
 		// far more often than a timer's: spontaneity must clearly win.
 		if !isReply {
-			for _, i := range j.candI {
-				if sp := j.span[i]; sp >= 0 && j.r.role[sp] == roleRequest {
+			for _, sp := range j.candS {
+				if sp >= 0 && j.r.role[sp] == roleRequest {
 					sc += spanCallBonus
 					break
 				}
@@ -651,10 +736,16 @@ func (j *joint) sweep(b trace.NodeID) {
 		if best >= 0 {
 			j.parent[o] = best
 			j.kids[best] = min(j.kids[best]+1, 255)
+			for q := range live {
+				if live[q].i == best {
+					live[q].kids = j.kids[best]
+					break
+				}
+			}
 			sp = j.span[best]
 			if !isReply && len(j.candI) > 1 {
-				for _, i := range j.candI {
-					if sp := j.span[i]; sp >= 0 {
+				for _, sp := range j.candS {
+					if sp >= 0 {
 						j.unsure[sp] = true
 					}
 				}
@@ -668,6 +759,16 @@ func (j *joint) sweep(b trace.NodeID) {
 		j.callSpan[o] = sp
 		if ret >= 0 && j.msgs[ret].Dst == b {
 			j.span[ret] = sp
+			if retRecv != trace.Unknown && retRecv <= s {
+				// Already live (received before this send): its span
+				// changed.
+				for q := range live {
+					if live[q].i == ret {
+						live[q].sp, live[q].close = sp, j.closes(sp)
+						break
+					}
+				}
+			}
 		}
 	}
 }

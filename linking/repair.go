@@ -278,11 +278,16 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 		}
 		bestD, bestS, bestK2 := -1e-9, int32(-1), int32(-1)
 		var bestA, bestB float64
-		// Moves.
+		// Moves. (The cost of k's span without k is the same for every
+		// span it could move to: computed once.)
+		ca, haveCA := 0.0, false
 		j.admissibleSpans(b, ns, k, ins, func(sb int32) {
-			ma = without(ma, ns.members[sa], k)
+			if !haveCA {
+				ma = without(ma, ns.members[sa], k)
+				ca, haveCA = j.spanCost(b, ns.req[sa], ma), true
+			}
 			mb = j.with(mb, ns.members[sb], k)
-			ca, cb := j.spanCost(b, ns.req[sa], ma), j.spanCost(b, ns.req[sb], mb)
+			cb := j.spanCost(b, ns.req[sb], mb)
 			if d := ca + cb - j.costOf(b, ns, sa) - j.costOf(b, ns, sb); d < bestD {
 				bestD, bestS, bestK2, bestA, bestB = d, sb, -1, ca, cb
 			}
