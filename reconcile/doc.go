@@ -98,12 +98,22 @@
 //  6. Address translation: before an end is declared untraced, unpaired ends
 //     of the opposite role (connect vs accept) whose addresses differ are
 //     compared: same protocol, opened within the window, and the same sizes
-//     of the first message each way as far as both saw them; the closest in
-//     time wins (on a tie, the earliest created). Candidates are found
-//     through an index of lonely connections by the size of their first
-//     message each way, each list in creation-time order, walked outwards
-//     from the searching connection's time: a search costs about the
-//     candidates near it in time, not all lonely connections. Datagrams still unmatched after the window are paired with
+//     of the first message each way, each size known on both ends or on
+//     neither (a first message one end saw whole and the other has not, or
+//     not yet, is no agreement: an unrelated connection still in its first
+//     exchange would otherwise agree with anything of the same size the
+//     other way); the closest in time wins (on a tie, the earliest
+//     created). Two ends observed by one logged process, or by a process
+//     and its forked child, are never paired: that is a relay (a proxy
+//     forwarding a request and its response with the same sizes), and a
+//     translation happens between hosts. Candidates are found through an
+//     index of lonely connections by role and known sizes, each list in
+//     creation-time order, walked outwards from the searching connection's
+//     time: a search costs about the candidates with its sizes near it in
+//     time, not all lonely connections. Sizes alone cannot tell every
+//     untraced flow from a translated one: among thousands of untraced
+//     connections within the window, some agree in both sizes by chance.
+//     Datagrams still unmatched after the window are paired with
 //     an unmatched datagram of the same length and checksum. A match pairs
 //     them and records the translation (DNAT: destination as the sender
 //     wrote it → as the receiver saw it; SNAT: source; a SNAT that kept the

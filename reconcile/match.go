@@ -49,8 +49,11 @@ type end struct {
 	remote libsockcap.Endpoint // the peer as this end sees it
 	node   trace.NodeID        // node of the latest observer
 	hasLog bool
-	sent   int64 // highest stream offset sent (end of the bytes seen so far)
-	rcvd   int64
+	// obs is the log that first observed this end (nil when only packets
+	// did): step 6 never pairs two ends of one process (a relay).
+	obs  *Observer
+	sent int64 // highest stream offset sent (end of the bytes seen so far)
+	rcvd int64
 	// Offsets counted from the log's own calls (logs carry none).
 	logSent, logRcvd int64
 	runs             []run  // send runs not yet emitted; the last one may be open
@@ -300,7 +303,7 @@ func (m *matcher) observe(src int, ob *Observation, corr int64) {
 	if ob.Origin == OriginLog && !e.hasLog {
 		// The log takes over an end a capture saw first: what is still
 		// pending belongs to the logged process.
-		e.hasLog = true
+		e.hasLog, e.obs = true, ob.Observer
 		for i := range e.runs {
 			e.runs[i].node = e.node
 		}
@@ -1058,7 +1061,7 @@ func (m *matcher) pairTranslated(c *conn) bool {
 		if oe == nil || oe.role == RoleUnknown || oe.role == e.role || oe.role == RolePair {
 			return
 		}
-		if !sig.agrees(signature(oe)) {
+		if !sig.agrees(signature(oe)) || relay(e.obs, oe.obs) {
 			return
 		}
 		// The closest in time; on a tie the earliest created.
@@ -1095,12 +1098,8 @@ func (m *matcher) pairTranslated(c *conn) bool {
 			}
 		}
 	}
-	if sig.up > 0 {
-		look(m.sigs.up[sigSlot{want, sig.up}])
-	}
-	if sig.down > 0 {
-		look(m.sigs.down[sigSlot{want, sig.down}])
-	}
+	// Agreeing candidates know the same sizes (agrees): one list.
+	look(m.sigs.by[sigPair{want, sig.up, sig.down}])
 	if natCrossCheck != nil {
 		natCrossCheck(m, c, best)
 	}
@@ -1151,51 +1150,80 @@ func (m *matcher) pairTranslated(c *conn) bool {
 	return true
 }
 
+// relay reports whether two ends were observed by one logged process, or by
+// a process and its forked child (same host and boot, one's pid the other's
+// or its parent's): an accepted connection and a connection onward of one
+// proxy, relaying a request and its response with the same sizes, look
+// like a translated flow to step 6, but a translation happens between two
+// hosts, never inside one process (step 6).
+func relay(a, b *Observer) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	if a == b {
+		return true
+	}
+	if a.Pid <= 0 || b.Pid <= 0 || a.Host != b.Host || a.BootID != b.BootID {
+		return false
+	}
+	return a.Pid == b.Pid || a.ppid == b.Pid || b.ppid == a.Pid
+}
+
 // natCrossCheck, when set (tests), is told every step-6 search's result.
 var natCrossCheck func(m *matcher, c, best *conn)
 
-// sigIndex lists lonely connections by the known sizes of their first
-// messages (step 6): under {role, n} in up when the first client message had
-// n bytes, in down when the first server message had, each list ordered by
-// creation time (then creation order). A direction's size, once known, does
-// not change while the connection is lonely (the first run is done, and
-// nothing is emitted before the connection is resolved), so a connection
-// is listed at most once in each. Connections that found their peer are
-// skipped by searches and dropped all at once when the entries have
-// doubled since the last time.
+// sigIndex lists lonely connections by the sizes of their first messages
+// as far as they know them (step 6): under {role, up, down}, each list
+// ordered by creation time (then creation order). A search looks at the one
+// list of the sizes it knows. A direction's size, once known, does not
+// change while the connection is lonely (the first run is done, and nothing
+// is emitted before the connection is resolved), so a connection moves at
+// most twice (one size known, then both). Connections that found their
+// peer are skipped by searches and dropped all at once when the entries
+// have doubled since the last time.
 type sigIndex struct {
-	up, down        map[sigSlot][]*conn
+	by              map[sigPair][]*conn
 	entries, pruned int
 	stamp           uint32
 }
 
-type sigSlot struct {
-	role Role
-	n    int64
+type sigPair struct {
+	role     Role
+	up, down int64
 }
 
-// insert adds c to tab[k] in creation-time order; signatures become known
+// listedBefore: o is listed before c (creation time, then creation order).
+func listedBefore(o, c *conn) bool {
+	return o.first < c.first || o.first == c.first && o.serial < c.serial
+}
+
+// insertConn adds c to list in creation-time order; signatures become known
 // in about that order, so the place is near the end.
-func (x *sigIndex) insert(tab map[sigSlot][]*conn, k sigSlot, c *conn) {
-	list := tab[k]
+func insertConn(list []*conn, c *conn) []*conn {
 	i := len(list)
-	for i > 0 && (list[i-1].first > c.first || list[i-1].first == c.first && list[i-1].serial > c.serial) {
+	for i > 0 && listedBefore(c, list[i-1]) {
 		i--
 		if len(list)-i > 64 {
-			i = sort.Search(len(list), func(j int) bool {
-				o := list[j]
-				return o.first > c.first || o.first == c.first && o.serial > c.serial
-			})
+			i = sort.Search(len(list), func(j int) bool { return listedBefore(c, list[j]) })
 			break
 		}
 	}
-	tab[k] = slices.Insert(list, i, c)
-	x.entries++
+	return slices.Insert(list, i, c)
+}
+
+// removeConn drops c from list (where insertConn put it).
+func removeConn(list []*conn, c *conn) []*conn {
+	i := sort.Search(len(list), func(j int) bool { return !listedBefore(list[j], c) })
+	if i < len(list) && list[i] == c {
+		return slices.Delete(list, i, i+1)
+	}
+	return list
 }
 
 // indexSig lists c under the sizes its signature has come to know since it
 // was last indexed; called after every observation that may have changed
-// it.
+// it. Signatures that can agree with nothing (a size not counted from the
+// stream's start, or nothing known) are not listed.
 func (m *matcher) indexSig(c *conn) {
 	if c.lrole == RoleUnknown || c.resolved || c.gone {
 		return
@@ -1214,37 +1242,53 @@ func (m *matcher) indexSig(c *conn) {
 		return
 	}
 	x := &m.sigs
-	if x.up == nil {
-		x.up, x.down = map[sigSlot][]*conn{}, map[sigSlot][]*conn{}
+	if x.by == nil {
+		x.by = map[sigPair][]*conn{}
 	}
-	if s.up > 0 && s.up != c.sig.up {
-		x.insert(x.up, sigSlot{c.lrole, s.up}, c)
+	if old := c.sig; old.listed() {
+		k := sigPair{c.lrole, old.up, old.down}
+		if l := removeConn(x.by[k], c); len(l) == 0 {
+			delete(x.by, k)
+		} else {
+			x.by[k] = l
+		}
+		x.entries--
 	}
-	if s.down > 0 && s.down != c.sig.down {
-		x.insert(x.down, sigSlot{c.lrole, s.down}, c)
+	if s.listed() {
+		k := sigPair{c.lrole, s.up, s.down}
+		x.by[k] = insertConn(x.by[k], c)
+		x.entries++
 	}
 	c.sig = s
 	if x.entries >= 1024 && x.entries >= 2*x.pruned {
-		x.entries = 0
-		for _, tab := range []map[sigSlot][]*conn{x.up, x.down} {
-			for k, list := range tab {
-				live := list[:0]
-				for _, o := range list {
-					if !o.gone && !o.resolved {
-						live = append(live, o)
-					}
-				}
-				clear(list[len(live):])
-				if len(live) == 0 {
-					delete(tab, k)
-				} else {
-					tab[k] = live
-				}
-				x.entries += len(live)
-			}
-		}
+		x.entries = pruneLists(x.by)
 		x.pruned = x.entries
 	}
+}
+
+// listed: the signature can agree with another (see agrees).
+func (s sizes) listed() bool { return s.up >= 0 && s.down >= 0 && (s.up > 0 || s.down > 0) }
+
+// pruneLists drops the connections that are no longer lonely; it returns
+// how many entries are left.
+func pruneLists[K comparable](tab map[K][]*conn) int {
+	n := 0
+	for k, list := range tab {
+		live := list[:0]
+		for _, o := range list {
+			if !o.gone && !o.resolved {
+				live = append(live, o)
+			}
+		}
+		clear(list[len(live):])
+		if len(live) == 0 {
+			delete(tab, k)
+		} else {
+			tab[k] = live
+		}
+		n += len(live)
+	}
+	return n
 }
 
 // sizes is what a lonely end knows of a connection's first messages: the
@@ -1269,26 +1313,17 @@ func signature(e *end) sizes {
 	return sizes{up: sent, down: got}
 }
 
-// agrees: at least one direction known on both sides, and no known
-// direction disagreeing.
+// agrees: the same sizes each way, each known on both sides or on neither,
+// and at least one known. A size one side knows and the other does not
+// (its first message that way not over yet, or not begun) cannot be told
+// to agree: the partner of an end that saw a whole first message has seen
+// it too by the time step 6 looks (it began that message, or received
+// it, before the end's window ran out), while an unrelated connection that
+// is still in its first exchange would agree with anything of the same
+// size the other way (on a CoDeeN-sized set, thousands of untraced
+// connections paired by their request size alone).
 func (s sizes) agrees(o sizes) bool {
-	if s.up < 0 || s.down < 0 || o.up < 0 || o.down < 0 {
-		return false
-	}
-	both := 0
-	if s.up > 0 && o.up > 0 {
-		if s.up != o.up {
-			return false
-		}
-		both++
-	}
-	if s.down > 0 && o.down > 0 {
-		if s.down != o.down {
-			return false
-		}
-		both++
-	}
-	return both > 0
+	return s == o && s.listed()
 }
 
 // retire forgets a finished connection after emitting what is left.

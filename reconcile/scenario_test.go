@@ -32,7 +32,7 @@ func updating() bool {
 //	-- expect --      the trace, text form without the header
 //	-- warnings --    optional: expected warnings, one per line
 //
-// Process lines: `proc NAME host=H exe=E pid=N [boot=B] [netns=N]`. Event lines:
+// Process lines: `proc NAME host=H exe=E pid=N [ppid=N] [boot=B] [netns=N]`. Event lines:
 // `NAME TIME OP key=value...` with keys fd, fd2, proto (tcp|udp|unix), type
 // (stream|dgram), local, remote (ip:port, unix:PATH, unix:), lino, rino
 // (Unix inodes), bytes, ret, errno, sum, child, tid (the thread; 0 or
@@ -118,7 +118,7 @@ func buildSources(t *testing.T, text string) []Source {
 		if f[0] == "proc" {
 			pid, _ := strconv.Atoi(kv["pid"])
 			procs[f[1]] = &libsockcap.Process{Host: kv["host"], Node: kv["host"], Exe: kv["exe"], Pid: int32(pid),
-				BootID: kv["boot"], NetNS: uint64(atoiU(kv["netns"])), File: f[1] + ".sclog"}
+				BootID: kv["boot"], NetNS: uint64(atoiU(kv["netns"])), Ppid: int32(atoiU(kv["ppid"])), File: f[1] + ".sclog"}
 			order = append(order, f[1])
 			continue
 		}
