@@ -101,6 +101,15 @@ func (j *joint) refitParallel(sure []float64) {
 	}
 }
 
+// parallelIn is parallelCall for a span of count class ci (−1: none).
+func (j *joint) parallelIn(ci, a int32) bool {
+	if !j.anyParallel || ci < 0 || j.r.role[a] != roleRequest {
+		return false
+	}
+	cm := j.countModelIn(ci, j.msgs[a].Dst)
+	return cm != nil && cm.parallel
+}
+
 // parallelCall reports whether call a of request c's span is parallel: its
 // parent is the request, not the latest message the span received.
 func (j *joint) parallelCall(c, a int32) bool {

@@ -106,6 +106,7 @@ type nodeSpans struct {
 	longest int64     // the longest span, ns
 	members [][]int32 // calls of each span, by send time
 	cost    []float64
+	head    []spanHead // what spanCost reads of each span's own messages
 	// hints are the outgoing connections of each span's neighbours on its
 	// incoming connection; connCost the price of a call on another one.
 	hints    [][]connHint
@@ -123,13 +124,13 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	// The span arrays are reused from node to node (less garbage: the
 	// peak memory of a large trace is the heap grown between collections).
 	keep := &j.scr.spans
-	ns := nodeSpans{sidx: j.spanIdx, req: keep.req[:0], recv: keep.recv[:0], end: keep.end[:0]}
+	ns := nodeSpans{sidx: j.spanIdx, req: keep.req[:0], recv: keep.recv[:0], end: keep.end[:0], head: keep.head[:0]}
 	calls := j.scr.calls[:0]
 	defer func() {
 		for _, c := range ns.req {
 			j.spanIdx[c] = -1
 		}
-		keep.req, keep.recv, keep.end, keep.cost = ns.req, ns.recv, ns.end, ns.cost
+		keep.req, keep.recv, keep.end, keep.cost, keep.head = ns.req, ns.recv, ns.end, ns.cost, ns.head
 		if ns.members != nil {
 			keep.members = ns.members
 		}
@@ -151,6 +152,10 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	j.addHalfSpans(b, &ns)
 	if len(ns.req) == 0 {
 		return
+	}
+	ns.head = slices.Grow(keep.head[:0], len(ns.req))
+	for _, c := range ns.req {
+		ns.head = append(ns.head, j.spanHeadOf(c))
 	}
 	ns.members = keep.members[:cap(keep.members)]
 	if len(ns.members) < len(ns.req) {
@@ -284,10 +289,10 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 		j.admissibleSpans(b, ns, k, ins, func(sb int32) {
 			if !haveCA {
 				ma = without(ma, ns.members[sa], k)
-				ca, haveCA = j.spanCost(b, ns.req[sa], ma), true
+				ca, haveCA = j.spanCostAt(b, ns, sa, ma), true
 			}
 			mb = j.with(mb, ns.members[sb], k)
-			cb := j.spanCost(b, ns.req[sb], mb)
+			cb := j.spanCostAt(b, ns, sb, mb)
 			if d := ca + cb - j.costOf(b, ns, sa) - j.costOf(b, ns, sb); d < bestD {
 				bestD, bestS, bestK2, bestA, bestB = d, sb, -1, ca, cb
 			}
@@ -304,7 +309,7 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 			}
 			ma = j.with(ma, without(ma, ns.members[sa], k), k2)
 			mb = j.with(mb, without(mb, ns.members[sb], k2), k)
-			ca, cb := j.spanCost(b, ns.req[sa], ma), j.spanCost(b, ns.req[sb], mb)
+			ca, cb := j.spanCostAt(b, ns, sa, ma), j.spanCostAt(b, ns, sb, mb)
 			if d := ca + cb - j.costOf(b, ns, sa) - j.costOf(b, ns, sb); d < bestD {
 				bestD, bestS, bestK2, bestA, bestB = d, sb, k2, ca, cb
 			}
@@ -346,16 +351,51 @@ func (j *joint) setCallSpan(b trace.NodeID, k, c int32) {
 // the span received before it, the fan-out of the received messages, and the
 // span's signature.
 func (j *joint) spanCost(b trace.NodeID, c int32, calls []int32) float64 {
-	sc := &j.scr
-	h := j.half[c]
-	reply, rs, start := int32(-1), int64(math.MaxInt64), j.msgs[c].Recv
-	switch h {
-	case halfNone:
-		reply = j.r.peer[c]
-		rs = j.msgs[reply].Send
-	case halfHead:
-		reply, rs, start = c, j.msgs[c].Send, math.MinInt64
+	if ns := j.curSpans; ns != nil && len(ns.head) == len(ns.req) {
+		if s, ok := ns.at(c); ok {
+			return j.spanCostAt(b, ns, s, calls)
+		}
 	}
+	hd := j.spanHeadOf(c)
+	return j.spanCostOf(b, c, &hd, calls)
+}
+
+// spanHead is what spanCost reads of a span's own messages: kept per span
+// of the node being repaired (nodeSpans.head), as the messages are
+// scattered over a large trace.
+type spanHead struct {
+	reply     int32 // the reply sent (a headless span's own message), or −1
+	ci        int32 // the span's count class (cntCls id), or −1
+	rs, start int64 // when the reply is sent (MaxInt64: none); when the span begins for its calls (MinInt64: headless)
+	recv      int64 // the request's receive time (its message's Recv)
+	h         uint8 // half span kind
+}
+
+func (j *joint) spanHeadOf(c int32) spanHead {
+	hd := spanHead{reply: -1, ci: -1, rs: math.MaxInt64, start: j.msgs[c].Recv, recv: j.msgs[c].Recv, h: j.half[c]}
+	switch hd.h {
+	case halfNone:
+		hd.reply = j.r.peer[c]
+		hd.rs = j.msgs[hd.reply].Send
+	case halfHead:
+		hd.reply, hd.rs, hd.start = c, j.msgs[c].Send, math.MinInt64
+	}
+	if ci, ok := j.cntCls.get(j.spanClass(c)); ok {
+		hd.ci = ci
+	}
+	return hd
+}
+
+// spanCostAt is spanCost of span s of ns.
+func (j *joint) spanCostAt(b trace.NodeID, ns *nodeSpans, s int32, calls []int32) float64 {
+	return j.spanCostOf(b, ns.req[s], &ns.head[s], calls)
+}
+
+// spanCostOf is spanCost of request c's span with header hd.
+func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32) float64 {
+	sc := &j.scr
+	h := hd.h
+	reply, rs, start := hd.reply, hd.rs, hd.start
 	sc.trig = append(sc.trig[:0], c)
 	for _, k := range calls {
 		if j.msgs[k].Send < start {
@@ -380,7 +420,7 @@ func (j *joint) spanCost(b trace.NodeID, c int32, calls []int32) float64 {
 		s := j.msgs[a].Send
 		t := 0
 		q := 1
-		if j.anyParallel && j.parallelCall(c, a) {
+		if j.anyParallel && j.parallelIn(hd.ci, a) {
 			q = len(sc.trig) // a parallel call: the request is its cause
 		}
 		for ; q < len(sc.trig); q++ {
@@ -389,6 +429,10 @@ func (j *joint) spanCost(b trace.NodeID, c int32, calls []int32) float64 {
 			}
 		}
 		p := sc.trig[t]
+		pr := hd.recv // the request's receive time
+		if t > 0 {
+			pr = j.msgs[p].Recv
+		}
 		sc.kids[t]++
 		if t == 0 && h == halfHead {
 			cost += j.headCost() // its cause was lost
@@ -396,9 +440,9 @@ func (j *joint) spanCost(b trace.NodeID, c int32, calls []int32) float64 {
 		}
 		// Its cause may have been lost (loss.go): then the delay
 		// is uniform over the span, at the price of the loss.
-		d := -j.logf(p, a, float64(s-j.msgs[p].Recv)/1e9)
+		d := -j.logf(p, a, float64(s-pr)/1e9)
 		if j.lossy {
-			d = math.Min(d, j.lostCause(b, j.msgs[p].Recv, a))
+			d = math.Min(d, j.lostCause(b, pr, a))
 		}
 		cost += d
 	}
@@ -416,7 +460,7 @@ func (j *joint) spanCost(b trace.NodeID, c int32, calls []int32) float64 {
 	if j.actorOn != nil && j.actorOn[b] {
 		cost += j.actorSpanCost(b, c, calls) // J2b
 	}
-	return cost + j.countCost(c, calls) + j.connCostOf(j.curSpans, c, calls)
+	return cost + j.countCostIn(hd.ci, calls) + j.connCostOf(j.curSpans, c, calls)
 }
 
 func fanCost(f *fanModel, k int) float64 {
@@ -469,6 +513,15 @@ func (j *joint) indexCounts() {
 
 // countCost is −log of the call counts per destination of request c's span.
 func (j *joint) countCost(c int32, calls []int32) float64 {
+	ci, known := j.cntCls.get(j.spanClass(c))
+	if !known {
+		ci = -1
+	}
+	return j.countCostIn(ci, calls)
+}
+
+// countCostIn is countCost for a span of count class ci (−1: none).
+func (j *joint) countCostIn(ci int32, calls []int32) float64 {
 	sc := &j.scr
 	sc.dsts = sc.dsts[:0]
 	for _, k := range calls {
@@ -476,7 +529,7 @@ func (j *joint) countCost(c int32, calls []int32) float64 {
 	}
 	slices.Sort(sc.dsts)
 	cost := 0.0
-	ci, known := j.cntCls.get(j.spanClass(c))
+	known := ci >= 0
 	if known {
 		cost = j.countBase[ci]
 	}
@@ -559,10 +612,10 @@ func (j *joint) callProb(b trace.NodeID, ns *nodeSpans, k int32, ins []int32) fl
 	sum := 1.0
 	var ma, mb []int32
 	ma = without(ma, ns.members[sa], k)
-	ca := j.spanCost(b, ns.req[sa], ma)
+	ca := j.spanCostAt(b, ns, sa, ma)
 	for _, sb := range others {
 		mb = j.with(mb, ns.members[sb], k)
-		d := ca + j.spanCost(b, ns.req[sb], mb) - j.costOf(b, ns, sa) - j.costOf(b, ns, sb)
+		d := ca + j.spanCostAt(b, ns, sb, mb) - j.costOf(b, ns, sa) - j.costOf(b, ns, sb)
 		if d < 50 {
 			sum += math.Exp(-d)
 		}
@@ -573,7 +626,7 @@ func (j *joint) callProb(b trace.NodeID, ns *nodeSpans, k int32, ins []int32) fl
 // costOf is span s's cost, computed when not known (NaN).
 func (j *joint) costOf(b trace.NodeID, ns *nodeSpans, s int32) float64 {
 	if math.IsNaN(ns.cost[s]) {
-		ns.cost[s] = j.spanCost(b, ns.req[s], ns.members[s])
+		ns.cost[s] = j.spanCostAt(b, ns, s, ns.members[s])
 	}
 	return ns.cost[s]
 }
@@ -906,7 +959,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 						e.a = pe[q].a
 					} else {
 						ma = j.with(ma, ns.members[s], k)
-						e.a = j.spanCost(b, ns.req[s], ma)
+						e.a = j.spanCostAt(b, ns, s, ma)
 					}
 					q++
 					mc.ents = append(mc.ents, e)
@@ -920,7 +973,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 			}
 			for s := range cols {
 				if math.IsNaN(ns.cost[cols[s]]) {
-					ns.cost[cols[s]] = j.spanCost(b, ns.req[cols[s]], ns.members[cols[s]])
+					ns.cost[cols[s]] = j.spanCostAt(b, ns, cols[s], ns.members[cols[s]])
 				}
 			}
 			col := slices.Grow(j.scr.col[:0], n)[:n]
@@ -933,7 +986,10 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 				d := j.msgs[k].Dst
 				for _, e := range ents {
 					s := e.s
-					cm := j.countModelOf(ns.req[s], d)
+					var cm *countModel
+					if ci := ns.head[s].ci; ci >= 0 {
+						cm = j.countModelIn(ci, d)
+					}
 					c := e.a - ns.cost[s]
 					if c >= noSpanCost {
 						for q := 1; q <= slots; q++ {
@@ -1037,7 +1093,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 					}
 				}
 				if !ok {
-					a = j.spanCost(b, ns.req[s], ns.members[s])
+					a = j.spanCostAt(b, ns, s, ns.members[s])
 				}
 				ns.cost[s] = a
 				ver[s]++
