@@ -143,6 +143,7 @@ type joint struct {
 
 	candI []int32
 	candS []int32   // the candidates' spans
+	candQ []int32   // the candidates' places in live
 	live  []liveMsg // the sweep's received messages still in play
 	candC []float64
 	// unsure marks the spans (by request) that a call with more than one
@@ -179,6 +180,9 @@ type joint struct {
 	// refitScr holds refit's per-pool and per-trigger sums (reset after use).
 	refitScr struct {
 		pool                  [][]float32
+		poolFit               []dist // a pool's fit, where poolDone (listed in donePools)
+		poolDone              []bool
+		donePools             []int32
 		certainN, allN, kinds []float64
 	}
 }
@@ -672,7 +676,7 @@ func (j *joint) sweep(b trace.NodeID) {
 				}
 			}
 		}
-		j.candI, j.candC, j.candS = j.candI[:0], j.candC[:0], j.candS[:0]
+		j.candI, j.candC, j.candS, j.candQ = j.candI[:0], j.candC[:0], j.candS[:0], j.candQ[:0]
 		for q := range live {
 			e := &live[q]
 			i := e.i
@@ -695,6 +699,7 @@ func (j *joint) sweep(b trace.NodeID) {
 			j.candI = append(j.candI, i)
 			j.candC = append(j.candC, c)
 			j.candS = append(j.candS, sp)
+			j.candQ = append(j.candQ, int32(q))
 		}
 		// The spontaneous alternative: a link of delay y·d (WAP5 §5.1); a
 		// reply is never spontaneous when its request is known.
@@ -751,8 +756,15 @@ func (j *joint) sweep(b trace.NodeID) {
 				}
 			}
 			if len(j.candI) == 1 && (!isReply || !j.unsure[req]) {
-				c := j.classOf(best, o)
-				j.certain.add(c, float32(float64(s-j.msgs[best].Recv)/1e9))
+				var c *classModel
+				var dt float32
+				if j.candI[0] == best { // the one candidate, live[candQ[0]]
+					e := &live[j.candQ[0]]
+					c, dt = j.classLive(&x, e), float32(float64(s-e.recv)/1e9)
+				} else {
+					c, dt = j.classOf(best, o), float32(float64(s-j.msgs[best].Recv)/1e9)
+				}
+				j.certain.add(c, dt)
 				j.touch(c)
 			}
 		}
@@ -847,6 +859,10 @@ func (j *joint) refit(useCertain, last bool) {
 	if n := len(j.mod.poolID); len(rs.pool) < n {
 		rs.pool = append(rs.pool, make([][]float32, n-len(rs.pool))...)
 	}
+	if n := len(j.mod.poolID); len(rs.poolFit) < n {
+		rs.poolFit = append(rs.poolFit, make([]dist, n-len(rs.poolFit))...)
+		rs.poolDone = append(rs.poolDone, make([]bool, n-len(rs.poolDone))...)
+	}
 	// (The loops over the classes are as few as the order of the sums
 	// allows: a large trace has millions of classes.)
 	for _, c := range j.active {
@@ -878,7 +894,14 @@ func (j *joint) refit(useCertain, last bool) {
 		case c.peak != nil:
 			c.d, c.fit = *c.peak, true
 		case len(pc) >= 30:
-			c.d = robustFit(pc, j.o.DelayModel)
+			// The pool's fit, once for all its classes (the same
+			// delays; robustFit sorts them, so the fit is the same).
+			if !rs.poolDone[c.pool] {
+				rs.poolFit[c.pool] = robustFit(pc, j.o.DelayModel)
+				rs.poolDone[c.pool] = true
+				rs.donePools = append(rs.donePools, c.pool)
+			}
+			c.d = rs.poolFit[c.pool]
 			c.fit = true
 		case len(samples) >= 3 && !(c.fit && j.carried != nil):
 			c.d = robustFit(samples, j.o.DelayModel)
@@ -901,6 +924,10 @@ func (j *joint) refit(useCertain, last bool) {
 		}
 		rs.pool[c.pool] = rs.pool[c.pool][:0]
 	}
+	for _, p := range rs.donePools {
+		rs.poolDone[p] = false
+	}
+	rs.donePools = rs.donePools[:0]
 	j.samples.reset()
 	j.certain.reset()
 	j.cand = nil
