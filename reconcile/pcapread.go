@@ -78,13 +78,29 @@ func ReadCapture(r io.Reader, file string, capture int32) (*Capture, error) {
 }
 
 func readCapture(r io.Reader, file string, capture int32, hint int) (*Capture, error) {
+	pkts := make([]nat.Packet, 0, hint)
+	c, err := streamCapture(r, file, capture, func(p *nat.Packet) bool {
+		pkts = append(pkts, *p)
+		return true
+	})
+	if c != nil {
+		c.Packets = pkts
+	}
+	return c, err
+}
+
+// streamCapture reads a pcap or pcapng stream packet by packet, in file
+// order, handing each TCP or UDP packet to emit (which must not keep the
+// pointer) until emit returns false. The Capture it returns has the frame
+// count and warnings, no packets.
+func streamCapture(r io.Reader, file string, capture int32, emit func(*nat.Packet) bool) (*Capture, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	magic, err := br.Peek(4)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a pcap or pcapng file (%d bytes)", file, len(magic))
 	}
-	c := &Capture{File: file, Packets: make([]nat.Packet, 0, hint)}
-	d := decoder{c: c, capture: capture}
+	c := &Capture{File: file}
+	d := decoder{c: c, capture: capture, emit: emit}
 	switch binary.LittleEndian.Uint32(magic) {
 	case 0xa1b2c3d4, 0xd4c3b2a1, 0xa1b23c4d, 0x4d3cb2a1:
 		readPcap(br, &d)
@@ -166,6 +182,9 @@ func readPcap(br *bufio.Reader, d *decoder) {
 			frac *= 1000
 		}
 		d.frame(link, sec*1e9+frac, data, int(max(orig, caplen)), n)
+		if d.stop {
+			return
+		}
 	}
 }
 
@@ -318,6 +337,9 @@ func readPcapng(br *bufio.Reader, d *decoder) {
 			d.frame(ifaces[0].link, d.last, b[4:4+caplen], int(orig), n)
 			n++
 		}
+		if d.stop {
+			return
+		}
 	}
 }
 
@@ -357,6 +379,8 @@ func ngTime(ts uint64, ifc ngIface) int64 {
 // decoder turns frames into packets and counts what it skips.
 type decoder struct {
 	c          *Capture
+	emit       func(*nat.Packet) bool // false: stop reading
+	stop       bool
 	capture    int32
 	last       int64
 	fragments  int
@@ -442,7 +466,9 @@ func (d *decoder) frame(link int, t int64, data []byte, orig, n int) {
 		return
 	}
 	p.Time, p.Capture, p.Index = t, d.capture, int32(n)
-	d.c.Packets = append(d.c.Packets, p)
+	if !d.emit(&p) {
+		d.stop = true
+	}
 }
 
 func (d *decoder) finish() {

@@ -32,6 +32,7 @@ package reconcile
 
 import (
 	"fmt"
+	"iter"
 	"net/netip"
 	"sort"
 	"strings"
@@ -60,31 +61,82 @@ type PcapSet struct {
 
 // OpenPcaps reads capture files taken at the same time (possibly at
 // several points of the network) and returns them as observation sources.
-// hosts names hosts by address (nil: hosts are named by address).
+// hosts names hosts by address (nil: hosts are named by address). The
+// files are streamed (pcapstream.go): read again by each pass, never held.
 func OpenPcaps(paths []string, opts Options, hosts HostNames) (*PcapSet, error) {
-	var caps []*Capture
+	feeds := make([]feed, len(paths))
 	for i, p := range paths {
-		// P1.
-		c, err := ReadCaptureFile(p, int32(i))
-		if err != nil {
-			return nil, err
-		}
-		caps = append(caps, c)
+		feeds[i] = fileFeed{path: p, ci: int32(i)}
 	}
-	return PcapSources(caps, opts, hosts), nil
+	return openFeeds(feeds, opts, hosts)
 }
 
 // PcapSources turns captures already read into observation sources (P2–P5).
 func PcapSources(caps []*Capture, opts Options, hosts HostNames) *PcapSet {
+	feeds := make([]feed, len(caps))
+	for i, c := range caps {
+		feeds[i] = memFeed{c}
+	}
+	set, err := openFeeds(feeds, opts, hosts)
+	if err != nil { // a memFeed does not fail
+		return &PcapSet{NAT: &nat.Map{}, Warnings: []string{err.Error()}}
+	}
+	return set
+}
+
+// canonMemo canonicalises endpoints by the translations (P2), remembering
+// each endpoint's answer; nil when there are no translations.
+type canonMemo struct {
+	m    *nat.Map
+	memo map[pktEP]netip.AddrPort
+}
+
+func newCanon(m *nat.Map) *canonMemo {
+	if len(m.Translations) == 0 {
+		return nil
+	}
+	return &canonMemo{m: m, memo: make(map[pktEP]netip.AddrPort)}
+}
+
+func (c *canonMemo) ep(proto uint8, ep netip.AddrPort) netip.AddrPort {
+	if c == nil {
+		return ep
+	}
+	k := pktEP{ep, proto}
+	r, ok := c.memo[k]
+	if !ok {
+		r = c.m.CanonicalAddrPort(proto, ep)
+		c.memo[k] = r
+	}
+	return r
+}
+
+func (c *canonMemo) packet(p *nat.Packet) {
+	if c != nil {
+		p.Src = c.ep(p.Proto, p.Src)
+		p.Dst = c.ep(p.Proto, p.Dst)
+	}
+}
+
+func openFeeds(feeds []feed, opts Options, hosts HostNames) (*PcapSet, error) {
 	set := &PcapSet{NAT: &nat.Map{}}
 	for _, t := range opts.NAT {
 		set.NAT.Add(nat.Translation(t))
 	}
-	// P2.
-	if !opts.DisableNATDetection && len(caps) > 0 {
-		sets := make([][]nat.Packet, len(caps))
-		for i, c := range caps {
-			sets[i] = c.Packets
+	// P1, S1.
+	fps := make([]*firstPass, len(feeds))
+	for i, f := range feeds {
+		fp, err := readFirstPass(f)
+		if err != nil {
+			return nil, err
+		}
+		fps[i] = fp
+	}
+	// P2, on S1's sample.
+	if !opts.DisableNATDetection && len(fps) > 0 {
+		sets := make([][]nat.Packet, len(fps))
+		for i, fp := range fps {
+			sets[i] = fp.sample
 		}
 		found := nat.DetectSets(sets, nat.Options{})
 		for _, t := range found.Translations {
@@ -94,59 +146,31 @@ func PcapSources(caps []*Capture, opts Options, hosts HostNames) *PcapSet {
 			set.Warnings = append(set.Warnings, "nat: "+w)
 		}
 	}
-	if len(set.NAT.Translations) > 0 {
-		type protoEP struct {
-			ep    netip.AddrPort
-			proto uint8
-		}
-		memo := make(map[protoEP]netip.AddrPort)
-		canon := func(proto uint8, ep netip.AddrPort) netip.AddrPort {
-			k := protoEP{ep, proto}
-			c, ok := memo[k]
-			if !ok {
-				c = set.NAT.CanonicalAddrPort(proto, ep)
-				memo[k] = c
-			}
-			return c
-		}
-		for _, c := range caps {
-			for i := range c.Packets {
-				p := &c.Packets[i]
-				p.Src = canon(p.Proto, p.Src)
-				p.Dst = canon(p.Proto, p.Dst)
-			}
-		}
+	for _, fp := range fps {
+		fp.sample = nil
 	}
-	for _, c := range caps {
-		less := func(i, j int) bool { return c.Packets[i].Time < c.Packets[j].Time }
-		if !sort.SliceIsSorted(c.Packets, less) {
-			sort.SliceStable(c.Packets, less)
-		}
-	}
+	cn := newCanon(set.NAT)
 
-	// P3.
+	// P3, on S1's counts per endpoint.
 	type seen struct {
 		ttl  uint8
 		pkts int
 	}
-	stats := make([]map[netip.Addr]*seen, len(caps))
-	for ci, c := range caps {
+	stats := make([]map[netip.Addr]*seen, len(fps))
+	for ci, fp := range fps {
 		st := make(map[netip.Addr]*seen)
-		for i := range c.Packets {
-			p := &c.Packets[i]
-			for k, a := range [2]netip.Addr{p.Src.Addr(), p.Dst.Addr()} {
-				s := st[a]
-				if s == nil {
-					s = &seen{}
-					st[a] = s
-				}
-				s.pkts++
-				if k == 0 {
-					s.ttl = max(s.ttl, p.TTL)
-				}
+		for ek, e := range fp.eps {
+			a := cn.ep(ek.proto, ek.ep).Addr()
+			s := st[a]
+			if s == nil {
+				s = &seen{}
+				st[a] = s
 			}
+			s.pkts += e.pkts
+			s.ttl = max(s.ttl, e.ttl)
 		}
 		stats[ci] = st
+		fp.eps = nil
 	}
 	clock := make(map[netip.Addr]int32)
 	for ci, st := range stats {
@@ -164,22 +188,65 @@ func PcapSources(caps []*Capture, opts Options, hosts HostNames) *PcapSet {
 	}
 	observers := make(map[netip.Addr]*Observer, len(clock))
 	for a, ci := range clock {
-		observers[a] = &Observer{Host: hosts.Name(a), File: caps[ci].File}
-		set.Clocks = append(set.Clocks, fmt.Sprintf("%s: %s", hosts.Name(a), caps[ci].File))
+		observers[a] = &Observer{Host: hosts.Name(a), File: fps[ci].info.File}
+		set.Clocks = append(set.Clocks, fmt.Sprintf("%s: %s", hosts.Name(a), fps[ci].info.File))
 	}
 	sort.Strings(set.Clocks)
 
-	// P4.
-	conns := identifyConns(caps)
+	// P4: handshakes from every capture first (S1 kept them), so that a
+	// capture that started late still finds the connection another
+	// capture saw open.
+	conns := newConnTable()
+	for _, fp := range fps {
+		for i := range fp.syns {
+			p := &fp.syns[i]
+			cn.packet(p)
+			conns.handshake(p)
+		}
+		fp.syns = nil
+	}
+	// S2: the first byte of directions whose handshake nobody saw.
+	learn := true
+	need := false
+	for _, fp := range fps {
+		for ck := range fp.data {
+			pk := pairKey{cn.ep(ck.proto, ck.lo), cn.ep(ck.proto, ck.hi)}
+			if pk.hi.Compare(pk.lo) < 0 {
+				pk.lo, pk.hi = pk.hi, pk.lo
+			}
+			if len(conns.byPair[pk]) == 0 {
+				need = true
+			}
+		}
+		fp.data = nil
+	}
+	if need {
+		for _, f := range feeds {
+			a := conns.assigner(true)
+			if _, _, err := sorted(f, func(batch []nat.Packet) bool {
+				for i := range batch {
+					p := &batch[i]
+					if p.Proto == nat.ProtoTCP {
+						cn.packet(p)
+						a.assign(p)
+					}
+				}
+				return true
+			}); err != nil {
+				return nil, err
+			}
+		}
+		learn = false
+	}
 
-	// P5.
-	for ci, c := range caps {
+	// P5, S3.
+	for ci, f := range feeds {
 		set.Sources = append(set.Sources, &pcapSource{
-			c: c, ci: int32(ci), clock: clock, observers: observers, conns: conns,
-			assign: conns.assign[ci], state: make(map[int32]*tcpSide),
+			f: f, fp: fps[ci], ci: int32(ci), clock: clock, observers: observers, conns: conns,
+			cn: cn, asg: conns.assigner(learn), state: make(map[int32]*tcpSide),
 		})
 	}
-	return set
+	return set, nil
 }
 
 // tcpConn is one TCP connection, the same across captures.
@@ -192,9 +259,22 @@ type tcpConn struct {
 	syn   bool
 }
 
+type synKey struct {
+	pair pairKey
+	orig netip.AddrPort
+	isn  uint32
+}
+
+// connTable is P4's connections, shared by the passes over all captures.
 type connTable struct {
 	conns  []*tcpConn
-	assign [][]int32 // per capture, per packet: connection id, or -1
+	bySyn  map[synKey]*tcpConn
+	byPair map[pairKey][]*tcpConn
+	noSyn  map[pairKey]*tcpConn
+}
+
+func newConnTable() *connTable {
+	return &connTable{bySyn: map[synKey]*tcpConn{}, byPair: map[pairKey][]*tcpConn{}, noSyn: map[pairKey]*tcpConn{}}
 }
 
 type pairKey struct{ lo, hi netip.AddrPort }
@@ -225,121 +305,109 @@ func plausible(c *tcpConn, dir int, seq uint32) bool {
 	return d >= -2 && d < 1<<30
 }
 
-// identifyConns is step P4.
-func identifyConns(caps []*Capture) *connTable {
-	t := &connTable{assign: make([][]int32, len(caps))}
-	type synKey struct {
-		pair pairKey
-		orig netip.AddrPort
-		isn  uint32
+func (t *connTable) newConn(a, b netip.AddrPort) *tcpConn {
+	c := &tcpConn{id: int32(len(t.conns)), a: a, b: b}
+	t.conns = append(t.conns, c)
+	return c
+}
+
+// handshake registers a SYN or SYN-ACK segment (P4, first part).
+func (t *connTable) handshake(p *nat.Packet) {
+	orig, isn, other := p.Src, p.Seq+1, p.Dst
+	if p.Flags&nat.FlagACK != 0 {
+		orig, isn, other = p.Dst, p.Ack, p.Src
 	}
-	bySyn := make(map[synKey]*tcpConn)
-	byPair := make(map[pairKey][]*tcpConn)
-	newConn := func(a, b netip.AddrPort) *tcpConn {
-		c := &tcpConn{id: int32(len(t.conns)), a: a, b: b}
-		t.conns = append(t.conns, c)
+	k := synKey{pairOf(p), orig, isn}
+	c := t.bySyn[k]
+	if c == nil {
+		c = t.newConn(orig, other)
+		c.syn = true
+		c.isn[0], c.known[0] = isn, true
+		t.bySyn[k] = c
+		t.byPair[k.pair] = append(t.byPair[k.pair], c)
+	}
+	if p.Flags&nat.FlagACK != 0 {
+		c.isn[1], c.known[1] = p.Seq+1, true
+	}
+}
+
+// assigner finds each packet's connection in one pass over one capture
+// (P4, second part). With learn, directions without a handshake take their
+// first byte from the lowest sequence number seen.
+type assigner struct {
+	t     *connTable
+	cur   map[pairKey]*tcpConn
+	last  map[lastKey]uint32 // per connection direction, the last sequence number
+	learn bool
+}
+
+func (t *connTable) assigner(learn bool) *assigner {
+	return &assigner{t: t, cur: map[pairKey]*tcpConn{}, last: map[lastKey]uint32{}, learn: learn}
+}
+
+// assign returns p's connection, or nil (a bare acknowledgement of no
+// known connection).
+func (a *assigner) assign(p *nat.Packet) *tcpConn {
+	t := a.t
+	pk := pairOf(p)
+	var c *tcpConn
+	dir := func(c *tcpConn) int {
+		if p.Src == c.a {
+			return 0
+		}
+		return 1
+	}
+	if p.Flags&nat.FlagSYN != 0 {
+		if p.Flags&nat.FlagACK != 0 {
+			c = t.bySyn[synKey{pk, p.Dst, p.Ack}]
+		} else {
+			c = t.bySyn[synKey{pk, p.Src, p.Seq + 1}]
+		}
+		if c == nil {
+			return nil
+		}
+		a.cur[pk] = c
+		a.last[lastKey{c.id, dir(c)}] = p.Seq + 1
 		return c
 	}
-	// Handshakes first, from every capture, so that a capture that started
-	// late still finds the connection another capture saw open.
-	for _, cp := range caps {
-		for i := range cp.Packets {
-			p := &cp.Packets[i]
-			if p.Proto != nat.ProtoTCP || p.Flags&nat.FlagSYN == 0 {
-				continue
-			}
-			orig, isn, other := p.Src, p.Seq+1, p.Dst
-			if p.Flags&nat.FlagACK != 0 {
-				orig, isn, other = p.Dst, p.Ack, p.Src
-			}
-			k := synKey{pairOf(p), orig, isn}
-			c := bySyn[k]
-			if c == nil {
-				c = newConn(orig, other)
-				c.syn = true
-				c.isn[0], c.known[0] = isn, true
-				bySyn[k] = c
-				byPair[k.pair] = append(byPair[k.pair], c)
-			}
-			if p.Flags&nat.FlagACK != 0 {
-				c.isn[1], c.known[1] = p.Seq+1, true
+	data := p.Len > 0 || p.Flags&nat.FlagFIN != 0
+	if c = a.cur[pk]; c != nil && (!c.known[dir(c)] || near(a.last[lastKey{c.id, dir(c)}], p.Seq)) {
+		// keep
+	} else if cands := t.byPair[pk]; len(cands) > 0 {
+		var best *tcpConn
+		var bestD uint32
+		for _, k := range cands {
+			if d := dir(k); k.known[d] && plausible(k, d, p.Seq) {
+				if dd := p.Seq - k.isn[d]; best == nil || dd+2 < bestD+2 {
+					best, bestD = k, dd
+				}
 			}
 		}
-	}
-	// Then every packet: its connection, and the first byte of directions
-	// whose handshake nobody saw.
-	noSyn := make(map[pairKey]*tcpConn)
-	for ci, cp := range caps {
-		assign := make([]int32, len(cp.Packets))
-		cur := make(map[pairKey]*tcpConn)
-		last := make(map[lastKey]uint32) // per connection direction, the last sequence number
-		for i := range cp.Packets {
-			p := &cp.Packets[i]
-			assign[i] = -1
-			if p.Proto != nat.ProtoTCP {
-				continue
-			}
-			pk := pairOf(p)
-			var c *tcpConn
-			dir := func(c *tcpConn) int {
-				if p.Src == c.a {
-					return 0
-				}
-				return 1
-			}
-			if p.Flags&nat.FlagSYN != 0 {
-				if p.Flags&nat.FlagACK != 0 {
-					c = bySyn[synKey{pk, p.Dst, p.Ack}]
-				} else {
-					c = bySyn[synKey{pk, p.Src, p.Seq + 1}]
-				}
-				cur[pk] = c
-				assign[i] = c.id
-				last[lastKey{c.id, dir(c)}] = p.Seq + 1
-				continue
-			}
-			data := p.Len > 0 || p.Flags&nat.FlagFIN != 0
-			if c = cur[pk]; c != nil && (!c.known[dir(c)] || near(last[lastKey{c.id, dir(c)}], p.Seq)) {
-				// keep
-			} else if cands := byPair[pk]; len(cands) > 0 {
-				var best *tcpConn
-				var bestD uint32
-				for _, k := range cands {
-					if d := dir(k); k.known[d] && plausible(k, d, p.Seq) {
-						if dd := p.Seq - k.isn[d]; best == nil || dd+2 < bestD+2 {
-							best, bestD = k, dd
-						}
-					}
-				}
-				switch {
-				case best != nil:
-					c = best
-				case data:
-					c = nil
-				}
-			}
-			if c == nil && data {
-				c = noSyn[pk]
-				if c == nil {
-					c = newConn(pk.lo, pk.hi)
-					noSyn[pk] = c
-				}
-			}
-			if c == nil {
-				continue
-			}
-			cur[pk] = c
-			assign[i] = c.id
-			last[lastKey{c.id, dir(c)}] = p.Seq
-			if d := dir(c); !c.known[d] && data && (!c.based[d] || int32(p.Seq-c.isn[d]) < 0 && int32(p.Seq-c.isn[d]) > -1<<30) {
-				// The lowest sequence number seen in this direction (a
-				// reordered earlier segment, not the far side of a wrap).
-				c.isn[d], c.based[d] = p.Seq, true
-			}
+		switch {
+		case best != nil:
+			c = best
+		case data:
+			c = nil
 		}
-		t.assign[ci] = assign
 	}
-	return t
+	if c == nil && data {
+		c = t.noSyn[pk]
+		if c == nil {
+			c = t.newConn(pk.lo, pk.hi)
+			t.noSyn[pk] = c
+		}
+	}
+	if c == nil {
+		return nil
+	}
+	a.cur[pk] = c
+	a.last[lastKey{c.id, dir(c)}] = p.Seq
+	if d := dir(c); a.learn && !c.known[d] && data && (!c.based[d] || int32(p.Seq-c.isn[d]) < 0 && int32(p.Seq-c.isn[d]) > -1<<30) {
+		// The lowest sequence number seen in this direction (a
+		// reordered earlier segment, not the far side of a wrap).
+		c.isn[d], c.based[d] = p.Seq, true
+	}
+	return c
 }
 
 // tcpSide is one capture's replay state of one connection direction.
@@ -357,19 +425,27 @@ type tcpSide struct {
 
 type span struct{ from, to int64 }
 
-// pcapSource replays one capture (P5).
+// pcapSource replays one capture (P5, S3).
 type pcapSource struct {
-	c         *Capture
+	f         feed
+	fp        *firstPass
 	ci        int32
 	clock     map[netip.Addr]int32
 	observers map[netip.Addr]*Observer
 	conns     *connTable
-	assign    []int32
+	cn        *canonMemo
+	asg       *assigner
 	state     map[int32]*tcpSide // conn id*2 + direction
-	next      int
+	pull      func() ([]nat.Packet, bool)
+	stop      func()
+	batch     []nat.Packet
+	bi        int
+	lastPkt   nat.Packet
+	any       bool
 	queue     []Observation
 	qi        int
 	done      bool
+	err       error
 	gaps      int64
 	gapConns  int
 	warned    []string
@@ -377,42 +453,57 @@ type pcapSource struct {
 }
 
 // reread replays the same capture again from its start (step 0 of the
-// matcher): the packets, connections and clocks are shared, read-only.
+// matcher): the connections and clocks are shared.
 func (s *pcapSource) reread() (Source, error) {
-	return &pcapSource{c: s.c, ci: s.ci, clock: s.clock, observers: s.observers, conns: s.conns,
-		assign: s.assign, state: make(map[int32]*tcpSide)}, nil
+	return &pcapSource{f: s.f, fp: s.fp, ci: s.ci, clock: s.clock, observers: s.observers, conns: s.conns,
+		cn: s.cn, asg: s.conns.assigner(s.asg.learn), state: make(map[int32]*tcpSide)}, nil
 }
 
-func (s *pcapSource) Name() string { return s.c.File }
-func (s *pcapSource) Err() error   { return nil }
+func (s *pcapSource) Name() string { return s.fp.info.File }
+func (s *pcapSource) Err() error   { return s.err }
 
 func (s *pcapSource) Warnings() []string {
-	w := append([]string(nil), s.c.Warnings...)
+	w := s.fp.warnings()
 	w = append(w, s.warned...)
 	if s.gaps > 0 {
-		w = append(w, fmt.Sprintf("%s: %d bytes in %d TCP connections were never seen by this capture (missed packets); delivery skipped over them", s.c.File, s.gaps, s.gapConns))
+		w = append(w, fmt.Sprintf("%s: %d bytes in %d TCP connections were never seen by this capture (missed packets); delivery skipped over them", s.fp.info.File, s.gaps, s.gapConns))
 	}
 	return w
 }
 
 func (s *pcapSource) Next(o *Observation) bool {
+	if s.pull == nil && !s.done {
+		s.pull, s.stop = iter.Pull(func(yield func([]nat.Packet) bool) {
+			if _, _, err := sorted(s.f, yield); err != nil {
+				s.err = err
+			}
+		})
+	}
 	for s.qi >= len(s.queue) {
 		s.queue, s.qi = s.queue[:0], 0
-		if s.next >= len(s.c.Packets) {
+		if s.bi >= len(s.batch) {
 			if s.done {
 				return false
 			}
-			s.done = true
-			s.flushAll()
+			b, ok := s.pull()
+			if !ok {
+				s.done = true
+				s.stop()
+				s.batch, s.bi = nil, 0
+				s.flushAll()
+				continue
+			}
+			s.batch, s.bi = b, 0
 			continue
 		}
-		i := s.next
-		s.next++
-		p := &s.c.Packets[i]
+		p := &s.batch[s.bi]
+		s.bi++
+		s.cn.packet(p)
+		s.lastPkt, s.any = *p, true
 		switch p.Proto {
 		case nat.ProtoTCP:
-			if s.assign[i] >= 0 {
-				s.tcp(p, s.conns.conns[s.assign[i]])
+			if c := s.asg.assign(p); c != nil {
+				s.tcp(p, c)
 			}
 		case nat.ProtoUDP:
 			s.udp(p)
@@ -645,10 +736,10 @@ func (s *pcapSource) skipGaps(p *nat.Packet, c *tcpConn, dir int, st *tcpSide, o
 
 // flushAll ends the capture: held bytes are delivered at the last packet's time.
 func (s *pcapSource) flushAll() {
-	if len(s.c.Packets) == 0 {
+	if !s.any {
 		return
 	}
-	last := &s.c.Packets[len(s.c.Packets)-1]
+	last := &s.lastPkt
 	keys := make([]int32, 0, len(s.state))
 	for k, st := range s.state {
 		if len(st.pending) > 0 {
