@@ -44,7 +44,10 @@ func hostScope(o *Observer) string {
 	if o == nil {
 		return ""
 	}
-	return o.Host + "\x00" + o.BootID
+	if o.hostScope == "" { // never empty once made: it holds a NUL
+		o.hostScope = o.Host + "\x00" + o.BootID
+	}
+	return o.hostScope
 }
 
 // netScope is the network a loopback address, an abstract Unix name or the
@@ -57,10 +60,14 @@ func netScope(o *Observer) string {
 	if o == nil {
 		return ""
 	}
-	if o.NetNS != 0 && o.BootID != "" {
-		return "netns\x00" + o.BootID + "\x00" + strconv.FormatUint(o.NetNS, 10)
+	if o.netScope == "" {
+		if o.NetNS != 0 && o.BootID != "" {
+			o.netScope = "netns\x00" + o.BootID + "\x00" + strconv.FormatUint(o.NetNS, 10)
+		} else {
+			o.netScope = hostScope(o)
+		}
 	}
-	return hostScope(o)
+	return o.netScope
 }
 
 // pathScope scopes a Unix socket name: abstract names ("@...") live in the

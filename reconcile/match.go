@@ -43,12 +43,8 @@ type actorFix struct {
 // end is one end of a stream connection instance.
 type end struct {
 	c      *conn
-	side   int
-	role   Role
 	local  libsockcap.Endpoint // as this end sees itself
 	remote libsockcap.Endpoint // the peer as this end sees it
-	node   trace.NodeID        // node of the latest observer
-	hasLog bool
 	// obs is the log that first observed this end (nil when only packets
 	// did): step 6 never pairs two ends of one process (a relay).
 	obs  *Observer
@@ -60,11 +56,20 @@ type end struct {
 	reads            []read // receives not yet consumed
 	rruns            []run  // receive runs, kept while the sender may be untraced
 	fixes            []actorFix
-	closed           bool
 	socks            []sockRef
 	holders          []holder // processes whose logs hold it (holders.go)
+	// The first socket reference and holder live here (socks and holders
+	// start as slices of them): nearly every end has one of each, and no
+	// allocation of its own for them.
+	sock0 [1]sockRef
+	hold0 [1]holder
+	side  int32
+	node  trace.NodeID // node of the latest observer
 	// Interned names of local and remote, once known (epOK bits).
 	lep, rep trace.EndpointID
+	role     Role
+	hasLog   bool
+	closed   bool
 	epOK     uint8
 }
 
@@ -102,6 +107,10 @@ type conn struct {
 	// emitted, in stream order.
 	calls []pendingCall
 	rets  []pendingRet
+	// Their first entries live here (calls and rets start as slices of
+	// them): no allocation for a connection's usual one call and return.
+	call0 [1]pendingCall
+	ret0  [1]pendingRet
 }
 
 // sockTable finds an end by its source's socket id: ids are usually small
@@ -396,7 +405,9 @@ func (m *matcher) noteLogAddr(ob *Observation) {
 		return
 	}
 	if a := ob.Local.Addr.Addr().Unmap(); !a.IsLoopback() && !a.IsUnspecified() {
-		m.logAddr[a] = ob.Observer.Host
+		if h, ok := m.logAddr[a]; !ok || h != ob.Observer.Host {
+			m.logAddr[a] = ob.Observer.Host
+		}
 	}
 }
 
@@ -472,6 +483,7 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 	if c == nil {
 		m.nconn++
 		c = &conn{key: key, first: m.now, serial: m.nconn}
+		c.calls, c.rets = c.call0[:0], c.ret0[:0]
 		m.conns[key] = append(list, c)
 		if ob.Role == RoleClient || ob.Role == RoleServer {
 			m.addLonely(c, ob.Role)
@@ -480,7 +492,8 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 	}
 	e := c.ends[side]
 	if e == nil {
-		e = &end{c: c, side: side, local: ob.Local, remote: ob.Remote, role: ob.Role}
+		e = &end{c: c, side: int32(side), local: ob.Local, remote: ob.Remote, role: ob.Role}
+		e.socks, e.holders = e.sock0[:0], e.hold0[:0]
 		c.ends[side] = e
 		if other := c.ends[1-side]; other != nil {
 			m.paired(c)

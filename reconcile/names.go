@@ -5,6 +5,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"wap5/libsockcap"
 	"wap5/trace"
@@ -19,8 +20,35 @@ type namer struct {
 	eps   map[libsockcap.Endpoint]trace.EndpointID
 	// ipPeers: untraced peers named by their IP address, by address.
 	ipPeers map[netip.Addr]trace.NodeID
-	// ipEps: IP endpoints by address and port.
-	ipEps map[netip.AddrPort]trace.EndpointID
+	// ipEps: IP endpoints (without a zone) by address and port, in a key
+	// without pointers: one entry per connection's ephemeral port adds up
+	// to millions, which the collector then need not scan.
+	ipEps map[ipKey]trace.EndpointID
+	arena []byte // see ipName
+}
+
+// ipName formats an IP endpoint's name (as libsockcap.Endpoint.String
+// does) into an arena of names: one heap object per 64 KiB of names instead
+// of one per name, for the millions of ephemeral ports of a large set that
+// every collection would otherwise mark one by one. The arena's bytes are
+// never written again once a name is made of them.
+func (n *namer) ipName(ap netip.AddrPort) string {
+	const chunk = 64 << 10
+	if cap(n.arena)-len(n.arena) < 64 { // the longest: [v6]:port, 47 bytes
+		n.arena = make([]byte, 0, chunk)
+	}
+	start := len(n.arena)
+	n.arena = ap.AppendTo(n.arena)
+	return unsafe.String(&n.arena[start], len(n.arena)-start)
+}
+
+// ipKey is an IP address and port as plain bytes (the address's 16-byte
+// form and whether it is IPv4, which prints differently from its mapped
+// IPv6 form).
+type ipKey struct {
+	a    [16]byte
+	port uint16
+	v4   bool
 }
 
 func newNamer(t *trace.Trace, g Granularity) *namer {
@@ -151,17 +179,18 @@ func (n *namer) endpoint(e libsockcap.Endpoint) trace.EndpointID {
 	if e.IsZero() {
 		return trace.NoEndpoint
 	}
-	if !e.Unix && e.Path == "" && e.Inode == 0 {
+	if a := e.Addr.Addr(); !e.Unix && e.Path == "" && e.Inode == 0 && a.IsValid() && a.Zone() == "" {
 		// An IP endpoint: keyed by its address and port alone (cheaper to
 		// hash than the whole Endpoint with its path string).
-		if id, ok := n.ipEps[e.Addr]; ok {
+		k := ipKey{a: a.As16(), port: e.Addr.Port(), v4: a.Is4()}
+		if id, ok := n.ipEps[k]; ok {
 			return id
 		}
-		id := n.t.Endpoint(e.String())
+		id := n.t.Endpoint(n.ipName(e.Addr))
 		if n.ipEps == nil {
-			n.ipEps = map[netip.AddrPort]trace.EndpointID{}
+			n.ipEps = map[ipKey]trace.EndpointID{}
 		}
-		n.ipEps[e.Addr] = id
+		n.ipEps[k] = id
 		return id
 	}
 	if id, ok := n.eps[e]; ok {

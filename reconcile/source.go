@@ -72,6 +72,9 @@ type Observer struct {
 	NetNS  uint64 // network namespace (inode of /proc/PID/ns/net) within BootID's kernel; 0 = unknown
 	File   string // input file, for warnings
 
+	// hostScope and netScope (keys.go), made once: the fields above do
+	// not change once the observer is made.
+	hostScope, netScope string
 	// The node this observer was named as, by the namer that named it.
 	namedBy *namer
 	node    trace.NodeID
