@@ -79,7 +79,7 @@ func ReadCapture(r io.Reader, file string, capture int32) (*Capture, error) {
 
 func readCapture(r io.Reader, file string, capture int32, hint int) (*Capture, error) {
 	pkts := make([]nat.Packet, 0, hint)
-	c, err := streamCapture(r, file, capture, func(p *nat.Packet) bool {
+	c, err := streamCapture(r, file, capture, nil, func(p *nat.Packet) bool {
 		pkts = append(pkts, *p)
 		return true
 	})
@@ -92,15 +92,17 @@ func readCapture(r io.Reader, file string, capture int32, hint int) (*Capture, e
 // streamCapture reads a pcap or pcapng stream packet by packet, in file
 // order, handing each TCP or UDP packet to emit (which must not keep the
 // pointer) until emit returns false. The Capture it returns has the frame
-// count and warnings, no packets.
-func streamCapture(r io.Reader, file string, capture int32, emit func(*nat.Packet) bool) (*Capture, error) {
+// count and warnings, no packets. keyed, when not nil, says which packets
+// need their fingerprint (Packet.Key; the others keep 0): hashing the
+// payload is a good part of decoding.
+func streamCapture(r io.Reader, file string, capture int32, keyed func(*nat.Packet) bool, emit func(*nat.Packet) bool) (*Capture, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	magic, err := br.Peek(4)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a pcap or pcapng file (%d bytes)", file, len(magic))
 	}
 	c := &Capture{File: file}
-	d := decoder{c: c, capture: capture, emit: emit}
+	d := decoder{c: c, capture: capture, emit: emit, keyed: keyed}
 	switch binary.LittleEndian.Uint32(magic) {
 	case 0xa1b2c3d4, 0xd4c3b2a1, 0xa1b23c4d, 0x4d3cb2a1:
 		readPcap(br, &d)
@@ -380,6 +382,7 @@ func ngTime(ts uint64, ifc ngIface) int64 {
 type decoder struct {
 	c          *Capture
 	emit       func(*nat.Packet) bool // false: stop reading
+	keyed      func(*nat.Packet) bool // nil: every packet
 	stop       bool
 	capture    int32
 	last       int64
@@ -449,7 +452,7 @@ func (d *decoder) frame(link int, t int64, data []byte, orig, n int) {
 		return
 	}
 	var p nat.Packet
-	switch err := decodeIP(ip, &p); err {
+	switch err := decodeIP(ip, &p, d.keyed); err {
 	case nil:
 	case errFragment:
 		d.fragments++
@@ -494,7 +497,7 @@ var (
 // decodeIP decodes an IPv4 or IPv6 packet carrying TCP or UDP. Lengths on
 // the wire come from the IP header, so a snapped capture still counts every
 // byte.
-func decodeIP(b []byte, p *nat.Packet) error {
+func decodeIP(b []byte, p *nat.Packet, keyed func(*nat.Packet) bool) error {
 	if len(b) < 1 {
 		return errShort
 	}
@@ -569,8 +572,9 @@ func decodeIP(b []byte, p *nat.Packet) error {
 		p.Flags = payload[13] & 0x3f
 		p.Window = binary.BigEndian.Uint16(payload[14:])
 		p.Len = int32(plen - hl)
-		data := payload[hl:]
-		p.Key = nat.Key(proto, p.IPID, p.Seq, p.Ack, p.Flags, p.Window, p.Len, data)
+		if keyed == nil || keyed(p) {
+			p.Key = nat.Key(proto, p.IPID, p.Seq, p.Ack, p.Flags, p.Window, p.Len, payload[hl:])
+		}
 	case nat.ProtoUDP:
 		if len(payload) < 8 {
 			return errShort
@@ -584,7 +588,9 @@ func decodeIP(b []byte, p *nat.Packet) error {
 		data := payload[8:min(len(payload), plen)]
 		p.Sum = nat.UDPSum(data, int(p.Len))
 		p.Snapped = len(data) < min(int(p.Len), 64)
-		p.Key = nat.Key(proto, p.IPID, 0, 0, 0, 0, p.Len, data)
+		if keyed == nil || keyed(p) {
+			p.Key = nat.Key(proto, p.IPID, 0, 0, 0, 0, p.Len, data)
+		}
 	default:
 		return errProto
 	}

@@ -223,7 +223,7 @@ func openFeeds(feeds []feed, opts Options, hosts HostNames) (*PcapSet, error) {
 	if need {
 		for _, f := range feeds {
 			a := conns.assigner(true)
-			if _, _, err := sorted(f, func(batch []nat.Packet) bool {
+			if _, _, err := sorted(f, noKeys, func(batch []nat.Packet) bool {
 				for i := range batch {
 					p := &batch[i]
 					if p.Proto == nat.ProtoTCP {
@@ -425,6 +425,11 @@ type tcpSide struct {
 
 type span struct{ from, to int64 }
 
+// Which packets need fingerprints in S2 (none) and the replay (datagrams:
+// a router's second copy of one is recognised by it).
+func noKeys(*nat.Packet) bool    { return false }
+func udpKeys(p *nat.Packet) bool { return p.Proto == nat.ProtoUDP }
+
 // pcapSource replays one capture (P5, S3).
 type pcapSource struct {
 	f         feed
@@ -474,7 +479,7 @@ func (s *pcapSource) Warnings() []string {
 func (s *pcapSource) Next(o *Observation) bool {
 	if s.pull == nil && !s.done {
 		s.pull, s.stop = iter.Pull(func(yield func([]nat.Packet) bool) {
-			if _, _, err := sorted(s.f, yield); err != nil {
+			if _, _, err := sorted(s.f, udpKeys, yield); err != nil {
 				s.err = err
 			}
 		})

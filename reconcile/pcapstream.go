@@ -46,8 +46,9 @@ const packetBatch = 256
 type feed interface {
 	// each hands the capture's packets in file order, in batches, to fn
 	// until fn returns false. The batch is reused after fn returns. The
-	// Capture has the frames and decode warnings (no packets).
-	each(fn func([]nat.Packet) bool) (*Capture, error)
+	// Capture has the frames and decode warnings (no packets). keyed (nil:
+	// all) says which packets need Packet.Key, in file order.
+	each(keyed func(*nat.Packet) bool, fn func([]nat.Packet) bool) (*Capture, error)
 }
 
 // fileFeed reads a capture file.
@@ -56,7 +57,7 @@ type fileFeed struct {
 	ci   int32
 }
 
-func (f fileFeed) each(fn func([]nat.Packet) bool) (*Capture, error) {
+func (f fileFeed) each(keyed func(*nat.Packet) bool, fn func([]nat.Packet) bool) (*Capture, error) {
 	r, err := os.Open(f.path)
 	if err != nil {
 		return nil, err
@@ -64,7 +65,7 @@ func (f fileFeed) each(fn func([]nat.Packet) bool) (*Capture, error) {
 	defer r.Close()
 	batch := make([]nat.Packet, 0, packetBatch)
 	stopped := false
-	c, err := streamCapture(r, f.path, f.ci, func(p *nat.Packet) bool {
+	c, err := streamCapture(r, f.path, f.ci, keyed, func(p *nat.Packet) bool {
 		batch = append(batch, *p)
 		if len(batch) == packetBatch {
 			if !fn(batch) {
@@ -84,7 +85,7 @@ func (f fileFeed) each(fn func([]nat.Packet) bool) (*Capture, error) {
 // memFeed replays a capture already read (PcapSources).
 type memFeed struct{ c *Capture }
 
-func (m memFeed) each(fn func([]nat.Packet) bool) (*Capture, error) {
+func (m memFeed) each(_ func(*nat.Packet) bool, fn func([]nat.Packet) bool) (*Capture, error) {
 	batch := make([]nat.Packet, 0, packetBatch)
 	for i := 0; i < len(m.c.Packets); i += packetBatch {
 		batch = append(batch[:0], m.c.Packets[i:min(i+packetBatch, len(m.c.Packets))]...)
@@ -182,9 +183,9 @@ func (r *reorder) flush() {
 
 // sorted reads a feed through a reorder window; the count of late packets
 // is returned with the capture's information.
-func sorted(f feed, fn func([]nat.Packet) bool) (*Capture, int, error) {
+func sorted(f feed, keyed func(*nat.Packet) bool, fn func([]nat.Packet) bool) (*Capture, int, error) {
 	r := newReorder(fn)
-	c, err := f.each(r.add)
+	c, err := f.each(keyed, r.add)
 	r.flush()
 	return c, r.late, err
 }
@@ -220,14 +221,30 @@ type firstPass struct {
 func readFirstPass(f feed) (*firstPass, error) {
 	fp := &firstPass{eps: map[pktEP]*epSeen{}, data: map[convKey]bool{}}
 	counts := map[convKey]int{}
-	info, late, err := sorted(f, func(batch []nat.Packet) bool {
+	keyCounts := map[convKey]int{}
+	conv := func(p *nat.Packet) convKey {
+		if p.Dst.Compare(p.Src) < 0 {
+			return convKey{p.Dst, p.Src, p.Proto}
+		}
+		return convKey{p.Src, p.Dst, p.Proto}
+	}
+	// Fingerprints for the first natSample packets of each conversation in
+	// file order; the sample takes those of them among the first
+	// natSample in time order (the same unless the file is out of order).
+	keyed := func(p *nat.Packet) bool {
+		ck := conv(p)
+		n := keyCounts[ck]
+		if n < natSample {
+			keyCounts[ck] = n + 1
+			return true
+		}
+		return false
+	}
+	info, late, err := sorted(f, keyed, func(batch []nat.Packet) bool {
 		for i := range batch {
 			p := &batch[i]
-			ck := convKey{p.Src, p.Dst, p.Proto}
-			if p.Dst.Compare(p.Src) < 0 {
-				ck.lo, ck.hi = p.Dst, p.Src
-			}
-			if n := counts[ck]; n < natSample {
+			ck := conv(p)
+			if n := counts[ck]; n < natSample && p.Key != 0 {
 				counts[ck] = n + 1
 				fp.sample = append(fp.sample, *p)
 			}

@@ -112,3 +112,19 @@ func TestOpenPcapsStreamsFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteBenchCaptures writes the synthetic captures bench/packets-stream.sh
+// reconciles (1x and 10x the requests over the same connections) when
+// WAP5_PCAP_BENCH_DIR names a directory; otherwise it is skipped.
+func TestWriteBenchCaptures(t *testing.T) {
+	dir := os.Getenv("WAP5_PCAP_BENCH_DIR")
+	if dir == "" {
+		t.Skip("WAP5_PCAP_BENCH_DIR not set")
+	}
+	for _, x := range []int{1, 10} {
+		data := bigCapture(t, 20, 500*x)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("synthetic-x%d.pcap", x)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
