@@ -1328,13 +1328,15 @@ func signature(e *end) sizes {
 
 // agrees: the same sizes each way, each known on both sides or on neither,
 // and at least one known. A size one side knows and the other does not
-// (its first message that way not over yet, or not begun) cannot be told
-// to agree: the partner of an end that saw a whole first message has seen
-// it too by the time step 6 looks (it began that message, or received
-// it, before the end's window ran out), while an unrelated connection that
-// is still in its first exchange would agree with anything of the same
-// size the other way (on a CoDeeN-sized set, thousands of untraced
-// connections paired by their request size alone).
+// (its first message that way not over yet, or not begun) is no agreement:
+// an unrelated connection still in its first exchange would otherwise
+// agree with anything of the same size the other way (on a CoDeeN-sized
+// set, most untraced connections were paired by their request size
+// alone). The partner of an end that knows a size has, as a rule, seen
+// that message whole too by the time step 6 looks (a window later): the
+// bytes are the same, and its run ends when it hears from the other side
+// again or closes. A peer that lingers without closing for a whole window
+// after the other end closed is missed (declared untraced).
 func (s sizes) agrees(o sizes) bool {
 	return s == o && s.listed()
 }
