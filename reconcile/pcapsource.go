@@ -5,7 +5,10 @@ package reconcile
 // the same packet seen by two sniffers is de-duplicated by choosing one
 // sniffer's clock per node). The steps, as numbered in the code:
 //
-//  P1. Read every capture file; each file is one capture point with one clock.
+//  P1. Read every capture file; each file is one capture point with one
+//      clock. Files are streamed, never held: each pass below reads them
+//      again in time order (pcapstream.go, steps S1–S3), keeping state per
+//      connection and endpoint, not per packet.
 //  P2. Detect address translation across the captures (package nat, WAP5
 //      §7.1), merge it with Options.NAT, and canonicalise every address: a
 //      DNAT virtual address becomes the real server, an SNAT address the
@@ -430,6 +433,10 @@ type span struct{ from, to int64 }
 func noKeys(*nat.Packet) bool    { return false }
 func udpKeys(p *nat.Packet) bool { return p.Proto == nat.ProtoUDP }
 
+// maxPending bounds TCP reassembly per direction: out-of-order segments
+// held behind a gap.
+const maxPending = 4096
+
 // pcapSource replays one capture (P5, S3).
 type pcapSource struct {
 	f         feed
@@ -453,6 +460,7 @@ type pcapSource struct {
 	err       error
 	gaps      int64
 	gapConns  int
+	overflows int
 	warned    []string
 	udpSeen   map[udpCopy]udpSeen
 }
@@ -472,6 +480,9 @@ func (s *pcapSource) Warnings() []string {
 	w = append(w, s.warned...)
 	if s.gaps > 0 {
 		w = append(w, fmt.Sprintf("%s: %d bytes in %d TCP connections were never seen by this capture (missed packets); delivery skipped over them", s.fp.info.File, s.gaps, s.gapConns))
+	}
+	if s.overflows > 0 {
+		w = append(w, fmt.Sprintf("%s: %d times a TCP direction held more than %d out-of-order segments behind a gap (reassembly window); delivered past the gap", s.fp.info.File, s.overflows, maxPending))
 	}
 	return w
 }
@@ -681,7 +692,10 @@ func (s *pcapSource) deliver(p *nat.Packet, c *tcpConn, dir int, st *tcpSide, ob
 	}
 	st.pending = addSpan(st.pending, sp)
 	if st.pending[0].from > st.rcvNext {
-		if len(st.pending) > 4096 {
+		if len(st.pending) > maxPending {
+			// The reassembly window: a gap never filled while this many
+			// segments wait behind it is skipped (counted as missed).
+			s.overflows++
 			s.skipGaps(p, c, dir, st, obs)
 		}
 		return

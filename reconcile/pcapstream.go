@@ -85,10 +85,18 @@ func (f fileFeed) each(keyed func(*nat.Packet) bool, fn func([]nat.Packet) bool)
 // memFeed replays a capture already read (PcapSources).
 type memFeed struct{ c *Capture }
 
-func (m memFeed) each(_ func(*nat.Packet) bool, fn func([]nat.Packet) bool) (*Capture, error) {
+func (m memFeed) each(keyed func(*nat.Packet) bool, fn func([]nat.Packet) bool) (*Capture, error) {
 	batch := make([]nat.Packet, 0, packetBatch)
 	for i := 0; i < len(m.c.Packets); i += packetBatch {
 		batch = append(batch[:0], m.c.Packets[i:min(i+packetBatch, len(m.c.Packets))]...)
+		if keyed != nil {
+			// As a file would: no fingerprint where none is asked for.
+			for j := range batch {
+				if !keyed(&batch[j]) {
+					batch[j].Key = 0
+				}
+			}
+		}
 		if !fn(batch) {
 			break
 		}

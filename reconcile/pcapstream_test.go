@@ -128,3 +128,44 @@ func TestWriteBenchCaptures(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReorder: whatever the times, the packets all come out, once each, in
+// nondecreasing time, and those within the window in stable time order.
+func FuzzReorder(f *testing.F) {
+	f.Add([]byte{5, 3, 9, 1, 200, 2, 7})
+	f.Add([]byte{0, 0, 0, 255, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		saved := PacketReorderWindow
+		PacketReorderWindow = 64
+		defer func() { PacketReorderWindow = saved }()
+		var got []nat.Packet
+		r := newReorder(func(b []nat.Packet) bool {
+			got = append(got, b...)
+			return true
+		})
+		for i := 0; i < len(data); i += 50 {
+			var batch []nat.Packet
+			for j := i; j < min(i+50, len(data)); j++ {
+				batch = append(batch, nat.Packet{Time: int64(data[j]) * int64(1+j/64), Index: int32(j)})
+			}
+			r.add(batch)
+		}
+		r.flush()
+		if len(got) != len(data) {
+			t.Fatalf("%d packets out, %d in", len(got), len(data))
+		}
+		seen := map[int32]bool{}
+		for i, p := range got {
+			if seen[p.Index] {
+				t.Fatalf("packet %d twice", p.Index)
+			}
+			seen[p.Index] = true
+			if i > 0 && p.Time < got[i-1].Time {
+				t.Fatalf("time goes back at %d: %+v after %+v", i, p, got[i-1])
+			}
+			if i > 0 && p.Time == got[i-1].Time && r.late == 0 && p.Index < got[i-1].Index {
+				t.Fatalf("equal times out of file order at %d", i)
+			}
+		}
+	})
+}
