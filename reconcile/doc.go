@@ -103,7 +103,10 @@
 //     not yet, is no agreement: an unrelated connection still in its first
 //     exchange would otherwise agree with anything of the same size the
 //     other way); the closest in time wins (on a tie, the earliest
-//     created). Two ends observed by one logged process, or by a process
+//     created). Their timing must agree whatever the clocks: the server's
+//     delay from its first read to its first write cannot exceed the
+//     client's from its first write to its first read (causality; a 1 ms
+//     slack). Two ends observed by one logged process, or by a process
 //     and its forked child, are never paired: that is a relay (a proxy
 //     forwarding a request and its response with the same sizes), and a
 //     translation happens between hosts. Candidates are found through an

@@ -1074,7 +1074,7 @@ func (m *matcher) pairTranslated(c *conn) bool {
 		if oe == nil || oe.role == RoleUnknown || oe.role == e.role || oe.role == RolePair {
 			return
 		}
-		if !sig.agrees(signature(oe)) || relay(e.obs, oe.obs) {
+		if !sig.agrees(signature(oe)) || relay(e.obs, oe.obs) || !causal(e, oe) {
 			return
 		}
 		// The closest in time; on a tie the earliest created.
@@ -1181,6 +1181,32 @@ func relay(a, b *Observer) bool {
 	}
 	return a.Pid == b.Pid || a.ppid == b.Pid || b.ppid == a.Pid
 }
+
+// causal reports whether two lonely ends of opposite roles whose first
+// messages agree both ways could be the two ends of one connection as far
+// as their timing goes, whatever their clocks: the client's first write of
+// the request comes before the server's first read of it, and the server's
+// first write of the response before the client's first read of it, so the
+// server's delay from its first read to its first write (on its clock)
+// cannot exceed the client's from its first write to its first read (on
+// its own), whatever the offset between the clocks, and whichever side
+// spoke first. causalSlack allows for clock rates and timestamp
+// resolution. Ends knowing only one size are not tested.
+func causal(a, b *end) bool {
+	c, s := a, b
+	if a.role == RoleServer {
+		c, s = b, a
+	}
+	if len(c.runs) == 0 || len(c.rruns) == 0 || len(s.runs) == 0 || len(s.rruns) == 0 {
+		return true
+	}
+	turn := s.runs[0].t - s.rruns[0].t
+	rtt := c.rruns[0].t - c.runs[0].t
+	return turn <= rtt+causalSlack+rtt/1000
+}
+
+// causalSlack: see causal.
+const causalSlack = int64(1e6) // 1 ms
 
 // natCrossCheck, when set (tests), is told every step-6 search's result.
 var natCrossCheck func(m *matcher, c, best *conn)
