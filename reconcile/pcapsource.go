@@ -69,7 +69,7 @@ type PcapSet struct {
 func OpenPcaps(paths []string, opts Options, hosts HostNames) (*PcapSet, error) {
 	feeds := make([]feed, len(paths))
 	for i, p := range paths {
-		feeds[i] = fileFeed{path: p, ci: int32(i)}
+		feeds[i] = fileFeed{path: p, ci: int32(i), window: opts.packetReorder()}
 	}
 	return openFeeds(feeds, opts, hosts)
 }
@@ -78,7 +78,7 @@ func OpenPcaps(paths []string, opts Options, hosts HostNames) (*PcapSet, error) 
 func PcapSources(caps []*Capture, opts Options, hosts HostNames) *PcapSet {
 	feeds := make([]feed, len(caps))
 	for i, c := range caps {
-		feeds[i] = memFeed{c}
+		feeds[i] = memFeed{c, opts.packetReorder()}
 	}
 	set, err := openFeeds(feeds, opts, hosts)
 	if err != nil { // a memFeed does not fail

@@ -23,15 +23,24 @@ import (
 	"net/netip"
 	"os"
 	"sort"
+	"time"
 
 	"wap5/nat"
 )
 
-// PacketReorderWindow is how far (ns) a capture's packets may be out of time
-// order (tcpdump's per-CPU buffers): each pass holds packets that long and
-// hands them on in time order; a straggler later than that goes on at once,
-// at the time of the packet handed on before it (counted in a warning).
-var PacketReorderWindow int64 = 50_000_000
+// DefaultPacketReorder is how far a capture's packets may be out of time
+// order (tcpdump's per-CPU buffers) unless Options.PacketReorder says
+// otherwise: each pass holds packets that long and hands them on in time
+// order; a straggler later than that goes on at once, at the time of the
+// packet handed on before it (counted in a warning).
+const DefaultPacketReorder = 50 * time.Millisecond
+
+func (o Options) packetReorder() int64 {
+	if o.PacketReorder > 0 {
+		return int64(o.PacketReorder)
+	}
+	return int64(DefaultPacketReorder)
+}
 
 // natSample is how many packets of each conversation at each capture point
 // NAT detection sees (S1): a translated flow needs 2 (TCP) or 3 (UDP)
@@ -49,13 +58,18 @@ type feed interface {
 	// Capture has the frames and decode warnings (no packets). keyed (nil:
 	// all) says which packets need Packet.Key, in file order.
 	each(keyed func(*nat.Packet) bool, fn func([]nat.Packet) bool) (*Capture, error)
+	// reorder is the reorder window in ns (Options.PacketReorder).
+	reorder() int64
 }
 
 // fileFeed reads a capture file.
 type fileFeed struct {
-	path string
-	ci   int32
+	path   string
+	ci     int32
+	window int64
 }
+
+func (f fileFeed) reorder() int64 { return f.window }
 
 func (f fileFeed) each(keyed func(*nat.Packet) bool, fn func([]nat.Packet) bool) (*Capture, error) {
 	r, err := os.Open(f.path)
@@ -83,7 +97,12 @@ func (f fileFeed) each(keyed func(*nat.Packet) bool, fn func([]nat.Packet) bool)
 }
 
 // memFeed replays a capture already read (PcapSources).
-type memFeed struct{ c *Capture }
+type memFeed struct {
+	c      *Capture
+	window int64
+}
+
+func (m memFeed) reorder() int64 { return m.window }
 
 func (m memFeed) each(keyed func(*nat.Packet) bool, fn func([]nat.Packet) bool) (*Capture, error) {
 	batch := make([]nat.Packet, 0, packetBatch)
@@ -105,7 +124,7 @@ func (m memFeed) each(keyed func(*nat.Packet) bool, fn func([]nat.Packet) bool) 
 }
 
 // reorder hands packets on in time order (stably: equal times keep file
-// order), holding each until one PacketReorderWindow newer has been read.
+// order), holding each until one reorder window newer has been read.
 type reorder struct {
 	window  int64
 	buf     []nat.Packet // held, sorted by time from head
@@ -120,8 +139,8 @@ type reorder struct {
 	stop    bool
 }
 
-func newReorder(fn func([]nat.Packet) bool) *reorder {
-	return &reorder{window: PacketReorderWindow, fn: fn, out: make([]nat.Packet, 0, packetBatch)}
+func newReorder(window int64, fn func([]nat.Packet) bool) *reorder {
+	return &reorder{window: window, fn: fn, out: make([]nat.Packet, 0, packetBatch)}
 }
 
 func (r *reorder) add(batch []nat.Packet) bool {
@@ -192,7 +211,7 @@ func (r *reorder) flush() {
 // sorted reads a feed through a reorder window; the count of late packets
 // is returned with the capture's information.
 func sorted(f feed, keyed func(*nat.Packet) bool, fn func([]nat.Packet) bool) (*Capture, int, error) {
-	r := newReorder(fn)
+	r := newReorder(f.reorder(), fn)
 	c, err := f.each(keyed, r.add)
 	r.flush()
 	return c, r.late, err
@@ -220,6 +239,7 @@ type epSeen struct {
 type firstPass struct {
 	info   *Capture
 	late   int
+	window int64 // the reorder window, ns
 	sample []nat.Packet
 	syns   []nat.Packet
 	eps    map[pktEP]*epSeen
@@ -227,7 +247,7 @@ type firstPass struct {
 }
 
 func readFirstPass(f feed) (*firstPass, error) {
-	fp := &firstPass{eps: map[pktEP]*epSeen{}, data: map[convKey]bool{}}
+	fp := &firstPass{window: f.reorder(), eps: map[pktEP]*epSeen{}, data: map[convKey]bool{}}
 	counts := map[convKey]int{}
 	keyCounts := map[convKey]int{}
 	conv := func(p *nat.Packet) convKey {
@@ -288,7 +308,7 @@ func readFirstPass(f feed) (*firstPass, error) {
 func (fp *firstPass) warnings() []string {
 	w := append([]string(nil), fp.info.Warnings...)
 	if fp.late > 0 {
-		w = append(w, fmt.Sprintf("%s: %d packets more than %d ms out of time order (reorder window); taken at the time of the packet before them", fp.info.File, fp.late, PacketReorderWindow/1_000_000))
+		w = append(w, fmt.Sprintf("%s: %d packets more than %d ms out of time order (reorder window); taken at the time of the packet before them", fp.info.File, fp.late, fp.window/1_000_000))
 	}
 	return w
 }

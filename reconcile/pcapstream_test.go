@@ -26,11 +26,8 @@ func TestReorder(t *testing.T) {
 		{name: "empty", in: nil, want: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			saved := PacketReorderWindow
-			PacketReorderWindow = w
-			defer func() { PacketReorderWindow = saved }()
 			var got []string
-			r := newReorder(func(b []nat.Packet) bool {
+			r := newReorder(w, func(b []nat.Packet) bool {
 				for _, p := range b {
 					got = append(got, fmt.Sprintf("%d@%d", p.Time, p.Index))
 				}
@@ -62,7 +59,7 @@ func TestFirstPassBounded(t *testing.T) {
 			c.Packets = append(c.Packets, nat.Packet{Time: int64(2 + i), Src: a, Dst: b, Proto: nat.ProtoTCP, Flags: nat.FlagACK,
 				Seq: 100 + uint32(i)*10, Ack: 8, Len: 10, TTL: 64})
 		}
-		fp, err := readFirstPass(memFeed{c})
+		fp, err := readFirstPass(memFeed{c, int64(DefaultPacketReorder)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,11 +132,8 @@ func FuzzReorder(f *testing.F) {
 	f.Add([]byte{5, 3, 9, 1, 200, 2, 7})
 	f.Add([]byte{0, 0, 0, 255, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		saved := PacketReorderWindow
-		PacketReorderWindow = 64
-		defer func() { PacketReorderWindow = saved }()
 		var got []nat.Packet
-		r := newReorder(func(b []nat.Packet) bool {
+		r := newReorder(64, func(b []nat.Packet) bool {
 			got = append(got, b...)
 			return true
 		})

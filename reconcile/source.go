@@ -202,7 +202,11 @@ type Options struct {
 	// SplitGap, when > 0, also ends a message when the sender pauses longer
 	// than this between two writes in the same direction.
 	SplitGap time.Duration
-	RecvAt   RecvAt
+	// PacketReorder is how far a capture's packets may be out of time order
+	// (0: DefaultPacketReorder); captures are read through a window this
+	// long, so later stragglers are warned about and taken in file order.
+	PacketReorder time.Duration
+	RecvAt        RecvAt
 	// Window is how long (observation time) an end waits for its peer, a
 	// datagram for its receive, before it is declared untraced or lost; it
 	// must exceed the clock differences between hosts that step 0 leaves

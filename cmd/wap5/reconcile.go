@@ -44,6 +44,7 @@ func init() {
 				&cli.DurationFlag{Name: "split-gap", Usage: "also end a message when its sender pauses longer than this (0: never)"},
 				&cli.StringFlag{Name: "recv-at", Value: "first", Usage: "a message's receive time: the read of its first or last byte"},
 				&cli.DurationFlag{Name: "window", Value: reconcile.DefaultWindow, Usage: "how long an end waits for its peer before it counts as untraced; must exceed what remains of the clock differences between hosts once the offsets estimated from connection handshakes are corrected"},
+				&cli.DurationFlag{Name: "packet-reorder", Value: reconcile.DefaultPacketReorder, Usage: "how far a capture's packets may be out of time order: captures are read through a window this long (memory bounded by it); later stragglers are warned about"},
 				&cli.BoolFlag{Name: "synced-clocks", Usage: "skip estimating the hosts' clock offsets before matching (one pass over the logs less; clocks must agree within --window)"},
 			},
 			Action: reconcileAction,
@@ -89,8 +90,9 @@ func reconcileAction(c *cli.Context) error {
 	opts.SplitGap = c.Duration("split-gap")
 	opts.Window = c.Duration("window")
 	opts.SyncedClocks = c.Bool("synced-clocks")
-	if opts.SplitGap < 0 || opts.Window <= 0 {
-		return usagef("reconcile: --window must be positive and --split-gap not negative")
+	opts.PacketReorder = c.Duration("packet-reorder")
+	if opts.SplitGap < 0 || opts.Window <= 0 || opts.PacketReorder <= 0 {
+		return usagef("reconcile: --window must be positive, --packet-reorder must be positive and --split-gap not negative")
 	}
 	if f := c.String("nat"); f != "" {
 		r, err := os.Open(f)

@@ -45,6 +45,8 @@ func TestReconcileCLI(t *testing.T) {
 		{name: "no input", args: nil, code: 2, stderr: []string{"wap5: reconcile: no INPUT"}, noStdout: true},
 		{name: "missing input", args: []string{"/nonexistent/x"}, code: 1, stderr: []string{"no such file"}, noStdout: true},
 		{name: "bad recv-at", args: []string{"--recv-at", "middle", loop}, code: 2, noStdout: true},
+		{name: "zero packet-reorder", args: []string{"--packet-reorder", "0", loop}, code: 2,
+			stderr: []string{"--packet-reorder must be positive"}, noStdout: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
