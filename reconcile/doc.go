@@ -10,7 +10,10 @@
 // (OpRecv), or the end going away (OpClose). libsockcap logs yield one
 // observation per socket call (logs.go); pcap files yield one per TCP segment
 // or UDP datagram (pcap*.go, the packets part), attributing a packet to the
-// host that sent it (OpSend) or received it (OpRecv). Stream observations may
+// host that sent it (OpSend) or received it (OpRecv). Captures are streamed,
+// never held (pcapstream.go, steps S1–S3): each pass reads a file again through
+// a reorder window of Options.PacketReorder, the first keeping only a small
+// sample per conversation for NAT detection. Stream observations may
 // carry their byte offset in their direction (a TCP sequence number relative to
 // the first data byte); logs leave it -1 and the matcher counts bytes.
 // Datagram observations carry libsockcap's payload checksum (format.h
