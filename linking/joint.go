@@ -1,6 +1,7 @@
 package linking
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -18,6 +19,21 @@ type classKey struct {
 	trig, node, act trace.NodeID
 	reply           bool
 	ret             bool // the trigger is a return
+}
+
+func compareClassKeys(a, b classKey) int {
+	return cmp.Or(cmp.Compare(a.trig, b.trig), cmp.Compare(a.node, b.node), cmp.Compare(a.act, b.act),
+		compareBool(a.reply, b.reply), compareBool(a.ret, b.ret))
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
 }
 
 type fanKey struct {
@@ -971,8 +987,14 @@ func (j *joint) compare(fit Fit) Fit {
 			}
 			return
 		}
-		for _, c := range j.mod.class {
-			if c.mom.n > 0 && !yield(&c.mom) {
+		// In key order: float sums in map order differ from run to run.
+		keys := make([]classKey, 0, len(j.mod.class))
+		for k := range j.mod.class {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, compareClassKeys)
+		for _, k := range keys {
+			if c := j.mod.class[k]; c.mom.n > 0 && !yield(&c.mom) {
 				return
 			}
 		}

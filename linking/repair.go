@@ -1,6 +1,7 @@
 package linking
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -696,9 +697,17 @@ func (j *joint) countPriors() {
 func (j *joint) setCountBase() {
 	j.countBase = slices.Grow(j.countBase[:0], j.cntCls.n)[:j.cntCls.n]
 	clear(j.countBase)
-	for key, cm := range j.mod.count {
+	// In key order: float sums in map order differ from run to run.
+	keys := make([]countKey, 0, len(j.mod.count))
+	for k := range j.mod.count {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b countKey) int {
+		return cmp.Or(cmp.Compare(a.src, b.src), cmp.Compare(a.node, b.node), cmp.Compare(a.dst, b.dst))
+	})
+	for _, key := range keys {
 		ci, _ := j.cntCls.get(classOfKey(key))
-		j.countBase[ci] -= cm.logp[0]
+		j.countBase[ci] -= j.mod.count[key].logp[0]
 	}
 }
 
