@@ -735,20 +735,28 @@ func trueSizes(dstEP string, n int64) (out []string, ok bool) {
 	return out, true
 }
 
+// traceByID reads a trace and indexes its messages by the ids --instances
+// files name them by.
+func traceByID(t *testing.T, path string) (*trace.Trace, map[string]int) {
+	t.Helper()
+	tr, err := trace.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := make(map[string]int, len(tr.Messages))
+	for i := range tr.Messages {
+		byID[tr.RefString(tr.Messages[i].ID)] = i
+	}
+	return tr, byID
+}
+
 // instanceAccuracy compares the instances an algorithm wrote (--instances)
 // with the paths the request sizes imply: the probability-weighted share of
 // instances whose messages are exactly their root request's path, and a few
 // that are not.
 func instanceAccuracy(t *testing.T, tracePath, instPath string) (share float64, n int, bad []string) {
 	t.Helper()
-	tr, err := trace.ReadFile(tracePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byID := map[string]int{}
-	for i := range tr.Messages {
-		byID[fmt.Sprint(tr.Messages[i].ID)] = i
-	}
+	tr, byID := traceByID(t, tracePath)
 	b, err := os.ReadFile(instPath)
 	if err != nil {
 		t.Fatal(err)

@@ -169,14 +169,7 @@ func linkActorGain(t *testing.T, s *system) {
 	inst := filepath.Join(t.TempDir(), "link.jsonl")
 	wap5(t, "link", "--json", "--instances", inst, s.trace)
 	share, n, bad := instanceAccuracy(t, s.trace, inst)
-	tr, err := trace.ReadFile(s.trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byID := map[string]int{}
-	for i := range tr.Messages {
-		byID[fmt.Sprint(tr.Messages[i].ID)] = i
-	}
+	tr, byID := traceByID(t, s.trace)
 	b, err := os.ReadFile(inst)
 	if err != nil {
 		t.Fatal(err)
