@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"wap5/internal/hugemem"
+
 	"wap5/trace"
 )
 
@@ -14,6 +16,7 @@ func (s *state) findCallPairs() {
 	msgs := s.t.Messages
 	order := timeOrder(msgs)
 	s.calls = make([]call, 0, len(msgs)/2)
+	hugemem.Advise(s.calls)
 	none := 0
 	// 1a. Messages marked call/return, matched on (caller, callee, call id);
 	// open calls with the same key queue up and returns take the earliest.
@@ -35,7 +38,7 @@ func (s *state) findCallPairs() {
 	}
 }
 
-func pairKinds[K comparable](s *state, order []int32, mk func(a, b trace.NodeID, id int32) K, hash func(K) uint64) (none int) {
+func pairKinds[K comparable](s *state, order []pairKey, mk func(a, b trace.NodeID, id int32) K, hash func(K) uint64) (none int) {
 	msgs := s.t.Messages
 	type queue struct{ head, tail int32 }
 	// Open calls by key: a direct-mapped table of slots in front of a map.
@@ -53,9 +56,16 @@ func pairKinds[K comparable](s *state, order []int32, mk func(a, b trace.NodeID,
 	at := func(k K) *slot { return &slots[(hash(k)*0x9E3779B97F4A7C15)>>32&uint64(size-1)] }
 	open := make(map[K]queue)
 	var link []int32
-	for _, i := range order {
+	for _, o := range order {
+		i := o.i
+		switch o.kind {
+		case trace.KindCall, trace.KindReturn:
+		default:
+			none++
+			continue
+		}
 		m := &msgs[i]
-		switch m.Kind {
+		switch o.kind {
 		case trace.KindCall:
 			if link == nil {
 				link = make([]int32, len(msgs))
@@ -104,8 +114,6 @@ func pairKinds[K comparable](s *state, order []int32, mk func(a, b trace.NodeID,
 				delete(open, k)
 			}
 			s.addCall(q.head, i)
-		default:
-			none++
 		}
 	}
 	for _, q := range open {
@@ -121,25 +129,31 @@ func pairKinds[K comparable](s *state, order []int32, mk func(a, b trace.NodeID,
 	return none
 }
 
+// pairKey is a message in pairing order: its index, its key there, and
+// its kind (in the padding: ties and non-RPC messages need no trip to the
+// message).
+type pairKey struct {
+	k    int64
+	i    int32
+	kind trace.Kind
+}
+
 // pairingOrder orders call and return messages on the callee's clock: a
 // call when it reached the callee, a return when it left it, so clock
 // offsets between caller and callee cannot put a return before its call.
 // With sender times only, calls are moved earlier by the skew window
 // instead. Other messages keep their place in order.
-func (s *state) pairingOrder(order []int32) []int32 {
+func (s *state) pairingOrder(order []int32) []pairKey {
 	msgs := s.t.Messages
 	w := int64(s.opt.SkewWindow)
-	type keyed struct {
-		k    int64
-		i    int32
-		kind trace.Kind // in the padding: ties need no trip to the message
-	}
+	type keyed = pairKey
 	// order nil: the messages are in time order already.
 	n := len(order)
 	if order == nil {
 		n = len(msgs)
 	}
 	ks := make([]keyed, n)
+	hugemem.Advise(ks)
 	for j := range ks {
 		i := int32(j)
 		if order != nil {
@@ -186,11 +200,7 @@ func (s *state) pairingOrder(order []int32) []int32 {
 			return 0
 		})
 	}
-	po := make([]int32, len(ks))
-	for j := range ks {
-		po[j] = ks[j].i
-	}
-	return po
+	return ks
 }
 
 // timeOrder returns message indices by Time (stable), or nil when the

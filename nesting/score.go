@@ -34,7 +34,11 @@ func (s *state) group() *byNode {
 		fo[c.caller]++
 	}
 	calls := s.calls
-	var ks []keyed
+	most := int32(0)
+	for b := 0; b < n; b++ {
+		most = max(most, g.inOff[b+1]-g.inOff[b], g.outOff[b+1]-g.outOff[b])
+	}
+	ks := make([]keyed, 0, most)
 	for b := 0; b < n; b++ {
 		in := g.in[g.inOff[b]:g.inOff[b+1]]
 		ks = ks[:0]

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 
+	"wap5/internal/hugemem"
+
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -228,21 +230,28 @@ func (b *binReader) str() string {
 // corrupt message section keeps the messages read so far and records a
 // warning naming the message index; corrupt tables are an error.
 func ReadBinary(r io.Reader, file string) (*Trace, error) {
+	t, _, err := readBinary(r, file)
+	return t, err
+}
+
+// readBinary is ReadBinary; decoded says the decoder proved every message
+// valid on its own (no CheckValid pass over the messages was needed).
+func readBinary(r io.Reader, file string) (t *Trace, decoded bool, err error) {
 	magic := make([]byte, len(BinaryMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != BinaryMagic {
-		return nil, fmt.Errorf("%s: not a wap5 binary trace", file)
+		return nil, false, fmt.Errorf("%s: not a wap5 binary trace", file)
 	}
 	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<34))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer zr.Close()
 	b := &binReader{r: zr, file: file}
 	version := b.uv()
 	if b.err == nil && (version < 1 || version > binaryVersion) {
-		return nil, fmt.Errorf("%s: binary trace version %d, want 1 to %d", file, version, binaryVersion)
+		return nil, false, fmt.Errorf("%s: binary trace version %d, want 1 to %d", file, version, binaryVersion)
 	}
-	t := &Trace{}
+	t = &Trace{}
 	const maxTable = 1 << 28
 	for n := b.count("node", maxTable); n > 0 && b.err == nil; n-- {
 		name := b.str()
@@ -279,15 +288,19 @@ func ReadBinary(r io.Reader, file string) (*Trace, error) {
 		}
 	}
 	if b.err != nil {
-		return nil, b.err
+		return nil, false, b.err
 	}
 	if len(t.Endpoints) == 0 || t.Endpoints[0] != "-" {
-		return nil, fmt.Errorf("%s: binary trace: endpoint table does not start with -", file)
+		return nil, false, fmt.Errorf("%s: binary trace: endpoint table does not start with -", file)
 	}
 	n := b.count("message", 1<<40)
 	t.Messages = make([]Message, 0, min(n, 1<<24))
+	// Version 3's decoder checks the messages as it goes (valid: all
+	// passed); otherwise CheckValid does.
+	valid := false
 	if version >= 3 {
-		b.readColumns(t, n)
+		hugemem.Advise(t.Messages)
+		valid = b.readColumns(t, n)
 	}
 	var prevTime, prevID int64
 	for i := 0; i < n && b.err == nil && version < 3; i++ {
@@ -306,10 +319,14 @@ func ReadBinary(r io.Reader, file string) (*Trace, error) {
 	if b.err != nil {
 		t.Warnf("%v (kept the %d messages before message %d)", b.err, len(t.Messages), len(t.Messages))
 	}
-	if err := t.CheckValid(); err != nil {
-		return nil, fmt.Errorf("%s: %v", file, err)
+	check := t.CheckValid
+	if valid {
+		check = t.checkTablesAndClock
 	}
-	return t, nil
+	if err := check(); err != nil {
+		return nil, false, fmt.Errorf("%s: %v", file, err)
+	}
+	return t, valid, nil
 }
 
 // maxFixedMessage bounds the encoded size of a message without its extra text.

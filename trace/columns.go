@@ -168,118 +168,176 @@ func appendUv(b []byte, v uint64) []byte {
 
 func appendSv(b []byte, v int64) []byte { return appendUv(b, uint64(v<<1)^uint64(v>>63)) }
 
-// colReader decodes one column of a block.
-type colReader struct {
-	b   []byte
-	p   int
-	bad bool
+// uvAt decodes the varint at b[p:] and returns it with the position after
+// it; past the end of b or on a bad varint it returns a position beyond
+// len(b), and so does every later call: one test after the block tells a
+// damaged column. The one-byte case is inlined into the decoding loop.
+func uvAt(b []byte, p int) (uint64, int) {
+	if uint(p) < uint(len(b)) && b[p] < 0x80 {
+		return uint64(b[p]), p + 1
+	}
+	return uvSlow(b, p)
 }
 
-func (c *colReader) uv() uint64 {
-	if c.p < len(c.b) && c.b[c.p] < 0x80 {
-		v := uint64(c.b[c.p])
-		c.p++
-		return v
+func uvSlow(b []byte, p int) (uint64, int) {
+	if uint(p) >= uint(len(b)) {
+		return 0, len(b) + 1
 	}
-	v, n := binary.Uvarint(c.b[c.p:])
+	v, n := binary.Uvarint(b[p:])
 	if n <= 0 {
-		c.bad = true
-		return 0
+		return 0, len(b) + 1
 	}
-	c.p += n
-	return v
+	return v, p + n
 }
 
-func (c *colReader) sv() int64 {
-	u := c.uv()
-	return int64(u>>1) ^ -int64(u&1)
+// unzig undoes the zigzag encoding of a signed varint.
+func unzig(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// colLimits is what decodeBlock checks messages against, so that a trace
+// whose every block passed needs no CheckValid pass over its messages.
+type colLimits struct {
+	nodes, eps uint64
+	minRef     int64   // smallest id, call or truth that names a label
+	actors     []int32 // actor table size by node; nil: no node has actors
+}
+
+func newColLimits(t *Trace) colLimits {
+	l := colLimits{nodes: uint64(len(t.Nodes)), eps: uint64(len(t.Endpoints)), minRef: -1 - int64(len(t.Labels))}
+	if t.HasActors() {
+		l.actors = make([]int32, len(t.Nodes))
+		for n := range l.actors {
+			l.actors[n] = int32(t.actorCount(NodeID(n)))
+		}
+	}
+	return l
 }
 
 // readColumns reads n messages in columns into t; a damaged block ends the
-// read with b.err set (the messages of the blocks before it are kept).
-func (b *binReader) readColumns(t *Trace, n int) {
+// read with b.err set (the messages of the blocks before it are kept). It
+// reports whether every message kept passed CheckValid's message checks.
+func (b *binReader) readColumns(t *Trace, n int) (valid bool) {
 	var st colState
 	var raw [colCount][]byte
+	lim := newColLimits(t)
+	valid = true
 	for len(t.Messages) < n && b.err == nil {
 		k := b.count("block message", colBlock)
 		if b.err != nil {
-			return
+			return valid
 		}
 		if k == 0 || k > n-len(t.Messages) {
 			b.fail("block of %d messages at message %d of %d", k, len(t.Messages), n)
-			return
+			return valid
 		}
 		for i := range raw {
 			l := b.count("column length", 64*colBlock+1<<26)
 			if b.err != nil {
-				return
+				return valid
 			}
 			if !b.ensure(l) {
 				b.fail("truncated column: %v", errUnexpectedEOF)
-				return
+				return valid
 			}
 			raw[i] = append(raw[i][:0], b.buf[b.pos:b.pos+l]...)
 			b.pos += l
 		}
-		if err := decodeBlock(t, &raw, k, &st); err != nil {
+		ok, err := decodeBlock(t, &raw, k, &st, &lim)
+		if err != nil {
 			b.fail("block at message %d: %v", len(t.Messages), err)
-			return
+			return valid
 		}
+		valid = valid && ok
 	}
+	return valid
 }
 
 var errUnexpectedEOF = fmt.Errorf("unexpected end of data")
 
-// decodeBlock appends k messages decoded from one block's columns; on
-// damage it appends none.
-func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState) error {
+// decodeBlock appends k messages decoded from one block's columns and
+// reports whether they all pass CheckValid's message checks against lim
+// (false only means "not proven": CheckValid then decides); on damage it
+// appends none. Each column is read in one tight loop straight into the
+// messages, with the checks folded in as running maxima.
+func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState, lim *colLimits) (bool, error) {
 	flags := raw[colFlags]
 	if len(flags) != k {
-		return fmt.Errorf("flags column has %d bytes for %d messages", len(flags), k)
+		return false, fmt.Errorf("flags column has %d bytes for %d messages", len(flags), k)
 	}
-	tm, rv := colReader{b: raw[colTime]}, colReader{b: raw[colRecv]}
-	nodes, eps, by := colReader{b: raw[colNodes]}, colReader{b: raw[colEPs]}, colReader{b: raw[colBytes]}
-	ids, calls, truths := colReader{b: raw[colID]}, colReader{b: raw[colCall]}, colReader{b: raw[colTruth]}
-	actors, extra := colReader{b: raw[colActors]}, colReader{b: raw[colExtra]}
 	base := len(t.Messages)
-	t.Messages = append(t.Messages, make([]Message, k)...)
+	if cap(t.Messages)-base < k {
+		t.Messages = append(t.Messages, make([]Message, k)...)
+	}
+	// Every field of every message is written below: no clearing first.
+	t.Messages = t.Messages[:base+k]
 	out := t.Messages[base:]
+	flags = flags[:len(out)]
+	tm, rv, nodes, eps, by := raw[colTime], raw[colRecv], raw[colNodes], raw[colEPs], raw[colBytes]
+	ids, calls, truths, actors := raw[colID], raw[colCall], raw[colTruth], raw[colActors]
+	var tp, rp, np, ep, bp, ip, cp, trp, ap int
 	prevTime, prevID, prevCall, prevTru := st.prevTime, st.prevID, st.prevCall, st.prevTru
+	var maxNode, maxEP, orBytes uint64
+	var maxFlags byte
+	minRef := int64(NoRef)
+	noTime, badActor := false, false
 	for i := range out {
 		fl := flags[i]
-		m := &out[i]
-		m.Send, m.Recv, m.ID, m.Call, m.Truth = Unknown, Unknown, NoRef, NoRef, NoRef
-		if fl&bfSendUnknown != 0 {
-			m.Recv = prevTime + tm.sv()
-			prevTime = m.Recv
-		} else {
-			m.Send = prevTime + tm.sv()
-			prevTime = m.Send
+		maxFlags = max(maxFlags, fl)
+		var u, v uint64
+		u, tp = uvAt(tm, tp)
+		at := prevTime + unzig(u)
+		prevTime = at
+		send, recv := Unknown, at
+		if fl&bfSendUnknown == 0 {
+			send, recv = at, Unknown
 			if fl&bfRecvUnknown == 0 {
-				m.Recv = m.Send + rv.sv()
+				u, rp = uvAt(rv, rp)
+				recv = at + unzig(u)
 			}
 		}
-		m.Src, m.Dst = NodeID(nodes.uv()), NodeID(nodes.uv())
-		m.SrcEP, m.DstEP = EndpointID(eps.uv()), EndpointID(eps.uv())
-		m.Bytes = int64(by.uv())
+		noTime = noTime || send == Unknown && recv == Unknown
+		var src, dst, sep, dep uint64
+		src, np = uvAt(nodes, np)
+		dst, np = uvAt(nodes, np)
+		sep, ep = uvAt(eps, ep)
+		dep, ep = uvAt(eps, ep)
+		maxNode = max(maxNode, src, dst)
+		maxEP = max(maxEP, sep, dep)
+		var size uint64
+		size, bp = uvAt(by, bp)
+		orBytes |= size
+		id, call, truth := int64(NoRef), int32(NoRef), int32(NoRef)
 		if fl&bfID != 0 {
-			m.ID = prevID + 1 + ids.sv()
-			prevID = m.ID
+			u, ip = uvAt(ids, ip)
+			id = prevID + 1 + unzig(u)
+			prevID = id
+			minRef = min(minRef, id)
 		}
 		if fl&bfCall != 0 {
-			m.Call = int32(int64(prevCall) + calls.sv())
-			prevCall = m.Call
+			u, cp = uvAt(calls, cp)
+			call = int32(int64(prevCall) + unzig(u))
+			prevCall = call
+			minRef = min(minRef, int64(call))
 		}
 		if fl&bfTruth != 0 {
-			m.Truth = int32(int64(prevTru) + truths.sv())
-			prevTru = m.Truth
+			u, trp = uvAt(truths, trp)
+			truth = int32(int64(prevTru) + unzig(u))
+			prevTru = truth
+			minRef = min(minRef, int64(truth))
 		}
+		var sa, da ActorID
 		if fl&colActorsFlag != 0 {
-			m.SrcActor, m.DstActor = ActorID(actors.uv()), ActorID(actors.uv())
+			u, ap = uvAt(actors, ap)
+			v, ap = uvAt(actors, ap)
+			sa, da = ActorID(u), ActorID(v)
+			badActor = badActor || !actorsFit(lim, src, dst, sa, da)
 		}
-		m.Kind = Kind(fl >> bfKindShift)
+		out[i] = Message{Send: send, Recv: recv, ID: id, Bytes: int64(size), Src: NodeID(src), Dst: NodeID(dst),
+			SrcEP: EndpointID(sep), DstEP: EndpointID(dep), Call: call, Truth: truth, Kind: Kind(fl >> bfKindShift),
+			SrcActor: sa, DstActor: da}
 	}
-	bad := tm.bad || rv.bad || nodes.bad || eps.bad || by.bad || ids.bad || calls.bad || truths.bad || actors.bad
+	bad := tp > len(tm) || rp > len(rv) || np > len(nodes) || ep > len(eps) || bp > len(by) ||
+		ip > len(ids) || cp > len(calls) || trp > len(truths) || ap > len(actors)
+	extra := colReader{b: raw[colExtra]}
 	if !bad {
 		for x := extra.uv(); x > 0 && !extra.bad; x-- {
 			i, l := extra.uv(), extra.uv()
@@ -299,8 +357,40 @@ func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState) error {
 			delete(t.Extra, int32(base+i))
 		}
 		t.Messages = t.Messages[:base]
-		return fmt.Errorf("corrupt column")
+		return false, fmt.Errorf("corrupt column")
 	}
 	st.prevTime, st.prevID, st.prevCall, st.prevTru = prevTime, prevID, prevCall, prevTru
-	return nil
+	valid := maxNode < lim.nodes && maxEP < lim.eps && orBytes>>63 == 0 && maxFlags>>bfKindShift <= byte(KindReturn) &&
+		!noTime && !badActor && minRef >= lim.minRef
+	return valid, nil
+}
+
+// actorsFit says whether the actors of a message from src to dst are in
+// their nodes' tables (NoActor always is).
+func actorsFit(lim *colLimits, src, dst uint64, sa, da ActorID) bool {
+	n := uint64(len(lim.actors))
+	switch {
+	case sa != NoActor && (src >= n || int32(sa) > lim.actors[src]):
+		return false
+	case da != NoActor && (dst >= n || int32(da) > lim.actors[dst]):
+		return false
+	}
+	return true
+}
+
+// colReader decodes the extra column of a block.
+type colReader struct {
+	b   []byte
+	p   int
+	bad bool
+}
+
+func (c *colReader) uv() uint64 {
+	v, p := uvAt(c.b, c.p)
+	if p > len(c.b) {
+		c.bad = true
+		return 0
+	}
+	c.p = p
+	return v
 }

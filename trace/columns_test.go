@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -137,5 +138,65 @@ func TestBinaryVersion2(t *testing.T) {
 	}
 	if got := textOf(t, tr); got != actorSample {
 		t.Errorf("version 2 file reads as\n%s\nwant\n%s", got, actorSample)
+	}
+}
+
+// TestDecodeChecks: the checks folded into the column decoder let through
+// exactly what CheckValid lets through. Each case breaks one message of a
+// trace of several blocks in one way CheckValid rejects; the binary reader
+// must fail with CheckValid's own error, and the unbroken trace must read
+// without a second look at its messages.
+func TestDecodeChecks(t *testing.T) {
+	const n = colBlock + 7
+	base := bigTrace(n)
+	var buf bytes.Buffer
+	if err := WriteBinary(&buf, base); err != nil {
+		t.Fatal(err)
+	}
+	if _, decoded, err := readBinary(bytes.NewReader(buf.Bytes()), "x"); err != nil || !decoded {
+		t.Fatalf("valid trace: %v, checked by the decoder: %v", err, decoded)
+	}
+	for _, at := range []int{0, colBlock, n - 1} {
+		for name, brk := range map[string]func(m *Message){
+			"src node":       func(m *Message) { m.Src = 3 },
+			"dst node":       func(m *Message) { m.Dst = 1 << 20 },
+			"src endpoint":   func(m *Message) { m.SrcEP = 3 },
+			"dst endpoint":   func(m *Message) { m.DstEP = 1 << 30 },
+			"no time":        func(m *Message) { m.Send, m.Recv = Unknown, Unknown },
+			"negative size":  func(m *Message) { m.Bytes = -5 },
+			"kind":           func(m *Message) { m.Kind = 3 },
+			"src actor":      func(m *Message) { m.SrcActor = 1000 },
+			"dst actor":      func(m *Message) { m.Src, m.Dst, m.DstActor = 0, 2, 1 }, // c has no actors
+			"id label":       func(m *Message) { m.ID = -2 - int64(len(base.Labels)) },
+			"call label":     func(m *Message) { m.Call = -2 - int32(len(base.Labels)) - 7 },
+			"truth label":    func(m *Message) { m.Truth = math.MinInt32 },
+			"src node, high": func(m *Message) { m.Src = -1 },
+		} {
+			tr := bigTrace(n)
+			brk(&tr.Messages[at])
+			want := tr.CheckValid()
+			if want == nil {
+				t.Fatalf("%s at %d: CheckValid accepts it", name, at)
+			}
+			buf.Reset()
+			if err := WriteBinary(&buf, tr); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadBinary(bytes.NewReader(buf.Bytes()), "x")
+			if err == nil || err.Error() != "x: "+want.Error() {
+				t.Errorf("%s at %d: read gives %v, want x: %v", name, at, err, want)
+			}
+		}
+	}
+	// A label id the tables do have, and a line reference, are fine.
+	tr := bigTrace(n)
+	tr.Messages[5].ID = -1 - int64(len(tr.Labels))
+	tr.Messages[6].ID = LineRef(6)
+	buf.Reset()
+	if err := WriteBinary(&buf, tr); err != nil {
+		t.Fatal(err)
+	}
+	if _, decoded, err := readBinary(bytes.NewReader(buf.Bytes()), "x"); err != nil || decoded {
+		t.Errorf("valid references: %v, checked by the decoder: %v (the line reference needs CheckValid)", err, decoded)
 	}
 }

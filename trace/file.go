@@ -12,22 +12,29 @@ import (
 // Read reads a trace in any of the forms wap5 knows, recognised by content:
 // the binary form, the text form, or Project 5's format. file names the
 // input in errors and warnings.
-func Read(r io.Reader, file string) (*Trace, error) { return readSized(r, file, 0) }
+func Read(r io.Reader, file string) (*Trace, error) {
+	t, _, err := readSized(r, file, 0)
+	return t, err
+}
 
 // readSized is Read of an input of size bytes (0: unknown), which lets the
-// text reader size its message slice once.
-func readSized(r io.Reader, file string, size int64) (*Trace, error) {
+// text reader size its message slice once. checked says the reader has
+// checked the trace as CheckValid does (the binary reader always does).
+func readSized(r io.Reader, file string, size int64) (t *Trace, checked bool, err error) {
 	br := bufio.NewReaderSize(r, 64*1024)
 	head, _ := br.Peek(4096)
 	switch {
 	case bytes.HasPrefix(head, []byte(BinaryMagic)):
-		return ReadBinary(br, file)
+		t, err = ReadBinary(br, file)
+		return t, true, err
 	case len(head) > 0 && !isText(head):
-		return nil, fmt.Errorf("%s: not a wap5 trace (binary data without the wap5 header)", file)
+		return nil, false, fmt.Errorf("%s: not a wap5 trace (binary data without the wap5 header)", file)
 	case isProject5(head):
-		return ReadProject5(br, file)
+		t, err = ReadProject5(br, file)
+		return t, false, err
 	}
-	return readText(br, file, textMessages(head, size))
+	t, err = readText(br, file, textMessages(head, size))
+	return t, false, err
 }
 
 func isText(head []byte) bool {
@@ -39,12 +46,33 @@ func isText(head []byte) bool {
 
 // ReadFile reads the trace in the named file ("-" for standard input).
 func ReadFile(path string) (*Trace, error) {
+	t, _, err := readFile(path)
+	return t, err
+}
+
+// ReadFileValid is ReadFile followed by CheckValid (whose error it returns
+// prefixed with path), without a second pass over the messages where the
+// reader has checked them already (binary traces).
+func ReadFileValid(path string) (*Trace, error) {
+	t, checked, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !checked {
+		if err := t.CheckValid(); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return t, nil
+}
+
+func readFile(path string) (*Trace, bool, error) {
 	if path == "-" {
-		return Read(os.Stdin, "<stdin>")
+		return readSized(os.Stdin, "<stdin>", 0)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
 	var size int64

@@ -326,6 +326,17 @@ func (t *Trace) Correction(n NodeID) (Correction, bool) {
 // CheckValid reports the first inconsistency, naming the message or table
 // entry at fault.
 func (t *Trace) CheckValid() error {
+	if err := t.checkTables(); err != nil {
+		return err
+	}
+	if err := t.checkMessages(); err != nil {
+		return err
+	}
+	return t.checkClock()
+}
+
+// checkTables is CheckValid's check of the node, endpoint and actor tables.
+func (t *Trace) checkTables() error {
 	if len(t.Endpoints) == 0 || t.Endpoints[0] != "-" {
 		return fmt.Errorf("endpoint 0 must be %q", "-")
 	}
@@ -339,9 +350,11 @@ func (t *Trace) CheckValid() error {
 		}
 		seen[n.Name] = i
 	}
-	if err := t.checkActors(); err != nil {
-		return err
-	}
+	return t.checkActors()
+}
+
+// checkMessages is CheckValid's check of every message against the tables.
+func (t *Trace) checkMessages() error {
 	nn, ne := NodeID(len(t.Nodes)), EndpointID(len(t.Endpoints))
 	for i := range t.Messages {
 		m := &t.Messages[i]
@@ -371,6 +384,21 @@ func (t *Trace) CheckValid() error {
 			}
 		}
 	}
+	return nil
+}
+
+// checkTablesAndClock is CheckValid without the pass over the messages, for
+// readers that checked every message as they decoded it.
+func (t *Trace) checkTablesAndClock() error {
+	if err := t.checkTables(); err != nil {
+		return err
+	}
+	return t.checkClock()
+}
+
+// checkClock is CheckValid's check of the clock corrections.
+func (t *Trace) checkClock() error {
+	nn := NodeID(len(t.Nodes))
 	for _, c := range t.Clock {
 		if c.Node < 0 || c.Node >= nn {
 			return fmt.Errorf("clock correction for node %d out of range [0,%d)", c.Node, nn)

@@ -79,12 +79,9 @@ func convolveAction(c *cli.Context) error {
 	if o.Tolerance < 0 || o.MaxDelay < 0 || o.MaxDepth < 1 || o.MaxRepeat < 1 || c.Int("top") < 0 || o.MaxCorrelations < 0 || o.MinCount < 0 {
 		return usagef("--tolerance, --max-delay, --min-count and --max-correlations must not be negative; --max-depth and --max-repeat at least 1")
 	}
-	t, err := trace.ReadFile(c.Args().First())
+	t, err := trace.ReadFileValid(c.Args().First())
 	if err != nil {
 		return err
-	}
-	if err := t.CheckValid(); err != nil {
-		return fmt.Errorf("%s: %w", c.Args().First(), err)
 	}
 	for _, w := range t.Warnings {
 		fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)

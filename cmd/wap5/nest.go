@@ -66,12 +66,9 @@ func nestAction(c *cli.Context) error {
 		return usagef("--skew-window, --smooth, --bin-lo, --top, --actor-min and --actor-chance must not be negative")
 	}
 	o.NoInstances = c.String("instances") == ""
-	t, err := trace.ReadFile(c.Args().First())
+	t, err := trace.ReadFileValid(c.Args().First())
 	if err != nil {
 		return err
-	}
-	if err := t.CheckValid(); err != nil {
-		return fmt.Errorf("%s: %w", c.Args().First(), err)
 	}
 	for _, w := range t.Warnings {
 		fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)

@@ -1,0 +1,4 @@
+// Package hugemem asks for transparent huge pages behind large, freshly
+// made slices: the page faults of first touching tens of megabytes are a
+// large part of what a short command costs on a virtual machine.
+package hugemem
