@@ -2,6 +2,7 @@ package render
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,24 +18,55 @@ func JSON(w io.Writer, p *trace.Paths) error {
 	if out.Warnings == nil {
 		out.Warnings = []string{}
 	}
-	out.Patterns = make([]any, 0, len(p.Patterns))
-	for _, pat := range p.Patterns {
-		switch p.Algorithm {
-		case "convolution":
-			out.Patterns = append(out.Patterns, convolutionPattern(pat))
-		case "nesting":
-			out.Patterns = append(out.Patterns, jsonNestPattern{Rank: pat.Rank, Count: pat.Count, Root: nestStep(pat.Root), Metrics: pat.Metrics})
-		default:
-			out.Patterns = append(out.Patterns, jsonLinkPattern{Rank: pat.Rank, Count: pat.Count, Expected: pat.Expected,
-				MaxProb: pat.MaxProb, Root: linkStep(pat.Root, true), Metrics: pat.Metrics})
-		}
-	}
-	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
-	enc.SetIndent("", " ")
-	if err := enc.Encode(out); err != nil {
+	// The document is what one Encode of out with every pattern in it
+	// gives, written a pattern at a time: the frame (out without patterns)
+	// is cut where its empty pattern list is, and each pattern, encoded at
+	// its depth, goes in between. No buffer holds the whole document (it
+	// can be megabytes, each a page fault away).
+	out.Patterns = []any{}
+	var frame bytes.Buffer
+	fe := json.NewEncoder(&frame)
+	fe.SetIndent("", " ")
+	if err := fe.Encode(out); err != nil {
 		return err
 	}
+	const empty = "\n \"patterns\": []"
+	cut := bytes.Index(frame.Bytes(), []byte(empty))
+	if cut < 0 {
+		return fmt.Errorf("render: JSON frame without its pattern list")
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if len(p.Patterns) == 0 {
+		bw.Write(frame.Bytes())
+		return bw.Flush()
+	}
+	bw.Write(frame.Bytes()[:cut+len(empty)-1])
+	var one bytes.Buffer
+	pe := json.NewEncoder(&one)
+	pe.SetIndent("  ", " ")
+	for i, pat := range p.Patterns {
+		var v any
+		switch p.Algorithm {
+		case "convolution":
+			v = convolutionPattern(pat)
+		case "nesting":
+			v = jsonNestPattern{Rank: pat.Rank, Count: pat.Count, Root: nestStep(pat.Root), Metrics: pat.Metrics}
+		default:
+			v = jsonLinkPattern{Rank: pat.Rank, Count: pat.Count, Expected: pat.Expected,
+				MaxProb: pat.MaxProb, Root: linkStep(pat.Root, true), Metrics: pat.Metrics}
+		}
+		one.Reset()
+		if err := pe.Encode(v); err != nil {
+			return err
+		}
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString("\n  ")
+		bw.Write(bytes.TrimSuffix(one.Bytes(), []byte("\n")))
+	}
+	bw.WriteString("\n ]")
+	bw.Write(frame.Bytes()[cut+len(empty):])
 	return bw.Flush()
 }
 
