@@ -279,55 +279,105 @@ func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState, lim *colL
 	var maxFlags byte
 	minRef := int64(NoRef)
 	noTime, badActor := false, false
+	// The one-byte case of each varint is written out in the loop (uvAt
+	// would not be inlined).
 	for i := range out {
 		fl := flags[i]
 		maxFlags = max(maxFlags, fl)
 		var u, v uint64
-		u, tp = uvAt(tm, tp)
+		if uint(tp) < uint(len(tm)) && tm[tp] < 0x80 {
+			u, tp = uint64(tm[tp]), tp+1
+		} else {
+			u, tp = uvSlow(tm, tp)
+		}
 		at := prevTime + unzig(u)
 		prevTime = at
 		send, recv := Unknown, at
 		if fl&bfSendUnknown == 0 {
 			send, recv = at, Unknown
 			if fl&bfRecvUnknown == 0 {
-				u, rp = uvAt(rv, rp)
+				if uint(rp) < uint(len(rv)) && rv[rp] < 0x80 {
+					u, rp = uint64(rv[rp]), rp+1
+				} else {
+					u, rp = uvSlow(rv, rp)
+				}
 				recv = at + unzig(u)
 			}
 		}
 		noTime = noTime || send == Unknown && recv == Unknown
 		var src, dst, sep, dep uint64
-		src, np = uvAt(nodes, np)
-		dst, np = uvAt(nodes, np)
-		sep, ep = uvAt(eps, ep)
-		dep, ep = uvAt(eps, ep)
+		if uint(np) < uint(len(nodes)) && nodes[np] < 0x80 {
+			src, np = uint64(nodes[np]), np+1
+		} else {
+			src, np = uvSlow(nodes, np)
+		}
+		if uint(np) < uint(len(nodes)) && nodes[np] < 0x80 {
+			dst, np = uint64(nodes[np]), np+1
+		} else {
+			dst, np = uvSlow(nodes, np)
+		}
+		if uint(ep) < uint(len(eps)) && eps[ep] < 0x80 {
+			sep, ep = uint64(eps[ep]), ep+1
+		} else {
+			sep, ep = uvSlow(eps, ep)
+		}
+		if uint(ep) < uint(len(eps)) && eps[ep] < 0x80 {
+			dep, ep = uint64(eps[ep]), ep+1
+		} else {
+			dep, ep = uvSlow(eps, ep)
+		}
 		maxNode = max(maxNode, src, dst)
 		maxEP = max(maxEP, sep, dep)
 		var size uint64
-		size, bp = uvAt(by, bp)
+		if uint(bp) < uint(len(by)) && by[bp] < 0x80 {
+			size, bp = uint64(by[bp]), bp+1
+		} else {
+			size, bp = uvSlow(by, bp)
+		}
 		orBytes |= size
 		id, call, truth := int64(NoRef), int32(NoRef), int32(NoRef)
 		if fl&bfID != 0 {
-			u, ip = uvAt(ids, ip)
+			if uint(ip) < uint(len(ids)) && ids[ip] < 0x80 {
+				u, ip = uint64(ids[ip]), ip+1
+			} else {
+				u, ip = uvSlow(ids, ip)
+			}
 			id = prevID + 1 + unzig(u)
 			prevID = id
 			minRef = min(minRef, id)
 		}
 		if fl&bfCall != 0 {
-			u, cp = uvAt(calls, cp)
+			if uint(cp) < uint(len(calls)) && calls[cp] < 0x80 {
+				u, cp = uint64(calls[cp]), cp+1
+			} else {
+				u, cp = uvSlow(calls, cp)
+			}
 			call = int32(int64(prevCall) + unzig(u))
 			prevCall = call
 			minRef = min(minRef, int64(call))
 		}
 		if fl&bfTruth != 0 {
-			u, trp = uvAt(truths, trp)
+			if uint(trp) < uint(len(truths)) && truths[trp] < 0x80 {
+				u, trp = uint64(truths[trp]), trp+1
+			} else {
+				u, trp = uvSlow(truths, trp)
+			}
 			truth = int32(int64(prevTru) + unzig(u))
 			prevTru = truth
 			minRef = min(minRef, int64(truth))
 		}
 		var sa, da ActorID
 		if fl&colActorsFlag != 0 {
-			u, ap = uvAt(actors, ap)
-			v, ap = uvAt(actors, ap)
+			if uint(ap) < uint(len(actors)) && actors[ap] < 0x80 {
+				u, ap = uint64(actors[ap]), ap+1
+			} else {
+				u, ap = uvSlow(actors, ap)
+			}
+			if uint(ap) < uint(len(actors)) && actors[ap] < 0x80 {
+				v, ap = uint64(actors[ap]), ap+1
+			} else {
+				v, ap = uvSlow(actors, ap)
+			}
 			sa, da = ActorID(u), ActorID(v)
 			badActor = badActor || !actorsFit(lim, src, dst, sa, da)
 		}

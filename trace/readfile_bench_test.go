@@ -15,6 +15,7 @@ func BenchmarkReadFile(b *testing.B) {
 		b.Skip("set WAP5_BENCH_TRACE to a trace file")
 	}
 	var n int
+	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
 		t, err := ReadFile(path)
 		if err != nil {
@@ -23,6 +24,7 @@ func BenchmarkReadFile(b *testing.B) {
 		n = len(t.Messages)
 	}
 	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "msgs/s")
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N*n), "cpu-ns/msg")
 }
 
 // BenchmarkWriteFile writes the trace named by WAP5_BENCH_TRACE in the
