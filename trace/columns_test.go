@@ -2,8 +2,10 @@ package trace
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -198,5 +200,42 @@ func TestDecodeChecks(t *testing.T) {
 	}
 	if _, decoded, err := readBinary(bytes.NewReader(buf.Bytes()), "x"); err != nil || decoded {
 		t.Errorf("valid references: %v, checked by the decoder: %v (the line reference needs CheckValid)", err, decoded)
+	}
+}
+
+// TestUvAt: the column decoder's varints agree with encoding/binary's on
+// every length, at the end of the buffer and on damaged input.
+func TestUvAt(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 200000; i++ {
+		var buf []byte
+		for j := rnd.IntN(4); j >= 0; j-- {
+			v := rnd.Uint64() >> rnd.UintN(64)
+			buf = binary.AppendUvarint(buf, v)
+		}
+		if rnd.IntN(4) == 0 { // damage: random bytes, a cut, a high bit set
+			switch rnd.IntN(3) {
+			case 0:
+				buf[rnd.IntN(len(buf))] = byte(rnd.Uint32())
+			case 1:
+				buf = buf[:rnd.IntN(len(buf))]
+			case 2:
+				buf[len(buf)-1] |= 0x80
+			}
+		}
+		for p := 0; p <= len(buf); {
+			want, n := binary.Uvarint(buf[p:])
+			got, q := uvAt(buf, p)
+			if n <= 0 {
+				if q <= len(buf) {
+					t.Fatalf("%x at %d: got %d, %d; want damage", buf, p, got, q)
+				}
+				break
+			}
+			if got != want || q != p+n {
+				t.Fatalf("%x at %d: got %d, %d; want %d, %d", buf, p, got, q, want, p+n)
+			}
+			p = q
+		}
 	}
 }
