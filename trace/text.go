@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"wap5/internal/hugemem"
 )
 
 // TextHeader is the first line of the text format.
@@ -352,6 +354,7 @@ func textMessages(head []byte, size int64) int {
 func readText(r io.Reader, file string, n int) (*Trace, error) {
 	t := New()
 	t.Messages = make([]Message, 0, n)
+	hugemem.Advise(t.Messages)
 	s := NewTextScanner(r, file, t)
 	s.names = new(nameCache)
 	for s.Scan() {
@@ -365,6 +368,7 @@ func readText(r io.Reader, file string, n int) (*Trace, error) {
 			// Doubling: append grows large slices by 1.25, copying
 			// them four times over in all.
 			t.Messages = slices.Grow(t.Messages, max(len(t.Messages), 1024))
+			hugemem.Advise(t.Messages[len(t.Messages):cap(t.Messages)])
 		}
 		t.Messages = append(t.Messages, s.msg)
 	}
