@@ -15,8 +15,7 @@ import (
 func (s *state) findCallPairs() {
 	msgs := s.t.Messages
 	order := timeOrder(msgs)
-	s.calls = make([]call, 0, len(msgs)/2)
-	hugemem.Advise(s.calls)
+	s.calls = hugemem.Make[call](0, len(msgs)/2)
 	none := 0
 	// 1a. Messages marked call/return, matched on (caller, callee, call id);
 	// open calls with the same key queue up and returns take the earliest.
@@ -152,8 +151,7 @@ func (s *state) pairingOrder(order []int32) []pairKey {
 	if order == nil {
 		n = len(msgs)
 	}
-	ks := make([]keyed, n)
-	hugemem.Advise(ks)
+	ks := hugemem.Make[keyed](n, n)
 	for j := range ks {
 		i := int32(j)
 		if order != nil {

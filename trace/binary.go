@@ -294,12 +294,11 @@ func readBinary(r io.Reader, file string) (t *Trace, decoded bool, err error) {
 		return nil, false, fmt.Errorf("%s: binary trace: endpoint table does not start with -", file)
 	}
 	n := b.count("message", 1<<40)
-	t.Messages = make([]Message, 0, min(n, 1<<24))
+	t.Messages = hugemem.Make[Message](0, min(n, 1<<24))
 	// Version 3's decoder checks the messages as it goes (valid: all
 	// passed); otherwise CheckValid does.
 	valid := false
 	if version >= 3 {
-		hugemem.Advise(t.Messages)
 		valid = b.readColumns(t, n)
 	}
 	var prevTime, prevID int64

@@ -353,8 +353,7 @@ func textMessages(head []byte, size int64) int {
 // readText is ReadText with room for about n messages made at once.
 func readText(r io.Reader, file string, n int) (*Trace, error) {
 	t := New()
-	t.Messages = make([]Message, 0, n)
-	hugemem.Advise(t.Messages)
+	t.Messages = hugemem.Make[Message](0, n)
 	s := NewTextScanner(r, file, t)
 	s.names = new(nameCache)
 	for s.Scan() {

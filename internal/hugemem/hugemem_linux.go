@@ -8,25 +8,29 @@ import (
 	"unsafe"
 )
 
-// off: WAP5_NOHUGEPAGES=1 turns Advise off (to measure what it gives).
+// off: WAP5_NOHUGEPAGES=1 turns Advise and Make's advice off (to measure
+// what they give).
 var off = os.Getenv("WAP5_NOHUGEPAGES") == "1"
 
-const madvHugepage = 14 // MADV_HUGEPAGE
+const (
+	madvHugepage = 14      // MADV_HUGEPAGE
+	huge         = 2 << 20 // bytes in a transparent huge page
+	small        = 4 << 20 // slices below this are left alone
+)
 
-// Advise asks the kernel to back the whole 2 MB pages of s's memory with
-// transparent huge pages when they are first touched (MADV_HUGEPAGE). Call
-// it on a large slice just made, before writing to it: each 2 MB page then
-// costs one page fault instead of 512, and on a virtual machine a page fault
-// costs microseconds. Small slices (< 4 MB) are left alone; where the kernel
-// cannot (THP disabled, older kernels, no huge page free) nothing changes:
-// errors are ignored.
+// Advise asks the kernel to back the whole 2 MB pages of s's memory (up to
+// its capacity) with transparent huge pages when they are first touched
+// (MADV_HUGEPAGE). Call it on a large slice just made, before writing to
+// it: each 2 MB page then costs one page fault instead of 512, and on a
+// virtual machine a page fault costs microseconds. Small slices (< 4 MB) are
+// left alone; where the kernel cannot (THP disabled, older kernels, no huge
+// page free) nothing changes: errors are ignored.
 func Advise[T any](s []T) {
 	var z T
 	n := uintptr(cap(s)) * unsafe.Sizeof(z)
-	if off || n < 4<<20 {
+	if off || n < small {
 		return
 	}
-	const huge = 2 << 20
 	p := unsafe.Pointer(unsafe.SliceData(s))
 	start := uintptr(p)
 	a := (start + huge - 1) &^ (huge - 1)
@@ -34,6 +38,34 @@ func Advise[T any](s []T) {
 	if e <= a {
 		return
 	}
-	b := unsafe.Slice((*byte)(unsafe.Add(p, a-start)), e-a)
-	_ = syscall.Madvise(b, madvHugepage)
+	madvise(unsafe.Add(p, a-start), e-a)
+}
+
+// Make is make([]T, n, c) (c ≥ n) with the slice's memory in whole huge
+// pages: it makes up to 2 MB more, starts the slice at the first element in
+// a 2 MB page and extends its capacity to the end of the last such page,
+// and advises all of them (Advise covers only the whole pages inside a
+// slice, and the partial ones at its ends are up to 1,024 small page
+// faults). The memory before the slice is never touched, so it costs
+// address space only. Small slices (< 4 MB) are plain makes.
+func Make[T any](n, c int) []T {
+	var z T
+	size := unsafe.Sizeof(z)
+	if off || size == 0 || uintptr(c)*size < small {
+		return make([]T, n, c)
+	}
+	pad := int((2*huge + size - 1) / size)
+	all := make([]T, c+pad)
+	p := unsafe.Pointer(unsafe.SliceData(all))
+	start := uintptr(p)
+	a := (start + huge - 1) &^ (huge - 1)
+	skip := int((a - start + size - 1) / size)
+	end := (start + uintptr(skip+c)*size + huge - 1) &^ (huge - 1)
+	cp := min(int((end-start)/size), len(all)) - skip
+	madvise(unsafe.Add(p, a-start), min(end, start+uintptr(len(all))*size)-a)
+	return all[skip : skip+n : skip+cp]
+}
+
+func madvise(p unsafe.Pointer, n uintptr) {
+	_ = syscall.Madvise(unsafe.Slice((*byte)(p), n), madvHugepage)
 }

@@ -5,3 +5,6 @@ package hugemem
 // Advise is a no-op where transparent huge pages cannot be asked for (see
 // hugemem_linux.go).
 func Advise[T any](s []T) {}
+
+// Make is make([]T, n, c) where transparent huge pages cannot be asked for.
+func Make[T any](n, c int) []T { return make([]T, n, c) }

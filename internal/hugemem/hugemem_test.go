@@ -1,0 +1,42 @@
+package hugemem
+
+import (
+	"testing"
+	"unsafe"
+)
+
+type rec struct {
+	a, b, c int64
+	d, e    int32
+	f       [40]byte
+} // 72 bytes: not a divisor of 2 MB
+
+func TestMake(t *testing.T) {
+	for _, n := range []int{0, 1, 1000, 60000, 100000, 1 << 20} {
+		for _, c := range []int{n, n + 7, 2 * n} {
+			s := Make[rec](n, c)
+			if len(s) != n || cap(s) < c {
+				t.Fatalf("Make(%d, %d): len %d cap %d", n, c, len(s), cap(s))
+			}
+			for i := range s[:cap(s)] {
+				if s[:cap(s)][i] != (rec{}) {
+					t.Fatalf("Make(%d, %d): element %d not zero", n, c, i)
+				}
+			}
+			s = s[:cap(s)]
+			if len(s) > 0 {
+				s[len(s)-1].a = 1 // the whole capacity is usable
+			}
+			if off || uintptr(c)*unsafe.Sizeof(rec{}) < small {
+				continue
+			}
+			if p := uintptr(unsafe.Pointer(&s[0])); p%huge >= unsafe.Sizeof(rec{}) {
+				t.Errorf("Make(%d, %d): starts %d bytes into a huge page", n, c, p%huge)
+			}
+		}
+	}
+	b := Make[byte](5<<20, 5<<20)
+	if p := uintptr(unsafe.Pointer(&b[0])); !off && p%huge != 0 {
+		t.Errorf("byte slice starts %d bytes into a huge page", p%huge)
+	}
+}
