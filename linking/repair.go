@@ -199,6 +199,9 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 			}
 		}
 	}
+	if j.tally {
+		j.tallySpans(b, &ns, calls) // J5b
+	}
 	for s, c := range ns.req {
 		j.assignSpan(b, c, ns.members[s])
 	}
