@@ -1,6 +1,7 @@
 package linking
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,5 +149,62 @@ func TestCountStructure(t *testing.T) {
 		if a.missingTopN > 0 || a.precision < c.minPrec {
 			t.Errorf("%s: %d true patterns missing from the top %d, precision %.3f (want ≥ %v)", c.name, a.missingTopN, a.truthPatterns, a.precision, c.minPrec)
 		}
+	}
+}
+
+// TestCountStructureRestore: when the structure test rejects the
+// alternative, the result is exactly the one without the test (the state
+// is restored: links, probabilities, models, the delay-model comparison).
+func TestCountStructureRestore(t *testing.T) {
+	cfg, err := tracegen.ParseConfigFile(filepath.Join("..", "testdata", "gen", "children-0-2.gen"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Parents = true
+	cfg.Duration = 30
+	tr, err := tracegen.Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(keep func(cost, alt float64) bool) (*Result, bool) {
+		saved := keepAlternative
+		defer func() { keepAlternative = saved }()
+		ran := false
+		if keep != nil {
+			keepAlternative = func(cost, alt float64) bool {
+				ran = true
+				return keep(cost, alt)
+			}
+		} else {
+			keepAlternative = nil
+		}
+		res, err := Link(tr, Options{AggregateClients: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, ran
+	}
+	off, _ := run(nil)
+	rejected, ran := run(func(cost, alt float64) bool { return false })
+	if !ran {
+		t.Fatal("the structure test did not run on children-0/2")
+	}
+	kept, _ := run(func(cost, alt float64) bool { return true })
+	dump := func(r *Result) string {
+		var b strings.Builder
+		for _, in := range r.Paths.Instances {
+			fmt.Fprintln(&b, in.Messages, in.Prob)
+		}
+		for _, p := range r.Patterns {
+			fmt.Fprintln(&b, p.Count, p.Expected, shape(p.Root))
+		}
+		fmt.Fprintf(&b, "%+v\n", r.Fit)
+		return b.String()
+	}
+	if dump(off) != dump(rejected) {
+		t.Errorf("a rejected alternative changed the result")
+	}
+	if dump(off) == dump(kept) {
+		t.Errorf("a kept alternative left the result as it was")
 	}
 }

@@ -307,7 +307,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// J5b: where the assignment doubts a count model's structure, try the
 	// other one and keep the cheaper assignment.
 	var doubt []*countModel
-	if j.carried == nil {
+	if j.carried == nil && keepAlternative != nil {
 		doubt = j.doubtfulCounts()
 	}
 	j.tally, j.tallySum = len(doubt) > 0, 0
@@ -326,7 +326,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		}
 		j.tally, j.tallySum = true, 0
 		step(true, true)
-		if j.tallySum >= cost {
+		if !keepAlternative(cost, j.tallySum) {
 			j.restoreState(saved)
 			fit = savedFit
 		}

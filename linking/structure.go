@@ -29,6 +29,11 @@ const (
 	structPasses = 4
 )
 
+// keepAlternative decides between the assignments by their costs: the
+// alternative structure's is kept when cheaper. (Tests replace it; nil turns
+// the structure test off.)
+var keepAlternative = func(cost, alt float64) bool { return alt < cost }
+
 // jointState is what a pass produces and the models it read: enough to
 // return to an assignment after trying another.
 type jointState struct {
