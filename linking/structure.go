@@ -42,6 +42,7 @@ type jointState struct {
 	kids                   []uint8
 	unsure                 []bool
 	classes                []classModel
+	active                 []*classModel // joint.active (classModel.active is saved with the classes)
 	count                  map[*countModel]countModel
 	fan                    map[*fanModel]fanModel
 	anyParallel            bool
@@ -52,6 +53,7 @@ func (j *joint) saveState() *jointState {
 		parent: slices.Clone(j.parent), span: slices.Clone(j.span), callSpan: slices.Clone(j.callSpan),
 		prob: slices.Clone(j.prob), kids: slices.Clone(j.kids), unsure: slices.Clone(j.unsure),
 		count: map[*countModel]countModel{}, fan: map[*fanModel]fanModel{}, anyParallel: j.anyParallel,
+		active: slices.Clone(j.active),
 	}
 	s.classes = make([]classModel, len(j.classes))
 	for i, c := range j.classes {
@@ -80,8 +82,10 @@ func (j *joint) restoreState(s *jointState) {
 			// Made by the alternative's passes: no links of the kept
 			// assignment (compare reads the moments).
 			c.mom = moments{}
+			c.active = false
 		}
 	}
+	j.active = append(j.active[:0], s.active...)
 	for cm, v := range s.count {
 		*cm = v
 	}
