@@ -1,12 +1,15 @@
 package linking
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"wap5/trace"
+	"wap5/tracegen"
 )
 
 // TestConcurrency is the point of the joint linker (ARCHITECTURE.md,
@@ -107,4 +110,101 @@ func TestGenScenario(t *testing.T) {
 	}
 	a := measure(tr, &res.Paths)
 	t.Logf("precision %.3f recall %.3f, %d/%d true patterns in the top N", a.precision, a.recall, a.truthPatterns-a.missingTopN, a.truthPatterns)
+}
+
+// TestCountStructure: on Project 5 Figure 18's children-0/2 (B calls C
+// twice or not at all) the count prior's one-call reading of 0.8 calls per
+// request settled on a wrong picture whose two-call pattern ranked 4th; the
+// structure test (J5b) tries "no call or two" and keeps it as the cheaper
+// assignment. children-d/cc has the same structure (C twice, or D once).
+func TestCountStructure(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		minPrec float64 // instances by exact sets (measure)
+	}{
+		{"children-0-2", 0.75},
+		{"children-d-cc", 0.55},
+	} {
+		cfg, err := tracegen.ParseConfigFile(filepath.Join("..", "testdata", "gen", c.name+".gen"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Parents = true
+		cfg.Duration = 60
+		tr, err := tracegen.Generate(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Link(tr, Options{AggregateClients: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range tr.Nodes {
+			if strings.HasPrefix(tr.Nodes[i].Name, "A") {
+				tr.Nodes[i].Name = "CLIENT" // the config's clients A1…A10, as the linker aggregated them
+			}
+		}
+		a := measure(tr, &res.Paths)
+		t.Logf("%s: precision %.3f recall %.3f, %d/%d true patterns in the top N", c.name, a.precision, a.recall, a.truthPatterns-a.missingTopN, a.truthPatterns)
+		if a.missingTopN > 0 || a.precision < c.minPrec {
+			t.Errorf("%s: %d true patterns missing from the top %d, precision %.3f (want ≥ %v)", c.name, a.missingTopN, a.truthPatterns, a.precision, c.minPrec)
+		}
+	}
+}
+
+// TestCountStructureRestore: when the structure test rejects the
+// alternative, the result is exactly the one without the test (the state
+// is restored: links, probabilities, models, the delay-model comparison).
+func TestCountStructureRestore(t *testing.T) {
+	cfg, err := tracegen.ParseConfigFile(filepath.Join("..", "testdata", "gen", "children-0-2.gen"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Parents = true
+	cfg.Duration = 30
+	tr, err := tracegen.Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(keep func(cost, alt float64) bool) (*Result, bool) {
+		saved := keepAlternative
+		defer func() { keepAlternative = saved }()
+		ran := false
+		if keep != nil {
+			keepAlternative = func(cost, alt float64) bool {
+				ran = true
+				return keep(cost, alt)
+			}
+		} else {
+			keepAlternative = nil
+		}
+		res, err := Link(tr, Options{AggregateClients: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, ran
+	}
+	off, _ := run(nil)
+	rejected, ran := run(func(cost, alt float64) bool { return false })
+	if !ran {
+		t.Fatal("the structure test did not run on children-0/2")
+	}
+	kept, _ := run(func(cost, alt float64) bool { return true })
+	dump := func(r *Result) string {
+		var b strings.Builder
+		for _, in := range r.Paths.Instances {
+			fmt.Fprintln(&b, in.Messages, in.Prob)
+		}
+		for _, p := range r.Patterns {
+			fmt.Fprintln(&b, p.Count, p.Expected, shape(p.Root))
+		}
+		fmt.Fprintf(&b, "%+v\n", r.Fit)
+		return b.String()
+	}
+	if dump(off) != dump(rejected) {
+		t.Errorf("a rejected alternative changed the result")
+	}
+	if dump(off) == dump(kept) {
+		t.Errorf("a kept alternative left the result as it was")
+	}
 }

@@ -83,9 +83,11 @@
 //	    a call on another connection than the one the span's neighbours on
 //	    its incoming connection used for that destination costs a little
 //	    (up to 2 nats, learned: how often such neighbours share it). Then
-//	    moves and swaps between spans while they lower the cost. Every send
-//	    of a span gets as parent the latest message the span received before
-//	    it — except a parallel call (one of a class and destination whose
+//	    moves and swaps between spans while they lower the cost (swaps of
+//	    calls to one destination, and of a call with another span's call
+//	    to another destination: two moves that each cost more alone).
+//	    Every send of a span gets as parent the latest message the span
+//	    received before it — except a parallel call (one of a class and destination whose
 //	    calls are often sent while another call of the span is outstanding,
 //	    learned from the spans), whose parent is the request — and every
 //	    call a probability: its span against the others. Under message loss
@@ -104,6 +106,13 @@
 //	    unambiguous links only (one admissible parent), after a repair from
 //	    all — and repeat J3 (sweeps alone until they settle, then two passes
 //	    with J4).
+//	J5b. Count structure test (structure.go, whole traces only): where the
+//	    assignment contradicts a count model's one-call prior (≥ 20 % of the
+//	    class's spans with calls have two or more), run structPasses more
+//	    passes from the prior "no call or two" with the same mean, and keep
+//	    whichever final assignment has the lower total span cost (J4's cost
+//	    summed over all spans, each under the models fitted from its own
+//	    assignment). Nothing runs where no count model is in doubt.
 //	J6. Every message now has at most one parent: the instances are the trees
 //	    under the parentless messages; an instance's probability is the product
 //	    of its choices' probabilities.

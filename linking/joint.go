@@ -153,6 +153,11 @@ type joint struct {
 	anyParallel bool
 	parScr      struct{ start, items, pos []int32 }
 
+	// tally: repair sums the cost of its assignment into tallySum (J5b,
+	// structure.go).
+	tally    bool
+	tallySum float64
+
 	scr repairScratch
 	// curSpans are the spans of the node being repaired (J4), else nil.
 	curSpans *nodeSpans
@@ -299,7 +304,34 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		}
 	}
 	step(true, false)
+	// J5b: where the assignment doubts a count model's structure, try the
+	// other one and keep the cheaper assignment.
+	var doubt []*countModel
+	if j.carried == nil && keepAlternative != nil {
+		doubt = j.doubtfulCounts()
+	}
+	j.tally, j.tallySum = len(doubt) > 0, 0
 	step(true, true)
+	if len(doubt) > 0 {
+		cost := j.tallySum
+		saved, savedFit := j.saveState(), fit
+		for _, cm := range doubt {
+			cm.prior = zeroOrTwo(cm.prior)
+			cm.set(cm.prior)
+		}
+		j.setCountBase()
+		j.tally = false
+		for range structPasses - 1 {
+			step(true, false)
+		}
+		j.tally, j.tallySum = true, 0
+		step(true, true)
+		if !keepAlternative(cost, j.tallySum) {
+			j.restoreState(saved)
+			fit = savedFit
+		}
+		j.tally = false
+	}
 	fit.Settled = fit.Change < 1e-3
 	fit = j.compare(fit)
 	if afterJoint != nil {

@@ -199,6 +199,9 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 			}
 		}
 	}
+	if j.tally {
+		j.tallySpans(b, &ns, calls) // J5b
+	}
 	for s, c := range ns.req {
 		j.assignSpan(b, c, ns.members[s])
 	}
@@ -276,7 +279,7 @@ func (j *joint) with(dst, s []int32, k int32) []int32 {
 // changed.
 func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int32) bool {
 	changed := false
-	var ma, mb []int32
+	var ma, mb, sw0, sw1, sw2 []int32
 	for ci, k := range calls {
 		sa, ok := ns.at(j.callSpan[k])
 		if !ok {
@@ -296,6 +299,24 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 			cb := j.spanCostAt(b, ns, sb, mb)
 			if d := ca + cb - j.costOf(b, ns, sa) - j.costOf(b, ns, sb); d < bestD {
 				bestD, bestS, bestK2, bestA, bestB = d, sb, -1, ca, cb
+			}
+			// Swaps with sb's calls to other destinations: a call
+			// to C in the span of a call to D and the other way
+			// round (Figure 18's children-d/cc; on multitier a
+			// web server's AUTH and AP calls) is two moves that
+			// each cost more alone.
+			for _, k2 := range ns.members[sb] {
+				if j.msgs[k2].Dst == j.msgs[k].Dst || !j.fits(b, ns.req[sa], k2) {
+					continue
+				}
+				sw0 = without(sw0, ns.members[sa], k)
+				sw1 = j.with(sw1, sw0, k2)
+				sw0 = without(sw0, ns.members[sb], k2)
+				sw2 = j.with(sw2, sw0, k)
+				c1, c2 := j.spanCostAt(b, ns, sa, sw1), j.spanCostAt(b, ns, sb, sw2)
+				if d := c1 + c2 - j.costOf(b, ns, sa) - j.costOf(b, ns, sb); d < bestD {
+					bestD, bestS, bestK2, bestA, bestB = d, sb, k2, c1, c2
+				}
 			}
 		})
 		// Swaps with the next calls to the same node.
