@@ -43,8 +43,8 @@ import (
 
 // streamSlack: how far behind the merged clock a source may still deliver
 // an observation (sources are time-ordered on their own, up to small
-// disorder, e.g. a capture's stragglers).
-const streamSlack = int64(time.Second)
+// disorder, e.g. a capture's stragglers). A variable for tests.
+var streamSlack = int64(time.Second)
 
 // outBatch is how many messages are handed to the sink at once.
 const outBatch = 4096
@@ -60,7 +60,7 @@ func (m *matcher) lastRef() msgRef {
 // msgAt finds an emitted message; nil once its block has been written out
 // and dropped.
 func (m *matcher) msgAt(r msgRef) *trace.Message {
-	ci, i := int(r/chunkSize), int(r%chunkSize)
+	ci, i := int(r)/chunkSize, int(r)%chunkSize
 	if ci == len(m.chunks) {
 		return &m.chunk[i]
 	}
@@ -74,7 +74,7 @@ func (m *matcher) msgAt(r msgRef) *trace.Message {
 func (m *matcher) holdMsg(r msgRef) {
 	if s := m.st; s != nil {
 		s.holds[r]++
-		ci := int(r / chunkSize)
+		ci := int(r) / chunkSize
 		for len(s.chunkHolds) <= ci {
 			s.chunkHolds = append(s.chunkHolds, 0)
 		}
@@ -96,7 +96,7 @@ func (m *matcher) unholdMsg(r msgRef) {
 	} else {
 		s.holds[r] = n - 1
 	}
-	s.chunkHolds[r/chunkSize]--
+	s.chunkHolds[int(r)/chunkSize]--
 }
 
 // sealed is a block whose sort keys are sorted; pos counts those written.
@@ -251,7 +251,7 @@ func (s *streamState) merge(m *matcher, wm, floor int64) {
 		b := s.live[bi]
 		c := m.chunks[b.ci]
 		held := b.ci < len(s.chunkHolds) && s.chunkHolds[b.ci] > 0
-		base := msgRef(b.ci) * chunkSize
+		base := msgRef(b.ci * chunkSize)
 		stop := false
 		for b.pos < len(b.keys) {
 			k := b.keys[b.pos]

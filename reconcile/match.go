@@ -816,7 +816,7 @@ func (m *matcher) pairCalls(c *conn, final bool) {
 // chunkSize is how many messages the matcher collects per block: the
 // result is copied once into a slice of the exact size instead of being
 // regrown (and copied, and faulted in) many times.
-const chunkSize = 1 << 15
+var chunkSize = 1 << 15 // a variable for tests (small blocks release often)
 
 // messages moves the collected messages into the trace, sorted by time
 // (send time, else receive time; ties in emission order) — step 9. Sorting
