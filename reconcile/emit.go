@@ -44,7 +44,7 @@ import (
 // streamSlack: how far behind the merged clock a source may still deliver
 // an observation (sources are time-ordered on their own, up to small
 // disorder, e.g. a capture's stragglers). A variable for tests.
-var streamSlack = int64(time.Second)
+var streamSlack = int64(100 * time.Millisecond)
 
 // outBatch is how many messages are handed to the sink at once.
 const outBatch = 4096
@@ -120,8 +120,9 @@ type streamState struct {
 	nextID     int64
 	n          int
 	lastT      int64
-	late       int64 // messages written out of time order
-	forced     int64 // held messages written before they were settled
+	free       [][]trace.Message // arrays of blocks written out, for new blocks
+	late       int64             // messages written out of time order
+	forced     int64             // held messages written before they were settled
 	err        error
 }
 
@@ -132,6 +133,20 @@ func newStreamState(sink StreamSink, opts Options, minCorr int64) *streamState {
 	}
 	return &streamState{sink: sink, window: w, minCorr: minCorr, holds: map[msgRef]uint8{},
 		out: make([]trace.Message, 0, outBatch), lastT: math.MinInt64, calls: newCallWindow()}
+}
+
+// maxFree bounds the arrays kept for new blocks.
+const maxFree = 2
+
+// newChunk is an empty block: a written-out block's array when streaming
+// (fresh memory costs page faults and collections), else a new one.
+func (m *matcher) newChunk() []trace.Message {
+	if s := m.st; s != nil && len(s.free) > 0 {
+		c := s.free[len(s.free)-1]
+		s.free = s.free[:len(s.free)-1]
+		return c
+	}
+	return make([]trace.Message, 0, chunkSize)
 }
 
 // due reports whether a block is waiting to be sealed (checked between
@@ -282,6 +297,11 @@ func (s *streamState) merge(m *matcher, wm, floor int64) {
 			b.pos++
 		}
 		if b.pos == len(b.keys) {
+			// Every message of the block is out: msgAt finds none of
+			// them any more, so its array can take new ones.
+			if len(s.free) < maxFree {
+				s.free = append(s.free, c[:0])
+			}
 			m.chunks[b.ci] = nil
 			s.live = slices.Delete(s.live, bi, bi+1)
 		}

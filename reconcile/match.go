@@ -747,7 +747,7 @@ func (m *matcher) emit(send int64, src trace.NodeID, srcEP trace.EndpointID, rec
 		if m.chunk != nil {
 			m.chunks = append(m.chunks, m.chunk)
 		}
-		m.chunk = make([]trace.Message, 0, chunkSize)
+		m.chunk = m.newChunk()
 	}
 	m.chunk = append(m.chunk, trace.Message{Send: send, Recv: recv, ID: trace.NoRef, Bytes: n,
 		Src: src, Dst: dst, SrcEP: srcEP, DstEP: dstEP, Call: trace.NoRef, Truth: trace.NoRef})
