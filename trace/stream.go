@@ -89,7 +89,7 @@ func (bw *BinaryWriter) Close() error {
 // magic, the final tables and the message count, then the spooled blocks,
 // all through one compressor: the file is exactly what WriteBinary writes
 // for the same trace. Memory stays one block of columns whatever the
-// number of messages; the scratch file takes the raw columns (about 12
+// number of messages; the scratch file takes the raw columns (about 16
 // bytes per message).
 type SpoolWriter struct {
 	spool   *os.File
