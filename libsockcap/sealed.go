@@ -26,8 +26,9 @@ import (
 //     their offsets), and resync at the next frame: where the walk of step 1
 //     says it starts, else at the next zstd magic number.
 //
-// The compressed bytes are held in memory (they are small: ~3 bytes per
-// event); the output is the raw log.
+// The compressed bytes are held in memory (~2 bytes per event; Open maps
+// the file instead and drops the pages of chunks once decoded, so a long
+// log costs no more memory than a short one); the output is the raw log.
 const (
 	zstdFrameMagic    = 0xfd2fb528
 	zstdSkippableMask = 0xfffffff0
