@@ -653,10 +653,14 @@ func FuzzDecodeSealed(f *testing.F) {
 			}
 			events = append(events, fmt.Sprintf("%d %v %d %d", s.Event().Time, s.Event().Op, s.Event().Fd, s.Event().Bytes))
 		}
+		damaged := len(s.Warnings()) > 0
 		s.Close()
 		// Open maps the file (pages dropped as chunks are decoded): the
-		// same events as from memory.
-		if len(z) < 4 || string(z[:4]) != "\x28\xb5\x2f\xfd" {
+		// same events as from memory. Intact logs only: a damaged one is
+		// decoded whole from the mapping by the code above, and a third
+		// decode of a frame claiming a huge window (hundreds of MB each,
+		// testdata/fuzz) starves the fuzzer.
+		if len(offs) > 0 || damaged || len(z) < 4 || string(z[:4]) != "\x28\xb5\x2f\xfd" {
 			return
 		}
 		p := filepath.Join(t.TempDir(), "m.sclog.zst")
