@@ -52,6 +52,7 @@ type sealedLog struct {
 	chunkSize int
 	dec       *zstd.Decoder
 	mapped    bool // z is a file mapping: drop pages once decoded
+	dropped   int  // z[:dropped] has been dropped (up to the last batch)
 }
 
 // faultAround bounds how far before a faulting page the kernel maps pages.
@@ -115,6 +116,9 @@ func openSealed(z []byte, mapped bool) (*sealedLog, []byte) {
 	if err != nil {
 		return nil, nil
 	}
+	if mapped {
+		dropPages(z, mapped, dropped, len(z)) // the rest of the walk
+	}
 	l := &sealedLog{z: z, frames: frames[1 : len(frames)-1], heads: make([][chunkHdrSize]byte, count), chunkSize: chunk, dec: dec, mapped: mapped}
 	for k := range l.heads {
 		copy(l.heads[k][:], body[k*chunkHdrSize:])
@@ -141,7 +145,13 @@ func (l *sealedLog) chunk(k int, dst []byte) ([]byte, error) {
 	}
 	out, err := l.dec.DecodeAll(f, dst)
 	if err == nil {
-		dropPages(l.z, l.mapped, l.frames[k][0], l.frames[k][1])
+		// Drop what lies behind in batches (each madvise costs a TLB
+		// shootdown): a page of a frame not decoded yet (another thread's
+		// chunk) comes back from the page cache when it is.
+		if end := l.frames[k][1]; end-l.dropped >= dropEvery {
+			dropPages(l.z, l.mapped, l.dropped, end)
+			l.dropped = end
+		}
 		return out, nil
 	}
 	// salvage the blocks before the damage with the streaming decoder

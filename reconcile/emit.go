@@ -121,6 +121,7 @@ type streamState struct {
 	n          int
 	lastT      int64
 	free       [][]trace.Message // arrays of blocks written out, for new blocks
+	freeKeys   [][]sortKey       // and of their keys
 	late       int64             // messages written out of time order
 	forced     int64             // held messages written before they were settled
 	err        error
@@ -164,9 +165,12 @@ func (m *matcher) releaseMsgs(final bool) error {
 		m.chunks = append(m.chunks, m.chunk)
 		m.chunk = nil
 	}
-	var keys []sortKey
 	for ; s.sealedUpTo < len(m.chunks); s.sealedUpTo++ {
-		keys = sortKeys(m.chunks[s.sealedUpTo], nil)
+		var keys []sortKey
+		if n := len(s.freeKeys); n > 0 {
+			keys, s.freeKeys = s.freeKeys[n-1], s.freeKeys[:n-1]
+		}
+		keys = sortKeys(m.chunks[s.sealedUpTo], keys)
 		s.live = append(s.live, &sealed{ci: s.sealedUpTo, keys: keys})
 	}
 	wm, floor := int64(math.MaxInt64), int64(math.MinInt64)
@@ -301,6 +305,7 @@ func (s *streamState) merge(m *matcher, wm, floor int64) {
 			// them any more, so its array can take new ones.
 			if len(s.free) < maxFree {
 				s.free = append(s.free, c[:0])
+				s.freeKeys = append(s.freeKeys, b.keys[:0])
 			}
 			m.chunks[b.ci] = nil
 			s.live = slices.Delete(s.live, bi, bi+1)
