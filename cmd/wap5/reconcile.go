@@ -160,6 +160,7 @@ type streamSink struct {
 	scratch *os.File
 	sw      *trace.SpoolWriter
 	ended   bool
+	fresh   bool // the output did not exist before
 }
 
 // open creates the output (text) or the scratch file (binary) at the first
@@ -174,6 +175,9 @@ func (s *streamSink) open(t *trace.Trace) error {
 			dir = filepath.Dir(s.path)
 		}
 		f, err := os.CreateTemp(dir, ".wap5-reconcile-*.spool")
+		if err != nil && dir != os.TempDir() {
+			f, err = os.CreateTemp("", ".wap5-reconcile-*.spool") // e.g. -o /dev/null
+		}
 		if err != nil {
 			return err
 		}
@@ -190,6 +194,8 @@ func (s *streamSink) open(t *trace.Trace) error {
 func (s *streamSink) create() error {
 	var w io.Writer = s.stdout
 	if s.path != "" && s.path != "-" {
+		_, err := os.Lstat(s.path)
+		s.fresh = os.IsNotExist(err)
 		f, err := os.Create(s.path)
 		if err != nil {
 			return err
@@ -242,8 +248,8 @@ func (s *streamSink) close(ok bool) error {
 		if cerr := s.f.Close(); err == nil {
 			err = cerr
 		}
-		if !ok || !s.ended {
-			os.Remove(s.path)
+		if (!ok || !s.ended) && s.fresh {
+			os.Remove(s.path) // ours, half written (never /dev/null or a file that was there)
 		}
 	}
 	if s.scratch != nil {
