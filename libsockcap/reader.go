@@ -266,15 +266,39 @@ func Open(path string) (*Scanner, error) {
 	switch {
 	case n == 4 && bytes.Equal(magic[:], zstdMagic):
 		s.proc.Sealed = true
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
+		// Sealed logs are mapped too when they can be: the compressed
+		// bytes then stay out of the Go heap (whose collector would let it
+		// grow to twice them), and the pages of chunks already decoded
+		// are dropped as the scan goes (sealedLog.drop), so memory does
+		// not grow with the log.
+		var z []byte
+		mapped := false
+		if fi.Mode().IsRegular() && fi.Size() > 0 {
+			if m, err := syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED); err == nil {
+				z, mapped = m, true
+			}
+		}
+		if !mapped {
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			if z, err = io.ReadAll(f); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+		}
+		if data, err = s.loadSealed(z, mapped); err != nil {
+			if mapped {
+				syscall.Munmap(z)
+			}
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		z, err := io.ReadAll(f)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if data, err = s.loadSealed(z); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+		if mapped {
+			if s.lazy != nil {
+				s.mapped = z // read chunk by chunk until Close
+				runtime.SetFinalizer(s, (*Scanner).Close)
+			} else {
+				syscall.Munmap(z) // decoded whole (damage): not needed any more
+			}
 		}
 	case fi.Size() > 0 && fi.Mode().IsRegular():
 		// unsealed logs are mapped, not copied: they can be large, and a
@@ -312,10 +336,10 @@ func Open(path string) (*Scanner, error) {
 // loadSealed prepares a sealed log: read chunk by chunk by its index when
 // the index and every frame are intact, else decoded whole (decodeSealed,
 // which reports the damage). It returns the bytes to parse the header from.
-func (s *Scanner) loadSealed(z []byte) ([]byte, error) {
+func (s *Scanner) loadSealed(z []byte, mapped bool) ([]byte, error) {
 	s.proc.Sealed = true
 	var data []byte
-	if s.lazy, data = openSealed(z); s.lazy != nil {
+	if s.lazy, data = openSealed(z, mapped); s.lazy != nil {
 		return data, nil
 	}
 	return decodeSealed(z, func(off int64, msg string) { s.warn(off, "%s", msg) })
@@ -324,7 +348,7 @@ func (s *Scanner) loadSealed(z []byte) ([]byte, error) {
 // newSealedScanner reads a sealed log from memory (tests and fuzzing).
 func newSealedScanner(name string, z []byte) (*Scanner, error) {
 	s := &Scanner{file: name}
-	data, err := s.loadSealed(z)
+	data, err := s.loadSealed(z, false)
 	if err != nil {
 		return nil, err
 	}

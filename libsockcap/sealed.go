@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -25,8 +26,9 @@ import (
 //     their offsets), and resync at the next frame: where the walk of step 1
 //     says it starts, else at the next zstd magic number.
 //
-// The compressed bytes are held in memory (they are small: ~3 bytes per
-// event); the output is the raw log.
+// The compressed bytes are held in memory (~2 bytes per event; Open maps
+// the file instead and drops the pages of chunks once decoded, so a long
+// log costs no more memory than a short one); the output is the raw log.
 const (
 	zstdFrameMagic    = 0xfd2fb528
 	zstdSkippableMask = 0xfffffff0
@@ -49,14 +51,42 @@ type sealedLog struct {
 	heads     [][chunkHdrSize]byte
 	chunkSize int
 	dec       *zstd.Decoder
+	mapped    bool // z is a file mapping: drop pages once decoded
+	dropped   int  // z[:dropped] has been dropped (up to the last batch)
+}
+
+// faultAround bounds how far before a faulting page the kernel maps pages.
+const faultAround = 64 << 10
+
+// dropEvery: a mapped log's walk drops the pages behind it this often.
+const dropEvery = 1 << 20
+
+// drop tells the kernel that z[from:to] is not needed for now (a shared
+// file mapping: the pages leave this process's resident set and come back
+// from the page cache if touched again, e.g. a page shared with the next
+// frame). Nothing happens for bytes on the heap.
+func dropPages(z []byte, mapped bool, from, to int) {
+	if !mapped {
+		return
+	}
+	pg := syscall.Getpagesize()
+	// The kernel maps the neighbours of a faulting page too ("fault
+	// around", up to 64 KiB aligned): pages before the range that were
+	// dropped already may be back.
+	from = max(from-faultAround, 0) / pg * pg
+	to = min((to+pg-1)/pg*pg, len(z))
+	if to > from {
+		syscall.Madvise(z[from:to], syscall.MADV_DONTNEED)
+	}
 }
 
 // openSealed checks that z is a sealed log with an intact index (every frame
 // walks, the index counts them) and returns it with its decoded header
 // frame. Anything else returns nil: the caller decodes the file whole with
 // decodeSealed, which reports the damage.
-func openSealed(z []byte) (*sealedLog, []byte) {
+func openSealed(z []byte, mapped bool) (*sealedLog, []byte) {
 	var frames [][2]int
+	dropped := 0
 	for pos := 0; pos < len(z); {
 		n, err := frameEnd(z[pos:])
 		if err != nil {
@@ -64,6 +94,10 @@ func openSealed(z []byte) (*sealedLog, []byte) {
 		}
 		frames = append(frames, [2]int{pos, pos + n})
 		pos += n
+		if pos-dropped >= dropEvery {
+			dropPages(z, mapped, dropped, pos)
+			dropped = pos
+		}
 	}
 	if len(frames) < 2 {
 		return nil, nil
@@ -82,7 +116,10 @@ func openSealed(z []byte) (*sealedLog, []byte) {
 	if err != nil {
 		return nil, nil
 	}
-	l := &sealedLog{z: z, frames: frames[1 : len(frames)-1], heads: make([][chunkHdrSize]byte, count), chunkSize: chunk, dec: dec}
+	if mapped {
+		dropPages(z, mapped, dropped, len(z)) // the rest of the walk
+	}
+	l := &sealedLog{z: z, frames: frames[1 : len(frames)-1], heads: make([][chunkHdrSize]byte, count), chunkSize: chunk, dec: dec, mapped: mapped}
 	for k := range l.heads {
 		copy(l.heads[k][:], body[k*chunkHdrSize:])
 	}
@@ -108,6 +145,13 @@ func (l *sealedLog) chunk(k int, dst []byte) ([]byte, error) {
 	}
 	out, err := l.dec.DecodeAll(f, dst)
 	if err == nil {
+		// Drop what lies behind in batches (each madvise costs a TLB
+		// shootdown): a page of a frame not decoded yet (another thread's
+		// chunk) comes back from the page cache when it is.
+		if end := l.frames[k][1]; end-l.dropped >= dropEvery {
+			dropPages(l.z, l.mapped, l.dropped, end)
+			l.dropped = end
+		}
 		return out, nil
 	}
 	// salvage the blocks before the damage with the streaming decoder

@@ -142,17 +142,34 @@
 //  9. Sort the messages by time (send time, else receive time; ties in the
 //     order they were decided): sort each block of emitted messages, merge
 //     the blocks; then number them (id=) and renumber the calls in time
-//     order.
+//     order. Streaming (Options.Stream, emit.go), the same is done as the
+//     inputs are read: a full block is sealed (its keys sorted), and the
+//     sealed blocks' messages below the watermark — the earliest time a
+//     message decided from now on can have — are merged out, numbered and
+//     written; call ids are renumbered through a window over the calls in
+//     flight.
+//
+// # Memory
 //
 // Memory during matching is bounded by what is in flight within the window
 // (unmatched byte ranges and datagrams, open connections), not by the trace
-// length; the result itself costs 64 bytes per message. Messages are
-// collected in blocks, each block is sorted, and the blocks are merged once
-// into the result (step 9); with Options.ReturnMemory the blocks' memory
-// goes back to the system as they are copied, so the peak stays near the
-// size of the result instead of twice it. With Options.Sink the merge hands
-// the messages to the sink as it goes (wap5 reconcile -o FILE.w5t writes
-// them straight into the binary trace) and no result is built at all.
+// length. With Options.Stream (wap5 reconcile, text and binary) the
+// messages are too: they go to the sink as soon as every input has passed
+// their time and nothing in flight is older (the watermark: the merged
+// clock less the most negative clock offset and 100 ms for sources
+// slightly out of order, or the first byte of any send run, receive run or
+// datagram not yet emitted, whichever is earlier), but never later than
+// Options.SortWindow behind the inputs; a message decided after that is
+// written out of time order and counted in a warning. Messages that may
+// still change (a return whose call is not decided yet, a message whose
+// last byte is not read yet: its receiving thread) are held by reference
+// until settled. Without a stream the result costs 64 bytes per message:
+// messages are collected in blocks, each block is sorted, and the blocks
+// are merged once into the result (step 9); with Options.ReturnMemory the
+// blocks' memory goes back to the system as they are copied, so the peak
+// stays near the size of the result instead of twice it. With Options.Sink
+// the merge hands the messages to the sink as it goes and no result is
+// built at all (but the blocks are kept to the end).
 //
 // Actors (trace.Message.SrcActor, DstActor: which thread sent and which
 // received, a hint for inference): a stream message's sender actor is the thread (pid/tid

@@ -37,7 +37,7 @@ type read struct {
 // seen; that read's thread becomes its DstActor.
 type actorFix struct {
 	at  int64
-	msg *trace.Message
+	msg msgRef
 }
 
 // end is one end of a stream connection instance.
@@ -208,6 +208,9 @@ type matcher struct {
 	chunk  []trace.Message
 	// sink, when set, takes the messages as messages() gathers them.
 	sink Sink
+	// st, when streaming (Options.Stream), writes them out as the
+	// window lets them go instead (emit.go).
+	st *streamState
 
 	// Counts for warnings.
 	lostDgrams, dupDgrams, unreadBytes, dupRanges int64
@@ -627,8 +630,11 @@ func (m *matcher) recv(e *end, ob *Observation, act trace.ActorID) {
 	// thread if it delivered that byte.
 	for len(e.fixes) > 0 && e.fixes[0].at < off+n {
 		if e.fixes[0].at >= off {
-			e.fixes[0].msg.DstActor = act
+			if msg := m.msgAt(e.fixes[0].msg); msg != nil {
+				msg.DstActor = act
+			}
 		}
+		m.unholdMsg(e.fixes[0].msg)
 		e.fixes = popFront(e.fixes)
 	}
 }
@@ -721,9 +727,11 @@ func (m *matcher) pumpPair(s, r *end, final bool) {
 				}
 			}
 		}
-		msg := m.emitStream(s.c, x, s.role, x.t, x.node, m.localEP(s), recvT, recvNode, m.localEP(r), x.actor, da)
+		m.emitStream(s.c, x, s.role, x.t, x.node, m.localEP(s), recvT, recvNode, m.localEP(r), x.actor, da)
 		if pending && !final {
-			r.fixes = append(r.fixes, actorFix{at: x.off + x.n - 1, msg: msg})
+			ref := m.lastRef()
+			m.holdMsg(ref)
+			r.fixes = append(r.fixes, actorFix{at: x.off + x.n - 1, msg: ref})
 		}
 		s.runs = popFront(s.runs)
 	}
@@ -731,14 +739,15 @@ func (m *matcher) pumpPair(s, r *end, final bool) {
 	compact(&r.reads)
 }
 
-// emit appends a message and returns it (valid until messages(): blocks
-// never move).
+// emit appends a message and returns it (valid until messages(), or while
+// streaming until the next observation: blocks never move; lastRef names
+// it for later).
 func (m *matcher) emit(send int64, src trace.NodeID, srcEP trace.EndpointID, recv int64, dst trace.NodeID, dstEP trace.EndpointID, n int64) *trace.Message {
 	if len(m.chunk) == cap(m.chunk) {
 		if m.chunk != nil {
 			m.chunks = append(m.chunks, m.chunk)
 		}
-		m.chunk = make([]trace.Message, 0, chunkSize)
+		m.chunk = m.newChunk()
 	}
 	m.chunk = append(m.chunk, trace.Message{Send: send, Recv: recv, ID: trace.NoRef, Bytes: n,
 		Src: src, Dst: dst, SrcEP: srcEP, DstEP: dstEP, Call: trace.NoRef, Truth: trace.NoRef})
@@ -762,7 +771,9 @@ func (m *matcher) emitStream(c *conn, x *run, role Role, send int64, src trace.N
 		if x.ctx <= 0 {
 			return msg // the server spoke first: not an answer
 		}
-		c.rets = append(c.rets, pendingRet{at: x.ctx - 1, msg: msg})
+		ref := m.lastRef()
+		m.holdMsg(ref)
+		c.rets = append(c.rets, pendingRet{at: x.ctx - 1, msg: ref})
 	default:
 		return msg
 	}
@@ -776,8 +787,8 @@ type pendingCall struct {
 }
 
 type pendingRet struct {
-	at  int64 // the last request byte the server had read
-	msg *trace.Message
+	at  int64  // the last request byte the server had read
+	msg msgRef // held until settled (emit.go)
 }
 
 // pairCalls settles the returns whose call is known; final gives up on the
@@ -790,11 +801,14 @@ func (m *matcher) pairCalls(c *conn, final bool) {
 		}
 		switch {
 		case len(c.calls) > 0 && c.calls[0].off <= r.at:
-			r.msg.Kind, r.msg.Call = trace.KindReturn, c.calls[0].id
+			if msg := m.msgAt(r.msg); msg != nil {
+				msg.Kind, msg.Call = trace.KindReturn, c.calls[0].id
+			}
 			c.calls = popFront(c.calls)
 		case len(c.calls) == 0 && !final:
 			return // its call is not decided yet
 		}
+		m.unholdMsg(r.msg)
 		c.rets = popFront(c.rets)
 	}
 }
@@ -802,7 +816,7 @@ func (m *matcher) pairCalls(c *conn, final bool) {
 // chunkSize is how many messages the matcher collects per block: the
 // result is copied once into a slice of the exact size instead of being
 // regrown (and copied, and faulted in) many times.
-const chunkSize = 1 << 15
+var chunkSize = 1 << 15 // a variable for tests (small blocks release often)
 
 // messages moves the collected messages into the trace, sorted by time
 // (send time, else receive time; ties in emission order) — step 9. Sorting
@@ -1388,6 +1402,9 @@ func (m *matcher) retire(c *conn) {
 	c.gone = true
 	for _, e := range c.ends {
 		if e != nil {
+			for _, f := range e.fixes {
+				m.unholdMsg(f.msg)
+			}
 			e.fixes = nil // last bytes never read: DstActor stays unknown
 		}
 	}

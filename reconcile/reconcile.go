@@ -55,7 +55,7 @@ func Reconcile(in Inputs, opts Options) (*trace.Trace, error) {
 			}
 		}
 		preOpts := opts
-		preOpts.Sink = nil
+		preOpts.Sink, preOpts.Stream = nil, nil
 		if _, m, err := reconcileSources(pre, preOpts); err == nil {
 			for _, tr := range m.nat.found {
 				if tr.Flows > 0 {
@@ -84,12 +84,16 @@ func Reconcile(in Inputs, opts Options) (*trace.Trace, error) {
 		}
 	}
 	var ps *prefixSink
+	var pss *prefixStream
 	if opts.Sink != nil {
 		ps = &prefixSink{Sink: opts.Sink, warns: warns}
 		opts.Sink = ps
+	} else if opts.Stream != nil {
+		pss = &prefixStream{StreamSink: opts.Stream, warns: warns}
+		opts.Stream = pss
 	}
 	t, err := ReconcileSources(sources, opts)
-	if t != nil && (ps == nil || !ps.applied) {
+	if t != nil && (ps == nil || !ps.applied) && (pss == nil || !pss.applied) {
 		t.Warnings = append(warns, t.Warnings...)
 	}
 	return t, err
@@ -159,6 +163,15 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 		offsets, warns = estimateOffsets(sources, opts)
 		t.Warnings = append(t.Warnings, warns...)
 	}
+	// Streaming (emit.go): messages go out as the window lets them,
+	// unless aggregation needs the whole trace first.
+	if opts.Stream != nil && opts.Sink == nil && !opts.AggregateClients {
+		minCorr := int64(0)
+		for _, o := range offsets {
+			minCorr = min(minCorr, o)
+		}
+		m.st = newStreamState(opts.Stream, opts, minCorr)
+	}
 	// 1. Merge the sources by (offset-corrected) time.
 	h := make(sourceHeap, 0, len(sources))
 	var ended []*cursor
@@ -178,6 +191,11 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 	for len(h) > 0 {
 		c := h[0]
 		m.observe(c.idx, &c.ob, c.corr)
+		if m.due() {
+			if err := m.releaseMsgs(false); err != nil {
+				return nil, nil, err
+			}
+		}
 		if c.src.Next(&c.ob) {
 			c.at = c.ob.Time - c.corr
 			h.down(0)
@@ -195,6 +213,17 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 		}
 	}
 	m.report()
+	if m.st != nil {
+		// 9. What is left goes out, numbered as it goes (emit.go).
+		if err := m.releaseMsgs(true); err != nil {
+			return nil, nil, err
+		}
+		m.st.warnings(t)
+		if err := m.st.sink.End(t, m.st.n); err != nil {
+			return nil, nil, err
+		}
+		return t, m, nil
+	}
 	// 9. The messages are numbered, and the calls renumbered in the order
 	// they were made, as m.messages gathers them (aggregation keeps the
 	// order). A sink takes them as they are gathered, unless aggregation
@@ -207,6 +236,15 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 	}
 	if opts.AggregateClients {
 		t = AggregateClients(t)
+		if opts.Sink == nil && opts.Stream != nil {
+			if err := opts.Stream.Messages(t, t.Messages); err != nil {
+				return nil, nil, err
+			}
+			if err := opts.Stream.End(t, len(t.Messages)); err != nil {
+				return nil, nil, err
+			}
+			t.Messages, t.Extra = nil, nil
+		}
 		if opts.Sink != nil {
 			if err := opts.Sink.Begin(t, len(t.Messages)); err != nil {
 				return nil, nil, err
@@ -232,6 +270,20 @@ func (p *prefixSink) Begin(t *trace.Trace, n int) error {
 	t.Warnings = append(append([]string(nil), p.warns...), t.Warnings...)
 	p.applied = true
 	return p.Sink.Begin(t, n)
+}
+
+// prefixStream is prefixSink for a StreamSink: the warnings go first when
+// it ends.
+type prefixStream struct {
+	StreamSink
+	warns   []string
+	applied bool
+}
+
+func (p *prefixStream) End(t *trace.Trace, n int) error {
+	t.Warnings = append(append([]string(nil), p.warns...), t.Warnings...)
+	p.applied = true
+	return p.StreamSink.End(t, n)
 }
 
 // report turns the matcher's counts and translations into warnings.

@@ -226,10 +226,41 @@ type Options struct {
 	// returned has the tables and warnings but no messages. For a caller
 	// that only writes the trace out: the result is never built.
 	Sink Sink
+	// Stream, when set (and Sink is not), receives the messages as the
+	// emission window lets them go (see doc.go, "Memory"): memory is
+	// bounded by that window instead of growing with the trace. Taken
+	// instead of Sink; with AggregateClients the whole trace is gathered
+	// first, as for Sink.
+	Stream StreamSink
+	// SortWindow bounds how long a message may stay undecided (a run of
+	// bytes whose end the other side has not yet shown, a peer not yet
+	// found) and still be written in time order when streaming: messages
+	// are held until every input has passed their time and nothing older
+	// is still in flight, but never longer than this behind the inputs. A
+	// message decided later is written out of time order and counted in a
+	// warning. 0 means DefaultSortWindow.
+	SortWindow time.Duration
 	// ReturnMemory hands memory back to the system while the result is
 	// gathered (a few forced collections): peak RSS about the size of the
 	// result instead of twice it. For one-shot commands.
 	ReturnMemory bool
+}
+
+// DefaultSortWindow is Options.SortWindow when unset: longer than
+// DefaultWindow, so that messages of untraced peers (decided when that
+// window expires) are still written in order.
+const DefaultSortWindow = 60 * time.Second
+
+// StreamSink takes a reconciled trace's messages while the inputs are still
+// being read (Options.Stream).
+type StreamSink interface {
+	// Messages receives the next messages, numbered, in trace order; t's
+	// tables name everything they use (names are only ever added). The
+	// slice is only valid during the call.
+	Messages(t *trace.Trace, msgs []trace.Message) error
+	// End is called once after the last of the n messages, when t's
+	// tables and warnings are final.
+	End(t *trace.Trace, n int) error
 }
 
 // Sink takes a reconciled trace's messages as they are produced.

@@ -1,8 +1,10 @@
 package trace
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -78,3 +80,105 @@ func (bw *BinaryWriter) Close() error {
 	}
 	return bw.zw.Close()
 }
+
+// SpoolWriter writes a binary trace whose tables are only final after its
+// messages: a producer that streams messages in order while it is still
+// naming nodes and endpoints and collecting warnings (reconcile's windowed
+// emission). The messages are encoded into columns as they come and the
+// blocks spooled, uncompressed, to a scratch file; Finish writes the
+// magic, the final tables and the message count, then the spooled blocks,
+// all through one compressor: the file is exactly what WriteBinary writes
+// for the same trace. Memory stays one block of columns whatever the
+// number of messages; the scratch file takes the raw columns (about 16
+// bytes per message).
+type SpoolWriter struct {
+	spool   *os.File
+	buf     *bufio.Writer
+	b       binWriter
+	cols    [colCount][]byte
+	st      colState
+	inBlock int
+	n       int
+}
+
+// NewSpoolWriter spools to scratch, an empty file open for reading and
+// writing (typically created and removed at once: it is only read back by
+// Finish); it is not closed.
+func NewSpoolWriter(scratch *os.File) *SpoolWriter {
+	sw := &SpoolWriter{spool: scratch, buf: bufio.NewWriterSize(scratch, 1<<20)}
+	sw.b = binWriter{w: sw.buf, b: make([]byte, 0, 64)}
+	for i := range sw.cols {
+		sw.cols[i] = make([]byte, 0, 4*colBlock)
+	}
+	return sw
+}
+
+// Write appends messages (in the order the trace is to hold them).
+func (sw *SpoolWriter) Write(msgs []Message) error {
+	for len(msgs) > 0 && sw.b.err == nil {
+		k := min(len(msgs), colBlock-sw.inBlock)
+		encodeBlock(&sw.cols, msgs[:k], &sw.st)
+		sw.inBlock += k
+		sw.n += k
+		msgs = msgs[k:]
+		if sw.inBlock == colBlock {
+			sw.flushBlock()
+		}
+	}
+	return sw.b.err
+}
+
+// Len is the number of messages written so far.
+func (sw *SpoolWriter) Len() int { return sw.n }
+
+func (sw *SpoolWriter) flushBlock() {
+	if sw.inBlock == 0 {
+		return
+	}
+	sw.cols[colExtra] = appendUv(sw.cols[colExtra], 0)
+	sw.b.block(&sw.cols, sw.inBlock)
+	for i := range sw.cols {
+		sw.cols[i] = sw.cols[i][:0]
+	}
+	sw.inBlock = 0
+}
+
+// Finish writes the whole binary trace to w: the tables of t (final now;
+// its Messages and Extra are not written) and the messages written.
+func (sw *SpoolWriter) Finish(w io.Writer, t *Trace) error {
+	sw.flushBlock()
+	if sw.b.flush(); sw.b.err != nil {
+		return sw.b.err
+	}
+	if err := sw.buf.Flush(); err != nil {
+		return err
+	}
+	if _, err := sw.spool.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	zw, b, err := startBinary(w, t, sw.n)
+	if err != nil {
+		if zw != nil {
+			zw.Close()
+		}
+		return err
+	}
+	// The blocks follow the tables in the same compressed stream, in
+	// pieces of the size BinaryWriter hands the compressor.
+	b.flush()
+	if b.err != nil {
+		zw.Close()
+		return b.err
+	}
+	buf := make([]byte, 1<<20)
+	if _, err := io.CopyBuffer(writerOnly{zw}, readerOnly{sw.spool}, buf); err != nil {
+		zw.Close()
+		return err
+	}
+	return zw.Close()
+}
+
+// writerOnly and readerOnly hide ReadFrom and WriteTo, so that the copy
+// goes through Write in large pieces.
+type writerOnly struct{ io.Writer }
+type readerOnly struct{ io.Reader }

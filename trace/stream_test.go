@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -56,5 +57,65 @@ func TestBinaryWriterCount(t *testing.T) {
 	bw, _ = NewBinaryWriter(&buf, tr, 3)
 	if err := bw.Write(tr.Messages[:4]); err == nil {
 		t.Errorf("long write accepted")
+	}
+}
+
+// TestSpoolWriter: messages spooled in pieces of any size, with the tables
+// only given at the end (and grown after the first messages), give the
+// same file as WriteBinary of the whole trace; the text of them streamed
+// with AppendMessageText is WriteText's.
+func TestSpoolWriter(t *testing.T) {
+	for _, n := range []int{0, 5, colBlock, 2*colBlock + 77} {
+		tr := bigTrace(n)
+		tr.Extra = nil
+		var want bytes.Buffer
+		if err := WriteBinary(&want, tr); err != nil {
+			t.Fatal(err)
+		}
+		for _, piece := range []int{7, colBlock + 3} {
+			f, err := os.CreateTemp(t.TempDir(), "spool")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The tables grow while the messages are spooled.
+			final := *tr
+			early := *tr
+			early.Nodes, early.Endpoints, early.Warnings = nil, nil, nil
+			sw := NewSpoolWriter(f)
+			for i := 0; i < n; i += piece {
+				if err := sw.Write(tr.Messages[i:min(i+piece, n)]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if sw.Len() != n {
+				t.Fatalf("Len %d, want %d", sw.Len(), n)
+			}
+			var got bytes.Buffer
+			if err := sw.Finish(&got, &final); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Fatalf("%d messages in pieces of %d: %d bytes differ from WriteBinary's %d", n, piece, got.Len(), want.Len())
+			}
+		}
+		if n > colBlock {
+			continue
+		}
+		var wantText, gotText bytes.Buffer
+		if err := WriteText(&wantText, tr); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteTextHeader(&gotText, tr); err != nil {
+			t.Fatal(err)
+		}
+		var line []byte
+		for i := range tr.Messages {
+			line = append(AppendMessageText(line[:0], tr, &tr.Messages[i]), '\n')
+			gotText.Write(line)
+		}
+		if !bytes.Equal(gotText.Bytes(), wantText.Bytes()) {
+			t.Fatalf("%d messages: streamed text differs from WriteText's", n)
+		}
 	}
 }

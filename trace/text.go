@@ -377,11 +377,7 @@ func readText(r io.Reader, file string, n int) (*Trace, error) {
 // WriteText writes the trace in the contract's text format.
 func WriteText(w io.Writer, t *Trace) error {
 	bw := bufio.NewWriterSize(w, 256*1024)
-	bw.WriteString(TextHeader + "\n")
-	for _, c := range t.Clock {
-		fmt.Fprintf(bw, "%s%s offset_s=%s drift_ppm=%g at=%s error_s=%s applied=%d\n", clockDirective,
-			t.NodeName(c.Node), FormatTime(c.Offset), c.DriftPPM, FormatTime(c.At), FormatTime(c.Error), b2i(c.Applied))
-	}
+	writeTextHeader(bw, t)
 	var b []byte
 	for i := range t.Messages {
 		b = AppendTextLine(b[:0], t, i)
@@ -393,6 +389,23 @@ func WriteText(w io.Writer, t *Trace) error {
 	return bw.Flush()
 }
 
+// WriteTextHeader writes what precedes the messages in the text format:
+// the header line and t's clock corrections (for a writer that streams the
+// messages after it with AppendMessageText).
+func WriteTextHeader(w io.Writer, t *Trace) error {
+	bw := bufio.NewWriter(w)
+	writeTextHeader(bw, t)
+	return bw.Flush()
+}
+
+func writeTextHeader(bw *bufio.Writer, t *Trace) {
+	bw.WriteString(TextHeader + "\n")
+	for _, c := range t.Clock {
+		fmt.Fprintf(bw, "%s%s offset_s=%s drift_ppm=%g at=%s error_s=%s applied=%d\n", clockDirective,
+			t.NodeName(c.Node), FormatTime(c.Offset), c.DriftPPM, FormatTime(c.At), FormatTime(c.Error), b2i(c.Applied))
+	}
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -402,7 +415,18 @@ func b2i(b bool) int {
 
 // AppendTextLine appends message i of t in text form, without a newline.
 func AppendTextLine(b []byte, t *Trace, i int) []byte {
-	m := &t.Messages[i]
+	b = AppendMessageText(b, t, &t.Messages[i])
+	if x, ok := t.Extra[int32(i)]; ok && x != "" {
+		b = append(b, ' ')
+		b = append(b, x...)
+	}
+	return b
+}
+
+// AppendMessageText appends m in text form, named by t's tables, without
+// its extra text and without a newline (a message not held in t, e.g.
+// one streamed to a writer).
+func AppendMessageText(b []byte, t *Trace, m *Message) []byte {
 	b = appendTime(b, m.Send)
 	b = append(b, ' ')
 	b = append(b, t.NodeName(m.Src)...)
@@ -439,10 +463,6 @@ func AppendTextLine(b []byte, t *Trace, i int) []byte {
 	if m.DstActor != NoActor {
 		b = append(b, " da="...)
 		b = append(b, t.ActorName(m.Dst, m.DstActor)...)
-	}
-	if x, ok := t.Extra[int32(i)]; ok && x != "" {
-		b = append(b, ' ')
-		b = append(b, x...)
 	}
 	return b
 }

@@ -45,6 +45,7 @@ func init() {
 				&cli.StringFlag{Name: "recv-at", Value: "first", Usage: "a message's receive time: the read of its first or last byte"},
 				&cli.DurationFlag{Name: "window", Value: reconcile.DefaultWindow, Usage: "how long an end waits for its peer before it counts as untraced; must exceed what remains of the clock differences between hosts once the offsets estimated from connection handshakes are corrected"},
 				&cli.DurationFlag{Name: "packet-reorder", Value: reconcile.DefaultPacketReorder, Usage: "how far a capture's packets may be out of time order: captures are read through a window this long (memory bounded by it); later stragglers are warned about"},
+				&cli.DurationFlag{Name: "sort-window", Value: reconcile.DefaultSortWindow, Usage: "messages are written in time order as the inputs are read, held until nothing still in flight is older, but at most this long behind the inputs (memory bounded by it); a message decided later is written out of order with a warning"},
 				&cli.BoolFlag{Name: "synced-clocks", Usage: "skip estimating the hosts' clock offsets before matching (one pass over the logs less; clocks must agree within --window)"},
 			},
 			Action: reconcileAction,
@@ -91,8 +92,9 @@ func reconcileAction(c *cli.Context) error {
 	opts.Window = c.Duration("window")
 	opts.SyncedClocks = c.Bool("synced-clocks")
 	opts.PacketReorder = c.Duration("packet-reorder")
-	if opts.SplitGap < 0 || opts.Window <= 0 || opts.PacketReorder <= 0 {
-		return usagef("reconcile: --window must be positive, --packet-reorder must be positive and --split-gap not negative")
+	opts.SortWindow = c.Duration("sort-window")
+	if opts.SplitGap < 0 || opts.Window <= 0 || opts.PacketReorder <= 0 || opts.SortWindow <= 0 {
+		return usagef("reconcile: --window must be positive, --packet-reorder must be positive, --sort-window must be positive and --split-gap not negative")
 	}
 	if f := c.String("nat"); f != "" {
 		r, err := os.Open(f)
@@ -124,55 +126,76 @@ func reconcileAction(c *cli.Context) error {
 			return err
 		}
 	}
-	// A binary trace is written as the messages are gathered (never built
-	// in memory as a whole).
-	var sink *binarySink
-	if binary {
-		sink = &binarySink{path: out, stdout: c.App.Writer}
-		opts.Sink = sink
-	}
+	// The trace is written as reconcile lets the messages go, in time
+	// order, while it reads the inputs (never built in memory as a whole):
+	// text lines at once, a binary trace's blocks spooled until its tables
+	// are final.
+	sink := &streamSink{path: out, stdout: c.App.Writer, binary: binary}
+	opts.Stream = sink
 	t, err := reconcile.Reconcile(in, opts)
 	if t != nil {
 		for _, w := range t.Warnings {
 			fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
 		}
 	}
-	if sink != nil {
-		if cerr := sink.close(); err == nil {
-			err = cerr
-		}
+	if cerr := sink.close(err == nil); err == nil {
+		err = cerr
 	}
-	if err != nil || sink != nil {
-		return err
-	}
-	if out == "" || out == "-" {
-		w := bufio.NewWriter(c.App.Writer)
-		if binary {
-			err = trace.WriteBinary(w, t)
-		} else {
-			err = trace.WriteText(w, t)
-		}
-		if ferr := w.Flush(); err == nil {
-			err = ferr
-		}
-		return err
-	}
-	return trace.WriteFile(out, t, binary)
+	return err
 }
 
-// binarySink writes the binary trace as reconcile hands out its messages:
-// to path, or to stdout for "" and "-".
-type binarySink struct {
+// streamSink writes the trace as reconcile hands out its messages: to
+// path, or to stdout for "" and "-". Text lines go out at once; a binary
+// trace's message blocks go to a scratch file next to the output (removed
+// at once: it lives while open) and follow the tables when they are final.
+type streamSink struct {
 	path   string
 	stdout io.Writer
+	binary bool
 	f      *os.File
 	buf    *bufio.Writer
-	bw     *trace.BinaryWriter
+	// text
+	line []byte
+	// binary
+	scratch *os.File
+	sw      *trace.SpoolWriter
+	ended   bool
+	fresh   bool // the output did not exist before
 }
 
-func (s *binarySink) Begin(t *trace.Trace, n int) error {
+// open creates the output (text) or the scratch file (binary) at the first
+// message.
+func (s *streamSink) open(t *trace.Trace) error {
+	if s.buf != nil || s.sw != nil {
+		return nil
+	}
+	if s.binary {
+		dir := os.TempDir()
+		if s.path != "" && s.path != "-" {
+			dir = filepath.Dir(s.path)
+		}
+		f, err := os.CreateTemp(dir, ".wap5-reconcile-*.spool")
+		if err != nil && dir != os.TempDir() {
+			f, err = os.CreateTemp("", ".wap5-reconcile-*.spool") // e.g. -o /dev/null
+		}
+		if err != nil {
+			return err
+		}
+		os.Remove(f.Name())
+		s.scratch, s.sw = f, trace.NewSpoolWriter(f)
+		return nil
+	}
+	if err := s.create(); err != nil {
+		return err
+	}
+	return trace.WriteTextHeader(s.buf, t)
+}
+
+func (s *streamSink) create() error {
 	var w io.Writer = s.stdout
 	if s.path != "" && s.path != "-" {
+		_, err := os.Lstat(s.path)
+		s.fresh = os.IsNotExist(err)
 		f, err := os.Create(s.path)
 		if err != nil {
 			return err
@@ -180,28 +203,57 @@ func (s *binarySink) Begin(t *trace.Trace, n int) error {
 		s.f, w = f, f
 	}
 	s.buf = bufio.NewWriterSize(w, 1<<20)
-	var err error
-	s.bw, err = trace.NewBinaryWriter(s.buf, t, n)
-	return err
+	return nil
 }
 
-func (s *binarySink) Messages(msgs []trace.Message) error { return s.bw.Write(msgs) }
-
-// close finishes the file (nothing when reconcile never began one).
-func (s *binarySink) close() error {
-	var err error
-	if s.bw != nil {
-		err = s.bw.Close()
+func (s *streamSink) Messages(t *trace.Trace, msgs []trace.Message) error {
+	if err := s.open(t); err != nil {
+		return err
 	}
-	if s.buf != nil {
-		if ferr := s.buf.Flush(); err == nil {
-			err = ferr
+	if s.binary {
+		return s.sw.Write(msgs)
+	}
+	for i := range msgs {
+		s.line = trace.AppendMessageText(s.line[:0], t, &msgs[i])
+		s.line = append(s.line, '\n')
+		if _, err := s.buf.Write(s.line); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+func (s *streamSink) End(t *trace.Trace, n int) error {
+	if err := s.open(t); err != nil {
+		return err
+	}
+	s.ended = true
+	if !s.binary {
+		return nil
+	}
+	if err := s.create(); err != nil {
+		return err
+	}
+	return s.sw.Finish(s.buf, t)
+}
+
+// close finishes the output; ok false (reconcile failed) leaves no
+// half-written file of its own behind.
+func (s *streamSink) close(ok bool) error {
+	var err error
+	if s.buf != nil {
+		err = s.buf.Flush()
 	}
 	if s.f != nil {
 		if cerr := s.f.Close(); err == nil {
 			err = cerr
 		}
+		if (!ok || !s.ended) && s.fresh {
+			os.Remove(s.path) // ours, half written (never /dev/null or a file that was there)
+		}
+	}
+	if s.scratch != nil {
+		s.scratch.Close()
 	}
 	return err
 }

@@ -1,0 +1,425 @@
+package reconcile
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"time"
+
+	"wap5/trace"
+)
+
+// Windowed emission (Options.Stream): step 9 done as the inputs are read.
+//
+// The matcher emits messages in the order it decides them, which is nearly
+// but not exactly time order. Emitted messages are kept in blocks of
+// chunkSize (as without streaming); a full block is sealed — its sort keys
+// sorted stably by time — at the next observation, and then every message
+// whose time lies below the watermark is merged out of the sealed blocks in
+// time order (ties in emission order), numbered and handed to the sink. A
+// block is dropped once all its messages are out, so memory holds the
+// messages of the window, not of the trace.
+//
+// The watermark is the earliest time a message decided from now on can
+// have: the inputs' time (the merged clock, less the most negative clock
+// offset of step 0, less streamSlack for sources slightly out of order) or
+// the first byte of anything still in flight (send runs and receive runs
+// not yet emitted, datagrams waiting for their other end), whichever is
+// earlier; messages of the block still being filled wait for it to be
+// sealed. So the output is exactly the order of the sort at the end, as
+// long as nothing stays in flight longer than Options.SortWindow: the
+// watermark never lags the inputs by more than that (memory stays bounded
+// when a connection sits idle in the middle of a message, e.g. a
+// keep-alive connection whose last response is only ended by the next
+// request). A message decided later than that is written out of time order
+// and counted in a warning (the text format allows any order; readers that
+// need order sort).
+//
+// Emitted messages may still change: the return of a call not yet decided
+// gets its kind and call later, and a message whose last byte was not yet
+// read gets its receiving thread later. Such messages are held (by
+// reference, msgRef) and not written until settled; a hold older than the
+// sort window is written as it is (counted in a warning).
+
+// streamSlack: how far behind the merged clock a source may still deliver
+// an observation (sources are time-ordered on their own, up to small
+// disorder, e.g. a capture's stragglers). A variable for tests.
+var streamSlack = int64(100 * time.Millisecond)
+
+// outBatch is how many messages are handed to the sink at once.
+const outBatch = 4096
+
+// msgRef names an emitted message: its index in emission order.
+type msgRef int64
+
+// lastRef is the reference of the message emit just appended.
+func (m *matcher) lastRef() msgRef {
+	return msgRef(len(m.chunks)*chunkSize + len(m.chunk) - 1)
+}
+
+// msgAt finds an emitted message; nil once its block has been written out
+// and dropped.
+func (m *matcher) msgAt(r msgRef) *trace.Message {
+	ci, i := int(r)/chunkSize, int(r)%chunkSize
+	if ci == len(m.chunks) {
+		return &m.chunk[i]
+	}
+	if c := m.chunks[ci]; c != nil {
+		return &c[i]
+	}
+	return nil
+}
+
+// holdMsg keeps message r from being written until unholdMsg (streaming only).
+func (m *matcher) holdMsg(r msgRef) {
+	if s := m.st; s != nil {
+		s.holds[r]++
+		ci := int(r) / chunkSize
+		for len(s.chunkHolds) <= ci {
+			s.chunkHolds = append(s.chunkHolds, 0)
+		}
+		s.chunkHolds[ci]++
+	}
+}
+
+func (m *matcher) unholdMsg(r msgRef) {
+	s := m.st
+	if s == nil {
+		return
+	}
+	n, ok := s.holds[r]
+	if !ok {
+		return // forced out already
+	}
+	if n <= 1 {
+		delete(s.holds, r)
+	} else {
+		s.holds[r] = n - 1
+	}
+	s.chunkHolds[int(r)/chunkSize]--
+}
+
+// sealed is a block whose sort keys are sorted; pos counts those written.
+type sealed struct {
+	ci   int
+	keys []sortKey
+	pos  int
+}
+
+// streamState is the emission window's state.
+type streamState struct {
+	sink       StreamSink
+	window     int64 // Options.SortWindow
+	minCorr    int64 // the most negative clock offset (step 0)
+	sealedUpTo int   // blocks [0, sealedUpTo) are sealed
+	live       []*sealed
+	holds      map[msgRef]uint8
+	chunkHolds []int32
+	out        []trace.Message
+	calls      callWindow
+	nextID     int64
+	n          int
+	lastT      int64
+	free       [][]trace.Message // arrays of blocks written out, for new blocks
+	freeKeys   [][]sortKey       // and of their keys
+	late       int64             // messages written out of time order
+	forced     int64             // held messages written before they were settled
+	err        error
+}
+
+func newStreamState(sink StreamSink, opts Options, minCorr int64) *streamState {
+	w := int64(opts.SortWindow)
+	if w <= 0 {
+		w = int64(DefaultSortWindow)
+	}
+	return &streamState{sink: sink, window: w, minCorr: minCorr, holds: map[msgRef]uint8{},
+		out: make([]trace.Message, 0, outBatch), lastT: math.MinInt64, calls: newCallWindow()}
+}
+
+// maxFree bounds the arrays kept for new blocks.
+const maxFree = 2
+
+// newChunk is an empty block: a written-out block's array when streaming
+// (fresh memory costs page faults and collections), else a new one.
+func (m *matcher) newChunk() []trace.Message {
+	if s := m.st; s != nil && len(s.free) > 0 {
+		c := s.free[len(s.free)-1]
+		s.free = s.free[:len(s.free)-1]
+		return c
+	}
+	return make([]trace.Message, 0, chunkSize)
+}
+
+// due reports whether a block is waiting to be sealed (checked between
+// observations: emitted messages are complete then).
+func (m *matcher) due() bool { return m.st != nil && len(m.chunks) > m.st.sealedUpTo }
+
+// releaseMsgs seals the full blocks and writes every message below the
+// watermark; final writes everything (the inputs are over).
+func (m *matcher) releaseMsgs(final bool) error {
+	s := m.st
+	if s.err != nil {
+		return s.err
+	}
+	if final && len(m.chunk) > 0 {
+		m.chunks = append(m.chunks, m.chunk)
+		m.chunk = nil
+	}
+	for ; s.sealedUpTo < len(m.chunks); s.sealedUpTo++ {
+		var keys []sortKey
+		if n := len(s.freeKeys); n > 0 {
+			keys, s.freeKeys = s.freeKeys[n-1], s.freeKeys[:n-1]
+		}
+		keys = sortKeys(m.chunks[s.sealedUpTo], keys)
+		s.live = append(s.live, &sealed{ci: s.sealedUpTo, keys: keys})
+	}
+	wm, floor := int64(math.MaxInt64), int64(math.MinInt64)
+	if !final {
+		now := m.now + s.minCorr
+		floor = now - s.window
+		wm = min(now-streamSlack, m.oldestPending())
+		wm = max(wm, floor)
+		for i := range m.chunk {
+			wm = min(wm, m.chunk[i].Time())
+		}
+	}
+	s.merge(m, wm, floor)
+	if s.err == nil && len(s.out) > 0 {
+		s.flush(m.t)
+	}
+	return s.err
+}
+
+// oldestPending is the earliest time of a message not yet emitted: the
+// first run of bytes of every connection end still waiting, every datagram
+// waiting for its other end.
+func (m *matcher) oldestPending() int64 {
+	t := int64(math.MaxInt64)
+	for _, list := range m.conns {
+		for _, c := range list {
+			for _, e := range c.ends {
+				if e == nil {
+					continue
+				}
+				if len(e.runs) > 0 {
+					t = min(t, e.runs[0].t)
+				}
+				if len(e.rruns) > 0 {
+					t = min(t, e.rruns[0].t)
+				}
+			}
+		}
+	}
+	for _, mine := range [2]map[dgKey][]*dgram{m.dg.sends, m.dg.recvs} {
+		for _, l := range mine {
+			for _, d := range l {
+				if !d.done {
+					t = min(t, d.t)
+				}
+			}
+		}
+	}
+	return t
+}
+
+// sortKeys returns the keys of one block sorted stably by time (the block
+// itself is not moved: held messages are found by position).
+func sortKeys(c []trace.Message, keys []sortKey) []sortKey {
+	keys = slices.Grow(keys[:0], len(c))
+	sorted := true
+	for i := range c {
+		k := sortKey{c[i].Time(), int32(i)}
+		if i > 0 && k.t < keys[i-1].t {
+			sorted = false
+		}
+		keys = append(keys, k)
+	}
+	if !sorted {
+		slices.SortStableFunc(keys, func(a, b sortKey) int { return cmp.Compare(a.t, b.t) })
+	}
+	return keys
+}
+
+// merge writes the sealed blocks' messages below wm in time order (ties
+// to the earlier block), stopping at a held message unless it is older
+// than floor.
+func (s *streamState) merge(m *matcher, wm, floor int64) {
+	for len(s.live) > 0 && s.err == nil {
+		// The block with the earliest head, and the runner-up's head.
+		bi := -1
+		var bt, lt int64
+		lb := -1
+		for i, b := range s.live {
+			if b.pos == len(b.keys) {
+				continue
+			}
+			t := b.keys[b.pos].t
+			switch {
+			case bi < 0 || t < bt:
+				if bi >= 0 {
+					lt, lb = bt, bi
+				}
+				bi, bt = i, t
+			case lb < 0 || t < lt:
+				lt, lb = t, i
+			}
+		}
+		if bi < 0 || bt >= wm {
+			break
+		}
+		b := s.live[bi]
+		c := m.chunks[b.ci]
+		held := b.ci < len(s.chunkHolds) && s.chunkHolds[b.ci] > 0
+		base := msgRef(b.ci * chunkSize)
+		stop := false
+		for b.pos < len(b.keys) {
+			k := b.keys[b.pos]
+			if k.t >= wm || lb >= 0 && (k.t > lt || k.t == lt && lb < bi) {
+				break
+			}
+			if held {
+				r := base + msgRef(k.idx)
+				if n := s.holds[r]; n > 0 {
+					if k.t >= floor {
+						stop = true
+						break
+					}
+					delete(s.holds, r)
+					s.chunkHolds[b.ci] -= int32(n)
+					s.forced++
+				}
+			}
+			if k.t < s.lastT {
+				s.late++
+			} else {
+				s.lastT = k.t
+			}
+			s.out = append(s.out, c[k.idx])
+			if len(s.out) == cap(s.out) {
+				s.flush(m.t)
+			}
+			b.pos++
+		}
+		if b.pos == len(b.keys) {
+			// Every message of the block is out: msgAt finds none of
+			// them any more, so its array can take new ones.
+			if len(s.free) < maxFree {
+				s.free = append(s.free, c[:0])
+				s.freeKeys = append(s.freeKeys, b.keys[:0])
+			}
+			m.chunks[b.ci] = nil
+			s.live = slices.Delete(s.live, bi, bi+1)
+		}
+		if stop {
+			break
+		}
+	}
+}
+
+// flush numbers the messages gathered (step 9) and hands them to the sink.
+func (s *streamState) flush(t *trace.Trace) {
+	for i := range s.out {
+		x := &s.out[i]
+		x.ID = s.nextID
+		s.nextID++
+		if x.Kind != trace.KindNone && x.Call >= 0 {
+			x.Call = s.calls.number(x.Call, x.Kind)
+		}
+	}
+	s.n += len(s.out)
+	if s.err == nil {
+		s.err = s.sink.Messages(t, s.out)
+	}
+	s.out = s.out[:0]
+	s.calls.trim()
+}
+
+// warnings reports what the window could not keep in order.
+func (s *streamState) warnings(t *trace.Trace) {
+	if s.late > 0 {
+		t.Warnf("%d messages were decided more than the sort window (%v) after their time and are written out of time order (a larger --sort-window keeps them in order)", s.late, time.Duration(s.window))
+	}
+	if s.forced > 0 {
+		t.Warnf("%d messages were written before their return pairing or receiving thread was settled, more than the sort window (%v) after their time", s.forced, time.Duration(s.window))
+	}
+}
+
+// callWindow renumbers calls in the order they are written (step 9) with
+// memory for the calls in flight only: the matcher's call ids (handed out
+// as calls are decided, nearly in time order) map to new ids through a
+// slice over the ids still open, ids [base, base+len(ids)); an id is done
+// once its call and its return have both been written. Done ids at the
+// front are dropped; open ones left far behind (calls never answered) move
+// to a map.
+type callWindow struct {
+	base int32
+	ids  []int32 // new id, -1 before the first message with it
+	seen []uint8 // kinds written: 1 call, 2 return
+	over map[int32]callEntry
+	next int32
+}
+
+type callEntry struct {
+	id   int32
+	seen uint8
+}
+
+// callFar: open ids more than this far behind the newest move to the map.
+const callFar = 1 << 16
+
+func newCallWindow() callWindow { return callWindow{over: map[int32]callEntry{}} }
+
+func kindBit(k trace.Kind) uint8 {
+	if k == trace.KindReturn {
+		return 2
+	}
+	return 1
+}
+
+func (w *callWindow) number(old int32, k trace.Kind) int32 {
+	if old < w.base {
+		e, ok := w.over[old]
+		if !ok || e.id < 0 {
+			e.id = w.next
+			w.next++
+		}
+		e.seen |= kindBit(k)
+		if e.seen == 3 {
+			delete(w.over, old)
+		} else {
+			w.over[old] = e
+		}
+		return e.id
+	}
+	i := int(old - w.base)
+	for len(w.ids) <= i {
+		w.ids = append(w.ids, -1)
+		w.seen = append(w.seen, 0)
+	}
+	if w.ids[i] < 0 {
+		w.ids[i] = w.next
+		w.next++
+	}
+	w.seen[i] |= kindBit(k)
+	return w.ids[i]
+}
+
+// trim drops the done ids at the front and moves open ones far behind to
+// the map.
+func (w *callWindow) trim() {
+	j := 0
+	for j < len(w.ids) && (w.seen[j] == 3 || len(w.ids)-j > callFar) {
+		if w.seen[j] != 3 {
+			w.over[w.base+int32(j)] = callEntry{id: w.ids[j], seen: w.seen[j]}
+		}
+		j++
+	}
+	if j == 0 {
+		return
+	}
+	n := copy(w.ids, w.ids[j:])
+	w.ids = w.ids[:n]
+	copy(w.seen, w.seen[j:])
+	w.seen = w.seen[:n]
+	w.base += int32(j)
+}
