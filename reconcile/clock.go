@@ -81,6 +81,7 @@ type srcPair struct{ first, second int32 }
 // first (raw clocks), which is at least offset(second) − offset(first).
 type clockPass struct {
 	nat     *natTable
+	ks      keyStrings
 	waiting map[hsKey]*hsQueue
 	samples map[srcPair][]int64
 	now     int64 // latest raw time seen
@@ -145,10 +146,11 @@ const clockHorizon = int64(30 * time.Minute)
 // only adds a stray sample.
 func (p *clockPass) endKey(e libsockcap.Endpoint, o *Observer) epKey {
 	ap := p.nat.canon(e.Addr)
+	k := p.ks.ipEpKey(ap)
 	if ap.Addr().IsLoopback() {
-		return epKey{ap: ap, scope: scopeOf(o)}
+		k.scope = p.ks.scopes(o).kernel
 	}
-	return epKey{ap: ap}
+	return k
 }
 
 func (p *clockPass) observe(src int, ob *Observation) {

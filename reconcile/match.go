@@ -179,6 +179,7 @@ type matcher struct {
 	t     *trace.Trace
 	names *namer
 	nat   natTable
+	ks    keyStrings // the strings of connection keys
 	now   int64
 
 	// hostAddr is the one non-loopback address each host uses on stream
@@ -324,7 +325,7 @@ func (m *matcher) observe(src int, ob *Observation, corr int64) {
 		}
 	}
 	if ob.Op == OpOpen {
-		m.noteAddr(netScope(ob.Observer), ob.Local)
+		m.noteAddr(ob.Observer, ob.Local)
 	}
 	if ob.Origin == OriginLog && ob.Op != OpClose {
 		m.hold(e, ob.Observer)
@@ -411,8 +412,8 @@ func (m *matcher) noteLogAddr(ob *Observation) {
 	}
 }
 
-// noteAddr remembers the address a host uses (see hostAddr).
-func (m *matcher) noteAddr(n string, e libsockcap.Endpoint) {
+// noteAddr remembers the address a host uses (see hostAddr), seen by o.
+func (m *matcher) noteAddr(o *Observer, e libsockcap.Endpoint) {
 	if e.Unix || !e.Addr.IsValid() {
 		return
 	}
@@ -420,6 +421,11 @@ func (m *matcher) noteAddr(n string, e libsockcap.Endpoint) {
 	if a.IsLoopback() || a.IsUnspecified() {
 		return
 	}
+	if o.notedBy == m && o.noted == a {
+		return // noted already: the entry holds a, or "several"
+	}
+	o.notedBy, o.noted = m, a
+	n := netScope(o)
 	old, seen := m.hostAddr[n]
 	switch {
 	case !seen:
