@@ -111,7 +111,7 @@ type Trace struct {
 	// in the names appended since (NewEndpoint, direct appends).
 	epIdx     map[string]EndpointID
 	epIndexed int
-	labelIdx map[string]int
+	labelIdx  map[string]int
 	// Actor name indexes by node, built on first use, and which nodes
 	// ran out of actor ids (warned once).
 	actorIdx  []map[string]ActorID
