@@ -72,6 +72,9 @@ type hsQueue struct {
 	first, second         []hsOpen
 	lastFirst, lastSecond hsOpen
 	hasFirst, hasSecond   bool
+	// first and second start as slices of these: a key usually waits
+	// with one event, which then needs no other object.
+	first0, second0 [1]hsOpen
 }
 
 // srcPair: the source of the first event and that of the second.
@@ -192,6 +195,7 @@ func (p *clockPass) observe(src int, ob *Observation) {
 	q := p.waiting[k]
 	if q == nil {
 		q = &hsQueue{}
+		q.first, q.second = q.first0[:0], q.second0[:0]
 		p.waiting[k] = q
 	}
 	me := hsOpen{int32(src), ob.Time}

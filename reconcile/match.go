@@ -63,6 +63,11 @@ type end struct {
 	// allocation of its own for them.
 	sock0 [1]sockRef
 	hold0 [1]holder
+	// Likewise the first send run, read and receive run: a short
+	// connection has one or two of each, so its end needs no other object.
+	run0  [1]run
+	read0 [1]read
+	rrun0 [1]run
 	side  int32
 	node  trace.NodeID // node of the latest observer
 	// Interned names of local and remote, once known (epOK bits).
@@ -111,6 +116,14 @@ type conn struct {
 	// them): no allocation for a connection's usual one call and return.
 	call0 [1]pendingCall
 	ret0  [1]pendingRet
+}
+
+// connEnd is a connection allocated with the end that made it (one object
+// instead of two: most connections of a large set have only that end, the
+// peer being untraced).
+type connEnd struct {
+	conn
+	end end
 }
 
 // sockTable finds an end by its source's socket id: ids are usually small
@@ -486,9 +499,11 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 			}
 		}
 	}
+	var fresh *end // c's first end, made with it
 	if c == nil {
 		m.nconn++
-		c = &conn{key: key, first: m.now, serial: m.nconn}
+		ce := &connEnd{conn: conn{key: key, first: m.now, serial: m.nconn}}
+		c, fresh = &ce.conn, &ce.end
 		c.calls, c.rets = c.call0[:0], c.ret0[:0]
 		m.conns[key] = append(list, c)
 		if ob.Role == RoleClient || ob.Role == RoleServer {
@@ -498,8 +513,12 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 	}
 	e := c.ends[side]
 	if e == nil {
-		e = &end{c: c, side: int32(side), local: ob.Local, remote: ob.Remote, role: ob.Role}
+		if e = fresh; e == nil {
+			e = &end{}
+		}
+		e.c, e.side, e.local, e.remote, e.role = c, int32(side), ob.Local, ob.Remote, ob.Role
 		e.socks, e.holders = e.sock0[:0], e.hold0[:0]
+		e.runs, e.reads, e.rruns = e.run0[:0], e.read0[:0], e.rrun0[:0]
 		c.ends[side] = e
 		if other := c.ends[1-side]; other != nil {
 			m.paired(c)
