@@ -53,11 +53,22 @@ const (
 // then accept), or a datagram (destination port, length and checksum; send,
 // then receive).
 type hsKey struct {
-	proto          libsockcap.Proto
-	client, server epKey
-	dport          uint16
+	client, server hsEnd
 	n              int64
 	sum            uint32
+	dport          uint16
+	proto          libsockcap.Proto
+}
+
+// hsEnd is an IP endpoint of an hsKey: an epKey without the Unix fields
+// (the pass skips Unix sockets), so that the table of waiting events, which
+// holds every open of an untraced peer for clockHorizon, stays small.
+type hsEnd struct {
+	addr  [16]byte
+	zone  int32
+	scope int32
+	port  uint16
+	bits  uint8
 }
 
 type hsOpen struct {
@@ -147,10 +158,14 @@ const clockHorizon = int64(30 * time.Minute)
 // as different nodes (--node) may talk over one loopback, and may still have
 // different clocks (libfaketime); a coincidence between network namespaces
 // only adds a stray sample.
-func (p *clockPass) endKey(e libsockcap.Endpoint, o *Observer) epKey {
+func (p *clockPass) endKey(e libsockcap.Endpoint, o *Observer) hsEnd {
 	ap := p.nat.canon(e.Addr)
-	k := p.ks.ipEpKey(ap)
-	if ap.Addr().IsLoopback() {
+	a := ap.Addr()
+	k := hsEnd{addr: a.As16(), port: ap.Port(), bits: uint8(a.BitLen())}
+	if z := a.Zone(); z != "" {
+		k.zone = p.ks.id(z)
+	}
+	if a.IsLoopback() {
 		k.scope = p.ks.scopes(o).kernel
 	}
 	return k
