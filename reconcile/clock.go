@@ -53,11 +53,22 @@ const (
 // then accept), or a datagram (destination port, length and checksum; send,
 // then receive).
 type hsKey struct {
-	proto          libsockcap.Proto
-	client, server epKey
-	dport          uint16
+	client, server hsEnd
 	n              int64
 	sum            uint32
+	dport          uint16
+	proto          libsockcap.Proto
+}
+
+// hsEnd is an IP endpoint of an hsKey: an epKey without the Unix fields
+// (the pass skips Unix sockets), so that the table of waiting events, which
+// holds every open of an untraced peer for clockHorizon, stays small.
+type hsEnd struct {
+	addr  [16]byte
+	zone  int32
+	scope int32
+	port  uint16
+	bits  uint8
 }
 
 type hsOpen struct {
@@ -72,6 +83,9 @@ type hsQueue struct {
 	first, second         []hsOpen
 	lastFirst, lastSecond hsOpen
 	hasFirst, hasSecond   bool
+	// first and second start as slices of these: a key usually waits
+	// with one event, which then needs no other object.
+	first0, second0 [1]hsOpen
 }
 
 // srcPair: the source of the first event and that of the second.
@@ -81,6 +95,7 @@ type srcPair struct{ first, second int32 }
 // first (raw clocks), which is at least offset(second) − offset(first).
 type clockPass struct {
 	nat     *natTable
+	ks      keyStrings
 	waiting map[hsKey]*hsQueue
 	samples map[srcPair][]int64
 	now     int64 // latest raw time seen
@@ -143,12 +158,17 @@ const clockHorizon = int64(30 * time.Minute)
 // as different nodes (--node) may talk over one loopback, and may still have
 // different clocks (libfaketime); a coincidence between network namespaces
 // only adds a stray sample.
-func (p *clockPass) endKey(e libsockcap.Endpoint, o *Observer) epKey {
+func (p *clockPass) endKey(e libsockcap.Endpoint, o *Observer) hsEnd {
 	ap := p.nat.canon(e.Addr)
-	if ap.Addr().IsLoopback() {
-		return epKey{ap: ap, scope: scopeOf(o)}
+	a := ap.Addr()
+	k := hsEnd{addr: a.As16(), port: ap.Port(), bits: uint8(a.BitLen())}
+	if z := a.Zone(); z != "" {
+		k.zone = p.ks.id(z)
 	}
-	return epKey{ap: ap}
+	if a.IsLoopback() {
+		k.scope = p.ks.scopes(o).kernel
+	}
+	return k
 }
 
 func (p *clockPass) observe(src int, ob *Observation) {
@@ -190,6 +210,7 @@ func (p *clockPass) observe(src int, ob *Observation) {
 	q := p.waiting[k]
 	if q == nil {
 		q = &hsQueue{}
+		q.first, q.second = q.first0[:0], q.second0[:0]
 		p.waiting[k] = q
 	}
 	me := hsOpen{int32(src), ob.Time}

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"bytes"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -9,25 +10,106 @@ import (
 )
 
 // epKey is a comparable endpoint identity: an IP address and port, or a Unix
-// socket (path and inode, scoped to one running kernel).
+// socket (path and inode, scoped to one running kernel). It holds no
+// pointer: strings (Unix paths, scopes, IPv6 zones) are interned to small
+// ints by keyStrings, so that a key hashes and compares as plain bytes
+// (millions of connection keys on a large set).
 type epKey struct {
-	ap    netip.AddrPort
-	path  string
+	addr  [16]byte // netip.Addr.As16
 	inode uint64
-	scope string
+	zone  int32 // keyStrings ids
+	path  int32
+	scope int32
+	port  uint16
+	bits  uint8 // netip.Addr.BitLen: 0 (no address), 32 or 128
 }
 
-func (k epKey) less(o epKey) bool {
-	if c := k.ap.Compare(o.ap); c != 0 {
+// ipEpKey is the key of an IP address and port, unscoped.
+func (ks *keyStrings) ipEpKey(ap netip.AddrPort) epKey {
+	a := ap.Addr()
+	k := epKey{addr: a.As16(), port: ap.Port(), bits: uint8(a.BitLen())}
+	if z := a.Zone(); z != "" {
+		k.zone = ks.id(z)
+	}
+	return k
+}
+
+// less orders keys as netip.AddrPort.Compare, then path, inode and scope
+// (strings compared as strings).
+func (ks *keyStrings) less(k, o epKey) bool {
+	if k.bits != o.bits {
+		return k.bits < o.bits
+	}
+	if c := bytes.Compare(k.addr[:], o.addr[:]); c != 0 {
 		return c < 0
 	}
+	if k.zone != o.zone && k.bits == 128 {
+		return ks.strs[k.zone] < ks.strs[o.zone]
+	}
+	if k.port != o.port {
+		return k.port < o.port
+	}
 	if k.path != o.path {
-		return k.path < o.path
+		return ks.strs[k.path] < ks.strs[o.path]
 	}
 	if k.inode != o.inode {
 		return k.inode < o.inode
 	}
-	return k.scope < o.scope
+	if k.scope != o.scope {
+		return ks.strs[k.scope] < ks.strs[o.scope]
+	}
+	return false
+}
+
+// keyStrings interns the strings of endpoint keys; id 0 is "". One per
+// matcher or offset pass: ids of two tables do not mix.
+type keyStrings struct {
+	ids  map[string]int32
+	strs []string
+}
+
+func (ks *keyStrings) id(s string) int32 {
+	if s == "" {
+		return 0
+	}
+	if id, ok := ks.ids[s]; ok {
+		return id
+	}
+	if ks.ids == nil {
+		ks.ids = map[string]int32{}
+		ks.strs = append(ks.strs, "")
+	}
+	id := int32(len(ks.strs))
+	ks.strs = append(ks.strs, s)
+	ks.ids[s] = id
+	return id
+}
+
+// scopes are an observer's hostScope, netScope and scopeOf as ids of ks,
+// cached on the observer.
+func (ks *keyStrings) scopes(o *Observer) *scopeIDs {
+	if o == nil {
+		return &scopeIDs{}
+	}
+	if o.scopeIDs.by != ks {
+		o.scopeIDs = scopeIDs{by: ks, host: ks.id(hostScope(o)), net: ks.id(netScope(o)), kernel: ks.id(scopeOf(o))}
+	}
+	return &o.scopeIDs
+}
+
+// scopeIDs: see keyStrings.scopes.
+type scopeIDs struct {
+	by                *keyStrings
+	host, net, kernel int32
+}
+
+// pathScope scopes a Unix socket name: abstract names ("@...") live in the
+// network namespace, file system paths in the host's file system.
+func (ks *keyStrings) pathScope(path string, o *Observer) int32 {
+	if strings.HasPrefix(path, "@") {
+		return ks.scopes(o).net
+	}
+	return ks.scopes(o).host
 }
 
 // connKey identifies a connection up to its lifetime: protocol and the
@@ -68,15 +150,6 @@ func netScope(o *Observer) string {
 		}
 	}
 	return o.netScope
-}
-
-// pathScope scopes a Unix socket name: abstract names ("@...") live in the
-// network namespace, file system paths in the host's file system.
-func pathScope(path string, o *Observer) string {
-	if strings.HasPrefix(path, "@") {
-		return netScope(o)
-	}
-	return hostScope(o)
 }
 
 // scopeOf is the kernel a Unix socket inode lives in.
@@ -227,15 +300,16 @@ func parseRuleEndpoint(s string) (netip.Addr, uint16, bool, error) {
 // key returns the canonical endpoint key of e as observed by o.
 func (m *matcher) epKeyOf(e libsockcap.Endpoint, o *Observer) epKey {
 	if e.Unix {
-		return epKey{path: e.Path, inode: e.Inode, scope: pathScope(e.Path, o)}
+		return epKey{path: m.ks.id(e.Path), inode: e.Inode, scope: m.ks.pathScope(e.Path, o)}
 	}
 	ap := m.nat.canon(e.Addr)
+	k := m.ks.ipEpKey(ap)
 	if ap.Addr().IsLoopback() {
 		// 127.0.0.1 on two hosts (or network namespaces) is two
 		// different places.
-		return epKey{ap: ap, scope: netScope(o)}
+		k.scope = m.ks.scopes(o).net
 	}
-	return epKey{ap: ap}
+	return k
 }
 
 // connKeyOf keys the connection of a stream observation and tells which end
@@ -247,21 +321,21 @@ func (m *matcher) connKeyOf(ob *Observation) (connKey, int) {
 		case ob.Local.Inode != 0 && ob.Remote.Inode != 0:
 			// Both inodes: exact (socketpair, connected sockets), across
 			// the namespaces of one kernel.
-			sc := scopeOf(ob.Observer)
+			sc := m.ks.scopes(ob.Observer).kernel
 			l = epKey{inode: ob.Local.Inode, scope: sc}
 			r = epKey{inode: ob.Remote.Inode, scope: sc}
 		default:
 			// A path and an unnamed end: instances pair in order.
-			l = epKey{path: ob.Local.Path, scope: pathScope(ob.Local.Path, ob.Observer)}
-			r = epKey{path: ob.Remote.Path, scope: pathScope(ob.Remote.Path, ob.Observer)}
+			l = epKey{path: m.ks.id(ob.Local.Path), scope: m.ks.pathScope(ob.Local.Path, ob.Observer)}
+			r = epKey{path: m.ks.id(ob.Remote.Path), scope: m.ks.pathScope(ob.Remote.Path, ob.Observer)}
 		}
 	} else {
 		l, r = m.epKeyOf(ob.Local, ob.Observer), m.epKeyOf(ob.Remote, ob.Observer)
 	}
 	switch {
-	case l.less(r):
+	case m.ks.less(l, r):
 		return connKey{ob.Proto, l, r}, 0
-	case r.less(l):
+	case m.ks.less(r, l):
 		return connKey{ob.Proto, r, l}, 1
 	}
 	if ob.Role == RoleServer {

@@ -119,6 +119,17 @@ type logSource struct {
 	path     string // the log file (NewLogSource), for reread
 	last     int64  // time of the latest event
 	exited   bool   // an exit event was seen
+	slab     []fdState
+}
+
+// newState makes a descriptor's state, from a slab: one object per 128
+// states instead of one each (a state per connection on a large set).
+func (s *logSource) newState(st fdState) *fdState {
+	if len(s.slab) == cap(s.slab) {
+		s.slab = make([]fdState, 0, 128)
+	}
+	s.slab = append(s.slab, st)
+	return &s.slab[len(s.slab)-1]
 }
 
 // reread opens the same log again from its start (step 0).
@@ -224,7 +235,7 @@ func (s *logSource) Next(o *Observation) bool {
 func (s *logSource) state(fd int32, ev *libsockcap.Event) *fdState {
 	st := s.fds.get(fd)
 	if st == nil {
-		st = &fdState{proto: ev.Proto, stream: isStream(ev)}
+		st = s.newState(fdState{proto: ev.Proto, stream: isStream(ev)})
 		s.fds.set(fd, st)
 	}
 	if st.proto == libsockcap.ProtoOther && ev.Proto != libsockcap.ProtoOther {
@@ -296,7 +307,7 @@ func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
 		if ev.Fd < 0 || ev.Ret < 0 {
 			return false
 		}
-		st := &fdState{proto: ev.Proto, stream: true, role: RoleServer, local: ev.Local, remote: ev.Remote}
+		st := s.newState(fdState{proto: ev.Proto, stream: true, role: RoleServer, local: ev.Local, remote: ev.Remote})
 		if st.proto == libsockcap.ProtoOther {
 			st.proto = libsockcap.ProtoTCP
 		}
@@ -309,7 +320,7 @@ func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
 		// Each end opens at its first event, which carries its own names.
 		for _, fd := range [2]int32{ev.Fd, ev.Fd2} {
 			if fd >= 0 {
-				s.fds.set(fd, &fdState{proto: libsockcap.ProtoUnix, stream: isStream(ev), role: RolePair})
+				s.fds.set(fd, s.newState(fdState{proto: libsockcap.ProtoUnix, stream: isStream(ev), role: RolePair}))
 			}
 		}
 	case libsockcap.OpSend, libsockcap.OpRecv:

@@ -63,6 +63,11 @@ type end struct {
 	// allocation of its own for them.
 	sock0 [1]sockRef
 	hold0 [1]holder
+	// Likewise the first send run, read and receive run: a short
+	// connection has one or two of each, so its end needs no other object.
+	run0  [1]run
+	read0 [1]read
+	rrun0 [1]run
 	side  int32
 	node  trace.NodeID // node of the latest observer
 	// Interned names of local and remote, once known (epOK bits).
@@ -111,6 +116,14 @@ type conn struct {
 	// them): no allocation for a connection's usual one call and return.
 	call0 [1]pendingCall
 	ret0  [1]pendingRet
+}
+
+// connEnd is a connection allocated with the end that made it (one object
+// instead of two: most connections of a large set have only that end, the
+// peer being untraced).
+type connEnd struct {
+	conn
+	end end
 }
 
 // sockTable finds an end by its source's socket id: ids are usually small
@@ -179,6 +192,7 @@ type matcher struct {
 	t     *trace.Trace
 	names *namer
 	nat   natTable
+	ks    keyStrings // the strings of connection keys
 	now   int64
 
 	// hostAddr is the one non-loopback address each host uses on stream
@@ -327,7 +341,7 @@ func (m *matcher) observe(src int, ob *Observation, corr int64) {
 		}
 	}
 	if ob.Op == OpOpen {
-		m.noteAddr(netScope(ob.Observer), ob.Local)
+		m.noteAddr(ob.Observer, ob.Local)
 	}
 	if ob.Origin == OriginLog && ob.Op != OpClose {
 		m.hold(e, ob.Observer)
@@ -414,8 +428,8 @@ func (m *matcher) noteLogAddr(ob *Observation) {
 	}
 }
 
-// noteAddr remembers the address a host uses (see hostAddr).
-func (m *matcher) noteAddr(n string, e libsockcap.Endpoint) {
+// noteAddr remembers the address a host uses (see hostAddr), seen by o.
+func (m *matcher) noteAddr(o *Observer, e libsockcap.Endpoint) {
 	if e.Unix || !e.Addr.IsValid() {
 		return
 	}
@@ -423,6 +437,11 @@ func (m *matcher) noteAddr(n string, e libsockcap.Endpoint) {
 	if a.IsLoopback() || a.IsUnspecified() {
 		return
 	}
+	if o.notedBy == m && o.noted == a {
+		return // noted already: the entry holds a, or "several"
+	}
+	o.notedBy, o.noted = m, a
+	n := netScope(o)
 	old, seen := m.hostAddr[n]
 	switch {
 	case !seen:
@@ -483,9 +502,11 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 			}
 		}
 	}
+	var fresh *end // c's first end, made with it
 	if c == nil {
 		m.nconn++
-		c = &conn{key: key, first: m.now, serial: m.nconn}
+		ce := &connEnd{conn: conn{key: key, first: m.now, serial: m.nconn}}
+		c, fresh = &ce.conn, &ce.end
 		c.calls, c.rets = c.call0[:0], c.ret0[:0]
 		m.conns[key] = append(list, c)
 		if ob.Role == RoleClient || ob.Role == RoleServer {
@@ -495,8 +516,12 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 	}
 	e := c.ends[side]
 	if e == nil {
-		e = &end{c: c, side: int32(side), local: ob.Local, remote: ob.Remote, role: ob.Role}
+		if e = fresh; e == nil {
+			e = &end{}
+		}
+		e.c, e.side, e.local, e.remote, e.role = c, int32(side), ob.Local, ob.Remote, ob.Role
 		e.socks, e.holders = e.sock0[:0], e.hold0[:0]
+		e.runs, e.reads, e.rruns = e.run0[:0], e.read0[:0], e.rrun0[:0]
 		c.ends[side] = e
 		if other := c.ends[1-side]; other != nil {
 			m.paired(c)

@@ -179,14 +179,17 @@ func (n *namer) endpoint(e libsockcap.Endpoint) trace.EndpointID {
 	if e.IsZero() {
 		return trace.NoEndpoint
 	}
-	if a := e.Addr.Addr(); !e.Unix && e.Path == "" && e.Inode == 0 && a.IsValid() && a.Zone() == "" {
+	if a := e.Addr.Addr(); !e.Unix && a.IsValid() && a.Zone() == "" {
 		// An IP endpoint: keyed by its address and port alone (cheaper to
-		// hash than the whole Endpoint with its path string).
+		// hash than the whole Endpoint with its path string; its name is
+		// the address's, whatever else it holds). Names of ipEps are made
+		// only here, and no other name has their form (unix:..., a zone),
+		// so a new one is new to the trace too: no lookup by name.
 		k := ipKey{a: a.As16(), port: e.Addr.Port(), v4: a.Is4()}
 		if id, ok := n.ipEps[k]; ok {
 			return id
 		}
-		id := n.t.Endpoint(n.ipName(e.Addr))
+		id := n.t.NewEndpoint(n.ipName(e.Addr))
 		if n.ipEps == nil {
 			n.ipEps = map[ipKey]trace.EndpointID{}
 		}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"net/netip"
 	"time"
 
 	"wap5/libsockcap"
@@ -75,6 +76,11 @@ type Observer struct {
 	// hostScope and netScope (keys.go), made once: the fields above do
 	// not change once the observer is made.
 	hostScope, netScope string
+	// The same, interned by the key table that made them (keys.go).
+	scopeIDs scopeIDs
+	// The latest address the matcher notedBy noted for it (noteAddr).
+	notedBy *matcher
+	noted   netip.Addr
 	// The node this observer was named as, by the namer that named it.
 	namedBy *namer
 	node    trace.NodeID

@@ -27,4 +27,5 @@ func (t *Trace) CompactEndpoints(msgs []Message) {
 	for i, e := range eps {
 		t.epIdx[e] = EndpointID(i)
 	}
+	t.epIndexed = len(eps)
 }

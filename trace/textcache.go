@@ -99,6 +99,7 @@ func (s *TextScanner) endpoint(b []byte) EndpointID {
 	if id, ok := c.get(b); ok {
 		return EndpointID(id)
 	}
+	s.t.ensureEndpointIndex()
 	id, ok := s.t.epIdx[string(b)]
 	if !ok {
 		id = s.t.Endpoint(s.names.str(b))

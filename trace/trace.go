@@ -106,9 +106,12 @@ type Trace struct {
 	Extra    map[int32]string
 	Warnings []string
 
-	nodeIdx  map[string]NodeID
-	epIdx    map[string]EndpointID
-	labelIdx map[string]int
+	nodeIdx map[string]NodeID
+	// epIdx, when made, indexes Endpoints[:epIndexed]; lookups first take
+	// in the names appended since (NewEndpoint, direct appends).
+	epIdx     map[string]EndpointID
+	epIndexed int
+	labelIdx  map[string]int
 	// Actor name indexes by node, built on first use, and which nodes
 	// ran out of actor ids (warned once).
 	actorIdx  []map[string]ActorID
@@ -143,15 +146,29 @@ func (t *Trace) ensureNodeIndex() {
 
 func (t *Trace) ensureEndpointIndex() {
 	if t.epIdx != nil {
+		if t.epIndexed != len(t.Endpoints) {
+			t.indexEndpoints()
+		}
 		return
 	}
 	if len(t.Endpoints) == 0 {
 		t.Endpoints = append(t.Endpoints, "-")
 	}
 	t.epIdx = make(map[string]EndpointID, len(t.Endpoints))
-	for i, e := range t.Endpoints {
-		t.epIdx[e] = EndpointID(i)
+	t.epIndexed = 0
+	t.indexEndpoints()
+}
+
+// indexEndpoints takes the endpoints not indexed yet into the index.
+func (t *Trace) indexEndpoints() {
+	if t.epIndexed > len(t.Endpoints) { // the table was replaced
+		clear(t.epIdx)
+		t.epIndexed = 0
 	}
+	for i := t.epIndexed; i < len(t.Endpoints); i++ {
+		t.epIdx[t.Endpoints[i]] = EndpointID(i)
+	}
+	t.epIndexed = len(t.Endpoints)
 }
 
 func (t *Trace) ensureLabelIndex() {
@@ -201,7 +218,20 @@ func (t *Trace) Endpoint(name string) EndpointID {
 	id := EndpointID(len(t.Endpoints))
 	t.Endpoints = append(t.Endpoints, name)
 	t.epIdx[name] = id
+	t.epIndexed++
 	return id
+}
+
+// NewEndpoint appends an endpoint name that the caller knows is not in the
+// table yet (it keeps its own index of the names it made), without paying
+// for the index now: the index takes it in at the next lookup by name. For
+// producers of millions of names (a reconciled set's ephemeral ports).
+func (t *Trace) NewEndpoint(name string) EndpointID {
+	if len(t.Endpoints) == 0 {
+		t.ensureEndpointIndex()
+	}
+	t.Endpoints = append(t.Endpoints, name)
+	return EndpointID(len(t.Endpoints) - 1)
 }
 
 // EndpointName returns the endpoint's text form.
@@ -416,6 +446,7 @@ func (t *Trace) nodeBytes(name []byte) NodeID {
 }
 
 func (t *Trace) endpointBytes(name []byte) EndpointID {
+	t.ensureEndpointIndex()
 	if id, ok := t.epIdx[string(name)]; ok {
 		return id
 	}

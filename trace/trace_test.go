@@ -235,3 +235,31 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// TestNewEndpointIndexedLater: names appended without the index are found
+// by later lookups (by string and by bytes), not appended twice.
+func TestNewEndpointIndexedLater(t *testing.T) {
+	tr := New()
+	a := tr.Endpoint("10.0.0.1:80")
+	b := tr.NewEndpoint("10.0.0.2:80")
+	c := tr.NewEndpoint("10.0.0.3:80")
+	if a != 1 || b != 2 || c != 3 {
+		t.Fatalf("ids %d %d %d, want 1 2 3", a, b, c)
+	}
+	if id := tr.Endpoint("10.0.0.3:80"); id != c {
+		t.Fatalf("Endpoint of a NewEndpoint name = %d, want %d", id, c)
+	}
+	if id := tr.endpointBytes([]byte("10.0.0.2:80")); id != b {
+		t.Fatalf("endpointBytes = %d, want %d", id, b)
+	}
+	if d := tr.Endpoint("10.0.0.4:80"); d != 4 || len(tr.Endpoints) != 5 {
+		t.Fatalf("new name got %d with %d endpoints, want 4 and 5", d, len(tr.Endpoints))
+	}
+	if id := tr.NewEndpoint("10.0.0.5:80"); id != 5 || tr.Endpoint("10.0.0.5:80") != 5 || tr.Endpoint("-") != 0 {
+		t.Fatalf("after a lookup: NewEndpoint/Endpoint disagree: %v", tr.Endpoints)
+	}
+	empty := &Trace{}
+	if id := empty.NewEndpoint("x:1"); id != 1 || empty.Endpoints[0] != "-" {
+		t.Fatalf("NewEndpoint on an empty trace: id %d, table %v", id, empty.Endpoints)
+	}
+}
