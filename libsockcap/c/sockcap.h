@@ -150,6 +150,16 @@ SC_HIDDEN void sc_encode_dgram(struct sc_buf *b, int fd, int64_t ret, int err, u
 			       const struct sockaddr *peer, socklen_t peer_len, int same);
 /* sc_addr_key identifies an address (to elide repeated datagram peers). */
 SC_HIDDEN uint64_t sc_addr_key(const struct sockaddr *sa, socklen_t len);
+/* sc_in4_key is sc_addr_key's exact form for an IPv4 address: the first 8
+ * bytes of the sockaddr_in as they are (family, port, address; one load). The
+ * family AF_INET in its first two bytes keeps it nonzero and apart from other
+ * families' keys (sc_addr_key sets bit 63 of those). The caller has checked len >= sizeof(struct sockaddr_in). */
+static inline uint64_t sc_in4_key(const struct sockaddr *sa)
+{
+	uint64_t k;
+	memcpy(&k, sa, 8);
+	return k;
+}
 /* sc_encode_event writes the fields after dt into b. */
 SC_HIDDEN void sc_encode_event(struct sc_buf *b, const struct sc_event *e);
 
@@ -201,16 +211,46 @@ static inline int sc_room(uint32_t need)
 	return sc_t.gen == sc_gen && sc_t.chunk && sc_t.pos + need <= SC_CHUNK_SIZE;
 }
 
-/* sc_raw_zz writes a zigzag varint at q (no bounds check: the caller has room). */
-static inline uint8_t *sc_raw_zz(uint8_t *q, int64_t v)
+/* sc_raw_uv writes an unsigned varint at q (no bounds check: the caller has
+ * room). The one-, two- and three-byte forms — an fd, a length, the ns since
+ * the previous record of a busy thread — are written without the loop; every
+ * store lands inside the varint (the byte after a record must stay zero). */
+static inline __attribute__((always_inline)) uint8_t *sc_raw_uv(uint8_t *q, uint64_t u)
 {
-	uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+	if (SC_LIKELY(u < 0x80)) {
+		q[0] = (uint8_t)u;
+		return q + 1;
+	}
+	if (SC_LIKELY(u < 0x4000)) {
+		/* low 7 bits | 0x80, then bits 7..13 one byte up: u + (u & ~0x7f) */
+		uint16_t w = (uint16_t)((u + (u & ~(uint64_t)0x7f)) | 0x80);
+		memcpy(q, &w, 2);
+		return q + 2;
+	}
+	if (u < 0x200000) {
+		uint16_t w = (uint16_t)(((u & 0x3fff) + (u & 0x3f80)) | 0x8080);
+		memcpy(q, &w, 2);
+		q[2] = (uint8_t)(u >> 14);
+		return q + 3;
+	}
 	while (u >= 0x80) {
 		*q++ = (uint8_t)(u | 0x80);
 		u >>= 7;
 	}
 	*q++ = (uint8_t)u;
 	return q;
+}
+
+/* sc_raw_zz writes a zigzag varint at q (no bounds check: the caller has room). */
+static inline __attribute__((always_inline)) uint8_t *sc_raw_zz(uint8_t *q, int64_t v)
+{
+	return sc_raw_uv(q, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* sc_raw_nn writes the zigzag varint of v >= 0 (an fd, a byte count) at q. */
+static inline __attribute__((always_inline)) uint8_t *sc_raw_nn(uint8_t *q, int64_t v)
+{
+	return sc_raw_uv(q, (uint64_t)v << 1);
 }
 
 /* ---- fdtable.c: per-fd state ---- */
