@@ -612,16 +612,13 @@ SC_EXPORT int shutdown(int fd, int how)
 
 /* ---------------- close and dup ---------------- */
 
-SC_EXPORT int close(int fd)
+__attribute__((noinline)) static int close_slow(int fd)
 {
 	ENSURE();
 	if ((unsigned)fd >= SC_FDMAX)
 		return real_close(fd);
 	uint8_t kind = sc_fds[fd].kind;
-	if (SC_LIKELY(kind != SC_FD_SOCKET)) {
-		/* a file or pipe (a server's per-request file, never classified):
-		 * the other fields of an UNKNOWN or OTHER entry are zero, so
-		 * forgetting it is at most this one store */
+	if (kind != SC_FD_SOCKET) {
 		if (kind != SC_FD_UNKNOWN)
 			sc_fds[fd].kind = SC_FD_UNKNOWN;
 		return real_close(fd);
@@ -639,6 +636,22 @@ SC_EXPORT int close(int fd)
 	simple_event(SC_OP_CLOSE, fd, t, r, e, 0, 0);
 	errno = e;
 	return r;
+}
+
+/* close of a file or pipe (a server closes its per-request file) is a
+ * check and a tail call, like write's: the other fields of an UNKNOWN or
+ * OTHER entry are zero, so forgetting it is at most the store of its kind. */
+SC_EXPORT int close(int fd)
+{
+	if (SC_LIKELY(sc_ready == 2) && (unsigned)fd < SC_FDMAX) {
+		uint8_t kind = sc_fds[fd].kind;
+		if (SC_LIKELY(kind != SC_FD_SOCKET)) {
+			if (kind != SC_FD_UNKNOWN)
+				sc_fds[fd].kind = SC_FD_UNKNOWN;
+			return real_close(fd);
+		}
+	}
+	return close_slow(fd);
 }
 
 static void closed_range(unsigned first, unsigned last, int64_t t)
