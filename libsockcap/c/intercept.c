@@ -950,7 +950,7 @@ SC_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 	struct sc_fd tmp, *f = sock_of(fd, &tmp);
 	if (SC_LIKELY(!f))
 		return real_recv(fd, buf, n, flags);
-	if (is_dgram(f))
+	if (f->sotype != SOCK_STREAM && is_dgram(f)) /* a stream socket: one compare */
 		return recvfrom_logged(fd, f, buf, n, flags, NULL, NULL, 0, 0);
 	ssize_t r = real_recv(fd, buf, n, flags);
 	int64_t t = now_keep_errno();
