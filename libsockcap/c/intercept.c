@@ -98,9 +98,11 @@ static void check_clock(void)
 {
 	void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
 	void *bound = dlsym(RTLD_DEFAULT, "clock_gettime"); /* what our calls reach */
-	__atomic_store_n(&clock_plain, libc && bound && dlsym(libc, "clock_gettime") == bound, __ATOMIC_RELAXED);
+	int plain = libc && bound && dlsym(libc, "clock_gettime") == bound;
+	__atomic_store_n(&clock_plain, plain, __ATOMIC_RELAXED);
 	if (libc)
 		dlclose(libc);
+	sc_clock_setup(plain);
 }
 
 /* now_keep_errno reads the record clock after a call whose errno the caller
