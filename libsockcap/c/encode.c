@@ -163,12 +163,8 @@ uint64_t sc_addr_key(const struct sockaddr *sa, socklen_t len)
 {
 	if (!sa || len < sizeof(sa_family_t))
 		return 0;
-	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-		uint32_t a;
-		memcpy(&a, &in->sin_addr, 4);
-		return (1ULL << 56) | ((uint64_t)a << 16) | in->sin_port; /* exact */
-	}
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in))
+		return sc_in4_key(sa); /* exact */
 	uint64_t h = 0x9e3779b97f4a7c15ULL ^ len;
 	const uint8_t *p = (const uint8_t *)sa;
 	for (socklen_t i = 0; i < len && i < 128; i++)

@@ -90,6 +90,32 @@ DECL(gethostbyname_r, int, const char *, struct hostent *, char *, size_t, struc
 
 static int sc_ready;
 static int exit_logged;
+/* 1 when the record clock is libc's own clock_gettime (the vDSO), which
+ * leaves errno alone; an interposed one (libfaketime) may change it. */
+static int clock_plain;
+
+static void check_clock(void)
+{
+	void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+	void *bound = dlsym(RTLD_DEFAULT, "clock_gettime"); /* what our calls reach */
+	int plain = libc && bound && dlsym(libc, "clock_gettime") == bound;
+	__atomic_store_n(&clock_plain, plain, __ATOMIC_RELAXED);
+	if (libc)
+		dlclose(libc);
+	sc_clock_setup(plain);
+}
+
+/* now_keep_errno reads the record clock after a call whose errno the caller
+ * still needs: with libc's clock there is nothing to save. */
+static inline int64_t now_keep_errno(void)
+{
+	if (SC_LIKELY(clock_plain))
+		return sc_now();
+	int e = errno;
+	int64_t t = sc_now();
+	errno = e;
+	return t;
+}
 
 void sc_resolve_real(void)
 {
@@ -118,6 +144,7 @@ static void sc_init(void)
 	}
 	sc_t.guard++;
 	sc_resolve_real();
+	check_clock();
 	sc_config_load();
 	pthread_atfork(NULL, NULL, atfork_child);
 	sc_t.guard--;
@@ -218,18 +245,14 @@ static inline __attribute__((always_inline)) int dgram_fast(uint8_t kind, int fd
 	if (ra) {
 		if (SC_UNLIKELY(rl < sizeof(struct sockaddr_in) || ra->sa_family != AF_INET))
 			return 0;
-		/* sc_addr_key's exact form for IPv4: the address and port themselves */
-		const struct sockaddr_in *in4 = (const struct sockaddr_in *)ra;
-		uint32_t a;
-		memcpy(&a, &in4->sin_addr, 4);
-		key = (1ULL << 56) | ((uint64_t)a << 16) | in4->sin_port;
+		key = sc_in4_key(ra); /* sc_addr_key's exact form for IPv4: one load */
 	}
 	uint8_t *q = sc_fast_begin(t, f);
 	if (SC_UNLIKELY(!q))
 		return 0;
 	uint32_t sum = sum_buf(buf, r, cap);
-	q = sc_raw_zz(q, fd);
-	q = sc_raw_zz(q, r);
+	q = sc_raw_nn(q, fd);
+	q = sc_raw_nn(q, r);
 	q[0] = (uint8_t)sum;
 	q[1] = (uint8_t)(sum >> 8);
 	q[2] = (uint8_t)(sum >> 16);
@@ -264,8 +287,8 @@ static inline __attribute__((always_inline)) int io_fast(int op, int fd, struct 
 		uint8_t *q = sc_fast_begin(t, f);
 		if (SC_UNLIKELY(!q))
 			return 0;
-		q = sc_raw_zz(q, fd);
-		q = sc_raw_zz(q, r);
+		q = sc_raw_nn(q, fd);
+		q = sc_raw_nn(q, r);
 		sc_fast_end(op == SC_OP_SEND ? SC_K_SEND : SC_K_RECV, t, q);
 		return 1;
 	}
@@ -282,22 +305,20 @@ __attribute__((noinline)) static void log_io(int op, int fd, struct sc_fd *f, in
 	if (SC_LIKELY(!ra && f->sotype == SOCK_STREAM && r >= 0)) {
 		uint8_t *q = sc_fast_begin(t, f);
 		if (SC_LIKELY(q != NULL)) {
-			q = sc_raw_zz(q, fd);
-			q = sc_raw_zz(q, r);
+			q = sc_raw_nn(q, fd);
+			q = sc_raw_nn(q, r);
 			sc_fast_end(op == SC_OP_SEND ? SC_K_SEND : SC_K_RECV, t, q);
 			return;
 		}
 	} else if (is_dgram(f) && (buf || iov || r < 0)) {
-		/* the key of an IPv4 peer is the address and port themselves
+		/* the key of an IPv4 peer is the sockaddr's first 8 bytes
 		 * (sc_addr_key's exact form), computed here without a call */
 		const struct sockaddr_in *in4 = ra && rl >= sizeof(struct sockaddr_in) && ra->sa_family == AF_INET
 							? (const struct sockaddr_in *)ra
 							: NULL;
 		uint64_t key = 0;
 		if (in4) {
-			uint32_t a;
-			memcpy(&a, &in4->sin_addr, 4);
-			key = (1ULL << 56) | ((uint64_t)a << 16) | in4->sin_port;
+			key = sc_in4_key(ra);
 		} else if (ra && rl > 0) {
 			key = sc_addr_key(ra, rl);
 		}
@@ -307,8 +328,8 @@ __attribute__((noinline)) static void log_io(int op, int fd, struct sc_fd *f, in
 			if (SC_LIKELY(r >= 0 && (same || in4 || !key))) {
 				/* the record written in place: fd, ret, sum (4 bytes LE), peer */
 				uint32_t sum = buf ? sum_buf(buf, r, cap) : sum_iov(iov, iovcnt, r);
-				q = sc_raw_zz(q, fd);
-				q = sc_raw_zz(q, r);
+				q = sc_raw_nn(q, fd);
+				q = sc_raw_nn(q, r);
 				q[0] = (uint8_t)sum;
 				q[1] = (uint8_t)(sum >> 8);
 				q[2] = (uint8_t)(sum >> 16);
@@ -593,10 +614,18 @@ SC_EXPORT int shutdown(int fd, int how)
 
 /* ---------------- close and dup ---------------- */
 
-SC_EXPORT int close(int fd)
+__attribute__((noinline)) static int close_slow(int fd)
 {
 	ENSURE();
-	if (fd < 0 || fd >= SC_FDMAX || sc_fds[fd].kind != SC_FD_SOCKET || !active()) {
+	if ((unsigned)fd >= SC_FDMAX)
+		return real_close(fd);
+	uint8_t kind = sc_fds[fd].kind;
+	if (kind != SC_FD_SOCKET) {
+		if (kind != SC_FD_UNKNOWN)
+			sc_fds[fd].kind = SC_FD_UNKNOWN;
+		return real_close(fd);
+	}
+	if (!active()) {
 		sc_fd_forget(fd);
 		return real_close(fd);
 	}
@@ -609,6 +638,22 @@ SC_EXPORT int close(int fd)
 	simple_event(SC_OP_CLOSE, fd, t, r, e, 0, 0);
 	errno = e;
 	return r;
+}
+
+/* close of a file or pipe (a server closes its per-request file) is a
+ * check and a tail call, like write's: the other fields of an UNKNOWN or
+ * OTHER entry are zero, so forgetting it is at most the store of its kind. */
+SC_EXPORT int close(int fd)
+{
+	if (SC_LIKELY(sc_ready == 2) && (unsigned)fd < SC_FDMAX) {
+		uint8_t kind = sc_fds[fd].kind;
+		if (SC_LIKELY(kind != SC_FD_SOCKET)) {
+			if (kind != SC_FD_UNKNOWN)
+				sc_fds[fd].kind = SC_FD_UNKNOWN;
+			return real_close(fd);
+		}
+	}
+	return close_slow(fd);
 }
 
 static void closed_range(unsigned first, unsigned last, int64_t t)
@@ -761,12 +806,10 @@ SC_EXPORT int fcntl64(int fd, int cmd, ...)
 	if (SC_LIKELY(!f_))                                                                            \
 		return callexpr;                                                                       \
 	ssize_t r_ = callexpr;                                                                         \
-	int e_ = errno;                                                                                \
-	int64_t t_ = sc_now(); /* after the call: an interposed clock may touch errno */              \
-	if (SC_LIKELY(io_fast(SC_OP_RECV, fd, f_, t_, r_, ra, rl, buf, cap))) {                       \
-		errno = e_;                                                                            \
+	int64_t t_ = now_keep_errno(); /* after the call */                                           \
+	if (SC_LIKELY(io_fast(SC_OP_RECV, fd, f_, t_, r_, ra, rl, buf, cap)))                         \
 		return r_;                                                                             \
-	}                                                                                              \
+	int e_ = errno;                                                                                \
 	log_io(SC_OP_RECV, fd, f_, t_, r_, e_, ra, rl, buf, cap, iov, iovcnt);                         \
 	errno = e_;                                                                                    \
 	return r_;
@@ -889,17 +932,15 @@ static inline __attribute__((always_inline)) ssize_t recvfrom_logged(int fd, str
 	}
 	ssize_t r = chk ? real___recvfrom_chk(fd, buf, n, buflen, flags, ua, ul)
 			: real_recvfrom(fd, buf, n, flags, ua, ul);
-	int e = errno;
-	int64_t t = sc_now(); /* after the call: an interposed clock (libfaketime) may touch errno */
+	int64_t t = now_keep_errno(); /* after the call */
 	socklen_t rl = 0;
 	if (r >= 0 && ua && ul && *ul > 0)
 		rl = *ul;
 	if (rl > sizeof ss)
 		rl = sizeof ss;
-	if (SC_LIKELY(io_fast(SC_OP_RECV, fd, f, t, r, rl ? ua : NULL, rl, buf, n))) {
-		errno = e;
+	if (SC_LIKELY(io_fast(SC_OP_RECV, fd, f, t, r, rl ? ua : NULL, rl, buf, n)))
 		return r;
-	}
+	int e = errno;
 	log_io(SC_OP_RECV, fd, f, t, r, e, rl ? ua : NULL, rl, buf, n, NULL, 0);
 	errno = e;
 	return r;
@@ -911,15 +952,13 @@ SC_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 	struct sc_fd tmp, *f = sock_of(fd, &tmp);
 	if (SC_LIKELY(!f))
 		return real_recv(fd, buf, n, flags);
-	if (is_dgram(f))
+	if (f->sotype != SOCK_STREAM && is_dgram(f)) /* a stream socket: one compare */
 		return recvfrom_logged(fd, f, buf, n, flags, NULL, NULL, 0, 0);
 	ssize_t r = real_recv(fd, buf, n, flags);
-	int e = errno;
-	int64_t t = sc_now();
-	if (SC_LIKELY(io_fast(SC_OP_RECV, fd, f, t, r, NULL, 0, buf, n))) {
-		errno = e;
+	int64_t t = now_keep_errno();
+	if (SC_LIKELY(io_fast(SC_OP_RECV, fd, f, t, r, NULL, 0, buf, n)))
 		return r;
-	}
+	int e = errno;
 	log_io(SC_OP_RECV, fd, f, t, r, e, NULL, 0, buf, n, NULL, 0);
 	errno = e;
 	return r;

@@ -11,6 +11,10 @@
 #include "sockcap.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
@@ -46,6 +50,135 @@ static pthread_key_t thread_key;
 static int thread_key_ok;
 static SC_TLS int thread_key_set;
 
+
+/* ---- the TSC clock (sockcap.h: struct sc_clk, sc_now) ---- */
+int sc_tsc_ok;
+static uint64_t clk_mult_shared; /* the last fit of any thread: a new thread starts with it */
+
+#define CLK_SPAN_NS 1000000LL       /* an anchor serves 1 ms */
+#define CLK_FIT_NS 10000000LL       /* the first fit of a window after 10 ms */
+#define CLK_REFIT_NS 1000000000LL   /* then refitted every second */
+#define CLK_MAX_ERR_NS 2000         /* an extrapolation further off than this: fit again */
+#define CLK_TIGHT_NS 150            /* two TSC readings around the clock at most this far apart */
+#define CLK_TIGHT_TICKS 600         /* the same before a fit: 150 ns at 4 GHz, 300 ns at 2 GHz */
+#define CLK_LOOSE_MAX 8             /* readings in a row never tight: this thread stops using the TSC */
+
+void sc_clock_setup(int clock_is_libc)
+{
+	int ok = 0;
+#if defined(__x86_64__)
+	unsigned a, b, c, d;
+	const char *v = getenv("SOCKCAP_CLOCK");
+	/* 1. only libc's own clock (libfaketime interposes clock_gettime: its
+	 *    shifted clock is the one to record, so every read goes to it) */
+	/* 2. only an invariant TSC (CPUID 0x80000007 EDX bit 8: constant rate in
+	 *    every P- and C-state), and not when SOCKCAP_CLOCK=vdso */
+	if (clock_is_libc && !(v && strcmp(v, "vdso") == 0) && __get_cpuid(0x80000007, &a, &b, &c, &d) &&
+	    (d & (1u << 8)))
+		ok = 1;
+#else
+	(void)clock_is_libc;
+#endif
+	__atomic_store_n(&sc_tsc_ok, ok, __ATOMIC_RELAXED);
+}
+
+/* sc_now_anchor reads CLOCK_REALTIME, makes it the calling thread's anchor
+ * and refits ns per tick when its window is long enough. Async-signal-safe:
+ * while it runs, span is 0 and busy is set, so a signal handler's sc_now
+ * reads the clock without touching the state; an anchor taken by a handler
+ * between the loads of sc_now's fast path bumps seq, which sends that
+ * sc_now here again. */
+int64_t sc_now_anchor(void)
+{
+#if defined(__x86_64__)
+	struct sc_clk *K = &sc_t.clk;
+	if (K->busy || K->loose >= CLK_LOOSE_MAX)
+		return sc_now_vdso();
+	K->busy = 1;
+	K->span = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	/* 1. the clock between two TSC readings: the midpoint is its tick, to
+	 *    within half their distance — read again once when they are too far
+	 *    apart (the thread was interrupted); a reading not that tight is
+	 *    used for this timestamp only (no extrapolation, no fit), and after
+	 *    CLK_LOOSE_MAX of them in a row (a slow clock: no vDSO, valgrind)
+	 *    the thread reads the clock for every record */
+	uint64_t mult = K->mult ? K->mult : __atomic_load_n(&clk_mult_shared, __ATOMIC_RELAXED);
+	uint64_t tight = mult ? ((uint64_t)CLK_TIGHT_NS << 32) / mult : CLK_TIGHT_TICKS;
+	uint64_t c0, c1;
+	int64_t ns;
+	int tries = 0;
+	do {
+		c0 = __builtin_ia32_rdtsc();
+		ns = sc_now_vdso();
+		c1 = __builtin_ia32_rdtsc();
+	} while (c1 - c0 > tight && ++tries < 2);
+	if (c1 - c0 > tight) {
+		K->loose++;
+		K->seq++;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		K->busy = 0; /* span stays 0: the next read anchors again */
+		return ns;
+	}
+	uint64_t c = c0 + (c1 - c0) / 2;
+	K->loose = 0;
+	/* 2. a recent anchor's extrapolation far from the clock (the clock was
+	 *    set, the TSC jumped, the fit is off): no extrapolation until a new
+	 *    fit, and the shared fit is dropped too */
+	int bad = 0;
+	if (mult && K->anc_ns) {
+		uint64_t d = c - K->anc_tsc;
+		if (d <= ((uint64_t)4 * CLK_SPAN_NS << 32) / mult) {
+			int64_t pred = K->anc_ns + (int64_t)(((unsigned __int128)d * mult) >> 32);
+			int64_t err = pred - ns;
+			if (err > CLK_MAX_ERR_NS || err < -CLK_MAX_ERR_NS)
+				bad = 1;
+		}
+	}
+	if (bad) {
+		mult = 0;
+		__atomic_store_n(&clk_mult_shared, 0, __ATOMIC_RELAXED);
+	}
+	/* 3. the fit: ns per tick over this thread's window, once it spans
+	 *    10 ms, then every second (a window restarts when the clock went
+	 *    back or after a bad extrapolation) */
+	uint64_t cal_tsc = K->cal_tsc;
+	int64_t cal_ns = K->cal_ns;
+	if (bad || !cal_ns || ns < cal_ns || c < cal_tsc) {
+		cal_tsc = c;
+		cal_ns = ns;
+	} else {
+		int64_t dn = ns - cal_ns;
+		uint64_t dc = c - cal_tsc;
+		if (dn >= CLK_FIT_NS && dc > 0 && (!K->mult || dn >= CLK_REFIT_NS)) {
+			uint64_t m = (uint64_t)(((unsigned __int128)(uint64_t)dn << 32) / dc);
+			/* a plausible rate: 62.5 MHz to 16 GHz */
+			if (m >= (1ULL << 32) / 16 && m <= (1ULL << 32) * 16) {
+				mult = m;
+				__atomic_store_n(&clk_mult_shared, m, __ATOMIC_RELAXED);
+			}
+			if (dn >= CLK_REFIT_NS) {
+				cal_tsc = c;
+				cal_ns = ns;
+			}
+		}
+	}
+	/* 4. the new anchor; span last, after the fields it guards */
+	K->anc_tsc = c;
+	K->anc_ns = ns;
+	K->mult = mult; /* 0 after a bad extrapolation; else this thread's fit or the shared one */
+	K->cal_tsc = cal_tsc;
+	K->cal_ns = cal_ns;
+	K->seq++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	K->span = mult ? ((uint64_t)CLK_SPAN_NS << 32) / mult : 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	K->busy = 0;
+	return ns;
+#else
+	return sc_now_vdso();
+#endif
+}
 
 static int64_t mono_now(void)
 {

@@ -150,13 +150,44 @@ SC_HIDDEN void sc_encode_dgram(struct sc_buf *b, int fd, int64_t ret, int err, u
 			       const struct sockaddr *peer, socklen_t peer_len, int same);
 /* sc_addr_key identifies an address (to elide repeated datagram peers). */
 SC_HIDDEN uint64_t sc_addr_key(const struct sockaddr *sa, socklen_t len);
+/* sc_in4_key is sc_addr_key's exact form for an IPv4 address: the first 8
+ * bytes of the sockaddr_in as they are (family, port, address; one load). The
+ * family AF_INET in its first two bytes keeps it nonzero and apart from other
+ * families' keys (sc_addr_key sets bit 63 of those). The caller has checked len >= sizeof(struct sockaddr_in). */
+static inline uint64_t sc_in4_key(const struct sockaddr *sa)
+{
+	uint64_t k;
+	memcpy(&k, sa, 8);
+	return k;
+}
 /* sc_encode_event writes the fields after dt into b. */
 SC_HIDDEN void sc_encode_event(struct sc_buf *b, const struct sc_event *e);
 
 /* ---- segment.c: log file, chunks, commit ---- */
-/* sc_now reads the record clock: CLOCK_REALTIME through the vDSO, as the
- * process sees it (libfaketime, when preloaded too, shifts it). */
-static inline int64_t sc_now(void)
+/* The TSC clock (sc_now): per thread, an anchor — a TSC reading and the
+ * CLOCK_REALTIME read next to it — and ns per tick (mult, 32.32 fixed
+ * point) fitted by the thread itself against CLOCK_REALTIME over >= 10 ms
+ * windows, refitted every second. Between anchors a timestamp is the anchor
+ * plus the ticks since, scaled; an anchor is used for at most span ticks
+ * (1 ms), then CLOCK_REALTIME is read again. */
+struct sc_clk {
+	uint64_t anc_tsc;  /* TSC at the anchor */
+	int64_t anc_ns;    /* CLOCK_REALTIME at the anchor */
+	uint64_t span;     /* ticks the anchor serves; 0: read the clock */
+	uint64_t mult;     /* ns per tick << 32; 0: not fitted yet */
+	uint64_t cal_tsc;  /* start of the fitting window */
+	int64_t cal_ns;
+	uint32_t seq;      /* bumped by every anchor (a signal handler's too) */
+	int busy;          /* inside sc_now_anchor */
+	int loose;         /* clock readings in a row not tight between their TSC readings */
+};
+/* sc_tsc_ok: the TSC clock is on (x86-64 with an invariant TSC, the clock
+ * is libc's own clock_gettime — not libfaketime's —, SOCKCAP_CLOCK not
+ * "vdso"); set once at start by sc_clock_setup. */
+SC_HIDDEN extern int sc_tsc_ok;
+SC_HIDDEN void sc_clock_setup(int clock_is_libc);
+SC_HIDDEN int64_t sc_now_anchor(void);
+static inline int64_t sc_now_vdso(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -185,9 +216,34 @@ struct sc_thread {
 	uint8_t *pending_unmap;
 	int crit, filling;
 	int guard;               /* >0: inside the library or a resolver; do not record */
+	struct sc_clk clk;       /* the TSC clock's anchor */
 };
 SC_HIDDEN extern SC_TLS struct sc_thread sc_t;
 SC_HIDDEN extern volatile uint32_t sc_gen;
+
+/* sc_now reads the record clock: CLOCK_REALTIME as the process sees it —
+ * through the vDSO, or (sc_tsc_ok) extrapolated from the TSC within 1 ms of
+ * a vDSO reading (see struct sc_clk). With libfaketime preloaded too the
+ * TSC clock is off and libfaketime's clock_gettime shifts every timestamp. */
+static inline int64_t sc_now(void)
+{
+#if defined(__x86_64__)
+	if (SC_LIKELY(sc_tsc_ok)) {
+		struct sc_clk *K = &sc_t.clk;
+		uint32_t s = K->seq;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		uint64_t d = __builtin_ia32_rdtsc() - K->anc_tsc;
+		if (SC_LIKELY(d < K->span)) {
+			int64_t t = K->anc_ns + (int64_t)((d * K->mult) >> 32);
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			if (SC_LIKELY(K->seq == s)) /* no anchor in between (a signal handler's) */
+				return t;
+		}
+		return sc_now_anchor();
+	}
+#endif
+	return sc_now_vdso();
+}
 
 /* the calling thread's current chunk serial (0: none) */
 static inline uint64_t sc_chunk_serial(void)
@@ -201,16 +257,46 @@ static inline int sc_room(uint32_t need)
 	return sc_t.gen == sc_gen && sc_t.chunk && sc_t.pos + need <= SC_CHUNK_SIZE;
 }
 
-/* sc_raw_zz writes a zigzag varint at q (no bounds check: the caller has room). */
-static inline uint8_t *sc_raw_zz(uint8_t *q, int64_t v)
+/* sc_raw_uv writes an unsigned varint at q (no bounds check: the caller has
+ * room). The one-, two- and three-byte forms — an fd, a length, the ns since
+ * the previous record of a busy thread — are written without the loop; every
+ * store lands inside the varint (the byte after a record must stay zero). */
+static inline __attribute__((always_inline)) uint8_t *sc_raw_uv(uint8_t *q, uint64_t u)
 {
-	uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+	if (SC_LIKELY(u < 0x80)) {
+		q[0] = (uint8_t)u;
+		return q + 1;
+	}
+	if (SC_LIKELY(u < 0x4000)) {
+		/* low 7 bits | 0x80, then bits 7..13 one byte up: u + (u & ~0x7f) */
+		uint16_t w = (uint16_t)((u + (u & ~(uint64_t)0x7f)) | 0x80);
+		memcpy(q, &w, 2);
+		return q + 2;
+	}
+	if (u < 0x200000) {
+		uint16_t w = (uint16_t)(((u & 0x3fff) + (u & 0x3f80)) | 0x8080);
+		memcpy(q, &w, 2);
+		q[2] = (uint8_t)(u >> 14);
+		return q + 3;
+	}
 	while (u >= 0x80) {
 		*q++ = (uint8_t)(u | 0x80);
 		u >>= 7;
 	}
 	*q++ = (uint8_t)u;
 	return q;
+}
+
+/* sc_raw_zz writes a zigzag varint at q (no bounds check: the caller has room). */
+static inline __attribute__((always_inline)) uint8_t *sc_raw_zz(uint8_t *q, int64_t v)
+{
+	return sc_raw_uv(q, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* sc_raw_nn writes the zigzag varint of v >= 0 (an fd, a byte count) at q. */
+static inline __attribute__((always_inline)) uint8_t *sc_raw_nn(uint8_t *q, int64_t v)
+{
+	return sc_raw_uv(q, (uint64_t)v << 1);
 }
 
 /* ---- fdtable.c: per-fd state ---- */
