@@ -82,6 +82,19 @@ type repairScratch struct {
 	rowv               []float64 // one row's values at its spans' columns
 	hung               hungScratch
 	memo               blockMemo
+	groups             groupScratch // assignByDest's grouping of the calls
+	connLast           pairTable    // connHints' last span per connection
+	connPrev           []int32      // connHints' previous span on the connection
+}
+
+// groupScratch is assignByDest's votes and groups, reused.
+type groupScratch struct {
+	voteTab, groupTab pairTable
+	voteKey           []uint64
+	voteN             []int
+	best              []int    // by destination node: the most votes (0: none)
+	cause             []uint64 // by destination node: the cause with the most votes
+	lists             [][]int32
 }
 
 // blockMemo holds the span costs of the rows of one assignment block
@@ -833,31 +846,60 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 	// (the sender and role of their parents, by majority): one message
 	// causes one call, so within a group a span takes at most one, and
 	// replicas of a callee (AP1, AP2) share a group.
-	votes := map[[2]uint64]int{}
+	// (Tables and slices reused from node to node instead of maps: the
+	// votes are by destination and the sender and role of the parent, one
+	// key of 31 + 32 + 1 bits.)
+	gs := &j.scr.groups
+	nn := len(j.t.Nodes)
+	if len(gs.best) < nn {
+		gs.best, gs.cause = make([]int, nn), make([]uint64, nn)
+	}
+	votes := gs.voteTab.reset(64)
+	gs.voteKey, gs.voteN = gs.voteKey[:0], gs.voteN[:0]
 	for _, k := range calls {
 		if p := j.parent[k]; p >= 0 {
-			votes[[2]uint64{uint64(j.msgs[k].Dst), uint64(j.msgs[p].Src)<<1 | uint64(j.r.role[p]&1)}]++
+			v := uint64(uint32(j.msgs[k].Dst))<<33 | uint64(uint32(j.msgs[p].Src))<<1 | uint64(j.r.role[p]&1)
+			if x, ok := votes.get(v); ok {
+				gs.voteN[x]++
+			} else {
+				votes.put(v, int32(len(gs.voteKey)))
+				gs.voteKey = append(gs.voteKey, v)
+				gs.voteN = append(gs.voteN, 1)
+			}
 		}
 	}
-	cause := map[uint64]uint64{}
-	best := map[uint64]int{}
-	for v, n := range votes {
-		if n > best[v[0]] || n == best[v[0]] && v[1] < cause[v[0]] {
-			best[v[0]], cause[v[0]] = n, v[1]
+	// The most votes, the smallest cause among equals (order-free).
+	for x, v := range gs.voteKey {
+		d, c, n := v>>33, v&(1<<33-1), gs.voteN[x]
+		if n > gs.best[d] || n == gs.best[d] && c < gs.cause[d] {
+			gs.best[d], gs.cause[d] = n, c
 		}
 	}
-	groups := map[uint64][]int32{}
-	var order []uint64
+	groupOf := gs.groupTab.reset(64)
+	groups := gs.lists[:0]
 	for _, k := range calls {
-		d := uint64(1)<<63 | uint64(j.msgs[k].Dst)
-		if c, ok := cause[uint64(j.msgs[k].Dst)]; ok {
-			d = c
+		dst := j.msgs[k].Dst
+		d := uint64(1)<<63 | uint64(dst)
+		if gs.best[dst] > 0 {
+			d = gs.cause[dst]
 		}
-		if _, ok := groups[d]; !ok {
-			order = append(order, d)
+		x, ok := groupOf.get(d)
+		if !ok {
+			x = int32(len(groups))
+			groupOf.put(d, x)
+			if len(groups) < cap(groups) {
+				groups = groups[:len(groups)+1]
+				groups[x] = groups[x][:0]
+			} else {
+				groups = append(groups, nil)
+			}
 		}
-		groups[d] = append(groups[d], k)
+		groups[x] = append(groups[x], k)
 	}
+	for _, v := range gs.voteKey {
+		gs.best[v>>33], gs.cause[v>>33] = 0, 0
+	}
+	gs.lists = groups
 	var cost []float64
 	var cols []int32 // span of each column; a span has one column per slot
 	var slot []int
@@ -884,8 +926,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 	defer func() { j.scr.ver = ver }()
 	j.scr.memo.prevStart = j.scr.memo.prevStart[:0]
 	var ma []int32
-	for _, d := range order {
-		g := groups[d]
+	for _, g := range groups {
 		// Take the whole group out of the spans.
 		for _, k := range g {
 			if s, ok := ns.at(j.callSpan[k]); ok {
