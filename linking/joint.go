@@ -587,13 +587,13 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 	}
 	// Messages from untraced senders: the paired request, else the most
 	// likely message the other way (A→B→A causality, §5.1).
-	for i := range j.msgs {
-		m := &j.msgs[i]
-		if m.Send != trace.Unknown {
+	for i := range j.hot {
+		h := &j.hot[i]
+		if h.send != trace.Unknown {
 			continue
 		}
-		if j.r.role[i] == roleReply {
-			p := j.r.peer[i]
+		if h.role == roleReply {
+			p := h.peer
 			j.parent[i], j.prob[i] = p, 1
 			j.kids[p] = min(j.kids[p]+1, 255)
 			continue
