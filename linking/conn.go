@@ -2,6 +2,7 @@ package linking
 
 import (
 	"math"
+	"slices"
 
 	"wap5/trace"
 )
@@ -33,9 +34,11 @@ func (j *joint) connHints(b trace.NodeID, ns *nodeSpans) {
 	ns.hints = nil
 	ns.connCost = 0
 	// Requests on one incoming connection, in receive order (ns.req is).
-	type conn struct{ src, dst trace.EndpointID }
-	last := map[conn]int32{}
-	prev := make([]int32, len(ns.req))
+	// The last span of each connection (src, dst endpoints), in a table
+	// reused from node to node.
+	last := j.scr.connLast.reset(len(ns.req))
+	prev := slices.Grow(j.scr.connPrev[:0], len(ns.req))[:len(ns.req)]
+	j.scr.connPrev = prev
 	any := false
 	for s, c := range ns.req {
 		m := &j.msgs[c]
@@ -43,12 +46,12 @@ func (j *joint) connHints(b trace.NodeID, ns *nodeSpans) {
 		if m.SrcEP == trace.NoEndpoint || m.DstEP == trace.NoEndpoint {
 			continue
 		}
-		k := conn{m.SrcEP, m.DstEP}
-		if p, ok := last[k]; ok {
+		k := uint64(uint32(m.SrcEP))<<32 | uint64(uint32(m.DstEP))
+		if p, ok := last.get(k); ok {
 			prev[s] = p
 			any = true
 		}
-		last[k] = int32(s)
+		last.put(k, int32(s))
 	}
 	if !any {
 		return

@@ -364,48 +364,70 @@ func (l *linker) floorDelay(d float64) float64 {
 }
 
 // pairTable maps uint64 keys (node pairs, pattern hashes) to int32 ids ≥ 0:
-// open addressing, linear probing, grown at half full.
+// open addressing, linear probing, grown at half full. A slot holds its key
+// and value together: a probe of a large table (the classes of a node on a
+// large trace) misses the cache once, not once per array.
 type pairTable struct {
-	keys []uint64
-	vals []int32 // id+1 (0: empty slot)
+	ents []pairEnt
 	n    int
 }
 
+type pairEnt struct {
+	key uint64
+	val int32 // id+1 (0: empty slot)
+}
+
 func newPairTable(size int) *pairTable {
-	return &pairTable{keys: make([]uint64, size), vals: make([]int32, size)}
+	return &pairTable{ents: make([]pairEnt, size)}
+}
+
+// reset empties t (allocating it when nil) with room for n keys without
+// growing, and returns it.
+func (t *pairTable) reset(n int) *pairTable {
+	size := 64
+	for size < 2*(n+1) {
+		size *= 2
+	}
+	if cap(t.ents) < size {
+		t.ents = make([]pairEnt, size)
+	} else {
+		t.ents = t.ents[:size]
+		clear(t.ents)
+	}
+	t.n = 0
+	return t
 }
 
 func (t *pairTable) slot(k uint64) int {
-	mask := len(t.keys) - 1
+	mask := len(t.ents) - 1
 	h := int(mix(k) & uint64(mask))
-	for t.vals[h] != 0 && t.keys[h] != k {
+	for e := &t.ents[h]; e.val != 0 && e.key != k; e = &t.ents[h] {
 		h = (h + 1) & mask
 	}
 	return h
 }
 
 func (t *pairTable) get(k uint64) (int32, bool) {
-	h := t.slot(k)
-	if t.vals[h] == 0 {
+	e := &t.ents[t.slot(k)]
+	if e.val == 0 {
 		return 0, false
 	}
-	return t.vals[h] - 1, true
+	return e.val - 1, true
 }
 
 func (t *pairTable) put(k uint64, v int32) {
-	if 2*(t.n+1) > len(t.keys) {
-		oldk, oldv := t.keys, t.vals
-		t.keys, t.vals = make([]uint64, 2*len(oldk)), make([]int32, 2*len(oldk))
-		for i, v := range oldv {
-			if v != 0 {
-				h := t.slot(oldk[i])
-				t.keys[h], t.vals[h] = oldk[i], v
+	if 2*(t.n+1) > len(t.ents) {
+		old := t.ents
+		t.ents = make([]pairEnt, 2*len(old))
+		for _, e := range old {
+			if e.val != 0 {
+				t.ents[t.slot(e.key)] = e
 			}
 		}
 	}
-	h := t.slot(k)
-	if t.vals[h] == 0 {
+	e := &t.ents[t.slot(k)]
+	if e.val == 0 {
 		t.n++
 	}
-	t.keys[h], t.vals[h] = k, v+1
+	*e = pairEnt{k, v + 1}
 }

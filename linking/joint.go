@@ -76,13 +76,12 @@ func intern[K comparable](ids map[K]int32, k K) int32 {
 }
 
 type classModel struct {
-	d   dist
-	mom moments
+	// What a link's cost reads (d, logTrans, fit) comes first, within
+	// one cache line for most classes of the slab.
+	d dist
 	// logTrans is log P(this class | its trigger's class): how often a
 	// message like the trigger causes a message like this one.
 	logTrans float64
-	peak     *dist // the peak found in cand, kept for the passes before repair
-	key      classKey
 	// The delays of a pass are kept outside the classes (a large trace
 	// has millions of classes, most with a delay or two), by idx:
 	// joint.samples are the delays of the chosen links, seconds;
@@ -91,11 +90,14 @@ type classModel struct {
 	// joint.cand the delays to every admissible candidate in the first
 	// pass: true links pile up in a peak above the spread of false ones.
 	idx    int32 // position in joint.classes of the current run
-	pool   int32 // models.poolID of its poolKey
-	trig   int32 // models.trigID of its trigKey
 	fit    bool  // d was fitted from chosen links
 	active bool  // has data in the current pass (listed in joint.active)
-	// (Fields ordered by size: 112 bytes.)
+	peak   *dist // the peak found in cand, kept for the passes before repair
+	pool   int32 // models.poolID of its poolKey
+	trig   int32 // models.trigID of its trigKey
+	mom    moments
+	key    classKey
+	// (112 bytes.)
 }
 
 type fanModel struct {
@@ -177,12 +179,13 @@ type joint struct {
 	horizon []int64
 
 	// Fast paths to the models, by edge id.
-	// classTabs map (trigger edge, action edge, reply, ret) to an index in
+	// classTabs map (trigger edge, action edge, reply, ret) to a class of
 	// classes: one probe per lookup, in a table per node (the node the
 	// action is sent from), so that a node's sweep and repair stay within
 	// a small table rather than probing one as large as the trace's classes.
-	classTabs []*pairTable
+	classTabs []*classTable
 	classes   []*classModel
+	pairMemo  []pairMemo   // classOfPair's memo
 	slab      []classModel // classModels are allocated from here, 1024 at a time
 	// The classes' delays of the current pass, by class index (see
 	// classModel); cand only in the first pass.
@@ -192,9 +195,8 @@ type joint struct {
 	fanByEdge        []*fanModel
 	countByEdge      []*countModel
 	spanIdx          []int32 // request → its span at the node being repaired, or −1
-	// needAt is, for calls, when their span must still be open (need), as
-	// an offset from the send (needFar: too far for 32 bits, computed).
-	needAt []uint32
+	// hot is what the passes read of every message, in one record.
+	hot []msgHot
 	// active lists the classes with data in the current pass, so that
 	// refitting does not walk every class a large trace ever had.
 	active []*classModel
@@ -234,12 +236,14 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	j.initCaches()
 	j.markHalves()
 	j.client = Clients(l.t, l.o.FixedPortPeers)
-	j.needAt = make([]uint32, n)
+	j.hot = make([]msgHot, n)
 	for k := range j.msgs {
-		if m := &j.msgs[k]; m.Send != trace.Unknown && r.role[k] == roleRequest {
-			j.needAt[k] = needFar
+		m := &j.msgs[k]
+		j.hot[k] = msgHot{send: m.Send, recv: m.Recv, peer: r.peer[k], edge: l.edge[k], role: r.role[k], half: j.half[k]}
+		if m.Send != trace.Unknown && r.role[k] == roleRequest {
+			j.hot[k].need = needFar
 			if d := j.needOf(m.Src, int32(k)) - m.Send; d < needFar {
-				j.needAt[k] = uint32(d)
+				j.hot[k].need = uint32(d)
 			}
 		}
 	}
@@ -256,7 +260,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	hugePages(j.callSpan)
 	hugePages(j.unsure)
 	hugePages(j.half)
-	hugePages(j.needAt)
+	hugePages(j.hot)
 	hugePages(j.spanIdx)
 	j.countPriors()
 	j.learnActors()
@@ -357,20 +361,22 @@ func (j *joint) closes(sp int32) int64 {
 		}
 		return math.MinInt64
 	}
-	if j.r.role[sp] == roleRequest {
-		if p := j.r.peer[sp]; j.msgs[p].Send != trace.Unknown {
-			return j.msgs[p].Send
+	h := &j.hot[sp]
+	if h.role == roleRequest {
+		if p := h.peer; j.hot[p].send != trace.Unknown {
+			return j.hot[p].send
 		}
 	}
-	if j.half[sp] == halfOpen && j.msgs[sp].Recv != trace.Unknown { // its reply was lost: no longer than the node's spans
-		return j.msgs[sp].Recv + j.horizon[j.msgs[sp].Dst]
+	if h.half == halfOpen && h.recv != trace.Unknown { // its reply was lost: no longer than the node's spans
+		return h.recv + j.horizon[j.edgeDst[h.edge]]
 	}
 	return math.MaxInt64
 }
 
 func (j *joint) classOf(trig, act int32) *classModel {
-	te, ae, reply := j.edge[trig], j.edge[act], j.r.role[act] == roleReply || j.half[act] == halfHead
-	ret := j.r.role[trig] == roleReply
+	ht, ha := &j.hot[trig], &j.hot[act]
+	te, ae, reply := ht.edge, ha.edge, ha.role == roleReply || ha.half == halfHead
+	ret := ht.role == roleReply
 	fk := uint64(uint32(te))<<33 | uint64(uint32(ae))<<2
 	if reply {
 		fk |= 2
@@ -378,13 +384,14 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	if ret {
 		fk |= 1
 	}
-	tab := j.classTabs[j.msgs[act].Src]
+	src := j.edgeSrc[ae]
+	tab := j.classTabs[src]
 	if tab == nil {
-		tab = newPairTable(64)
-		j.classTabs[j.msgs[act].Src] = tab
+		tab = newClassTable()
+		j.classTabs[src] = tab
 	}
-	if ci, ok := tab.get(fk); ok {
-		return j.classes[ci]
+	if c := tab.get(fk); c != nil {
+		return c
 	}
 	m, a := &j.msgs[trig], &j.msgs[act]
 	k := classKey{trig: j.trigNode(m.Src), node: a.Src, act: j.trigNode(a.Dst), reply: reply, ret: j.r.role[trig] == roleReply}
@@ -397,7 +404,7 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	if keyed {
 		c = j.mod.class[k]
 		if c != nil && int(c.idx) < len(j.classes) && j.classes[c.idx] == c {
-			tab.put(fk, c.idx) // in this run already, under another pair of edges
+			tab.put(fk, c) // in this run already, under another pair of edges
 			return c
 		}
 	}
@@ -415,8 +422,77 @@ func (j *joint) classOf(trig, act int32) *classModel {
 		}
 	}
 	c.idx = int32(len(j.classes))
-	tab.put(fk, c.idx)
+	tab.put(fk, c)
 	j.classes = append(j.classes, c)
+	return c
+}
+
+// classTable maps a class's pair of edges (the key classOf builds) to the
+// class: pairTable's probing with the model itself in the slot, so that a
+// lookup does not follow an index through joint.classes (a scattered load
+// on a large trace).
+type classTable struct {
+	ents []classEnt
+	n    int
+}
+
+type classEnt struct {
+	key uint64
+	c   *classModel // nil: empty slot
+}
+
+func newClassTable() *classTable { return &classTable{ents: make([]classEnt, 64)} }
+
+func (t *classTable) slot(k uint64) int {
+	mask := len(t.ents) - 1
+	h := int(mix(k) & uint64(mask))
+	for e := &t.ents[h]; e.c != nil && e.key != k; e = &t.ents[h] {
+		h = (h + 1) & mask
+	}
+	return h
+}
+
+func (t *classTable) get(k uint64) *classModel { return t.ents[t.slot(k)].c }
+
+func (t *classTable) put(k uint64, c *classModel) {
+	if 2*(t.n+1) > len(t.ents) {
+		old := t.ents
+		t.ents = make([]classEnt, 2*len(old))
+		for _, e := range old {
+			if e.c != nil {
+				t.ents[t.slot(e.key)] = e
+			}
+		}
+	}
+	e := &t.ents[t.slot(k)]
+	if e.c == nil {
+		t.n++
+	}
+	*e = classEnt{k, c}
+}
+
+// pairMemo is a slot of joint.pairMemo: the class of a (trigger, action)
+// pair of messages.
+type pairMemo struct {
+	trig, act int32
+	c         *classModel
+}
+
+// pairMemoBits sizes joint.pairMemo (16 bytes a slot: 256 KB).
+const pairMemoBits = 14
+
+// classOfPair is classOf through a small direct-mapped memo of the pairs
+// looked up lately: the repair costs the same spans, so the same pairs,
+// over and over, and a pair's class never changes within a run (a miss
+// calls classOf, which makes the class where new, as before).
+func (j *joint) classOfPair(trig, act int32) *classModel {
+	h := (uint32(trig)*0x9e3779b1 ^ uint32(act)*0x85ebca77) >> (32 - pairMemoBits)
+	e := &j.pairMemo[h]
+	if e.c != nil && e.trig == trig && e.act == act {
+		return e.c
+	}
+	c := j.classOf(trig, act)
+	*e = pairMemo{trig, act, c}
 	return c
 }
 
@@ -463,8 +539,9 @@ func (d *delayList) group(n int) {
 func (d *delayList) of(c *classModel) []float32 { return d.byCls[d.start[c.idx]:d.start[c.idx+1]] }
 
 func (j *joint) fanOf(trig int32) *fanModel {
-	ret := j.r.role[trig] == roleReply
-	slot := 2 * j.edge[trig]
+	h := &j.hot[trig]
+	ret := h.role == roleReply
+	slot := 2 * h.edge
 	if ret {
 		slot++
 	}
@@ -496,11 +573,11 @@ func (j *joint) cost(trig, act int32, dt float64) float64 {
 
 // logf is the log density of trig causing act after dt seconds.
 func (j *joint) logf(trig, act int32, dt float64) float64 {
-	c := j.classOf(trig, act)
+	c := j.classOfPair(trig, act)
 	lp := c.d.logpdf(dt) + c.logTrans
 	if c.fit {
 		// The mixture 0.9·class + 0.1·base, by its larger term.
-		lp = math.Max(lp+log09, j.base[j.edge[act]].logpdf(dt)+log01)
+		lp = math.Max(lp+log09, j.base[j.hot[act].edge].logpdf(dt)+log01)
 	}
 	return lp
 }
@@ -542,13 +619,13 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 	}
 	// Messages from untraced senders: the paired request, else the most
 	// likely message the other way (A→B→A causality, §5.1).
-	for i := range j.msgs {
-		m := &j.msgs[i]
-		if m.Send != trace.Unknown {
+	for i := range j.hot {
+		h := &j.hot[i]
+		if h.send != trace.Unknown {
 			continue
 		}
-		if j.r.role[i] == roleReply {
-			p := j.r.peer[i]
+		if h.role == roleReply {
+			p := h.peer
 			j.parent[i], j.prob[i] = p, 1
 			j.kids[p] = min(j.kids[p]+1, 255)
 			continue
@@ -577,6 +654,19 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 	}
 }
 
+// msgHot is what the passes read of a message, in one 32-byte record (two
+// per cache line): a node's messages are scattered over a large trace, and
+// the message (72 bytes) and each per-message array cost a cache miss of
+// their own. Its sender and receiver are edgeSrc and edgeDst of its edge
+// (small tables that stay in cache).
+type msgHot struct {
+	send, recv int64  // the message's Send and Recv
+	peer       int32  // r.peer
+	edge       int32  // linker.edge
+	need       uint32 // calls: when their span must still be open, after the send (needFar: too far, computed)
+	role, half uint8  // r.role, joint.half
+}
+
 // liveMsg is a received message in play in a sweep, with what the sweep
 // reads of it at hand: its receive time, its span and the span's closing
 // time (updated when its span changes), its edge, whether it is a return,
@@ -597,21 +687,22 @@ type liveMsg struct {
 // node's class table and the send's part of the table key (classOf).
 type sendCtx struct {
 	o    int32
-	tab  *pairTable
+	tab  *classTable
 	key  uint64
 	base dist // the send's WAP5 exponential (j.base of its edge)
 }
 
 func (j *joint) newSendCtx(o int32) sendCtx {
-	src := j.msgs[o].Src
+	h := &j.hot[o]
+	ae := h.edge
+	src := j.edgeSrc[ae]
 	tab := j.classTabs[src]
 	if tab == nil {
-		tab = newPairTable(64)
+		tab = newClassTable()
 		j.classTabs[src] = tab
 	}
-	ae := j.edge[o]
 	k := uint64(uint32(ae)) << 2
-	if j.r.role[o] == roleReply || j.half[o] == halfHead {
+	if h.role == roleReply || h.half == halfHead {
 		k |= 2
 	}
 	return sendCtx{o: o, tab: tab, key: k, base: j.base[ae]}
@@ -624,8 +715,8 @@ func (j *joint) classLive(x *sendCtx, e *liveMsg) *classModel {
 	if e.ret {
 		fk |= 1
 	}
-	if ci, ok := x.tab.get(fk); ok {
-		return j.classes[ci]
+	if c := x.tab.get(fk); c != nil {
+		return c
 	}
 	return j.classOf(e.i, x.o)
 }
@@ -653,13 +744,14 @@ func (j *joint) sweep(b trace.NodeID) {
 	defer func() { j.live = live }()
 	hi := 0
 	for _, o := range outs {
-		m := &j.msgs[o]
-		s := m.Send
+		ho := &j.hot[o]
+		s := ho.send
 		for hi < len(ins) && recv[hi] <= s {
 			i := ins[hi]
 			sp := j.span[i]
+			hm := &j.hot[i]
 			live = append(live, liveMsg{i: i, sp: sp, recv: recv[hi], close: j.closes(sp),
-				edge: j.edge[i], kids: j.kids[i], ret: j.r.role[i] == roleReply})
+				edge: hm.edge, kids: j.kids[i], ret: hm.role == roleReply})
 			hi++
 		}
 		// Drop what the window or a closed span rules out for good. (A
@@ -676,8 +768,8 @@ func (j *joint) sweep(b trace.NodeID) {
 		}
 		live = live[:w]
 
-		isReply := j.r.role[o] == roleReply
-		if j.r.role[o] == roleOneway && j.orphanReply(o) {
+		isReply := ho.role == roleReply
+		if ho.role == roleOneway && j.orphanReply(o) {
 			// A reply whose request was lost: it starts nothing and
 			// belongs to no span it could be attached to.
 			j.callSpan[o] = spanRoot
@@ -687,10 +779,10 @@ func (j *joint) sweep(b trace.NodeID) {
 		need := s
 		var ret int32 = -1
 		var retRecv int64 = trace.Unknown // ret's receive time when b received it
-		if j.r.role[o] == roleRequest {
-			ret = j.r.peer[o]
-			if rm := &j.msgs[ret]; rm.Dst == b {
-				retRecv = rm.Recv
+		if ho.role == roleRequest {
+			ret = ho.peer
+			if rm := &j.hot[ret]; j.edgeDst[rm.edge] == b {
+				retRecv = rm.recv
 			}
 			if retRecv != trace.Unknown && retRecv > need {
 				need = retRecv
@@ -698,7 +790,7 @@ func (j *joint) sweep(b trace.NodeID) {
 		}
 		var req int32 = -1
 		if isReply {
-			req = j.r.peer[o]
+			req = ho.peer
 		}
 		x := j.newSendCtx(o)
 		if j.first {
@@ -760,7 +852,7 @@ func (j *joint) sweep(b trace.NodeID) {
 		// far more often than a timer's: spontaneity must clearly win.
 		if !isReply {
 			for _, sp := range j.candS {
-				if sp >= 0 && j.r.role[sp] == roleRequest {
+				if sp >= 0 && j.hot[sp].role == roleRequest {
 					sc += spanCallBonus
 					break
 				}
@@ -779,7 +871,7 @@ func (j *joint) sweep(b trace.NodeID) {
 		for _, c := range j.candC {
 			sum += math.Exp(bc - c)
 		}
-		if best < 0 && isReply && j.msgs[req].Dst == b && j.msgs[req].Recv != trace.Unknown && j.msgs[req].Recv <= s {
+		if hr := &j.hot[max(req, 0)]; best < 0 && isReply && j.edgeDst[hr.edge] == b && hr.recv != trace.Unknown && hr.recv <= s {
 			// No admissible parent (an earlier choice went wrong): keep
 			// the reply with its request rather than orphan it.
 			best, sum = req, 1
@@ -810,14 +902,14 @@ func (j *joint) sweep(b trace.NodeID) {
 					e := &live[j.candQ[0]]
 					c, dt = j.classLive(&x, e), float32(float64(s-e.recv)/1e9)
 				} else {
-					c, dt = j.classOf(best, o), float32(float64(s-j.msgs[best].Recv)/1e9)
+					c, dt = j.classOf(best, o), float32(float64(s-j.hot[best].recv)/1e9)
 				}
 				j.certain.add(c, dt)
 				j.touch(c)
 			}
 		}
 		j.callSpan[o] = sp
-		if ret >= 0 && j.msgs[ret].Dst == b {
+		if ret >= 0 && j.edgeDst[j.hot[ret].edge] == b {
 			j.span[ret] = sp
 			if retRecv != trace.Unknown && retRecv <= s {
 				// Already live (received before this send): its span
@@ -860,8 +952,8 @@ func (j *joint) refit(useCertain, last bool) {
 			if p < 0 {
 				continue
 			}
-			if m, q := &j.msgs[i], &j.msgs[p]; m.Send != trace.Unknown && q.Recv != trace.Unknown && q.Dst == m.Src {
-				j.classOf(p, int32(i)).mom.add(float64(m.Send-q.Recv) / 1e9)
+			if m, q := &j.hot[i], &j.hot[p]; m.send != trace.Unknown && q.recv != trace.Unknown && j.edgeDst[q.edge] == j.edgeSrc[m.edge] {
+				j.classOf(p, int32(i)).mom.add(float64(m.send-q.recv) / 1e9)
 			}
 		}
 		if j.carried == nil {
@@ -885,9 +977,9 @@ func (j *joint) refit(useCertain, last bool) {
 			if p < 0 {
 				continue
 			}
-			if m, q := &j.msgs[i], &j.msgs[p]; q.Recv != trace.Unknown && q.Dst == m.Src {
+			if m, q := &j.hot[i], &j.hot[p]; q.recv != trace.Unknown && j.edgeDst[q.edge] == j.edgeSrc[m.edge] {
 				c := j.classOf(p, i)
-				j.samples.add(c, float32(float64(m.Send-q.Recv)/1e9))
+				j.samples.add(c, float32(float64(m.send-q.recv)/1e9))
 				j.touch(c)
 			}
 		}
@@ -985,8 +1077,8 @@ func (j *joint) refit(useCertain, last bool) {
 	for _, f := range j.mod.fan {
 		f.hist = [4]float64{}
 	}
-	for i := range j.msgs {
-		if j.msgs[i].Recv == trace.Unknown {
+	for i := range j.hot {
+		if j.hot[i].recv == trace.Unknown {
 			continue
 		}
 		k := min(int(j.kids[i]), 3)
@@ -1088,7 +1180,8 @@ func (j *joint) instances() *instances {
 
 func (j *joint) initCaches() {
 	ne := len(j.edgeSrc)
-	j.classTabs, j.classes = make([]*pairTable, len(j.t.Nodes)), nil
+	j.classTabs, j.classes = make([]*classTable, len(j.t.Nodes)), nil
+	j.pairMemo = make([]pairMemo, 1<<pairMemoBits)
 	j.fanByEdge = make([]*fanModel, 2*ne)
 	j.countByEdge = make([]*countModel, ne)
 	j.spanIdx = make([]int32, len(j.msgs))

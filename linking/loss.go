@@ -90,7 +90,7 @@ func (j *joint) lostCause(b trace.NodeID, after int64, a int32) float64 {
 	if math.IsInf(j.lostCost, 1) {
 		return math.Inf(1)
 	}
-	s := j.msgs[a].Send
+	s := j.hot[a].send
 	m := j.marks[b]
 	if p := lastAtOrBefore64(m, s); p < 0 || m[p] <= after {
 		return math.Inf(1)
@@ -101,18 +101,20 @@ func (j *joint) lostCause(b trace.NodeID, after int64, a int32) float64 {
 // lostCall reports whether o, sent by its node, is a call whose return was
 // lost: it is assigned to spans with the paired calls.
 func (j *joint) lostCall(o int32) bool {
-	return j.half[o] == halfOpen && j.msgs[o].Send != trace.Unknown
+	h := &j.hot[o]
+	return h.half == halfOpen && h.send != trace.Unknown
 }
 
 // spanBounds is when request (or half span) c's span at b begins and ends.
 func (j *joint) spanBounds(c int32, longest int64) (int64, int64) {
-	switch j.half[c] {
+	h := &j.hot[c]
+	switch h.half {
 	case halfOpen:
-		return j.msgs[c].Recv, j.msgs[c].Recv + longest
+		return h.recv, h.recv + longest
 	case halfHead:
-		return j.msgs[c].Send - longest, j.msgs[c].Send
+		return h.send - longest, h.send
 	}
-	return j.msgs[c].Recv, j.msgs[j.r.peer[c]].Send
+	return h.recv, j.hot[h.peer].send
 }
 
 // addHalfSpans adds node b's half spans to ns (whose whole spans have
@@ -170,9 +172,9 @@ func (j *joint) headCost() float64 {
 // spanEnds are the sender of the request opening span c and the node
 // serving it (for a headless span, the reply's receiver and sender).
 func (j *joint) spanEnds(c int32) (src, node trace.NodeID) {
-	m := &j.msgs[c]
-	if j.half[c] == halfHead {
-		return m.Dst, m.Src
+	e := j.hot[c].edge
+	if j.hot[c].half == halfHead {
+		return j.edgeDst[e], j.edgeSrc[e]
 	}
-	return m.Src, m.Dst
+	return j.edgeSrc[e], j.edgeDst[e]
 }

@@ -34,7 +34,15 @@ func (l *linker) pairRPCs() *rpcs {
 		call int32
 		a, b trace.NodeID
 	}
-	calls := map[callKey]int32{}
+	// Sized at once: on a large trace growing the maps (rehashing
+	// millions of entries) cost more than filling them.
+	nCalls := 0
+	for i := range l.msgs {
+		if m := &l.msgs[i]; m.Kind == trace.KindCall && m.Call != trace.NoRef && !l.o.IgnoreKinds {
+			nCalls++
+		}
+	}
+	calls := make(map[callKey]int32, nCalls)
 	for i := range l.msgs {
 		m := &l.msgs[i]
 		if m.Kind == trace.KindCall && m.Call != trace.NoRef && !l.o.IgnoreKinds {
@@ -61,20 +69,28 @@ func (l *linker) pairRPCs() *rpcs {
 		ep trace.EndpointID
 	}
 	less := func(a, b end) bool { return a.n < b.n || a.n == b.n && a.ep < b.ep }
-	conns := map[[2]end]int32{}
+	// A call or return with a call id the ids left unpaired lost its
+	// peer: on a reused connection the next message the other way belongs
+	// to another call.
+	onConn := func(i int) bool {
+		m := &l.msgs[i]
+		return r.peer[i] < 0 && m.SrcEP != trace.NoEndpoint && m.DstEP != trace.NoEndpoint &&
+			!(byID && m.Kind != trace.KindNone && m.Call != trace.NoRef)
+	}
+	nOn := 0
+	for i := range l.msgs {
+		if onConn(i) {
+			nOn++
+		}
+	}
+	conns := make(map[[2]end]int32, nOn/2+1) // a request and its reply per connection, at least
 	conn := make([]int32, n)
 	fwd := make([]bool, n)
 	nc := 0
 	for i := range l.msgs {
 		m := &l.msgs[i]
 		conn[i] = -1
-		if r.peer[i] >= 0 || m.SrcEP == trace.NoEndpoint || m.DstEP == trace.NoEndpoint {
-			continue
-		}
-		// A call or return with a call id the ids left unpaired lost its
-		// peer: on a reused connection the next message the other way
-		// belongs to another call.
-		if byID && m.Kind != trace.KindNone && m.Call != trace.NoRef {
+		if !onConn(i) {
 			continue
 		}
 		s, d := end{m.Src, m.SrcEP}, end{m.Dst, m.DstEP}

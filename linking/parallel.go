@@ -103,19 +103,19 @@ func (j *joint) refitParallel(sure []float64) {
 
 // parallelIn is parallelCall for a span of count class ci (−1: none).
 func (j *joint) parallelIn(ci, a int32) bool {
-	if !j.anyParallel || ci < 0 || j.r.role[a] != roleRequest {
+	if !j.anyParallel || ci < 0 || j.hot[a].role != roleRequest {
 		return false
 	}
-	cm := j.countModelIn(ci, j.msgs[a].Dst)
+	cm := j.countModelIn(ci, j.edgeDst[j.hot[a].edge])
 	return cm != nil && cm.parallel
 }
 
 // parallelCall reports whether call a of request c's span is parallel: its
 // parent is the request, not the latest message the span received.
 func (j *joint) parallelCall(c, a int32) bool {
-	if !j.anyParallel || j.r.role[a] != roleRequest {
+	if !j.anyParallel || j.hot[a].role != roleRequest {
 		return false
 	}
-	cm := j.countModelOf(c, j.msgs[a].Dst)
+	cm := j.countModelOf(c, j.edgeDst[j.hot[a].edge])
 	return cm != nil && cm.parallel
 }

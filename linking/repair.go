@@ -82,6 +82,19 @@ type repairScratch struct {
 	rowv               []float64 // one row's values at its spans' columns
 	hung               hungScratch
 	memo               blockMemo
+	groups             groupScratch // assignByDest's grouping of the calls
+	connLast           pairTable    // connHints' last span per connection
+	connPrev           []int32      // connHints' previous span on the connection
+}
+
+// groupScratch is assignByDest's votes and groups, reused.
+type groupScratch struct {
+	voteTab, groupTab pairTable
+	voteKey           []uint64
+	voteN             []int
+	best              []int    // by destination node: the most votes (0: none)
+	cause             []uint64 // by destination node: the cause with the most votes
+	lists             [][]int32
 }
 
 // blockMemo holds the span costs of the rows of one assignment block
@@ -139,15 +152,16 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}()
 	ins := j.insOf(b)
 	for _, c := range ins {
-		if j.r.role[c] != roleRequest {
+		hc := &j.hot[c]
+		if hc.role != roleRequest {
 			continue
 		}
-		if p := j.r.peer[c]; j.msgs[p].Src == b && j.msgs[p].Send != trace.Unknown && j.msgs[p].Send >= j.msgs[c].Recv {
+		if hp := &j.hot[hc.peer]; j.edgeSrc[hp.edge] == b && hp.send != trace.Unknown && hp.send >= hc.recv {
 			ns.sidx[c] = int32(len(ns.req))
 			ns.req = append(ns.req, c)
-			ns.recv = append(ns.recv, j.msgs[c].Recv)
-			ns.end = append(ns.end, j.msgs[p].Send)
-			ns.longest = max(ns.longest, j.msgs[p].Send-j.msgs[c].Recv)
+			ns.recv = append(ns.recv, hc.recv)
+			ns.end = append(ns.end, hp.send)
+			ns.longest = max(ns.longest, hp.send-hc.recv)
 		}
 	}
 	j.addHalfSpans(b, &ns)
@@ -167,7 +181,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		ns.members[s] = ns.members[s][:0]
 	}
 	for _, o := range j.outsOf(b) {
-		if j.r.role[o] != roleRequest && !j.lostCall(o) {
+		if j.hot[o].role != roleRequest && !j.lostCall(o) {
 			continue
 		}
 		calls = append(calls, o)
@@ -238,15 +252,15 @@ func (j *joint) admissibleSpans(b trace.NodeID, ns *nodeSpans, k int32, ins []in
 
 // need is when call k's span must still be open: its return's arrival (b is
 // k's sender). It does not change between passes: the repair reads it from
-// needAt rather than from the return, a scattered load.
+// msgHot.need rather than from the return, a scattered load.
 func (j *joint) need(b trace.NodeID, k int32) int64 {
-	if d := j.needAt[k]; d != needFar {
-		return j.msgs[k].Send + int64(d)
+	if h := &j.hot[k]; h.need != needFar {
+		return h.send + int64(h.need)
 	}
 	return j.needOf(b, k)
 }
 
-// needFar marks a need more than 4.29 s after the send in joint.needAt.
+// needFar marks a need more than 4.29 s after the send in msgHot.need.
 const needFar = math.MaxUint32
 
 // needOf computes need for call k from node b.
@@ -271,7 +285,7 @@ func without(dst, s []int32, k int32) []int32 {
 func (j *joint) with(dst, s []int32, k int32) []int32 {
 	dst = append(dst[:0], s...)
 	dst = append(dst, k)
-	slices.SortFunc(dst, func(x, y int32) int { return cmpTime(j.msgs[x].Send, j.msgs[y].Send) })
+	slices.SortFunc(dst, func(x, y int32) int { return cmpTime(j.hot[x].send, j.hot[y].send) })
 	return dst
 }
 
@@ -322,7 +336,7 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 		// Swaps with the next calls to the same node.
 		for cj := ci + 1; cj < len(calls) && cj <= ci+6; cj++ {
 			k2 := calls[cj]
-			if j.msgs[k2].Dst != j.msgs[k].Dst {
+			if j.edgeDst[j.hot[k2].edge] != j.edgeDst[j.hot[k].edge] {
 				continue
 			}
 			sb, ok := ns.at(j.callSpan[k2])
@@ -358,12 +372,12 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 // fits reports whether call k can belong to request c's span.
 func (j *joint) fits(b trace.NodeID, c, k int32) bool {
 	start, end := j.spanBounds(c, j.curSpans.longest)
-	return start <= j.msgs[k].Send && end >= j.need(b, k)
+	return start <= j.hot[k].send && end >= j.need(b, k)
 }
 
 func (j *joint) setCallSpan(b trace.NodeID, k, c int32) {
 	j.callSpan[k] = c
-	if r := j.r.peer[k]; r >= 0 && j.msgs[r].Dst == b {
+	if r := j.hot[k].peer; r >= 0 && j.edgeDst[j.hot[r].edge] == b {
 		j.span[r] = c
 	}
 }
@@ -394,13 +408,14 @@ type spanHead struct {
 }
 
 func (j *joint) spanHeadOf(c int32) spanHead {
-	hd := spanHead{reply: -1, ci: -1, rs: math.MaxInt64, start: j.msgs[c].Recv, recv: j.msgs[c].Recv, h: j.half[c]}
+	h := &j.hot[c]
+	hd := spanHead{reply: -1, ci: -1, rs: math.MaxInt64, start: h.recv, recv: h.recv, h: h.half}
 	switch hd.h {
 	case halfNone:
-		hd.reply = j.r.peer[c]
-		hd.rs = j.msgs[hd.reply].Send
+		hd.reply = h.peer
+		hd.rs = j.hot[hd.reply].send
 	case halfHead:
-		hd.reply, hd.rs, hd.start = c, j.msgs[c].Send, math.MinInt64
+		hd.reply, hd.rs, hd.start = c, h.send, math.MinInt64
 	}
 	if ci, ok := j.cntCls.get(j.spanClass(c)); ok {
 		hd.ci = ci
@@ -420,18 +435,21 @@ func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 	reply, rs, start := hd.reply, hd.rs, hd.start
 	sc.trig = append(sc.trig[:0], c)
 	for _, k := range calls {
-		if j.msgs[k].Send < start {
+		hk := &j.hot[k]
+		if hk.send < start {
 			return math.Inf(1)
 		}
-		if r := j.r.peer[k]; r >= 0 && j.msgs[r].Dst == b && j.msgs[r].Recv != trace.Unknown {
-			if j.msgs[r].Recv > rs {
-				return math.Inf(1)
+		if r := hk.peer; r >= 0 {
+			if hr := &j.hot[r]; j.edgeDst[hr.edge] == b && hr.recv != trace.Unknown {
+				if hr.recv > rs {
+					return math.Inf(1)
+				}
+				sc.trig = append(sc.trig, r)
 			}
-			sc.trig = append(sc.trig, r)
 		}
 	}
 	if len(sc.trig) > 2 {
-		slices.SortFunc(sc.trig[1:], func(x, y int32) int { return cmpTime(j.msgs[x].Recv, j.msgs[y].Recv) })
+		slices.SortFunc(sc.trig[1:], func(x, y int32) int { return cmpTime(j.hot[x].recv, j.hot[y].recv) })
 	}
 	sc.kids = slices.Grow(sc.kids[:0], len(sc.trig))[:len(sc.trig)]
 	for i := range sc.kids {
@@ -439,21 +457,21 @@ func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 	}
 	cost := 0.0
 	send := func(a int32) {
-		s := j.msgs[a].Send
+		s := j.hot[a].send
 		t := 0
 		q := 1
 		if j.anyParallel && j.parallelIn(hd.ci, a) {
 			q = len(sc.trig) // a parallel call: the request is its cause
 		}
 		for ; q < len(sc.trig); q++ {
-			if j.msgs[sc.trig[q]].Recv <= s {
+			if j.hot[sc.trig[q]].recv <= s {
 				t = q
 			}
 		}
 		p := sc.trig[t]
 		pr := hd.recv // the request's receive time
 		if t > 0 {
-			pr = j.msgs[p].Recv
+			pr = j.hot[p].recv
 		}
 		sc.kids[t]++
 		if t == 0 && h == halfHead {
@@ -547,7 +565,7 @@ func (j *joint) countCostIn(ci int32, calls []int32) float64 {
 	sc := &j.scr
 	sc.dsts = sc.dsts[:0]
 	for _, k := range calls {
-		sc.dsts = append(sc.dsts, j.msgs[k].Dst)
+		sc.dsts = append(sc.dsts, j.edgeDst[j.hot[k].edge])
 	}
 	slices.Sort(sc.dsts)
 	cost := 0.0
@@ -577,31 +595,33 @@ func (j *joint) countCostIn(ci int32, calls []int32) float64 {
 // assignSpan gives the sends of c's span their parents: the latest message
 // the span received before each.
 func (j *joint) assignSpan(b trace.NodeID, c int32, calls []int32) {
-	h := j.half[c]
+	h := j.hot[c].half
 	reply, first := int32(-1), c
 	switch h {
 	case halfNone:
-		reply = j.r.peer[c]
+		reply = j.hot[c].peer
 	case halfHead:
 		reply, first = c, -1 // the sends before any return: their cause was lost
 	}
 	trig := append(j.scr.trig[:0], c)
 	for _, k := range calls {
-		if r := j.r.peer[k]; r >= 0 && j.msgs[r].Dst == b && j.msgs[r].Recv != trace.Unknown {
-			trig = append(trig, r)
+		if r := j.hot[k].peer; r >= 0 {
+			if hr := &j.hot[r]; j.edgeDst[hr.edge] == b && hr.recv != trace.Unknown {
+				trig = append(trig, r)
+			}
 		}
 	}
-	slices.SortFunc(trig[1:], func(x, y int32) int { return cmpTime(j.msgs[x].Recv, j.msgs[y].Recv) })
+	slices.SortFunc(trig[1:], func(x, y int32) int { return cmpTime(j.hot[x].recv, j.hot[y].recv) })
 	j.scr.trig = trig
 	set := func(a int32) {
-		s := j.msgs[a].Send
+		s := j.hot[a].send
 		p := first
 		if j.anyParallel && j.parallelCall(c, a) {
 			j.parent[a] = p // a parallel call: the request is its cause
 			return
 		}
 		for _, t := range trig[1:] {
-			if j.msgs[t].Recv <= s {
+			if j.hot[t].recv <= s {
 				p = t
 			}
 		}
@@ -738,7 +758,11 @@ func (j *joint) refitCounts() {
 	// The destinations of every span's calls, grouped by span (CSR over
 	// the requests; a map per span cost most of the refit on large traces).
 	isCall := func(k int, c int32) bool {
-		return c >= 0 && j.r.role[k] == roleRequest && j.msgs[k].Send != trace.Unknown && j.r.role[c] == roleRequest && j.msgs[c].Dst == j.msgs[k].Src
+		if c < 0 {
+			return false
+		}
+		hk, hc := &j.hot[k], &j.hot[c]
+		return hk.role == roleRequest && hk.send != trace.Unknown && hc.role == roleRequest && j.edgeDst[hc.edge] == j.edgeSrc[hk.edge]
 	}
 	n := len(j.msgs)
 	start := slices.Grow(j.scr.cntStart[:0], n+1)[:n+1]
@@ -757,7 +781,7 @@ func (j *joint) refitCounts() {
 	fill := start[:n:n] // advanced while filling, restored below
 	for k, c := range j.callSpan {
 		if isCall(k, c) {
-			dsts[fill[c]] = j.msgs[k].Dst
+			dsts[fill[c]] = j.edgeDst[j.hot[k].edge]
 			fill[c]++
 		}
 	}
@@ -774,11 +798,12 @@ func (j *joint) refitCounts() {
 	nc := j.cntCls.n
 	sure, tot := make([]float64, nc), make([]float64, nc)
 	isSpan := func(c int) bool {
-		if j.r.role[c] != roleRequest || j.msgs[c].Recv == trace.Unknown {
+		hc := &j.hot[c]
+		if hc.role != roleRequest || hc.recv == trace.Unknown {
 			return false
 		}
-		p := j.r.peer[c]
-		return j.msgs[p].Send != trace.Unknown && j.msgs[p].Src == j.msgs[c].Dst
+		hp := &j.hot[hc.peer]
+		return hp.send != trace.Unknown && j.edgeSrc[hp.edge] == j.edgeDst[hc.edge]
 	}
 	for c := range j.msgs {
 		if isSpan(c) && !j.unsure[c] {
@@ -854,31 +879,61 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 	// (the sender and role of their parents, by majority): one message
 	// causes one call, so within a group a span takes at most one, and
 	// replicas of a callee (AP1, AP2) share a group.
-	votes := map[[2]uint64]int{}
+	// (Tables and slices reused from node to node instead of maps: the
+	// votes are by destination and the sender and role of the parent, one
+	// key of 31 + 32 + 1 bits.)
+	gs := &j.scr.groups
+	nn := len(j.t.Nodes)
+	if len(gs.best) < nn {
+		gs.best, gs.cause = make([]int, nn), make([]uint64, nn)
+	}
+	votes := gs.voteTab.reset(64)
+	gs.voteKey, gs.voteN = gs.voteKey[:0], gs.voteN[:0]
 	for _, k := range calls {
 		if p := j.parent[k]; p >= 0 {
-			votes[[2]uint64{uint64(j.msgs[k].Dst), uint64(j.msgs[p].Src)<<1 | uint64(j.r.role[p]&1)}]++
+			hp := &j.hot[p]
+			v := uint64(uint32(j.edgeDst[j.hot[k].edge]))<<33 | uint64(uint32(j.edgeSrc[hp.edge]))<<1 | uint64(hp.role&1)
+			if x, ok := votes.get(v); ok {
+				gs.voteN[x]++
+			} else {
+				votes.put(v, int32(len(gs.voteKey)))
+				gs.voteKey = append(gs.voteKey, v)
+				gs.voteN = append(gs.voteN, 1)
+			}
 		}
 	}
-	cause := map[uint64]uint64{}
-	best := map[uint64]int{}
-	for v, n := range votes {
-		if n > best[v[0]] || n == best[v[0]] && v[1] < cause[v[0]] {
-			best[v[0]], cause[v[0]] = n, v[1]
+	// The most votes, the smallest cause among equals (order-free).
+	for x, v := range gs.voteKey {
+		d, c, n := v>>33, v&(1<<33-1), gs.voteN[x]
+		if n > gs.best[d] || n == gs.best[d] && c < gs.cause[d] {
+			gs.best[d], gs.cause[d] = n, c
 		}
 	}
-	groups := map[uint64][]int32{}
-	var order []uint64
+	groupOf := gs.groupTab.reset(64)
+	groups := gs.lists[:0]
 	for _, k := range calls {
-		d := uint64(1)<<63 | uint64(j.msgs[k].Dst)
-		if c, ok := cause[uint64(j.msgs[k].Dst)]; ok {
-			d = c
+		dst := j.edgeDst[j.hot[k].edge]
+		d := uint64(1)<<63 | uint64(dst)
+		if gs.best[dst] > 0 {
+			d = gs.cause[dst]
 		}
-		if _, ok := groups[d]; !ok {
-			order = append(order, d)
+		x, ok := groupOf.get(d)
+		if !ok {
+			x = int32(len(groups))
+			groupOf.put(d, x)
+			if len(groups) < cap(groups) {
+				groups = groups[:len(groups)+1]
+				groups[x] = groups[x][:0]
+			} else {
+				groups = append(groups, nil)
+			}
 		}
-		groups[d] = append(groups[d], k)
+		groups[x] = append(groups[x], k)
 	}
+	for _, v := range gs.voteKey {
+		gs.best[v>>33], gs.cause[v>>33] = 0, 0
+	}
+	gs.lists = groups
 	var cost []float64
 	var cols []int32 // span of each column; a span has one column per slot
 	var slot []int
@@ -905,8 +960,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 	defer func() { j.scr.ver = ver }()
 	j.scr.memo.prevStart = j.scr.memo.prevStart[:0]
 	var ma []int32
-	for _, d := range order {
-		g := groups[d]
+	for _, g := range groups {
 		// Take the whole group out of the spans.
 		for _, k := range g {
 			if s, ok := ns.at(j.callSpan[k]); ok {
@@ -942,8 +996,8 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 			}
 		}
 		for _, k := range g {
-			if c := j.callSpan[k]; c >= 0 && j.r.role[c] == roleRequest {
-				if cm := j.countModelOf(c, j.msgs[k].Dst); cm != nil {
+			if c := j.callSpan[k]; c >= 0 && j.hot[c].role == roleRequest {
+				if cm := j.countModelOf(c, j.edgeDst[j.hot[k].edge]); cm != nil {
 					for q := 3; q > slots; q-- {
 						if cm.p[q] >= 0.05 {
 							slots = q
@@ -1013,7 +1067,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 				// spans' order (noSpanCost: the span cannot take it).
 				ents := mc.ents[mc.start[r]:mc.start[r+1]]
 				rv := j.scr.rowv[:0]
-				d := j.msgs[k].Dst
+				d := j.edgeDst[j.hot[k].edge]
 				for _, e := range ents {
 					s := e.s
 					var cm *countModel
@@ -1029,7 +1083,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 					}
 					m := 0
 					for _, x := range ns.members[s] {
-						if j.msgs[x].Dst == d {
+						if j.edgeDst[j.hot[x].edge] == d {
 							m++
 						}
 					}
@@ -1141,10 +1195,10 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 // arrived before k was sent, within the node's longest span,
 // and its reply is sent after k's return arrives; latest first, at most 16.
 func (j *joint) admissibleAll(b trace.NodeID, ns *nodeSpans, k int32, ins []int32, f func(s int32)) {
-	m := &j.msgs[k]
+	send := j.hot[k].send
 	need := j.need(b, k)
-	from := m.Send - ns.longest
-	p := lastAtOrBefore64(ns.recv, m.Send)
+	from := send - ns.longest
+	p := lastAtOrBefore64(ns.recv, send)
 	n := 0
 	for ; p >= 0 && n < 16; p-- {
 		if ns.recv[p] < from {
