@@ -112,7 +112,7 @@ func openSealed(z []byte, mapped bool) (*sealedLog, []byte) {
 	if count != len(frames)-2 || len(body) != count*chunkHdrSize || chunk < minChunkSize || chunk > maxChunkSize {
 		return nil, nil
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<34))
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(sealedMaxMemory), zstd.WithDecoderMaxWindow(sealedMaxWindow))
 	if err != nil {
 		return nil, nil
 	}
@@ -233,6 +233,15 @@ func frameEnd(z []byte) (int, error) {
 	return pos, nil
 }
 
+// Sealed frames are written by seal, one per chunk, so none needs a window
+// or an output larger than a chunk (the index frame is bounded the same way).
+// A damaged header claiming a larger window is refused at once rather than
+// allocated.
+const (
+	sealedMaxWindow = 2 * maxChunkSize
+	sealedMaxMemory = 4 * maxChunkSize
+)
+
 // frameContentSize is the decompressed size a frame header states, or -1.
 func frameContentSize(z []byte) int64 {
 	var h zstd.Header
@@ -245,7 +254,7 @@ func frameContentSize(z []byte) int64 {
 // decodeSealed returns the raw log of a sealed file and the damage found.
 // damage is called with the uncompressed offset and a description.
 func decodeSealed(z []byte, damage func(off int64, msg string)) ([]byte, error) {
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<34))
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(sealedMaxMemory), zstd.WithDecoderMaxWindow(sealedMaxWindow))
 	if err != nil {
 		return nil, err
 	}
