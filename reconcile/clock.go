@@ -100,6 +100,34 @@ type clockPass struct {
 	samples map[srcPair][]int64
 	now     int64 // latest raw time seen
 	pruneAt int
+	// Opens whose peer's address no source has used as its local address
+	// (yet) are parked by that address (see park), not in waiting: on a
+	// large set nearly every open is one of an untraced client or server.
+	ips     []hsIP
+	ipIDs   map[hsIP]uint32
+	isLocal []bool         // by ips index: a source's open used it locally
+	parked  [][]parkedOpen // by ips index of the peer's address
+	nparked int
+	parkAt  int
+}
+
+// hsIP is an hsEnd without its port: an address as scoped for pairing.
+type hsIP struct {
+	addr  [16]byte
+	zone  int32
+	scope int32
+	bits  uint8
+}
+
+// parkedOpen is a connect or an accept waiting for its peer's address to
+// turn out to be a source's (parked under the peer's hsIP).
+type parkedOpen struct {
+	t            int64
+	src          int32
+	local        uint32 // ips index of the local address
+	lport, pport uint16
+	proto        libsockcap.Proto
+	second       bool // an accept (the peer is the client)
 }
 
 // The pass stops reading once, checked every clockCheckEvery observations,
@@ -191,6 +219,28 @@ func (p *clockPass) observe(src int, ob *Observation) {
 		default:
 			return
 		}
+		if ob.Time > p.now {
+			p.now = ob.Time
+		}
+		p.prune()
+		// Only an open whose peer's address a source uses locally can
+		// ever pair: the other half of k is observed by that source.
+		// This source's address is one from now on; opens parked under
+		// it join the table first, in their order.
+		li, ri := p.ipID(l), p.ipID(r)
+		if !p.isLocal[li] {
+			p.isLocal[li] = true
+			p.promote(li)
+		}
+		if !p.isLocal[ri] {
+			// No waiting half to pair with either: that half would
+			// have made the peer's address a local one.
+			p.park(ri, parkedOpen{t: ob.Time, src: int32(src), local: li, lport: l.port, pport: r.port,
+				proto: ob.Proto, second: second})
+			return
+		}
+		p.pair(k, second, hsOpen{int32(src), ob.Time})
+		return
 	case !ob.Stream && ob.HasSum && (ob.Op == OpSend || ob.Op == OpRecv):
 		dst := ob.Remote.Addr
 		if ob.Op == OpRecv {
@@ -207,13 +257,25 @@ func (p *clockPass) observe(src int, ob *Observation) {
 		p.now = ob.Time
 	}
 	p.prune()
+	p.pair(k, second, hsOpen{int32(src), ob.Time})
+}
+
+// queue is k's entry of the table of waiting events.
+func (p *clockPass) queue(k hsKey) *hsQueue {
 	q := p.waiting[k]
 	if q == nil {
 		q = &hsQueue{}
 		q.first, q.second = q.first0[:0], q.second0[:0]
 		p.waiting[k] = q
 	}
-	me := hsOpen{int32(src), ob.Time}
+	return q
+}
+
+// pair pairs event me of key k (a second event when second) with the oldest
+// waiting event of the other kind from another source, taking a sample,
+// or leaves it waiting.
+func (p *clockPass) pair(k hsKey, second bool, me hsOpen) {
+	q := p.queue(k)
 	mine, other := &q.first, &q.second
 	if second {
 		mine, other = &q.second, &q.first
@@ -263,10 +325,86 @@ func (p *clockPass) observe(src int, ob *Observation) {
 		*other = slices.Delete(*other, i, i+1)
 		return
 	}
-	if len(*mine) >= maxWaitingOpens {
-		*mine = slices.Delete(*mine, 0, 1)
+	wait(mine, me)
+}
+
+// wait appends an event to a queue of waiting events, dropping the oldest
+// beyond maxWaitingOpens.
+func wait(l *[]hsOpen, me hsOpen) {
+	if len(*l) >= maxWaitingOpens {
+		*l = slices.Delete(*l, 0, 1)
 	}
-	*mine = append(*mine, me)
+	*l = append(*l, me)
+}
+
+// ipID interns an address as scoped for pairing.
+func (p *clockPass) ipID(e hsEnd) uint32 {
+	a := hsIP{addr: e.addr, zone: e.zone, scope: e.scope, bits: e.bits}
+	id, ok := p.ipIDs[a]
+	if !ok {
+		if p.ipIDs == nil {
+			p.ipIDs = map[hsIP]uint32{}
+		}
+		id = uint32(len(p.ips))
+		p.ips = append(p.ips, a)
+		p.ipIDs[a] = id
+		p.isLocal = append(p.isLocal, false)
+		p.parked = append(p.parked, nil)
+	}
+	return id
+}
+
+// end is the hsEnd of an interned address and a port.
+func (p *clockPass) end(id uint32, port uint16) hsEnd {
+	a := &p.ips[id]
+	return hsEnd{addr: a.addr, zone: a.zone, scope: a.scope, port: port, bits: a.bits}
+}
+
+// park keeps an open whose peer's address (ips index peer) is no source's
+// local address so far; old ones are dropped as in prune.
+func (p *clockPass) park(peer uint32, o parkedOpen) {
+	p.parked[peer] = append(p.parked[peer], o)
+	p.nparked++
+	if p.nparked < p.parkAt {
+		return
+	}
+	old := p.now - clockHorizon
+	p.nparked = 0
+	for i, l := range p.parked {
+		j := 0
+		for j < len(l) && l[j].t < old {
+			j++
+		}
+		if j > 0 {
+			l = append(l[:0], l[j:]...)
+			p.parked[i] = l
+		}
+		p.nparked += len(l)
+	}
+	p.parkAt = max(4096, 2*p.nparked)
+}
+
+// promote moves the opens parked under a peer address that has just turned
+// out to be a source's into the table of waiting events, in their order:
+// they wait there as they would have from the start (nothing could have
+// paired with them: its source would have made the address a local one
+// before).
+func (p *clockPass) promote(ip uint32) {
+	for _, o := range p.parked[ip] {
+		l, r := p.end(o.local, o.lport), p.end(ip, o.pport)
+		k := hsKey{proto: o.proto, client: l, server: r}
+		if o.second {
+			k.client, k.server = r, l
+		}
+		q := p.queue(k)
+		mine := &q.first
+		if o.second {
+			mine = &q.second
+		}
+		wait(mine, hsOpen{o.src, o.t})
+	}
+	p.nparked -= len(p.parked[ip])
+	p.parked[ip] = nil
 }
 
 // prune drops what has waited past clockHorizon, whenever the table has
