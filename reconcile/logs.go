@@ -120,10 +120,6 @@ type logSource struct {
 	last     int64  // time of the latest event
 	exited   bool   // an exit event was seen
 	slab     []fdState
-	// clockOnly: a reading for step 0, which needs no data of stream
-	// sockets (only their opens): their sends and receives are not
-	// turned into observations.
-	clockOnly bool
 }
 
 // newState makes a descriptor's state, from a slab: one object per 128
@@ -139,17 +135,10 @@ func (s *logSource) newState(st fdState) *fdState {
 // reread opens the same log again from its start (step 0).
 func (s *logSource) reread() (Source, error) {
 	if s.path != "" {
-		c, err := NewLogSource(s.path)
-		if err != nil {
-			return nil, err
-		}
-		c.(*logSource).clockOnly = true
-		return c, nil
+		return NewLogSource(s.path)
 	}
 	if ss, ok := s.sc.(*sliceScanner); ok {
-		c := EventSource(ss.p, ss.ev)
-		c.(*logSource).clockOnly = true
-		return c, nil
+		return EventSource(ss.p, ss.ev), nil
 	}
 	return nil, fmt.Errorf("%s: cannot be read again", s.name)
 }
@@ -340,7 +329,7 @@ func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
 		}
 		st := s.state(ev.Fd, ev)
 		s.learn(st, ev)
-		if st.proto == libsockcap.ProtoOther || st.stream && s.clockOnly {
+		if st.proto == libsockcap.ProtoOther {
 			return false
 		}
 		if st.stream && st.socket == 0 {
