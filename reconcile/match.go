@@ -1123,6 +1123,8 @@ func (m *matcher) pairTranslated(c *conn) bool {
 	}
 	// within: dt is still worth looking at.
 	within := func(dt int64) bool { return dt <= m.window && (best == nil || dt <= bestDT) }
+	// The list also holds connections of other signatures (those of
+	// its bucket): skipped.
 	look := func(list []*conn) {
 		r := sort.Search(len(list), func(i int) bool { return list[i].first >= c.first })
 		l := r - 1
@@ -1142,16 +1144,20 @@ func (m *matcher) pairTranslated(c *conn) bool {
 			case dl < 0 && dr < 0:
 				return
 			case dr < 0 || dl >= 0 && dl <= dr:
-				consider(list[l], dl)
+				if o := list[l]; o.lrole == want && o.sig == sig {
+					consider(o, dl)
+				}
 				l--
 			default:
-				consider(list[r], dr)
+				if o := list[r]; o.lrole == want && o.sig == sig {
+					consider(o, dr)
+				}
 				r++
 			}
 		}
 	}
 	// Agreeing candidates know the same sizes (agrees): one list.
-	look(m.sigs.by[sigPair{want, sig.up, sig.down}])
+	look(*m.sigs.bucket(want, sig))
 	if natCrossCheck != nil {
 		natCrossCheck(m, c, best)
 	}
@@ -1251,16 +1257,22 @@ const causalSlack = int64(1e6) // 1 ms
 var natCrossCheck func(m *matcher, c, best *conn)
 
 // sigIndex lists lonely connections by the sizes of their first messages
-// as far as they know them (step 6): under {role, up, down}, each list
-// ordered by creation time (then creation order). A search looks at the one
-// list of the sizes it knows. A direction's size, once known, does not
+// as far as they know them (step 6): under {role, up, down}, in lists
+// ordered by creation time (then creation order). A search looks at the
+// one list of the sizes it knows. A direction's size, once known, does not
 // change while the connection is lonely (the first run is done, and nothing
 // is emitted before the connection is resolved), so a connection moves at
 // most twice (one size known, then both). Connections that found their
 // peer are skipped by searches and dropped all at once when the entries
 // have doubled since the last time.
+//
+// The lists are the buckets of a hash table of {role, up, down}: a bucket
+// holds every signature that hashes to it (searches skip the others), and
+// keeps its array when it empties. Nearly every lonely connection of a
+// large set has sizes of its own, and a map entry per signature was an
+// insertion and a deletion of a map entry per connection.
 type sigIndex struct {
-	by              map[sigPair][]*conn
+	buckets         [][]*conn // len is a power of two
 	entries, pruned int
 	stamp           uint32
 }
@@ -1268,6 +1280,39 @@ type sigIndex struct {
 type sigPair struct {
 	role     Role
 	up, down int64
+}
+
+// bucket is the list of signature s of role r.
+func (x *sigIndex) bucket(r Role, s sizes) *[]*conn {
+	if x.buckets == nil {
+		x.buckets = make([][]*conn, 1024)
+	}
+	return &x.buckets[sigHash(r, s)&uint64(len(x.buckets)-1)]
+}
+
+func sigHash(r Role, s sizes) uint64 {
+	h := uint64(s.up)*0x9e3779b97f4a7c15 ^ uint64(s.down)*0xc2b2ae3d27d4eb4f ^ uint64(r)*0x165667b19e3779f9
+	h ^= h >> 31
+	h *= 0xd6e8feb86659fd93
+	return h ^ h>>32
+}
+
+// grow doubles the buckets: each list splits in two, in its order.
+func (x *sigIndex) grow() {
+	n := len(x.buckets)
+	nb := make([][]*conn, 2*n)
+	for i, list := range x.buckets {
+		lo, hi := nb[i][:0], nb[i+n][:0]
+		for _, o := range list {
+			if sigHash(o.lrole, o.sig)&uint64(2*n-1) == uint64(i) {
+				lo = append(lo, o)
+			} else {
+				hi = append(hi, o)
+			}
+		}
+		nb[i], nb[i+n] = lo, hi
+	}
+	x.buckets = nb
 }
 
 // listedBefore: o is listed before c (creation time, then creation order).
@@ -1293,7 +1338,7 @@ func insertConn(list []*conn, c *conn) []*conn {
 func removeConn(list []*conn, c *conn) []*conn {
 	i := sort.Search(len(list), func(j int) bool { return !listedBefore(list[j], c) })
 	if i < len(list) && list[i] == c {
-		return slices.Delete(list, i, i+1)
+		list = slices.Delete(list, i, i+1)
 	}
 	return list
 }
@@ -1320,38 +1365,34 @@ func (m *matcher) indexSig(c *conn) {
 		return
 	}
 	x := &m.sigs
-	if x.by == nil {
-		x.by = map[sigPair][]*conn{}
-	}
 	if old := c.sig; old.listed() {
-		k := sigPair{c.lrole, old.up, old.down}
-		if l := removeConn(x.by[k], c); len(l) == 0 {
-			delete(x.by, k)
-		} else {
-			x.by[k] = l
-		}
+		b := x.bucket(c.lrole, old)
+		*b = removeConn(*b, c)
 		x.entries--
 	}
 	if s.listed() {
-		k := sigPair{c.lrole, s.up, s.down}
-		x.by[k] = insertConn(x.by[k], c)
+		b := x.bucket(c.lrole, s)
+		*b = insertConn(*b, c)
 		x.entries++
 	}
 	c.sig = s
 	if x.entries >= 1024 && x.entries >= 2*x.pruned {
-		x.entries = pruneLists(x.by)
+		x.entries = x.prune()
 		x.pruned = x.entries
+		for x.entries > 2*len(x.buckets) {
+			x.grow()
+		}
 	}
 }
 
 // listed: the signature can agree with another (see agrees).
 func (s sizes) listed() bool { return s.up >= 0 && s.down >= 0 && (s.up > 0 || s.down > 0) }
 
-// pruneLists drops the connections that are no longer lonely; it returns
-// how many entries are left.
-func pruneLists[K comparable](tab map[K][]*conn) int {
+// prune drops the connections that are no longer lonely; it returns how
+// many entries are left.
+func (x *sigIndex) prune() int {
 	n := 0
-	for k, list := range tab {
+	for i, list := range x.buckets {
 		live := list[:0]
 		for _, o := range list {
 			if !o.gone && !o.resolved {
@@ -1359,11 +1400,10 @@ func pruneLists[K comparable](tab map[K][]*conn) int {
 			}
 		}
 		clear(list[len(live):])
-		if len(live) == 0 {
-			delete(tab, k)
-		} else {
-			tab[k] = live
+		if len(live) == 0 && cap(live) > 16 {
+			live = nil
 		}
+		x.buckets[i] = live
 		n += len(live)
 	}
 	return n
