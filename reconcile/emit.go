@@ -193,23 +193,29 @@ func (m *matcher) releaseMsgs(final bool) error {
 // oldestPending is the earliest time of a message not yet emitted: the
 // first run of bytes of every connection end still waiting, every datagram
 // waiting for its other end.
+//
+// The ends are those of m.pend (every end given a run since it was last
+// looked at there) of connections not retired (a retired connection's
+// ends have emitted everything, and a connection merged into another in
+// step 6 hands its end over); an end with nothing left leaves the list.
 func (m *matcher) oldestPending() int64 {
 	t := int64(math.MaxInt64)
-	for _, list := range m.conns {
-		for _, c := range list {
-			for _, e := range c.ends {
-				if e == nil {
-					continue
-				}
-				if len(e.runs) > 0 {
-					t = min(t, e.runs[0].t)
-				}
-				if len(e.rruns) > 0 {
-					t = min(t, e.rruns[0].t)
-				}
-			}
+	keep := m.pend[:0]
+	for _, e := range m.pend {
+		if e.c.gone || len(e.runs) == 0 && len(e.rruns) == 0 {
+			e.inPend = false
+			continue
+		}
+		keep = append(keep, e)
+		if len(e.runs) > 0 {
+			t = min(t, e.runs[0].t)
+		}
+		if len(e.rruns) > 0 {
+			t = min(t, e.rruns[0].t)
 		}
 	}
+	clear(m.pend[len(keep):])
+	m.pend = keep
 	for _, mine := range [2]map[dgKey][]*dgram{m.dg.sends, m.dg.recvs} {
 		for _, l := range mine {
 			for _, d := range l {

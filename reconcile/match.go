@@ -76,6 +76,9 @@ type end struct {
 	hasLog   bool
 	closed   bool
 	epOK     uint8
+	// inPend: listed in matcher.pend (it has had a run since the last
+	// look there).
+	inPend bool
 }
 
 func (m *matcher) localEP(e *end) trace.EndpointID {
@@ -210,6 +213,9 @@ type matcher struct {
 	sigs   sigIndex
 	timers []deadline // FIFO: deadlines are pushed in nondecreasing order
 	thead  int
+	// pend: the ends that may have runs not yet emitted (every end that
+	// has one is listed), for oldestPending.
+	pend []*end
 
 	dg dgramState
 
@@ -605,6 +611,7 @@ func (m *matcher) send(e *end, ob *Observation, act trace.ActorID) {
 		r.done = true
 	}
 	e.runs = append(e.runs, run{off: off, n: n, ctx: e.rcvd, t: ob.Time, last: ob.Time, node: e.node, actor: act})
+	m.pending(e)
 	// The other side spoke: the peer's receive run is over.
 	if k := len(e.rruns); k > 0 {
 		e.rruns[k-1].done = true
@@ -645,6 +652,7 @@ func (m *matcher) recv(e *end, ob *Observation, act trace.ActorID) {
 				e.rruns[k-1].done = true
 			}
 			e.rruns = append(e.rruns, run{off: off, n: n, ctx: e.sent, t: ob.Time, last: ob.Time, node: e.node, actor: act})
+			m.pending(e)
 		}
 		if c.resolved {
 			return // sender untraced: the receive runs are the messages
@@ -661,6 +669,14 @@ func (m *matcher) recv(e *end, ob *Observation, act trace.ActorID) {
 		}
 		m.unholdMsg(e.fixes[0].msg)
 		e.fixes = popFront(e.fixes)
+	}
+}
+
+// pending lists e in m.pend, when streaming (a run was added).
+func (m *matcher) pending(e *end) {
+	if !e.inPend && m.st != nil {
+		e.inPend = true
+		m.pend = append(m.pend, e)
 	}
 }
 
