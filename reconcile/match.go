@@ -1141,7 +1141,7 @@ func (m *matcher) pairTranslated(c *conn) bool {
 	within := func(dt int64) bool { return dt <= m.window && (best == nil || dt <= bestDT) }
 	// The list also holds connections of other signatures (those of
 	// its bucket): skipped.
-	look := func(list []*conn) {
+	look := func(list []sigEntry) {
 		r := sort.Search(len(list), func(i int) bool { return list[i].first >= c.first })
 		l := r - 1
 		for {
@@ -1160,13 +1160,13 @@ func (m *matcher) pairTranslated(c *conn) bool {
 			case dl < 0 && dr < 0:
 				return
 			case dr < 0 || dl >= 0 && dl <= dr:
-				if o := list[l]; o.lrole == want && o.sig == sig {
-					consider(o, dl)
+				if o := &list[l]; o.role == want && o.sig == sig {
+					consider(o.c, dl)
 				}
 				l--
 			default:
-				if o := list[r]; o.lrole == want && o.sig == sig {
-					consider(o, dr)
+				if o := &list[r]; o.role == want && o.sig == sig {
+					consider(o.c, dr)
 				}
 				r++
 			}
@@ -1288,20 +1288,25 @@ var natCrossCheck func(m *matcher, c, best *conn)
 // large set has sizes of its own, and a map entry per signature was an
 // insertion and a deletion of a map entry per connection.
 type sigIndex struct {
-	buckets         [][]*conn // len is a power of two
+	buckets         [][]sigEntry // len is a power of two
 	entries, pruned int
 	stamp           uint32
 }
 
-type sigPair struct {
-	role     Role
-	up, down int64
+// sigEntry is a connection as listed: with what orders it and what it is
+// listed under, so that walking a list reads no connection.
+type sigEntry struct {
+	first  int64
+	sig    sizes
+	serial int32
+	role   Role
+	c      *conn
 }
 
 // bucket is the list of signature s of role r.
-func (x *sigIndex) bucket(r Role, s sizes) *[]*conn {
+func (x *sigIndex) bucket(r Role, s sizes) *[]sigEntry {
 	if x.buckets == nil {
-		x.buckets = make([][]*conn, 1024)
+		x.buckets = make([][]sigEntry, 1024)
 	}
 	return &x.buckets[sigHash(r, s)&uint64(len(x.buckets)-1)]
 }
@@ -1316,11 +1321,11 @@ func sigHash(r Role, s sizes) uint64 {
 // grow doubles the buckets: each list splits in two, in its order.
 func (x *sigIndex) grow() {
 	n := len(x.buckets)
-	nb := make([][]*conn, 2*n)
+	nb := make([][]sigEntry, 2*n)
 	for i, list := range x.buckets {
 		lo, hi := nb[i][:0], nb[i+n][:0]
 		for _, o := range list {
-			if sigHash(o.lrole, o.sig)&uint64(2*n-1) == uint64(i) {
+			if sigHash(o.role, o.sig)&uint64(2*n-1) == uint64(i) {
 				lo = append(lo, o)
 			} else {
 				hi = append(hi, o)
@@ -1331,29 +1336,31 @@ func (x *sigIndex) grow() {
 	x.buckets = nb
 }
 
-// listedBefore: o is listed before c (creation time, then creation order).
-func listedBefore(o, c *conn) bool {
-	return o.first < c.first || o.first == c.first && o.serial < c.serial
+// listedBefore: c is listed before o (creation time, then creation order).
+func listedBefore(c *conn, o *sigEntry) bool {
+	return c.first < o.first || c.first == o.first && c.serial < o.serial
 }
 
 // insertConn adds c to list in creation-time order; signatures become known
 // in about that order, so the place is near the end.
-func insertConn(list []*conn, c *conn) []*conn {
+func insertConn(list []sigEntry, c *conn) []sigEntry {
 	i := len(list)
-	for i > 0 && listedBefore(c, list[i-1]) {
+	for i > 0 && listedBefore(c, &list[i-1]) {
 		i--
 		if len(list)-i > 64 {
-			i = sort.Search(len(list), func(j int) bool { return listedBefore(c, list[j]) })
+			i = sort.Search(len(list), func(j int) bool { return listedBefore(c, &list[j]) })
 			break
 		}
 	}
-	return slices.Insert(list, i, c)
+	return slices.Insert(list, i, sigEntry{first: c.first, sig: c.sig, serial: c.serial, role: c.lrole, c: c})
 }
 
 // removeConn drops c from list (where insertConn put it).
-func removeConn(list []*conn, c *conn) []*conn {
-	i := sort.Search(len(list), func(j int) bool { return !listedBefore(list[j], c) })
-	if i < len(list) && list[i] == c {
+func removeConn(list []sigEntry, c *conn) []sigEntry {
+	i := sort.Search(len(list), func(j int) bool {
+		return !(list[j].first < c.first || list[j].first == c.first && list[j].serial < c.serial)
+	})
+	if i < len(list) && list[i].c == c {
 		list = slices.Delete(list, i, i+1)
 	}
 	return list
@@ -1386,12 +1393,12 @@ func (m *matcher) indexSig(c *conn) {
 		*b = removeConn(*b, c)
 		x.entries--
 	}
+	c.sig = s
 	if s.listed() {
 		b := x.bucket(c.lrole, s)
 		*b = insertConn(*b, c)
 		x.entries++
 	}
-	c.sig = s
 	if x.entries >= 1024 && x.entries >= 2*x.pruned {
 		x.entries = x.prune()
 		x.pruned = x.entries
@@ -1411,7 +1418,7 @@ func (x *sigIndex) prune() int {
 	for i, list := range x.buckets {
 		live := list[:0]
 		for _, o := range list {
-			if !o.gone && !o.resolved {
+			if !o.c.gone && !o.c.resolved {
 				live = append(live, o)
 			}
 		}
