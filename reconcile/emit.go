@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"wap5/trace"
@@ -241,9 +242,53 @@ func sortKeys(c []trace.Message, keys []sortKey) []sortKey {
 		keys = append(keys, k)
 	}
 	if !sorted {
-		slices.SortStableFunc(keys, func(a, b sortKey) int { return cmp.Compare(a.t, b.t) })
+		sortByTime(keys)
 	}
 	return keys
+}
+
+// sortByTime sorts keys stably by time. A block is emitted nearly in time
+// order, but for messages decided late: the keys at or above the running
+// maximum stay where they are (they are in order), the others are sorted
+// (by time, then position: the stable order) and merged in.
+func sortByTime(keys []sortKey) {
+	late := sortTmp.Get().(*[]sortKey)
+	b := (*late)[:0]
+	a := keys[:0]
+	hi := int64(math.MinInt64)
+	for _, k := range keys {
+		if k.t >= hi {
+			hi = k.t
+			a = append(a, k)
+		} else {
+			b = append(b, k)
+		}
+	}
+	slices.SortFunc(b, sortKey.cmp)
+	// Merge from the back: position o is never before a's unread keys.
+	i, j := len(a)-1, len(b)-1
+	for o := len(keys) - 1; j >= 0; o-- {
+		if i >= 0 && a[i].cmp(b[j]) > 0 {
+			keys[o] = a[i]
+			i--
+		} else {
+			keys[o] = b[j]
+			j--
+		}
+	}
+	*late = b
+	sortTmp.Put(late)
+}
+
+// sortTmp holds sortByTime's arrays of late keys.
+var sortTmp = sync.Pool{New: func() any { return new([]sortKey) }}
+
+// cmp orders keys by time, then position.
+func (k sortKey) cmp(o sortKey) int {
+	if c := cmp.Compare(k.t, o.t); c != 0 {
+		return c
+	}
+	return cmp.Compare(k.idx, o.idx)
 }
 
 // merge writes the sealed blocks' messages below wm in time order (ties

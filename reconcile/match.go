@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"cmp"
 	"fmt"
 	"net/netip"
 	"runtime/debug"
@@ -978,7 +977,7 @@ func sortBlock(c []trace.Message, keys []sortKey) []sortKey {
 	if sorted {
 		return keys
 	}
-	slices.SortStableFunc(keys, func(a, b sortKey) int { return cmp.Compare(a.t, b.t) })
+	sortByTime(keys)
 	// Position i takes the message at keys[i].idx; follow the cycles.
 	for i := range keys {
 		if keys[i].idx < 0 || int(keys[i].idx) == i {
