@@ -20,11 +20,17 @@ type namer struct {
 	eps   map[libsockcap.Endpoint]trace.EndpointID
 	// ipPeers: untraced peers named by their IP address, by address.
 	ipPeers map[netip.Addr]trace.NodeID
-	// ipEps: IP endpoints (without a zone) by address and port, in a key
-	// without pointers: one entry per connection's ephemeral port adds up
-	// to millions, which the collector then need not scan.
-	ipEps map[ipKey]trace.EndpointID
-	arena []byte // see ipName
+	// ipEps: IP endpoints (without a zone) by address (its index in ips)
+	// and port, in a key of 8 bytes: one entry per connection's ephemeral
+	// port adds up to millions (the largest table of a large set), which
+	// the collector then need not scan.
+	ipEps map[uint64]trace.EndpointID
+	ips   map[ipAddrKey]uint32
+	// last: the address looked up last, and its index.
+	last    ipAddrKey
+	lastIdx uint32
+	hasLast bool
+	arena   []byte // see ipName
 }
 
 // ipName formats an IP endpoint's name (as libsockcap.Endpoint.String
@@ -42,13 +48,28 @@ func (n *namer) ipName(ap netip.AddrPort) string {
 	return unsafe.String(&n.arena[start], len(n.arena)-start)
 }
 
-// ipKey is an IP address and port as plain bytes (the address's 16-byte
-// form and whether it is IPv4, which prints differently from its mapped
-// IPv6 form).
-type ipKey struct {
-	a    [16]byte
-	port uint16
-	v4   bool
+// ipAddrKey is an IP address as plain bytes (its 16-byte form and whether
+// it is IPv4, which prints differently from its mapped IPv6 form).
+type ipAddrKey struct {
+	a  [16]byte
+	v4 bool
+}
+
+// ipEpKey is the ipEps key of an address and port.
+func (n *namer) ipEpKey(a netip.Addr, port uint16) uint64 {
+	k := ipAddrKey{a: a.As16(), v4: a.Is4()}
+	if !n.hasLast || k != n.last {
+		idx, ok := n.ips[k]
+		if !ok {
+			if n.ips == nil {
+				n.ips = map[ipAddrKey]uint32{}
+			}
+			idx = uint32(len(n.ips))
+			n.ips[k] = idx
+		}
+		n.last, n.lastIdx, n.hasLast = k, idx, true
+	}
+	return uint64(n.lastIdx)<<16 | uint64(port)
 }
 
 func newNamer(t *trace.Trace, g Granularity) *namer {
@@ -185,13 +206,13 @@ func (n *namer) endpoint(e libsockcap.Endpoint) trace.EndpointID {
 		// the address's, whatever else it holds). Names of ipEps are made
 		// only here, and no other name has their form (unix:..., a zone),
 		// so a new one is new to the trace too: no lookup by name.
-		k := ipKey{a: a.As16(), port: e.Addr.Port(), v4: a.Is4()}
+		k := n.ipEpKey(a, e.Addr.Port())
 		if id, ok := n.ipEps[k]; ok {
 			return id
 		}
 		id := n.t.NewEndpoint(n.ipName(e.Addr))
 		if n.ipEps == nil {
-			n.ipEps = map[ipKey]trace.EndpointID{}
+			n.ipEps = map[uint64]trace.EndpointID{}
 		}
 		n.ipEps[k] = id
 		return id
