@@ -510,6 +510,9 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 		} else {
 			h.pop()
 		}
+		// Every observation counts, the bare ones of a log's stream
+		// data too (logSource.clockOnly): the points where the rule is
+		// checked, and so the samples, are those of a full reading.
 		if n%clockCheckEvery == 0 && p.enough(len(sources), hosts, idx) {
 			// Every source is tied to the others by pairs with plenty
 			// of samples: the rest of the logs would only refine

@@ -120,6 +120,10 @@ type logSource struct {
 	last     int64  // time of the latest event
 	exited   bool   // an exit event was seen
 	slab     []fdState
+	// clockOnly: a reading for step 0, which needs no data of stream
+	// sockets (only their opens): their sends and receives become bare
+	// observations (time and op; step 0 counts them, see estimateOffsets).
+	clockOnly bool
 }
 
 // newState makes a descriptor's state, from a slab: one object per 128
@@ -135,10 +139,17 @@ func (s *logSource) newState(st fdState) *fdState {
 // reread opens the same log again from its start (step 0).
 func (s *logSource) reread() (Source, error) {
 	if s.path != "" {
-		return NewLogSource(s.path)
+		c, err := NewLogSource(s.path)
+		if err != nil {
+			return nil, err
+		}
+		c.(*logSource).clockOnly = true
+		return c, nil
 	}
 	if ss, ok := s.sc.(*sliceScanner); ok {
-		return EventSource(ss.p, ss.ev), nil
+		c := EventSource(ss.p, ss.ev)
+		c.(*logSource).clockOnly = true
+		return c, nil
 	}
 	return nil, fmt.Errorf("%s: cannot be read again", s.name)
 }
@@ -339,6 +350,10 @@ func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
 		op := OpSend
 		if ev.Op == libsockcap.OpRecv {
 			op = OpRecv
+		}
+		if st.stream && s.clockOnly {
+			o.Time, o.Op, o.Proto, o.Stream = ev.Time, op, st.proto, true
+			return true
 		}
 		s.base(o, ev, st, op)
 		o.Bytes = ev.Bytes
