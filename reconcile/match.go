@@ -965,19 +965,7 @@ type sortKey struct {
 
 // sortBlock sorts one block stably by time, reusing keys.
 func sortBlock(c []trace.Message, keys []sortKey) []sortKey {
-	keys = keys[:0]
-	sorted := true
-	for i := range c {
-		k := sortKey{c[i].Time(), int32(i)}
-		if i > 0 && k.t < keys[i-1].t {
-			sorted = false
-		}
-		keys = append(keys, k)
-	}
-	if sorted {
-		return keys
-	}
-	sortByTime(keys)
+	keys = sortKeys(c, keys)
 	// Position i takes the message at keys[i].idx; follow the cycles.
 	for i := range keys {
 		if keys[i].idx < 0 || int(keys[i].idx) == i {
