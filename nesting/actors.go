@@ -79,17 +79,17 @@ func (s *state) noteActors(ci int, m *trace.Message) {
 		return
 	}
 	if s.actors == nil {
-		s.actors = make([]actorPair, ci, cap(s.calls))
+		s.actors = grab[actorPair](&s.ar, cap(s.calls))[:ci]
 	}
 	s.actors = append(s.actors, actorPair{m.SrcActor, m.DstActor})
 }
 
-// actorFilter is step 2b at node b: outs are b's calls out (their
-// candidates found), ins the calls into b. It returns the node's statistics
+// actorFilter is step 2b at node b: outs are b's calls out (ov their
+// candidates, found), ins the calls into b. It returns the node's statistics
 // (ok false when no call into or out of b has actors) and narrows the
 // candidates where the statistics allow.
-func (s *state) actorFilter(b trace.NodeID, ins, outs []int32) (st ActorStat, ok bool) {
-	act, calls := s.actors, s.calls
+func (s *state) actorFilter(b trace.NodeID, ins, outs []int32, ov []outRec, cands []candidate) (st ActorStat, ok bool) {
+	act := s.actors
 	st.Node = b
 	// How often each actor received the calls into b and sent b's calls
 	// (package sameactor, shared with linking).
@@ -101,9 +101,9 @@ func (s *state) actorFilter(b trace.NodeID, ins, outs []int32) (st ActorStat, ok
 		t.Sent(act[ci].send)
 	}
 	// 2b-i. Learn from the calls with one candidate.
-	for _, ci := range outs {
-		if c := &calls[ci]; c.candN == 1 {
-			t.Pair(act[ci].send, act[s.cands[c.candOff].parent].recv)
+	for k, ci := range outs {
+		if c := &ov[k]; c.candN == 1 {
+			t.Pair(act[ci].send, act[ins[cands[c.candOff].parent]].recv)
 		}
 	}
 	// 2b-ii. Use it only where it holds beyond chance.
@@ -116,16 +116,16 @@ func (s *state) actorFilter(b trace.NodeID, ins, outs []int32) (st ActorStat, ok
 		return st, true
 	}
 	// 2b-iii. Keep the candidates received by the call's sending actor.
-	for _, ci := range outs {
-		c := &calls[ci]
+	for j, ci := range outs {
+		c := &ov[j]
 		sa := act[ci].send
 		if c.candN < 2 || sa == 0 {
 			continue
 		}
-		cs := s.cands[c.candOff : c.candOff+c.candN]
+		cs := cands[c.candOff : c.candOff+c.candN]
 		k := 0
 		for _, cd := range cs {
-			if act[cd.parent].recv == sa {
+			if act[ins[cd.parent]].recv == sa {
 				cs[k] = cd
 				k++
 			}

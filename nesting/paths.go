@@ -29,6 +29,7 @@ type shapeStep struct {
 // walker does depth-first walks of call trees.
 type walker struct {
 	calls []call
+	ties  []tie
 	order []int32 // calls of the last walk, preorder
 	shape []shapeStep
 	hash  uint64
@@ -40,14 +41,14 @@ func (w *walker) walk(root int32) {
 }
 
 func (w *walker) visit(ci int32) {
-	c := &w.calls[ci]
-	n := c.nkids
+	c, t := &w.calls[ci], &w.ties[ci]
+	n := t.nkids
 	w.order = append(w.order, ci)
 	w.shape = append(w.shape, shapeStep{c.caller, c.callee, n})
 	for _, v := range [3]uint64{uint64(c.caller), uint64(c.callee), uint64(n)} {
 		w.hash = (w.hash ^ v) * 1099511628211
 	}
-	for k := c.first; k >= 0; k = w.calls[k].next {
+	for k := t.first; k >= 0; k = w.ties[k].next {
 		w.visit(k)
 	}
 }
@@ -55,10 +56,16 @@ func (w *walker) visit(ci int32) {
 // findCallPaths is step 4: a call path from every call without a parent,
 // aggregated into patterns ranked by count.
 func (s *state) findCallPaths(out *trace.Paths) {
-	calls := s.calls
-	var roots []int32
-	for i := range calls {
-		if calls[i].parent < 0 {
+	calls, ties := s.calls, s.ties
+	n := 0
+	for i := range ties {
+		if ties[i].parent < 0 {
+			n++
+		}
+	}
+	roots := grab[int32](&s.ar, n)[:0]
+	for i := range ties {
+		if ties[i].parent < 0 {
 			roots = append(roots, int32(i))
 		}
 	}
@@ -67,16 +74,16 @@ func (s *state) findCallPaths(out *trace.Paths) {
 	sortBy(roots, func(i int32) int64 { return calls[i].cs })
 	table := make(map[uint64][]*pattern)
 	var pats []*pattern
-	w := &walker{calls: calls}
+	w := &walker{calls: calls, ties: ties}
 	// The bins of each walked call's call delay and latency.
-	bins := make([]stepBins, 0, len(calls))
+	bins := grab[stepBins](&s.ar, len(calls))[:0]
 	var instPat []*pattern
 	var instOff []int32
 	var instMsgs []int32
 	if !s.opt.NoInstances {
 		instPat = make([]*pattern, 0, len(roots))
 		instOff = make([]int32, 0, len(roots)+1)
-		instMsgs = make([]int32, 0, 2*len(calls))
+		instMsgs = make([]int32, 0, 2*len(calls)) // returned: not in the arena
 	}
 	for _, r := range roots {
 		// 4a. Walk the tree and find (or start) its pattern.
@@ -97,20 +104,20 @@ func (s *state) findCallPaths(out *trace.Paths) {
 		pat.count++
 		pat.orders = append(pat.orders, int32(len(bins)))
 		for k, ci := range w.order {
-			c := &calls[ci]
+			c, t := &calls[ci], &ties[ci]
 			if k > 0 {
-				pat.wait[k].Add(float64(c.cs-calls[c.parent].ca)/1e9, 1)
+				pat.wait[k].Add(float64(c.cs-calls[t.parent].ca)/1e9, 1)
 			}
 			lat := float64(c.cr-c.cs) / 1e9
 			pat.lat[k].Add(lat, 1)
-			bins = append(bins, stepBins{c.pbin, int32(s.bins.of(c.cr - c.cs))})
+			bins = append(bins, stepBins{t.pbin, int32(s.bins.of(c.cr - c.cs))})
 		}
 		pat.rootLatSum += float64(calls[r].cr-calls[r].cs) / 1e9
 		if !s.opt.NoInstances {
 			instPat = append(instPat, pat)
 			instOff = append(instOff, int32(len(instMsgs)))
 			for _, ci := range w.order {
-				instMsgs = append(instMsgs, calls[ci].callMsg, calls[ci].retMsg)
+				instMsgs = append(instMsgs, s.pairs[ci].call, s.pairs[ci].ret)
 			}
 		}
 	}
