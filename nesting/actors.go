@@ -79,7 +79,7 @@ func (s *state) noteActors(ci int, m *trace.Message) {
 		return
 	}
 	if s.actors == nil {
-		s.actors = grab[actorPair](&s.ar, cap(s.calls))[:ci]
+		s.actors = make([]actorPair, ci, cap(s.calls))
 	}
 	s.actors = append(s.actors, actorPair{m.SrcActor, m.DstActor})
 }

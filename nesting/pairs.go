@@ -12,9 +12,19 @@ import (
 // findCallPairs is step 1: it fills s.calls and counts unpaired messages.
 func (s *state) findCallPairs() {
 	msgs := s.t.Messages
+	// One block for the whole pass, its size in words: the calls, their
+	// ties and message pairs (kept to the end), step 1's scratch (reused by
+	// the later steps) and room for what those take beyond it.
+	n := len(msgs)
+	s.ar.reserve(n/2*(5+3+1) + 4*n + 1<<16)
+	s.calls = grab[call](&s.ar, n/2)[:0]
+	if !s.opt.NoInstances {
+		s.pairs = grab[msgPair](&s.ar, n/2)[:0]
+	}
+	ties := grabDirty[tie](&s.ar, n/2)
+	scratch := s.ar.mark()
+	defer s.ar.release(scratch)
 	order := s.timeOrder()
-	s.calls = grab[call](&s.ar, len(msgs)/2)[:0]
-	s.pairs = grab[msgPair](&s.ar, len(msgs)/2)[:0]
 	none := 0
 	// 1a. Messages marked call/return, matched on (caller, callee, call id);
 	// open calls with the same key queue up and returns take the earliest.
@@ -34,7 +44,7 @@ func (s *state) findCallPairs() {
 	if none > 0 {
 		s.pairByConnection(order, none)
 	}
-	s.ties = grab[tie](&s.ar, len(s.calls))
+	s.ties = ties[:len(s.calls)]
 	for i := range s.ties {
 		s.ties[i] = tie{parent: -1, first: -1, next: -1}
 	}
@@ -70,7 +80,7 @@ func pairKinds[K comparable](s *state, order []pairKey, mk func(a, b trace.NodeI
 		switch o.kind {
 		case trace.KindCall:
 			if link == nil {
-				link = grab[int32](&s.ar, len(msgs))
+				link = grabDirty[int32](&s.ar, len(msgs)) // link[i] is set before it is read
 			}
 			k := mk(m.Src, m.Dst, m.Call)
 			link[i] = -1
@@ -154,7 +164,7 @@ func (s *state) pairingOrder(order []int32) []pairKey {
 	if order == nil {
 		n = len(msgs)
 	}
-	ks := grab[keyed](&s.ar, n)
+	ks := grabDirty[keyed](&s.ar, n)
 	for j := range ks {
 		i := int32(j)
 		if order != nil {
@@ -218,7 +228,7 @@ func (s *state) timeOrder() []int32 {
 	if sorted {
 		return nil
 	}
-	order := grab[int32](&s.ar, len(msgs))
+	order := grabDirty[int32](&s.ar, len(msgs))
 	for i := range order {
 		order[i] = int32(i)
 	}
@@ -247,7 +257,9 @@ func (s *state) addCall(ci, ri int32) {
 	}
 	s.noteActors(len(s.calls), c)
 	s.calls = append(s.calls, k)
-	s.pairs = append(s.pairs, msgPair{ci, ri})
+	if !s.opt.NoInstances {
+		s.pairs = append(s.pairs, msgPair{ci, ri})
+	}
 }
 
 func either(a, b int64) int64 {

@@ -63,20 +63,26 @@ func (s *state) findCallPaths(out *trace.Paths) {
 			n++
 		}
 	}
-	roots := grab[int32](&s.ar, n)[:0]
+	scratch := s.ar.mark()
+	defer s.ar.release(scratch)
+	roots := grabDirty[int32](&s.ar, n)[:0]
 	for i := range ties {
 		if ties[i].parent < 0 {
 			roots = append(roots, int32(i))
 		}
 	}
 	s.roots = len(roots)
-	// Nearly in order already: sortBy's insertion sort (stable).
-	sortBy(roots, func(i int32) int64 { return calls[i].cs })
+	// Nearly in order already: sortKeyed's insertion sort (stable).
+	ks := grabDirty[keyed](&s.ar, len(roots))
+	for j, i := range roots {
+		ks[j] = keyed{calls[i].cs, i}
+	}
+	sortKeyed(roots, ks)
 	table := make(map[uint64][]*pattern)
 	var pats []*pattern
 	w := &walker{calls: calls, ties: ties}
 	// The bins of each walked call's call delay and latency.
-	bins := grab[stepBins](&s.ar, len(calls))[:0]
+	bins := grabDirty[stepBins](&s.ar, len(calls))[:0]
 	var instPat []*pattern
 	var instOff []int32
 	var instMsgs []int32

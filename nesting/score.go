@@ -17,7 +17,7 @@ type byNode struct {
 func (s *state) group() *byNode {
 	n := len(s.t.Nodes)
 	calls := s.calls
-	g := &byNode{inOff: grab[int32](&s.ar, n+1), outOff: grab[int32](&s.ar, n+1), in: grab[int32](&s.ar, len(calls)), out: grab[int32](&s.ar, len(calls))}
+	g := &byNode{inOff: grab[int32](&s.ar, n+1), outOff: grab[int32](&s.ar, n+1), in: grabDirty[int32](&s.ar, len(calls)), out: grabDirty[int32](&s.ar, len(calls))}
 	for i := range calls {
 		g.inOff[calls[i].callee+1]++
 		g.outOff[calls[i].caller+1]++
@@ -27,7 +27,9 @@ func (s *state) group() *byNode {
 		g.outOff[i+1] += g.outOff[i]
 	}
 	// Each call's key goes with it: sorting then needs no trip to calls.
-	kin, kout := grab[keyed](&s.ar, len(calls)), grab[keyed](&s.ar, len(calls))
+	keys := s.ar.mark()
+	defer s.ar.release(keys)
+	kin, kout := grabDirty[keyed](&s.ar, len(calls)), grabDirty[keyed](&s.ar, len(calls))
 	fi, fo := slices.Clone(g.inOff[:n]), slices.Clone(g.outOff[:n])
 	for i := range calls {
 		c := &calls[i]
@@ -46,18 +48,6 @@ func (s *state) group() *byNode {
 type keyed struct {
 	k int64
 	i int32
-}
-
-// sortBy sorts ids by key, stably.
-func sortBy(ids []int32, key func(int32) int64) {
-	if len(ids) < 2 {
-		return
-	}
-	ks := make([]keyed, len(ids))
-	for j, i := range ids {
-		ks[j] = keyed{key(i), i}
-	}
-	sortKeyed(ids, ks)
 }
 
 // sortKeyed sorts ks (ids with their keys) by key, stably, and writes the
@@ -126,6 +116,8 @@ type outRec struct {
 // candidates, scoring them and choosing parents work on a few MB in
 // order rather than on the whole call array at random.
 func (s *state) nestNodes() {
+	scratch := s.ar.mark()
+	defer s.ar.release(scratch)
 	g := s.group()
 	s.g = g
 	w := int64(s.opt.SkewWindow)
@@ -168,8 +160,8 @@ func (s *state) nestNodes() {
 	for b := 0; b < nn; b++ {
 		most = max(most, g.inOff[b+1]-g.inOff[b], g.outOff[b+1]-g.outOff[b])
 	}
-	ivAll, ovAll := grab[inRec](&s.ar, int(most)), grab[outRec](&s.ar, int(most))
-	cands := grab[candidate](&s.ar, int(most)+int(most)/2+16)
+	ivAll, ovAll := grabDirty[inRec](&s.ar, int(most)), grabDirty[outRec](&s.ar, int(most))
+	cands := grabDirty[candidate](&s.ar, int(most)+int(most)/2+16)
 	var active []int32
 	var kern, sbuf []float64
 	if s.opt.Smooth > 0 {
