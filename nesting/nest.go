@@ -151,7 +151,6 @@ type state struct {
 	unpaired int
 	warnings []string
 
-	g        *byNode
 	ncands   int // candidates before step 2c
 	withCand int
 

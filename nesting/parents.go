@@ -23,17 +23,18 @@ func (p *penalty) of(c int) float64 {
 	return math.Pow(1+float64(c), -p.e)
 }
 
-// findNestedPairs is step 3 at node b (ins, outs its calls in and out,
-// iv and ov their records, cands their candidates): every call with
+// findNestedPairs is step 3 at node b (iv, ov its calls in and out, cands
+// their candidates, next scratch for sibling links): every call with
 // candidates gets the one with the best penalised score as its parent.
 // Calls are taken in the order they were made, so each parent's children
 // stay in that order.
-func (s *state) findNestedPairs(ins, outs []int32, iv []inRec, ov []outRec, cands []candidate) {
+func (s *state) findNestedPairs(iv []inRec, ov []outRec, next []int32, cands []candidate) {
 	px, py, pz := newPenalty(s.opt.X), newPenalty(s.opt.Y), newPenalty(s.opt.Z)
 	usePen := s.opt.X != 0 || s.opt.Y != 0 || s.opt.Z != 0
 	ties := s.ties
 	for k := range ov {
 		c := &ov[k]
+		next[k] = -1
 		if c.candN == 0 {
 			continue
 		}
@@ -44,7 +45,7 @@ func (s *state) findNestedPairs(ins, outs []int32, iv []inRec, ov []outRec, cand
 			// 3b. Penalties from the children the parent already has.
 			if usePen {
 				over, same, any := 0, 0, 0
-				for q := iv[cd.parent].first; q >= 0; q = ov[q].next {
+				for q := iv[cd.parent].first; q >= 0; q = next[q] {
 					o := &ov[q]
 					any++
 					if o.callee == c.callee {
@@ -62,27 +63,29 @@ func (s *state) findNestedPairs(ins, outs []int32, iv []inRec, ov []outRec, cand
 				best, bestBin, bestScore = cd.parent, cd.bin, score
 			}
 		}
-		t := &ties[outs[k]]
-		t.parent, t.pbin = ins[best], bestBin
 		p := &iv[best]
+		t := &ties[c.id]
+		t.parent, t.pbin = p.id, bestBin
 		if p.last < 0 {
 			p.first = int32(k)
 		} else {
-			ov[p.last].next = int32(k)
+			next[p.last] = int32(k)
 		}
 		p.last = int32(k)
-		p.nkids++
 	}
 	// The children lists in call indices, for step 4.
 	for j := range iv {
-		if p := &iv[j]; p.first >= 0 {
-			t := &ties[ins[j]]
-			t.first, t.nkids = outs[p.first], p.nkids
+		p := &iv[j]
+		if p.first < 0 {
+			continue
 		}
-	}
-	for k := range ov {
-		if c := &ov[k]; c.next >= 0 {
-			ties[outs[k]].next = outs[c.next]
+		t := &ties[p.id]
+		t.first = ov[p.first].id
+		for q := p.first; q >= 0; q = next[q] {
+			t.nkids++
+			if nx := next[q]; nx >= 0 {
+				ties[ov[q].id].next = ov[nx].id
+			}
 		}
 	}
 }

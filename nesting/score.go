@@ -7,17 +7,41 @@ import (
 	"wap5/trace"
 )
 
-// byNode groups call indices by node: calls into each node sorted by their
-// arrival there, and calls out of it sorted by their departure.
+// byNode holds the calls by node, as records for steps 2 and 3: in[inOff[b]:
+// inOff[b+1]] are the calls into b in order of their arrival there,
+// out[outOff[b]:outOff[b+1]] the calls out of b in order of departure.
 type byNode struct {
 	inOff, outOff []int32
-	in, out       []int32
+	in            []inRec
+	out           []outRec
 }
 
+// inRec is a call into node b as steps 2 and 3 at b see it (32 bytes):
+// first and last are its children so far (indexes of b's calls out).
+type inRec struct {
+	ca, rd      int64
+	caller      trace.NodeID
+	id          int32 // index in calls
+	first, last int32
+}
+
+// outRec is a call out of node b as steps 2 and 3 at b see it (32 bytes):
+// candOff, candN its candidates.
+type outRec struct {
+	cs, cr         int64
+	callee         trace.NodeID
+	id             int32 // index in calls
+	candOff, candN int32
+}
+
+// group copies every call into the records of its callee and of its
+// caller, in one pass over the calls in order (each node's records are
+// written in order too), then sorts each node's records by time.
 func (s *state) group() *byNode {
 	n := len(s.t.Nodes)
 	calls := s.calls
-	g := &byNode{inOff: grab[int32](&s.ar, n+1), outOff: grab[int32](&s.ar, n+1), in: grabDirty[int32](&s.ar, len(calls)), out: grabDirty[int32](&s.ar, len(calls))}
+	g := &byNode{inOff: grab[int32](&s.ar, n+1), outOff: grab[int32](&s.ar, n+1),
+		in: grabDirty[inRec](&s.ar, len(calls)), out: grabDirty[outRec](&s.ar, len(calls))}
 	for i := range calls {
 		g.inOff[calls[i].callee+1]++
 		g.outOff[calls[i].caller+1]++
@@ -26,23 +50,71 @@ func (s *state) group() *byNode {
 		g.inOff[i+1] += g.inOff[i]
 		g.outOff[i+1] += g.outOff[i]
 	}
-	// Each call's key goes with it: sorting then needs no trip to calls.
-	keys := s.ar.mark()
-	defer s.ar.release(keys)
-	kin, kout := grabDirty[keyed](&s.ar, len(calls)), grabDirty[keyed](&s.ar, len(calls))
 	fi, fo := slices.Clone(g.inOff[:n]), slices.Clone(g.outOff[:n])
 	for i := range calls {
 		c := &calls[i]
-		kin[fi[c.callee]] = keyed{c.ca, int32(i)}
+		g.in[fi[c.callee]] = inRec{ca: c.ca, rd: c.rd, caller: c.caller, id: int32(i), first: -1, last: -1}
 		fi[c.callee]++
-		kout[fo[c.caller]] = keyed{c.cs, int32(i)}
+		g.out[fo[c.caller]] = outRec{cs: c.cs, cr: c.cr, callee: c.callee, id: int32(i)}
 		fo[c.caller]++
 	}
 	for b := 0; b < n; b++ {
-		sortKeyed(g.in[g.inOff[b]:g.inOff[b+1]], kin[g.inOff[b]:g.inOff[b+1]])
-		sortKeyed(g.out[g.outOff[b]:g.outOff[b+1]], kout[g.outOff[b]:g.outOff[b+1]])
+		sortIn(g.in[g.inOff[b]:g.inOff[b+1]])
+		sortOut(g.out[g.outOff[b]:g.outOff[b+1]])
 	}
 	return g
+}
+
+// sortIn and sortOut sort records by time, stably. Traces come nearly
+// sorted, so an insertion sort with a budget of moves comes first.
+func sortIn(r []inRec) {
+	moves, budget := 0, 16*len(r)+64
+	for j := 1; j < len(r) && moves <= budget; j++ {
+		if r[j].ca >= r[j-1].ca {
+			continue
+		}
+		x := r[j]
+		k := j
+		for k > 0 && x.ca < r[k-1].ca && moves <= budget {
+			r[k] = r[k-1]
+			k--
+			moves++
+		}
+		r[k] = x
+	}
+	if moves > budget {
+		slices.SortStableFunc(r, func(a, b inRec) int { return cmpTime(a.ca, b.ca) })
+	}
+}
+
+func sortOut(r []outRec) {
+	moves, budget := 0, 16*len(r)+64
+	for j := 1; j < len(r) && moves <= budget; j++ {
+		if r[j].cs >= r[j-1].cs {
+			continue
+		}
+		x := r[j]
+		k := j
+		for k > 0 && x.cs < r[k-1].cs && moves <= budget {
+			r[k] = r[k-1]
+			k--
+			moves++
+		}
+		r[k] = x
+	}
+	if moves > budget {
+		slices.SortStableFunc(r, func(a, b outRec) int { return cmpTime(a.cs, b.cs) })
+	}
+}
+
+func cmpTime(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 type keyed struct {
@@ -54,36 +126,22 @@ type keyed struct {
 // ids in that order. Traces come nearly sorted, so an insertion sort
 // with a budget of moves comes first.
 func sortKeyed(ids []int32, ks []keyed) {
-	sorted := true
-	for j := 1; j < len(ks); j++ {
-		if ks[j].k < ks[j-1].k {
-			sorted = false
-			break
+	moves, budget := 0, 16*len(ks)+64
+	for j := 1; j < len(ks) && moves <= budget; j++ {
+		if ks[j].k >= ks[j-1].k {
+			continue
 		}
+		x := ks[j]
+		k := j
+		for k > 0 && x.k < ks[k-1].k && moves <= budget {
+			ks[k] = ks[k-1]
+			k--
+			moves++
+		}
+		ks[k] = x
 	}
-	if !sorted {
-		moves, budget := 0, 16*len(ks)+64
-		for j := 1; j < len(ks) && moves <= budget; j++ {
-			x := ks[j]
-			k := j
-			for k > 0 && x.k < ks[k-1].k && moves <= budget {
-				ks[k] = ks[k-1]
-				k--
-				moves++
-			}
-			ks[k] = x
-		}
-		if moves > budget {
-			slices.SortStableFunc(ks, func(a, b keyed) int {
-				switch {
-				case a.k < b.k:
-					return -1
-				case a.k > b.k:
-					return 1
-				}
-				return 0
-			})
-		}
+	if moves > budget {
+		slices.SortStableFunc(ks, func(a, b keyed) int { return cmpTime(a.k, b.k) })
 	}
 	for j := range ks {
 		ids[j] = ks[j].i
@@ -92,34 +150,14 @@ func sortKeyed(ids []int32, ks []keyed) {
 
 type triple struct{ a, b, c trace.NodeID }
 
-// inRec is a call into node b as steps 2 and 3 at b see it (32 bytes, in
-// order of arrival at b): first, last and nkids are its children so far
-// (indexes of b's calls out).
-type inRec struct {
-	ca, rd             int64
-	caller             trace.NodeID
-	first, last, nkids int32
-}
-
-// outRec is a call out of node b as steps 2 and 3 at b see it (32 bytes,
-// in order of departure from b): candOff, candN its candidates, next its
-// next sibling (an index of b's calls out).
-type outRec struct {
-	cs, cr         int64
-	callee         trace.NodeID
-	next           int32
-	candOff, candN int32
-}
-
-// nestNodes is steps 2 and 3, node by node: the calls into and out of each
-// node are copied into compact records in time order, so that finding
-// candidates, scoring them and choosing parents work on a few MB in
-// order rather than on the whole call array at random.
+// nestNodes is steps 2 and 3, node by node, on the records of group: the
+// calls into and out of each node in time order, so that finding
+// candidates, scoring them and choosing parents read a few MB in order
+// rather than the whole call array at random.
 func (s *state) nestNodes() {
 	scratch := s.ar.mark()
 	defer s.ar.release(scratch)
 	g := s.group()
-	s.g = g
 	w := int64(s.opt.SkewWindow)
 	lo := s.opt.BinLo.Seconds()
 	inv := 1 / math.Log(s.opt.BinRatio)
@@ -158,9 +196,9 @@ func (s *state) nestNodes() {
 	// Scratch for the largest node.
 	most := int32(0)
 	for b := 0; b < nn; b++ {
-		most = max(most, g.inOff[b+1]-g.inOff[b], g.outOff[b+1]-g.outOff[b])
+		most = max(most, g.outOff[b+1]-g.outOff[b])
 	}
-	ivAll, ovAll := grabDirty[inRec](&s.ar, int(most)), grabDirty[outRec](&s.ar, int(most))
+	next := grabDirty[int32](&s.ar, int(most))
 	cands := grabDirty[candidate](&s.ar, int(most)+int(most)/2+16)
 	var active []int32
 	var kern, sbuf []float64
@@ -173,19 +211,10 @@ func (s *state) nestNodes() {
 			dense[x] = 0
 		}
 		touched = touched[:0]
-		ins := g.in[g.inOff[b]:g.inOff[b+1]]
-		outs := g.out[g.outOff[b]:g.outOff[b+1]]
-		if len(ins) == 0 || len(outs) == 0 {
+		iv := g.in[g.inOff[b]:g.inOff[b+1]]
+		ov := g.out[g.outOff[b]:g.outOff[b+1]]
+		if len(iv) == 0 || len(ov) == 0 {
 			continue
-		}
-		iv, ov := ivAll[:len(ins)], ovAll[:len(outs)]
-		for j, ci := range ins {
-			c := &s.calls[ci]
-			iv[j] = inRec{ca: c.ca, rd: c.rd, caller: c.caller, first: -1, last: -1}
-		}
-		for k, ci := range outs {
-			c := &s.calls[ci]
-			ov[k] = outRec{cs: c.cs, cr: c.cr, callee: c.callee, next: -1}
 		}
 		// 2c. Each of a call's N candidates scores 1/N at its nesting delay.
 		score := func(c *outRec) {
@@ -223,7 +252,7 @@ func (s *state) nestNodes() {
 				}
 				active[n] = pj
 				n++
-				if pc.rd+w >= c.cr && ins[pj] != outs[k] {
+				if pc.rd+w >= c.cr && pc.id != c.id {
 					if len(cands) == cap(cands) {
 						cands = slices.Grow(cands, len(cands))
 					}
@@ -243,7 +272,7 @@ func (s *state) nestNodes() {
 		// 2b. Where the data shows that calls leave from the actor that
 		// received their parent, only such candidates stay.
 		if s.actors != nil {
-			if st, ok := s.actorFilter(b, ins, outs, ov, cands); ok {
+			if st, ok := s.actorFilter(b, iv, ov, cands); ok {
 				s.actorStats = append(s.actorStats, st)
 			}
 			for k := range ov {
@@ -258,7 +287,7 @@ func (s *state) nestNodes() {
 			}
 		}
 		// 3. One parent per call.
-		s.findNestedPairs(ins, outs, iv, ov, cands)
+		s.findNestedPairs(iv, ov, next[:len(ov)], cands)
 	}
 }
 
