@@ -48,10 +48,17 @@ func Advise[T any](s []T) {
 // slice, and the partial ones at its ends are up to 1,024 small page
 // faults). The memory before the slice is never touched, so it costs
 // address space only. Small slices (< 4 MB) are plain makes.
-func Make[T any](n, c int) []T {
+func Make[T any](n, c int) []T { return makeFrom[T](n, c, small) }
+
+// MakeSmall is Make for slices from 256 KB up: where the slice is written
+// all over once (a fresh process touching it first), one or two huge pages
+// cost less than the 64 to 1,024 small page faults.
+func MakeSmall[T any](n, c int) []T { return makeFrom[T](n, c, 256<<10) }
+
+func makeFrom[T any](n, c int, least uintptr) []T {
 	var z T
 	size := unsafe.Sizeof(z)
-	if off || size == 0 || uintptr(c)*size < small {
+	if off || size == 0 || uintptr(c)*size < least {
 		return make([]T, n, c)
 	}
 	pad := int((2*huge + size - 1) / size)
