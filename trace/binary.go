@@ -159,7 +159,7 @@ func (b *binReader) ensure(n int) bool {
 	rest := copy(b.buf, b.buf[b.pos:])
 	b.buf, b.pos = b.buf[:rest], 0
 	if need := max(n, 1<<20); cap(b.buf) < need {
-		nb := make([]byte, rest, need)
+		nb := hugemem.MakeSmall[byte](rest, need) // 1 MB: 256 page faults in a fresh process
 		copy(nb, b.buf)
 		b.buf = nb
 	}
