@@ -236,8 +236,9 @@ func (b *binReader) readColumns(t *Trace, n int) (valid bool) {
 	var st colState
 	var raw [colCount][]byte
 	// The block's columns, one after the other, in one buffer (in huge
-	// pages: a fresh process would take a page fault per 4 KB of it).
-	all := hugemem.MakeSmall[byte](0, min(2<<20, 32*n+4096))
+	// pages: a fresh process would take a page fault per 4 KB of it),
+	// unless the rest of the input is in b.buf already.
+	var all []byte
 	lim := newColLimits(t)
 	valid = true
 	for len(t.Messages) < n && b.err == nil {
@@ -250,7 +251,8 @@ func (b *binReader) readColumns(t *Trace, n int) (valid bool) {
 			return valid
 		}
 		all = all[:0]
-		var ends [colCount]int
+		var ends [colCount]int // in all, of the columns copied there
+		var copied [colCount]bool
 		for i := range raw {
 			l := b.count("column length", 64*colBlock+1<<26)
 			if b.err != nil {
@@ -260,14 +262,24 @@ func (b *binReader) readColumns(t *Trace, n int) (valid bool) {
 				b.fail("truncated column: %v", errUnexpectedEOF)
 				return valid
 			}
-			all = append(all, b.buf[b.pos:b.pos+l]...)
-			ends[i] = len(all)
+			if b.eof {
+				// The rest of the input is in b.buf, which no longer moves.
+				raw[i] = b.buf[b.pos : b.pos+l : b.pos+l]
+			} else {
+				if all == nil {
+					all = hugemem.MakeSmall[byte](0, min(2<<20, 32*n+4096))
+				}
+				all = append(all, b.buf[b.pos:b.pos+l]...)
+				ends[i], copied[i] = len(all), true
+			}
 			b.pos += l
 		}
 		start := 0
 		for i := range raw {
-			raw[i] = all[start:ends[i]:ends[i]]
-			start = ends[i]
+			if copied[i] {
+				raw[i] = all[start:ends[i]:ends[i]]
+				start = ends[i]
+			}
 		}
 		ok, err := decodeBlock(t, &raw, k, &st, &lim)
 		if err != nil {

@@ -76,3 +76,26 @@ func makeFrom[T any](n, c int, least uintptr) []T {
 func madvise(p unsafe.Pointer, n uintptr) {
 	_ = syscall.Madvise(unsafe.Slice((*byte)(p), n), madvHugepage)
 }
+
+// Map returns n zero bytes outside the Go heap, in transparent huge pages
+// where the kernel can, and the function that gives them back to the
+// system, which must be called once nothing refers to them any more. For
+// large buffers with a clear end of life (an input read whole, what it
+// decompresses to): freed through the garbage collector, such memory would
+// wait for a collection, and the heap's returning it to the system piece by
+// piece splits the huge pages that later allocations then fault in 4 KB at
+// a time. The bytes must hold no Go pointers.
+func Map(n int) ([]byte, func()) {
+	if off || n < small {
+		return make([]byte, n), func() {}
+	}
+	full, err := syscall.Mmap(-1, 0, n+huge, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return make([]byte, n), func() {}
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(full)))
+	skip := int(((start + huge - 1) &^ (huge - 1)) - start)
+	b := full[skip : skip+n : skip+n]
+	madvise(unsafe.Pointer(unsafe.SliceData(b)), uintptr(n)&^(huge-1))
+	return b, func() { _ = syscall.Munmap(full) }
+}
