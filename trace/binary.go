@@ -476,16 +476,20 @@ func decompressWhole(r io.Reader, size int) ([]byte, io.Reader, func()) {
 			return nil, io.MultiReader(bytes.NewReader(in), errReader{err}), freeIn
 		}
 	}
-	// The output's size: the frame's own word if it has one (within
-	// reason: a damaged header must not allocate much), else a guess;
-	// beyond it the decoder grows the buffer.
+	// The output's size: the frame's own word if it has one, else a
+	// guess; beyond it the decoder grows the buffer, up to limit (a
+	// damaged header must not make it allocate much: past limit, or
+	// claiming more, the stream decides).
 	limit := 16*len(in) + 1<<20
 	est := min(4*len(in)+4096, limit)
 	var h zstd.Header
-	if h.Decode(in) == nil && h.HasFCS && h.FrameContentSize < uint64(limit) {
+	if h.Decode(in) == nil && h.HasFCS {
+		if h.FrameContentSize >= uint64(limit) {
+			return nil, bytes.NewReader(in), freeIn
+		}
 		est = int(h.FrameContentSize) + 64
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<34))
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)))
 	if err != nil {
 		return nil, bytes.NewReader(in), freeIn
 	}

@@ -52,7 +52,7 @@ func FuzzRead(f *testing.F) {
 // stream does: the same error, or the same trace and warnings.
 func FuzzReadWhole(f *testing.F) {
 	var bin bytes.Buffer
-	WriteBinary(&bin, bigTrace(3000))
+	WriteBinary(&bin, bigTrace(300))
 	data := bin.Bytes()
 	f.Add(data)
 	f.Add(data[:len(data)-3])
