@@ -6,18 +6,20 @@ import (
 	"wap5/internal/hugemem"
 )
 
-// arena hands out the pass's scratch slices from large blocks in
-// transparent huge pages (hugemem.Make). On a virtual machine a page fault
-// costs microseconds, and fresh memory is dear even in huge pages (the
-// kernel zeroes every page first touched), so the pass keeps its memory
-// small and reuses it: slices are taken like a stack, and release hands
-// back everything taken since a mark, for the next step to reuse. Slices
-// must be of types without pointers (the blocks are []uint64, which the
-// garbage collector does not scan) and alignment ≤ 8.
+// arena hands out the pass's scratch slices from large blocks outside the
+// Go heap, in transparent huge pages (hugemem.Map). On a virtual machine a
+// page fault costs microseconds, and fresh memory is dear even in huge
+// pages (the kernel zeroes every page first touched), so the pass keeps
+// its memory small and reuses it: slices are taken like a stack, and
+// release hands back everything taken since a mark, for the next step to
+// reuse. free gives the blocks back to the system: nothing taken may be
+// used after it (Nest's results are on the Go heap). Slices must be of
+// types without pointers, and alignment ≤ 8.
 type arena struct {
-	buf  []uint64 // the current block
-	off  int      // words of buf taken
-	used int      // words of buf ever taken (beyond: still zero)
+	buf   []uint64 // the current block
+	off   int      // words of buf taken
+	used  int      // words of buf ever taken (beyond: still zero)
+	frees []func() // of every block
 }
 
 // arenaBlock is the smallest block, in words (8 MB).
@@ -27,9 +29,19 @@ const arenaBlock = 1 << 20
 // free, starting a block of that size if it does not.
 func (a *arena) reserve(words int) {
 	if len(a.buf)-a.off < words {
-		b := hugemem.Make[uint64](0, max(words, arenaBlock))
-		a.buf, a.off, a.used = b[:cap(b)], 0, 0
+		n := max(words, arenaBlock)
+		b, free := hugemem.Map(8 * n)
+		a.buf, a.off, a.used = unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), n), 0, 0
+		a.frees = append(a.frees, free)
 	}
+}
+
+// free gives back every block.
+func (a *arena) free() {
+	for _, f := range a.frees {
+		f()
+	}
+	*a = arena{}
 }
 
 // mark is a point to release back to.

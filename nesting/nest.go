@@ -87,6 +87,7 @@ func Nest(t *trace.Trace, opt Options) *Result {
 	r := &Result{Messages: len(t.Messages)}
 	r.Algorithm = "nesting"
 	s := &state{t: t, opt: opt}
+	defer s.ar.free() // all scratch: the result is on the Go heap
 	// 1. Call pairs.
 	s.findCallPairs()
 	r.CallPairs, r.Unpaired = len(s.calls), s.unpaired
