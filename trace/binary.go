@@ -160,7 +160,10 @@ func (b *binReader) ensure(n int) bool {
 	rest := copy(b.buf, b.buf[b.pos:])
 	b.buf, b.pos = b.buf[:rest], 0
 	if need := max(n, 1<<20); cap(b.buf) < need {
-		nb := hugemem.MakeSmall[byte](rest, need) // 1 MB: 256 page faults in a fresh process
+		// 1 MB: 256 page faults in a fresh process. The capacity must stay
+		// need: how far ahead ensure reads decides where a damaged stream
+		// stops.
+		nb := hugemem.MakeSmall[byte](rest, need)[:rest:need]
 		copy(nb, b.buf)
 		b.buf = nb
 	}
