@@ -84,26 +84,26 @@ func (s *state) noteActors(ci int, m *trace.Message) {
 	s.actors = append(s.actors, actorPair{m.SrcActor, m.DstActor})
 }
 
-// actorFilter is step 2b at node b: outs are b's calls out (their
-// candidates found), ins the calls into b. It returns the node's statistics
+// actorFilter is step 2b at node b: ov are b's calls out (their candidates
+// found, in cands), iv the calls into b. It returns the node's statistics
 // (ok false when no call into or out of b has actors) and narrows the
 // candidates where the statistics allow.
-func (s *state) actorFilter(b trace.NodeID, ins, outs []int32) (st ActorStat, ok bool) {
-	act, calls := s.actors, s.calls
+func (s *state) actorFilter(b trace.NodeID, iv []inRec, ov []outRec, cands []candidate) (st ActorStat, ok bool) {
+	act := s.actors
 	st.Node = b
 	// How often each actor received the calls into b and sent b's calls
 	// (package sameactor, shared with linking).
 	t := &s.actorTally
-	for _, pi := range ins {
-		t.Received(act[pi].recv)
+	for j := range iv {
+		t.Received(act[iv[j].id].recv)
 	}
-	for _, ci := range outs {
-		t.Sent(act[ci].send)
+	for k := range ov {
+		t.Sent(act[ov[k].id].send)
 	}
 	// 2b-i. Learn from the calls with one candidate.
-	for _, ci := range outs {
-		if c := &calls[ci]; c.candN == 1 {
-			t.Pair(act[ci].send, act[s.cands[c.candOff].parent].recv)
+	for k := range ov {
+		if c := &ov[k]; c.candN == 1 {
+			t.Pair(act[c.id].send, act[iv[cands[c.candOff].parent].id].recv)
 		}
 	}
 	// 2b-ii. Use it only where it holds beyond chance.
@@ -116,16 +116,16 @@ func (s *state) actorFilter(b trace.NodeID, ins, outs []int32) (st ActorStat, ok
 		return st, true
 	}
 	// 2b-iii. Keep the candidates received by the call's sending actor.
-	for _, ci := range outs {
-		c := &calls[ci]
-		sa := act[ci].send
+	for j := range ov {
+		c := &ov[j]
+		sa := act[c.id].send
 		if c.candN < 2 || sa == 0 {
 			continue
 		}
-		cs := s.cands[c.candOff : c.candOff+c.candN]
+		cs := cands[c.candOff : c.candOff+c.candN]
 		k := 0
 		for _, cd := range cs {
-			if act[cd.parent].recv == sa {
+			if act[iv[cd.parent].id].recv == sa {
 				cs[k] = cd
 				k++
 			}

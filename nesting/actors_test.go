@@ -132,16 +132,24 @@ func TestActors(t *testing.T) {
 func TestActorFallback(t *testing.T) {
 	tr := actorTrace(600, 4, "same", 2)
 	// Find a call B→C with several candidates and give it a stranger thread.
-	probe := DefaultOptions()
-	probe.ActorMin = 2 // the candidates before step 2b
-	s := &state{t: tr, opt: probe}
+	s := &state{t: tr, opt: DefaultOptions()}
 	s.findCallPairs()
-	s.scoreNestings()
 	victim := -1
 	for i := range s.calls {
 		c := &s.calls[i]
-		if tr.NodeName(c.caller) == "B" && c.candN > 1 {
-			victim = int(c.callMsg)
+		if tr.NodeName(c.caller) != "B" {
+			continue
+		}
+		// Step 2a's candidates (no skew window): calls into B open
+		// around c.
+		n := 0
+		for j := range s.calls {
+			if p := &s.calls[j]; j != i && p.callee == c.caller && p.ca <= c.cs && p.rd >= c.cr {
+				n++
+			}
+		}
+		if n > 1 {
+			victim = int(s.pairs[i].call)
 			break
 		}
 	}

@@ -59,4 +59,8 @@
 //
 // Cost is linear in the number of messages times the mean per-node
 // parallelism (§5.1.2), plus sorting when the input is not in time order.
+// Steps 2 and 3 run node by node on compact records of each node's calls
+// in time order, written in one pass over the calls; all scratch memory
+// comes from an arena outside the Go heap in transparent huge pages
+// (arena.go), reused from step to step and freed when Nest returns.
 package nesting

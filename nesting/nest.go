@@ -87,6 +87,7 @@ func Nest(t *trace.Trace, opt Options) *Result {
 	r := &Result{Messages: len(t.Messages)}
 	r.Algorithm = "nesting"
 	s := &state{t: t, opt: opt}
+	defer s.ar.free() // all scratch: the result is on the Go heap
 	// 1. Call pairs.
 	s.findCallPairs()
 	r.CallPairs, r.Unpaired = len(s.calls), s.unpaired
@@ -100,36 +101,41 @@ func Nest(t *trace.Trace, opt Options) *Result {
 		}
 		return r
 	}
-	// 2. Candidate parents and the scoreboard.
-	s.scoreNestings()
+	// 2. Candidate parents and the scoreboard, and 3. one parent per call,
+	// node by node (a node's nestings score only in its own histograms).
+	s.nestNodes()
 	if s.withCand > 0 {
 		r.Parallelism = float64(s.ncands) / float64(s.withCand)
 	}
 	r.Actors = s.actorStats
-	// 3. One parent per call.
-	s.findNestedPairs()
 	// 4. Paths and patterns.
 	s.findCallPaths(&r.Paths)
 	r.Roots = s.roots
 	return r
 }
 
-// call is one call pair. Times are nanoseconds: cs the call leaving the
-// caller, ca it reaching the callee, rd the return leaving the callee, cr it
-// reaching the caller (each on the clock TimeMode selects).
+// call is one call pair, the fields every step compares (40 bytes; the
+// rest is in tie and msgPair). Times are nanoseconds: cs the call leaving
+// the caller, ca it reaching the callee, rd the return leaving the callee,
+// cr it reaching the caller (each on the clock TimeMode selects).
 type call struct {
-	caller, callee  trace.NodeID
-	callMsg, retMsg int32
-	cs, ca, rd, cr  int64
-	parent          int32 // −1: a root
-	first, last     int32 // children, in order of their cs
-	next            int32 // next sibling
-	nkids           int32 // number of children
-	pbin            int32 // scoreboard bin of the nesting delay in the parent
-	candOff         int32 // candidates are cands[candOff : candOff+candN]
-	candN           int32
+	cs, ca, rd, cr int64
+	caller, callee trace.NodeID
 }
 
+// tie is a call's place in the call trees (steps 3 and 4).
+type tie struct {
+	parent      int32 // −1: a root
+	first, next int32 // first child and next sibling, children in order of their cs
+	nkids       int32 // number of children
+	pbin        int32 // scoreboard bin of the nesting delay in the parent
+}
+
+// msgPair is the call and the return message of a call.
+type msgPair struct{ call, ret int32 }
+
+// candidate is a possible parent of a call out of node b during steps 2
+// and 3 at b: parent indexes b's calls in (byNode.in at b).
 type candidate struct {
 	parent int32
 	hist   int32 // scoreboard histogram of (A, B, C)
@@ -139,12 +145,13 @@ type candidate struct {
 type state struct {
 	t        *trace.Trace
 	opt      Options
+	ar       arena
 	calls    []call
+	ties     []tie     // by call
+	pairs    []msgPair // by call
 	unpaired int
 	warnings []string
 
-	g        *byNode
-	cands    []candidate
 	ncands   int // candidates before step 2c
 	withCand int
 

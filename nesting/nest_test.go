@@ -243,7 +243,7 @@ func TestPipelinedPairsAreFIFO(t *testing.T) {
 	tr := connTrace("C 10.0.0.1:40000 S 10.0.0.2:80", "C 10.0.0.1:40000 S 10.0.0.2:80", "S 10.0.0.2:80 C 10.0.0.1:40000", "S 10.0.0.2:80 C 10.0.0.1:40000")
 	s := &state{t: tr, opt: DefaultOptions()}
 	s.findCallPairs()
-	got := [2][2]int32{{s.calls[0].callMsg, s.calls[0].retMsg}, {s.calls[1].callMsg, s.calls[1].retMsg}}
+	got := [2][2]int32{{s.pairs[0].call, s.pairs[0].ret}, {s.pairs[1].call, s.pairs[1].ret}}
 	if got != [2][2]int32{{0, 2}, {1, 3}} {
 		t.Fatalf("pairs %v", got)
 	}
@@ -366,15 +366,15 @@ func TestPairKindsManyOpen(t *testing.T) {
 				t.Fatalf("%d pairs, %d unpaired; want %d, %d", len(s.calls), s.unpaired, tc.open, tc.extra+tc.extraRet)
 			}
 			seen := map[int32]int32{} // call id → last call message paired
-			for _, c := range s.calls {
-				cm, rm := tr.Messages[c.callMsg], tr.Messages[c.retMsg]
+			for _, c := range s.pairs {
+				cm, rm := tr.Messages[c.call], tr.Messages[c.ret]
 				if cm.Call != rm.Call || cm.Kind != trace.KindCall || rm.Kind != trace.KindReturn {
 					t.Fatalf("call %+v paired with return %+v", cm, rm)
 				}
-				if prev, ok := seen[cm.Call]; ok && prev > c.callMsg {
-					t.Fatalf("id %d: returns not FIFO (%d after %d)", cm.Call, c.callMsg, prev)
+				if prev, ok := seen[cm.Call]; ok && prev > c.call {
+					t.Fatalf("id %d: returns not FIFO (%d after %d)", cm.Call, c.call, prev)
 				}
-				seen[cm.Call] = c.callMsg
+				seen[cm.Call] = c.call
 			}
 		})
 	}

@@ -6,16 +6,25 @@ import (
 	"strconv"
 	"strings"
 
-	"wap5/internal/hugemem"
-
 	"wap5/trace"
 )
 
 // findCallPairs is step 1: it fills s.calls and counts unpaired messages.
 func (s *state) findCallPairs() {
 	msgs := s.t.Messages
-	order := timeOrder(msgs)
-	s.calls = hugemem.Make[call](0, len(msgs)/2)
+	// One block for the whole pass, its size in words: the calls, their
+	// ties and message pairs (kept to the end), step 1's scratch (reused by
+	// the later steps) and room for what those take beyond it.
+	n := len(msgs)
+	s.ar.reserve(n/2*(5+3+1) + 4*n + 1<<16)
+	s.calls = grab[call](&s.ar, n/2)[:0]
+	if !s.opt.NoInstances {
+		s.pairs = grab[msgPair](&s.ar, n/2)[:0]
+	}
+	ties := grabDirty[tie](&s.ar, n/2)
+	scratch := s.ar.mark()
+	defer s.ar.release(scratch)
+	order := s.timeOrder()
 	none := 0
 	// 1a. Messages marked call/return, matched on (caller, callee, call id);
 	// open calls with the same key queue up and returns take the earliest.
@@ -35,6 +44,10 @@ func (s *state) findCallPairs() {
 	if none > 0 {
 		s.pairByConnection(order, none)
 	}
+	s.ties = ties[:len(s.calls)]
+	for i := range s.ties {
+		s.ties[i] = tie{parent: -1, first: -1, next: -1}
+	}
 }
 
 func pairKinds[K comparable](s *state, order []pairKey, mk func(a, b trace.NodeID, id int32) K, hash func(K) uint64) (none int) {
@@ -51,7 +64,7 @@ func pairKinds[K comparable](s *state, order []pairKey, mk func(a, b trace.NodeI
 	for size < len(msgs) && size < 1<<14 {
 		size <<= 1
 	}
-	slots := make([]slot, size)
+	slots := grab[slot](&s.ar, size)
 	at := func(k K) *slot { return &slots[(hash(k)*0x9E3779B97F4A7C15)>>32&uint64(size-1)] }
 	open := make(map[K]queue)
 	var link []int32
@@ -67,7 +80,7 @@ func pairKinds[K comparable](s *state, order []pairKey, mk func(a, b trace.NodeI
 		switch o.kind {
 		case trace.KindCall:
 			if link == nil {
-				link = make([]int32, len(msgs))
+				link = grabDirty[int32](&s.ar, len(msgs)) // link[i] is set before it is read
 			}
 			k := mk(m.Src, m.Dst, m.Call)
 			link[i] = -1
@@ -151,7 +164,7 @@ func (s *state) pairingOrder(order []int32) []pairKey {
 	if order == nil {
 		n = len(msgs)
 	}
-	ks := hugemem.Make[keyed](n, n)
+	ks := grabDirty[keyed](&s.ar, n)
 	for j := range ks {
 		i := int32(j)
 		if order != nil {
@@ -203,7 +216,8 @@ func (s *state) pairingOrder(order []int32) []pairKey {
 
 // timeOrder returns message indices by Time (stable), or nil when the
 // messages are in that order already.
-func timeOrder(msgs []trace.Message) []int32 {
+func (s *state) timeOrder() []int32 {
+	msgs := s.t.Messages
 	sorted := true
 	for i := 1; i < len(msgs); i++ {
 		if msgs[i].Time() < msgs[i-1].Time() {
@@ -214,7 +228,7 @@ func timeOrder(msgs []trace.Message) []int32 {
 	if sorted {
 		return nil
 	}
-	order := make([]int32, len(msgs))
+	order := grabDirty[int32](&s.ar, len(msgs))
 	for i := range order {
 		order[i] = int32(i)
 	}
@@ -233,7 +247,7 @@ func timeOrder(msgs []trace.Message) []int32 {
 
 func (s *state) addCall(ci, ri int32) {
 	c, r := &s.t.Messages[ci], &s.t.Messages[ri]
-	k := call{caller: c.Src, callee: c.Dst, callMsg: ci, retMsg: ri, parent: -1, first: -1, last: -1, next: -1}
+	k := call{caller: c.Src, callee: c.Dst}
 	if s.opt.Time == TimeSend {
 		k.cs, k.rd = c.Time(), r.Time()
 		k.ca, k.cr = k.cs, k.rd
@@ -243,6 +257,9 @@ func (s *state) addCall(ci, ri int32) {
 	}
 	s.noteActors(len(s.calls), c)
 	s.calls = append(s.calls, k)
+	if !s.opt.NoInstances {
+		s.pairs = append(s.pairs, msgPair{ci, ri})
+	}
 }
 
 func either(a, b int64) int64 {
@@ -297,7 +314,7 @@ func classify(s string) epClass {
 func (s *state) pairByConnection(order []int32, n int) {
 	msgs := s.t.Messages
 	if order == nil {
-		order = make([]int32, len(msgs))
+		order = grab[int32](&s.ar, len(msgs))
 		for i := range order {
 			order[i] = int32(i)
 		}
@@ -306,7 +323,7 @@ func (s *state) pairByConnection(order []int32, n int) {
 	connIdx := make(map[connKey]int32)
 	var conns []conn
 	noEP := 0
-	connOf := make([]int32, len(msgs))
+	connOf := grab[int32](&s.ar, len(msgs))
 	for _, i := range order {
 		m := &msgs[i]
 		if m.Kind != trace.KindNone {
@@ -383,7 +400,7 @@ func (s *state) pairByConnection(order []int32, n int) {
 		msg  int32
 		at   int64
 	}
-	items := make([]item, 0, n-noEP)
+	items := grab[item](&s.ar, n-noEP)[:0]
 	for _, i := range order {
 		m := &msgs[i]
 		if m.Kind != trace.KindNone || connOf[i] < 0 {

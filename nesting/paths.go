@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"wap5/internal/hugemem"
 	"wap5/trace"
 )
 
@@ -14,7 +15,8 @@ import (
 type pattern struct {
 	shape      []shapeStep
 	wait, lat  []trace.Accumulator
-	orders     []int32 // instances: offsets of their walks' bins (step 4d)
+	id         int32 // index in order of creation
+	h0         int   // step 4d: index of its first histogram (−1: none)
 	count      int
 	rank       int
 	sig        string
@@ -29,6 +31,7 @@ type shapeStep struct {
 // walker does depth-first walks of call trees.
 type walker struct {
 	calls []call
+	ties  []tie
 	order []int32 // calls of the last walk, preorder
 	shape []shapeStep
 	hash  uint64
@@ -40,14 +43,14 @@ func (w *walker) walk(root int32) {
 }
 
 func (w *walker) visit(ci int32) {
-	c := &w.calls[ci]
-	n := c.nkids
+	c, t := &w.calls[ci], &w.ties[ci]
+	n := t.nkids
 	w.order = append(w.order, ci)
 	w.shape = append(w.shape, shapeStep{c.caller, c.callee, n})
 	for _, v := range [3]uint64{uint64(c.caller), uint64(c.callee), uint64(n)} {
 		w.hash = (w.hash ^ v) * 1099511628211
 	}
-	for k := c.first; k >= 0; k = w.calls[k].next {
+	for k := t.first; k >= 0; k = w.ties[k].next {
 		w.visit(k)
 	}
 }
@@ -55,30 +58,44 @@ func (w *walker) visit(ci int32) {
 // findCallPaths is step 4: a call path from every call without a parent,
 // aggregated into patterns ranked by count.
 func (s *state) findCallPaths(out *trace.Paths) {
-	calls := s.calls
-	var roots []int32
-	for i := range calls {
-		if calls[i].parent < 0 {
+	calls, ties := s.calls, s.ties
+	n := 0
+	for i := range ties {
+		if ties[i].parent < 0 {
+			n++
+		}
+	}
+	scratch := s.ar.mark()
+	defer s.ar.release(scratch)
+	roots := grabDirty[int32](&s.ar, n)[:0]
+	for i := range ties {
+		if ties[i].parent < 0 {
 			roots = append(roots, int32(i))
 		}
 	}
 	s.roots = len(roots)
-	// Nearly in order already: sortBy's insertion sort (stable).
-	sortBy(roots, func(i int32) int64 { return calls[i].cs })
+	// Nearly in order already: sortKeyed's insertion sort (stable).
+	ks := grabDirty[keyed](&s.ar, len(roots))
+	for j, i := range roots {
+		ks[j] = keyed{calls[i].cs, i}
+	}
+	sortKeyed(roots, ks)
 	table := make(map[uint64][]*pattern)
 	var pats []*pattern
-	w := &walker{calls: calls}
-	// The bins of each walked call's call delay and latency.
-	bins := make([]stepBins, 0, len(calls))
+	w := &walker{calls: calls, ties: ties}
+	// The bins of each walked call's call delay and latency, and each
+	// walk's pattern.
+	bins := grabDirty[stepBins](&s.ar, len(calls))[:0]
+	walkPat := grabDirty[int32](&s.ar, len(roots))
 	var instPat []*pattern
 	var instOff []int32
 	var instMsgs []int32
 	if !s.opt.NoInstances {
 		instPat = make([]*pattern, 0, len(roots))
 		instOff = make([]int32, 0, len(roots)+1)
-		instMsgs = make([]int32, 0, 2*len(calls))
+		instMsgs = make([]int32, 0, 2*len(calls)) // returned: not in the arena
 	}
-	for _, r := range roots {
+	for wi, r := range roots {
 		// 4a. Walk the tree and find (or start) its pattern.
 		w.walk(r)
 		var pat *pattern
@@ -89,28 +106,28 @@ func (s *state) findCallPaths(out *trace.Paths) {
 			}
 		}
 		if pat == nil {
-			pat = &pattern{shape: slices.Clone(w.shape), wait: make([]trace.Accumulator, len(w.shape)), lat: make([]trace.Accumulator, len(w.shape))}
+			pat = &pattern{shape: slices.Clone(w.shape), wait: make([]trace.Accumulator, len(w.shape)), lat: make([]trace.Accumulator, len(w.shape)), id: int32(len(pats)), h0: -1}
 			table[w.hash] = append(table[w.hash], pat)
 			pats = append(pats, pat)
 		}
 		// 4b. Call delays and latencies of every step.
 		pat.count++
-		pat.orders = append(pat.orders, int32(len(bins)))
+		walkPat[wi] = pat.id
 		for k, ci := range w.order {
-			c := &calls[ci]
+			c, t := &calls[ci], &ties[ci]
 			if k > 0 {
-				pat.wait[k].Add(float64(c.cs-calls[c.parent].ca)/1e9, 1)
+				pat.wait[k].Add(float64(c.cs-calls[t.parent].ca)/1e9, 1)
 			}
 			lat := float64(c.cr-c.cs) / 1e9
 			pat.lat[k].Add(lat, 1)
-			bins = append(bins, stepBins{c.pbin, int32(s.bins.of(c.cr - c.cs))})
+			bins = append(bins, stepBins{t.pbin, int32(s.bins.of(c.cr - c.cs))})
 		}
 		pat.rootLatSum += float64(calls[r].cr-calls[r].cs) / 1e9
 		if !s.opt.NoInstances {
 			instPat = append(instPat, pat)
 			instOff = append(instOff, int32(len(instMsgs)))
 			for _, ci := range w.order {
-				instMsgs = append(instMsgs, calls[ci].callMsg, calls[ci].retMsg)
+				instMsgs = append(instMsgs, s.pairs[ci].call, s.pairs[ci].ret)
 			}
 		}
 	}
@@ -129,12 +146,12 @@ func (s *state) findCallPaths(out *trace.Paths) {
 		return strings.Compare(a.sig, b.sig)
 	})
 	// 4d. Histograms of both delays for the most frequent patterns.
+	byID := make([]*pattern, len(pats))
 	for i, p := range pats {
 		p.rank = i + 1
-		if i < s.opt.HistPatterns {
-			s.histograms(p, bins)
-		}
+		byID[p.id] = p
 	}
+	s.histograms(pats[:min(max(s.opt.HistPatterns, 0), len(pats))], byID, walkPat, bins)
 	out.Patterns = make([]*trace.Pattern, len(pats))
 	for i, p := range pats {
 		out.Patterns[i] = p.export(s.t)
@@ -152,19 +169,32 @@ func (s *state) findCallPaths(out *trace.Paths) {
 // scored it in) and of its latency.
 type stepBins struct{ wait, lat int32 }
 
-// histograms is step 4d for one pattern: bins holds the bins of every walk
-// of step 4a, p.orders where each of p's walks starts.
-func (s *state) histograms(p *pattern, bins []stepBins) {
+// histograms is step 4d for the patterns top: byID are all patterns by
+// id, walkPat the pattern of every walk of step 4a, bins the bins of the
+// walks' calls, walk after walk. The histograms' bins are one block.
+func (s *state) histograms(top []*pattern, byID []*pattern, walkPat []int32, bins []stepBins) {
 	o := s.opt
-	waitH := make([]*trace.Histogram, len(p.shape))
-	latH := make([]*trace.Histogram, len(p.shape))
-	for k := range p.shape {
-		if k > 0 {
-			waitH[k] = trace.NewLogHistogram(o.BinLo.Seconds(), o.BinRatio, o.Bins)
-			p.wait[k].WithHistogram(waitH[k])
+	nh := 0
+	for _, p := range top {
+		p.h0 = nh
+		nh += 2*len(p.shape) - 1 // latencies, then call delays (none for the root)
+	}
+	if nh == 0 {
+		return
+	}
+	hs := make([]trace.Histogram, nh)
+	counts := hugemem.MakeSmall[float64](nh*o.Bins, nh*o.Bins)
+	for j := range hs {
+		hs[j] = trace.Histogram{Lo: o.BinLo.Seconds(), Ratio: o.BinRatio, Counts: counts[j*o.Bins : (j+1)*o.Bins : (j+1)*o.Bins]}
+	}
+	for _, p := range top {
+		n := len(p.shape)
+		for k := range p.shape {
+			if k > 0 {
+				p.wait[k].WithHistogram(&hs[p.h0+n+k-1])
+			}
+			p.lat[k].WithHistogram(&hs[p.h0+k])
 		}
-		latH[k] = trace.NewLogHistogram(o.BinLo.Seconds(), o.BinRatio, o.Bins)
-		p.lat[k].WithHistogram(latH[k])
 	}
 	// The accumulators already hold the samples; only the histograms fill.
 	add := func(h *trace.Histogram, b int32) {
@@ -177,13 +207,19 @@ func (s *state) histograms(p *pattern, bins []stepBins) {
 			h.Counts[b-1]++
 		}
 	}
-	for _, off := range p.orders {
-		for k, sb := range bins[off : int(off)+len(p.shape)] {
-			if k > 0 {
-				add(waitH[k], sb.wait)
+	off := 0
+	for _, id := range walkPat {
+		p := byID[id]
+		n := len(p.shape)
+		if p.h0 >= 0 {
+			for k, sb := range bins[off : off+n] {
+				if k > 0 {
+					add(&hs[p.h0+n+k-1], sb.wait)
+				}
+				add(&hs[p.h0+k], sb.lat)
 			}
-			add(latH[k], sb.lat)
 		}
+		off += n
 	}
 }
 

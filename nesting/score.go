@@ -7,53 +7,114 @@ import (
 	"wap5/trace"
 )
 
-// byNode groups call indices by node: calls into each node sorted by their
-// arrival there, and calls out of it sorted by their departure.
+// byNode holds the calls by node, as records for steps 2 and 3: in[inOff[b]:
+// inOff[b+1]] are the calls into b in order of their arrival there,
+// out[outOff[b]:outOff[b+1]] the calls out of b in order of departure.
 type byNode struct {
 	inOff, outOff []int32
-	in, out       []int32
+	in            []inRec
+	out           []outRec
 }
 
+// inRec is a call into node b as steps 2 and 3 at b see it (32 bytes):
+// first and last are its children so far (indexes of b's calls out).
+type inRec struct {
+	ca, rd      int64
+	caller      trace.NodeID
+	id          int32 // index in calls
+	first, last int32
+}
+
+// outRec is a call out of node b as steps 2 and 3 at b see it (32 bytes):
+// candOff, candN its candidates.
+type outRec struct {
+	cs, cr         int64
+	callee         trace.NodeID
+	id             int32 // index in calls
+	candOff, candN int32
+}
+
+// group copies every call into the records of its callee and of its
+// caller, in one pass over the calls in order (each node's records are
+// written in order too), then sorts each node's records by time.
 func (s *state) group() *byNode {
 	n := len(s.t.Nodes)
-	g := &byNode{inOff: make([]int32, n+1), outOff: make([]int32, n+1), in: make([]int32, len(s.calls)), out: make([]int32, len(s.calls))}
-	for i := range s.calls {
-		g.inOff[s.calls[i].callee+1]++
-		g.outOff[s.calls[i].caller+1]++
+	calls := s.calls
+	g := &byNode{inOff: grab[int32](&s.ar, n+1), outOff: grab[int32](&s.ar, n+1),
+		in: grabDirty[inRec](&s.ar, len(calls)), out: grabDirty[outRec](&s.ar, len(calls))}
+	for i := range calls {
+		g.inOff[calls[i].callee+1]++
+		g.outOff[calls[i].caller+1]++
 	}
 	for i := 0; i < n; i++ {
 		g.inOff[i+1] += g.inOff[i]
 		g.outOff[i+1] += g.outOff[i]
 	}
 	fi, fo := slices.Clone(g.inOff[:n]), slices.Clone(g.outOff[:n])
-	for i := range s.calls {
-		c := &s.calls[i]
-		g.in[fi[c.callee]] = int32(i)
+	for i := range calls {
+		c := &calls[i]
+		g.in[fi[c.callee]] = inRec{ca: c.ca, rd: c.rd, caller: c.caller, id: int32(i), first: -1, last: -1}
 		fi[c.callee]++
-		g.out[fo[c.caller]] = int32(i)
+		g.out[fo[c.caller]] = outRec{cs: c.cs, cr: c.cr, callee: c.callee, id: int32(i)}
 		fo[c.caller]++
 	}
-	calls := s.calls
-	most := int32(0)
 	for b := 0; b < n; b++ {
-		most = max(most, g.inOff[b+1]-g.inOff[b], g.outOff[b+1]-g.outOff[b])
-	}
-	ks := make([]keyed, 0, most)
-	for b := 0; b < n; b++ {
-		in := g.in[g.inOff[b]:g.inOff[b+1]]
-		ks = ks[:0]
-		for _, i := range in {
-			ks = append(ks, keyed{calls[i].ca, i})
-		}
-		sortKeyed(in, ks)
-		out := g.out[g.outOff[b]:g.outOff[b+1]]
-		ks = ks[:0]
-		for _, i := range out {
-			ks = append(ks, keyed{calls[i].cs, i})
-		}
-		sortKeyed(out, ks)
+		sortIn(g.in[g.inOff[b]:g.inOff[b+1]])
+		sortOut(g.out[g.outOff[b]:g.outOff[b+1]])
 	}
 	return g
+}
+
+// sortIn and sortOut sort records by time, stably. Traces come nearly
+// sorted, so an insertion sort with a budget of moves comes first.
+func sortIn(r []inRec) {
+	moves, budget := 0, 16*len(r)+64
+	for j := 1; j < len(r) && moves <= budget; j++ {
+		if r[j].ca >= r[j-1].ca {
+			continue
+		}
+		x := r[j]
+		k := j
+		for k > 0 && x.ca < r[k-1].ca && moves <= budget {
+			r[k] = r[k-1]
+			k--
+			moves++
+		}
+		r[k] = x
+	}
+	if moves > budget {
+		slices.SortStableFunc(r, func(a, b inRec) int { return cmpTime(a.ca, b.ca) })
+	}
+}
+
+func sortOut(r []outRec) {
+	moves, budget := 0, 16*len(r)+64
+	for j := 1; j < len(r) && moves <= budget; j++ {
+		if r[j].cs >= r[j-1].cs {
+			continue
+		}
+		x := r[j]
+		k := j
+		for k > 0 && x.cs < r[k-1].cs && moves <= budget {
+			r[k] = r[k-1]
+			k--
+			moves++
+		}
+		r[k] = x
+	}
+	if moves > budget {
+		slices.SortStableFunc(r, func(a, b outRec) int { return cmpTime(a.cs, b.cs) })
+	}
+}
+
+func cmpTime(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 type keyed struct {
@@ -61,34 +122,15 @@ type keyed struct {
 	i int32
 }
 
-// sortBy sorts ids by key, stably.
-func sortBy(ids []int32, key func(int32) int64) {
-	if len(ids) < 2 {
-		return
-	}
-	ks := make([]keyed, len(ids))
-	for j, i := range ids {
-		ks[j] = keyed{key(i), i}
-	}
-	sortKeyed(ids, ks)
-}
-
 // sortKeyed sorts ks (ids with their keys) by key, stably, and writes the
-// ids back in that order. Traces come nearly sorted, so an insertion sort
+// ids in that order. Traces come nearly sorted, so an insertion sort
 // with a budget of moves comes first.
 func sortKeyed(ids []int32, ks []keyed) {
-	sorted := true
-	for j := 1; j < len(ks); j++ {
-		if ks[j].k < ks[j-1].k {
-			sorted = false
-			break
-		}
-	}
-	if sorted {
-		return
-	}
 	moves, budget := 0, 16*len(ks)+64
 	for j := 1; j < len(ks) && moves <= budget; j++ {
+		if ks[j].k >= ks[j-1].k {
+			continue
+		}
 		x := ks[j]
 		k := j
 		for k > 0 && x.k < ks[k-1].k && moves <= budget {
@@ -99,15 +141,7 @@ func sortKeyed(ids []int32, ks []keyed) {
 		ks[k] = x
 	}
 	if moves > budget {
-		slices.SortStableFunc(ks, func(a, b keyed) int {
-			switch {
-			case a.k < b.k:
-				return -1
-			case a.k > b.k:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(ks, func(a, b keyed) int { return cmpTime(a.k, b.k) })
 	}
 	for j := range ks {
 		ids[j] = ks[j].i
@@ -116,12 +150,14 @@ func sortKeyed(ids []int32, ks []keyed) {
 
 type triple struct{ a, b, c trace.NodeID }
 
-// scoreNestings is step 2: candidate parents for every call, and the
-// scoreboard of nesting delays.
-func (s *state) scoreNestings() {
+// nestNodes is steps 2 and 3, node by node, on the records of group: the
+// calls into and out of each node in time order, so that finding
+// candidates, scoring them and choosing parents read a few MB in order
+// rather than the whole call array at random.
+func (s *state) nestNodes() {
+	scratch := s.ar.mark()
+	defer s.ar.release(scratch)
 	g := s.group()
-	s.g = g
-	calls := s.calls
 	w := int64(s.opt.SkewWindow)
 	lo := s.opt.BinLo.Seconds()
 	inv := 1 / math.Log(s.opt.BinRatio)
@@ -157,64 +193,74 @@ func (s *state) scoreNestings() {
 		}
 		return h
 	}
-	// 2c. Each of a call's N candidates scores 1/N at its nesting delay.
-	score := func(c *call) {
-		if c.candN == 0 {
-			return
-		}
-		wt := 1 / float64(c.candN)
-		for j := c.candOff; j < c.candOff+c.candN; j++ {
-			cd := &s.cands[j]
-			pc := &calls[cd.parent]
-			h := boardOf(pc.caller, c.callee)
-			cd.hist = h
-			cd.bin = int32(bins.of(c.cs - pc.ca))
-			s.board[h][cd.bin] += wt
-		}
+	// Scratch for the largest node.
+	most := int32(0)
+	for b := 0; b < nn; b++ {
+		most = max(most, g.outOff[b+1]-g.outOff[b])
 	}
-	s.cands = make([]candidate, 0, len(calls))
+	next := grabDirty[int32](&s.ar, int(most))
+	cands := grabDirty[candidate](&s.ar, int(most)+int(most)/2+16)
 	var active []int32
+	var kern, sbuf []float64
+	if s.opt.Smooth > 0 {
+		kern, sbuf = gaussian(s.opt.Smooth), make([]float64, nb+2)
+	}
 	for bi := range s.t.Nodes {
 		b = trace.NodeID(bi)
 		for _, x := range touched {
 			dense[x] = 0
 		}
 		touched = touched[:0]
-		ins := g.in[g.inOff[b]:g.inOff[b+1]]
-		outs := g.out[g.outOff[b]:g.outOff[b+1]]
-		if len(ins) == 0 || len(outs) == 0 {
+		iv := g.in[g.inOff[b]:g.inOff[b+1]]
+		ov := g.out[g.outOff[b]:g.outOff[b+1]]
+		if len(iv) == 0 || len(ov) == 0 {
 			continue
 		}
+		// 2c. Each of a call's N candidates scores 1/N at its nesting delay.
+		score := func(c *outRec) {
+			if c.candN == 0 {
+				return
+			}
+			wt := 1 / float64(c.candN)
+			for j := c.candOff; j < c.candOff+c.candN; j++ {
+				cd := &cands[j]
+				pc := &iv[cd.parent]
+				h := boardOf(pc.caller, c.callee)
+				cd.hist = h
+				cd.bin = int32(bins.of(c.cs - pc.ca))
+				s.board[h][cd.bin] += wt
+			}
+		}
+		boards := len(s.board)
+		cands = cands[:0]
 		active = active[:0]
 		p := 0
-		for _, ci := range outs {
-			c := &calls[ci]
+		for k := range ov {
+			c := &ov[k]
 			// 2a. Calls into b open when c left: arrived before it (within
 			// the window) and not yet returned.
-			for p < len(ins) && calls[ins[p]].ca <= c.cs+w {
-				active = append(active, ins[p])
+			for p < len(iv) && iv[p].ca <= c.cs+w {
+				active = append(active, int32(p))
 				p++
 			}
-			start := len(s.cands)
-			k := 0
-			for _, pi := range active {
-				pc := &calls[pi]
+			start := len(cands)
+			n := 0
+			for _, pj := range active {
+				pc := &iv[pj]
 				if pc.rd+w < c.cs {
 					continue // returned before c left: no later call nests in it either
 				}
-				active[k] = pi
-				k++
-				if pc.rd+w >= c.cr && pi != ci {
-					if len(s.cands) == cap(s.cands) {
-						// Doubling (append grows large slices by
-						// 1.25, copying them many times over).
-						s.cands = slices.Grow(s.cands, len(s.cands))
+				active[n] = pj
+				n++
+				if pc.rd+w >= c.cr && pc.id != c.id {
+					if len(cands) == cap(cands) {
+						cands = slices.Grow(cands, len(cands))
 					}
-					s.cands = append(s.cands, candidate{parent: pi})
+					cands = append(cands, candidate{parent: pj})
 				}
 			}
-			active = active[:k]
-			c.candOff, c.candN = int32(start), int32(len(s.cands)-start)
+			active = active[:n]
+			c.candOff, c.candN = int32(start), int32(len(cands)-start)
 			if c.candN > 0 {
 				s.withCand++
 				s.ncands += int(c.candN)
@@ -226,21 +272,22 @@ func (s *state) scoreNestings() {
 		// 2b. Where the data shows that calls leave from the actor that
 		// received their parent, only such candidates stay.
 		if s.actors != nil {
-			if st, ok := s.actorFilter(b, ins, outs); ok {
+			if st, ok := s.actorFilter(b, iv, ov, cands); ok {
 				s.actorStats = append(s.actorStats, st)
 			}
-			for _, ci := range outs {
-				score(&calls[ci])
+			for k := range ov {
+				score(&ov[k])
 			}
 		}
-	}
-	// 2d. Optional Gaussian smoothing of every histogram.
-	if s.opt.Smooth > 0 {
-		kern := gaussian(s.opt.Smooth)
-		buf := make([]float64, nb+2)
-		for _, h := range s.board {
-			smooth(h, kern, buf)
+		// 2d. Optional Gaussian smoothing of b's histograms (they are
+		// complete: only b's calls score in them).
+		if s.opt.Smooth > 0 {
+			for _, h := range s.board[boards:] {
+				smooth(h, kern, sbuf)
+			}
 		}
+		// 3. One parent per call.
+		s.findNestedPairs(iv, ov, next[:len(ov)], cands)
 	}
 }
 

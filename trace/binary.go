@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -159,7 +160,10 @@ func (b *binReader) ensure(n int) bool {
 	rest := copy(b.buf, b.buf[b.pos:])
 	b.buf, b.pos = b.buf[:rest], 0
 	if need := max(n, 1<<20); cap(b.buf) < need {
-		nb := make([]byte, rest, need)
+		// 1 MB: 256 page faults in a fresh process. The capacity must stay
+		// need: how far ahead ensure reads decides where a damaged stream
+		// stops.
+		nb := hugemem.MakeSmall[byte](rest, need)[:rest:need]
 		copy(nb, b.buf)
 		b.buf = nb
 	}
@@ -237,16 +241,42 @@ func ReadBinary(r io.Reader, file string) (*Trace, error) {
 // readBinary is ReadBinary; decoded says the decoder proved every message
 // valid on its own (no CheckValid pass over the messages was needed).
 func readBinary(r io.Reader, file string) (t *Trace, decoded bool, err error) {
+	return readBinarySized(r, file, 0)
+}
+
+// wholeMax is the largest input (bytes) readBinarySized decompresses at once.
+const wholeMax = 256 << 20
+
+// readBinarySized is readBinary of an input of size bytes (0: unknown). An
+// input of known size up to wholeMax is read whole and decompressed in one
+// call into one buffer, which the decoder then reads in place: no
+// decompressor window, no copies from it, no copies of the columns (a fresh
+// process pays a page fault per 4 KB of the window). Should that fail
+// (damage, or a read error), the stream is decompressed as it comes, as
+// for other inputs, so that what is kept and the warnings are the same.
+func readBinarySized(r io.Reader, file string, size int64) (t *Trace, decoded bool, err error) {
 	magic := make([]byte, len(BinaryMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != BinaryMagic {
 		return nil, false, fmt.Errorf("%s: not a wap5 binary trace", file)
 	}
-	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<34))
-	if err != nil {
-		return nil, false, err
+	var b *binReader
+	if size > 0 && size <= wholeMax {
+		var whole []byte
+		var release func()
+		whole, r, release = decompressWhole(r, int(size))
+		defer release() // nothing read keeps a reference into whole
+		if whole != nil {
+			b = &binReader{buf: whole, eof: true, file: file}
+		}
 	}
-	defer zr.Close()
-	b := &binReader{r: zr, file: file}
+	if b == nil {
+		zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<34))
+		if err != nil {
+			return nil, false, err
+		}
+		defer zr.Close()
+		b = &binReader{r: zr, file: file}
+	}
 	version := b.uv()
 	if b.err == nil && (version < 1 || version > binaryVersion) {
 		return nil, false, fmt.Errorf("%s: binary trace version %d, want 1 to %d", file, version, binaryVersion)
@@ -427,3 +457,56 @@ func (b *binReader) message(prevTime, prevID *int64) (Message, string, bool) {
 	}
 	return m, extra, b.err == nil
 }
+
+// decompressWhole reads r to its end (about size bytes) and decompresses
+// it in one call. It returns the decompressed bytes, or nil and a reader
+// of the same input (what was read, then r) when that did not work, and
+// the function that frees the memory of both (outside the Go heap: see
+// hugemem.Map).
+func decompressWhole(r io.Reader, size int) ([]byte, io.Reader, func()) {
+	in, freeIn := hugemem.Map(size + bytes.MinRead)
+	in = in[:0]
+	for {
+		if len(in) == cap(in) {
+			in = append(in, 0)[:len(in)] // larger than it said: on the Go heap
+		}
+		n, err := r.Read(in[len(in):cap(in)])
+		in = in[:len(in)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, io.MultiReader(bytes.NewReader(in), errReader{err}), freeIn
+		}
+	}
+	// The output's size: the frame's own word if it has one, else a
+	// guess; beyond it the decoder grows the buffer, up to limit (a
+	// damaged header must not make it allocate much: past limit, or
+	// claiming more, the stream decides).
+	limit := 16*len(in) + 1<<20
+	est := min(4*len(in)+4096, limit)
+	var h zstd.Header
+	if h.Decode(in) == nil && h.HasFCS {
+		if h.FrameContentSize >= uint64(limit) {
+			return nil, bytes.NewReader(in), freeIn
+		}
+		est = int(h.FrameContentSize) + 64
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)))
+	if err != nil {
+		return nil, bytes.NewReader(in), freeIn
+	}
+	defer dec.Close()
+	out, freeOut := hugemem.Map(est)
+	out, err = dec.DecodeAll(in, out[:0])
+	free := func() { freeIn(); freeOut() }
+	if err != nil {
+		return nil, bytes.NewReader(in), free
+	}
+	return out, nil, free
+}
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

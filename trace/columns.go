@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+
+	"wap5/internal/hugemem"
 )
 
 // The message section of a version 3 binary trace is columnar: messages in
@@ -233,6 +235,10 @@ func newColLimits(t *Trace) colLimits {
 func (b *binReader) readColumns(t *Trace, n int) (valid bool) {
 	var st colState
 	var raw [colCount][]byte
+	// The block's columns, one after the other, in one buffer (in huge
+	// pages: a fresh process would take a page fault per 4 KB of it),
+	// unless the rest of the input is in b.buf already.
+	var all []byte
 	lim := newColLimits(t)
 	valid = true
 	for len(t.Messages) < n && b.err == nil {
@@ -244,6 +250,9 @@ func (b *binReader) readColumns(t *Trace, n int) (valid bool) {
 			b.fail("block of %d messages at message %d of %d", k, len(t.Messages), n)
 			return valid
 		}
+		all = all[:0]
+		var ends [colCount]int // in all, of the columns copied there
+		var copied [colCount]bool
 		for i := range raw {
 			l := b.count("column length", 64*colBlock+1<<26)
 			if b.err != nil {
@@ -253,8 +262,24 @@ func (b *binReader) readColumns(t *Trace, n int) (valid bool) {
 				b.fail("truncated column: %v", errUnexpectedEOF)
 				return valid
 			}
-			raw[i] = append(raw[i][:0], b.buf[b.pos:b.pos+l]...)
+			if b.eof {
+				// The rest of the input is in b.buf, which no longer moves.
+				raw[i] = b.buf[b.pos : b.pos+l : b.pos+l]
+			} else {
+				if all == nil {
+					all = hugemem.MakeSmall[byte](0, min(2<<20, 32*n+4096))
+				}
+				all = append(all, b.buf[b.pos:b.pos+l]...)
+				ends[i], copied[i] = len(all), true
+			}
 			b.pos += l
+		}
+		start := 0
+		for i := range raw {
+			if copied[i] {
+				raw[i] = all[start:ends[i]:ends[i]]
+				start = ends[i]
+			}
 		}
 		ok, err := decodeBlock(t, &raw, k, &st, &lim)
 		if err != nil {

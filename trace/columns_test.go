@@ -239,3 +239,16 @@ func TestUvAt(t *testing.T) {
 		}
 	}
 }
+
+// TestEnsureCapacity: the streaming reader's buffer holds exactly 1 MB (or
+// the request): how far ahead it reads decides where a damaged stream
+// stops, so a larger buffer (huge pages round up) would keep fewer messages.
+func TestEnsureCapacity(t *testing.T) {
+	data := make([]byte, 3<<20)
+	for _, n := range []int{10, 1 << 20, 1<<20 + 5} {
+		b := &binReader{r: bytes.NewReader(data)}
+		if !b.ensure(n) || cap(b.buf) != max(n, 1<<20) {
+			t.Fatalf("ensure(%d): cap %d, want %d", n, cap(b.buf), max(n, 1<<20))
+		}
+	}
+}

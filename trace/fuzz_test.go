@@ -2,7 +2,9 @@ package trace
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"reflect"
 	"testing"
 )
 
@@ -41,6 +43,42 @@ func FuzzRead(f *testing.F) {
 		back, err := ReadText(&out, "again")
 		if err != nil || len(back.Messages) != len(tr.Messages) {
 			t.Fatalf("text round trip: %d → %d messages, %v (warnings %v)", len(tr.Messages), len(back.Messages), err, back.Warnings)
+		}
+	})
+}
+
+// FuzzReadWhole: an input of known size is decompressed at once (see
+// readBinarySized); whatever the bytes, that must read exactly as the
+// stream does: the same error, or the same trace and warnings.
+func FuzzReadWhole(f *testing.F) {
+	var bin bytes.Buffer
+	WriteBinary(&bin, bigTrace(300))
+	data := bin.Bytes()
+	f.Add(data)
+	f.Add(data[:len(data)-3])
+	f.Add(data[:len(data)/2])
+	f.Add(append(append([]byte{}, data...), "trailing"...))
+	flip := append([]byte{}, data...)
+	flip[len(flip)/3] ^= 0x40
+	f.Add(flip)
+	tr, _ := ReadText(bytes.NewReader([]byte(actorSample)), "a")
+	bin.Reset()
+	WriteBinary(&bin, tr)
+	f.Add(bin.Bytes())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !bytes.HasPrefix(data, []byte(BinaryMagic)) {
+			return
+		}
+		whole, _, errW := readSized(bytes.NewReader(data), "f", int64(len(data)))
+		stream, _, errS := readSized(bytes.NewReader(data), "f", 0)
+		if fmt.Sprint(errW) != fmt.Sprint(errS) {
+			t.Fatalf("whole: %v; stream: %v", errW, errS)
+		}
+		if errW != nil {
+			return
+		}
+		if !reflect.DeepEqual(whole, stream) {
+			t.Fatalf("whole and stream differ: %d and %d messages, warnings %q and %q", len(whole.Messages), len(stream.Messages), whole.Warnings, stream.Warnings)
 		}
 	})
 }

@@ -86,7 +86,15 @@ func (a *Accumulator) Add(x, w float64) {
 	if a.w == 0 {
 		a.min, a.max = x, x
 	}
-	a.min, a.max = math.Min(a.min, x), math.Max(a.max, x)
+	// math.Min and math.Max without the calls: x and the extremes are
+	// never NaN here, so only zeros of both signs need their rule (−0 is
+	// the smaller).
+	if x < a.min || x == 0 && a.min == 0 && math.Signbit(x) {
+		a.min = x
+	}
+	if x > a.max || x == 0 && a.max == 0 && !math.Signbit(x) {
+		a.max = x
+	}
 	a.w += w
 	d := x - a.mean
 	a.mean += d * w / a.w

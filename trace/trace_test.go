@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"unsafe"
@@ -261,5 +262,28 @@ func TestNewEndpointIndexedLater(t *testing.T) {
 	empty := &Trace{}
 	if id := empty.NewEndpoint("x:1"); id != 1 || empty.Endpoints[0] != "-" {
 		t.Fatalf("NewEndpoint on an empty trace: id %d, table %v", id, empty.Endpoints)
+	}
+}
+
+// TestAccumulatorExtremes checks Add's inlined minimum and maximum against
+// math.Min and math.Max, zeros of both signs and infinities included.
+func TestAccumulatorExtremes(t *testing.T) {
+	vals := []float64{0, math.Copysign(0, -1), 1, -1, 2.5, -3e-9, math.Inf(1), math.Inf(-1), 1e300, -1e-300}
+	for i := range vals {
+		for j := range vals {
+			for k := range vals {
+				xs := []float64{vals[i], vals[j], vals[k]}
+				var a Accumulator
+				lo, hi := xs[0], xs[0]
+				for _, x := range xs {
+					a.Add(x, 1)
+					lo, hi = math.Min(lo, x), math.Max(hi, x)
+				}
+				st := a.Stats()
+				if math.Float64bits(st.Min) != math.Float64bits(lo) || math.Float64bits(st.Max) != math.Float64bits(hi) {
+					t.Fatalf("%v: min %v max %v, want %v %v", xs, st.Min, st.Max, lo, hi)
+				}
+			}
+		}
 	}
 }

@@ -48,10 +48,17 @@ func Advise[T any](s []T) {
 // slice, and the partial ones at its ends are up to 1,024 small page
 // faults). The memory before the slice is never touched, so it costs
 // address space only. Small slices (< 4 MB) are plain makes.
-func Make[T any](n, c int) []T {
+func Make[T any](n, c int) []T { return makeFrom[T](n, c, small) }
+
+// MakeSmall is Make for slices from 256 KB up: where the slice is written
+// all over once (a fresh process touching it first), one or two huge pages
+// cost less than the 64 to 1,024 small page faults.
+func MakeSmall[T any](n, c int) []T { return makeFrom[T](n, c, 256<<10) }
+
+func makeFrom[T any](n, c int, least uintptr) []T {
 	var z T
 	size := unsafe.Sizeof(z)
-	if off || size == 0 || uintptr(c)*size < small {
+	if off || size == 0 || uintptr(c)*size < least {
 		return make([]T, n, c)
 	}
 	pad := int((2*huge + size - 1) / size)
@@ -68,4 +75,27 @@ func Make[T any](n, c int) []T {
 
 func madvise(p unsafe.Pointer, n uintptr) {
 	_ = syscall.Madvise(unsafe.Slice((*byte)(p), n), madvHugepage)
+}
+
+// Map returns n zero bytes outside the Go heap, in transparent huge pages
+// where the kernel can, and the function that gives them back to the
+// system, which must be called once nothing refers to them any more. For
+// large buffers with a clear end of life (an input read whole, what it
+// decompresses to): freed through the garbage collector, such memory would
+// wait for a collection, and the heap's returning it to the system piece by
+// piece splits the huge pages that later allocations then fault in 4 KB at
+// a time. The bytes must hold no Go pointers.
+func Map(n int) ([]byte, func()) {
+	if off || n < small {
+		return make([]byte, n), func() {}
+	}
+	full, err := syscall.Mmap(-1, 0, n+huge, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return make([]byte, n), func() {}
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(full)))
+	skip := int(((start + huge - 1) &^ (huge - 1)) - start)
+	b := full[skip : skip+n : skip+n]
+	madvise(unsafe.Pointer(unsafe.SliceData(b)), uintptr(n)&^(huge-1))
+	return b, func() { _ = syscall.Munmap(full) }
 }

@@ -8,3 +8,10 @@ func Advise[T any](s []T) {}
 
 // Make is make([]T, n, c) where transparent huge pages cannot be asked for.
 func Make[T any](n, c int) []T { return make([]T, n, c) }
+
+// MakeSmall is make([]T, n, c) where transparent huge pages cannot be asked for.
+func MakeSmall[T any](n, c int) []T { return make([]T, n, c) }
+
+// Map is make([]byte, n) where transparent huge pages cannot be asked for;
+// the function it returns does nothing.
+func Map(n int) ([]byte, func()) { return make([]byte, n), func() {} }

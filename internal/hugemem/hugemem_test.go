@@ -40,3 +40,22 @@ func TestMake(t *testing.T) {
 		t.Errorf("byte slice starts %d bytes into a huge page", p%huge)
 	}
 }
+
+func TestMap(t *testing.T) {
+	for _, n := range []int{0, 100, 5 << 20, 9<<20 + 123} {
+		b, release := Map(n)
+		if len(b) != n || cap(b) != n {
+			t.Fatalf("Map(%d): len %d cap %d", n, len(b), cap(b))
+		}
+		for i := 0; i < n; i += 4096 {
+			if b[i] != 0 {
+				t.Fatalf("Map(%d): byte %d not zero", n, i)
+			}
+			b[i] = 1
+		}
+		if n > 0 {
+			b[n-1] = 2
+		}
+		release()
+	}
+}

@@ -1,0 +1,85 @@
+package nesting
+
+import (
+	"unsafe"
+
+	"wap5/internal/hugemem"
+)
+
+// arena hands out the pass's scratch slices from large blocks outside the
+// Go heap, in transparent huge pages (hugemem.Map). On a virtual machine a
+// page fault costs microseconds, and fresh memory is dear even in huge
+// pages (the kernel zeroes every page first touched), so the pass keeps
+// its memory small and reuses it: slices are taken like a stack, and
+// release hands back everything taken since a mark, for the next step to
+// reuse. free gives the blocks back to the system: nothing taken may be
+// used after it (Nest's results are on the Go heap). Slices must be of
+// types without pointers, and alignment ≤ 8.
+type arena struct {
+	buf   []uint64 // the current block
+	off   int      // words of buf taken
+	used  int      // words of buf ever taken (beyond: still zero)
+	frees []func() // of every block
+}
+
+// arenaBlock is the smallest block, in words (8 MB).
+const arenaBlock = 1 << 20
+
+// reserve makes sure the current block has at least words more words
+// free, starting a block of that size if it does not.
+func (a *arena) reserve(words int) {
+	if len(a.buf)-a.off < words {
+		n := max(words, arenaBlock)
+		b, free := hugemem.Map(8 * n)
+		a.buf, a.off, a.used = unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), n), 0, 0
+		a.frees = append(a.frees, free)
+	}
+}
+
+// free gives back every block.
+func (a *arena) free() {
+	for _, f := range a.frees {
+		f()
+	}
+	*a = arena{}
+}
+
+// mark is a point to release back to.
+type mark struct {
+	buf *uint64
+	off int
+}
+
+func (a *arena) mark() mark { return mark{unsafe.SliceData(a.buf), a.off} }
+
+// release hands back everything taken since m (when the block is still
+// m's: what was taken from a later block stays taken).
+func (a *arena) release(m mark) {
+	if m.buf == unsafe.SliceData(a.buf) {
+		a.off = m.off
+	}
+}
+
+// take returns n Ts from a; zero says they must be zero (else they may
+// hold what an earlier, released slice left there).
+func take[T any](a *arena, n int, zero bool) []T {
+	var z T
+	if n <= 0 {
+		return nil
+	}
+	words := (n*int(unsafe.Sizeof(z)) + 7) / 8
+	a.reserve(words)
+	w := a.buf[a.off : a.off+words]
+	if zero && a.off < a.used {
+		clear(w[:min(words, a.used-a.off)])
+	}
+	a.off += words
+	a.used = max(a.used, a.off)
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(w))), n)
+}
+
+// grab returns n zero Ts from a.
+func grab[T any](a *arena, n int) []T { return take[T](a, n, true) }
+
+// grabDirty returns n Ts from a that the caller overwrites before reading.
+func grabDirty[T any](a *arena, n int) []T { return take[T](a, n, false) }
