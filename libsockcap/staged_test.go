@@ -19,8 +19,12 @@ import (
 //   - copied: chunk 3 at place 0 and its whole copy at 3 (killed before the
 //     place was reused);
 //   - half: the copy's body at 3 but not its header (killed in between).
-func stagedLogs() (ref, staged, copied, half []byte) {
-	l := enc.NewLog(hdr)
+func stagedLogs(h enc.Header) (ref, staged, copied, half []byte) {
+	l := enc.NewLog(h)
+	hs, cs := enc.HdrSize, enc.ChunkSize
+	if h.HdrSize != 0 {
+		hs, cs = h.HdrSize, h.ChunkSize
+	}
 	tm, x := t0, uint32(7)
 	fill := func(c *enc.Chunk, fd int) {
 		c.Fd(tm, fd, 1, 1, &enc.Addr{IP: cli}, &enc.Addr{IP: srv}, 0)
@@ -37,23 +41,23 @@ func stagedLogs() (ref, staged, copied, half []byte) {
 		fill(l.Chunk(tid, tm), 3+k%2)
 	}
 	ref = append([]byte(nil), l.Bytes()...)
-	place := func(k int) []byte { return ref[enc.HdrSize+k*enc.ChunkSize : enc.HdrSize+(k+1)*enc.ChunkSize] }
+	place := func(k int) []byte { return ref[hs+k*cs : hs+(k+1)*cs] }
 	clear(place(0))
 
 	staged = append([]byte(nil), ref...)
-	copy(staged[enc.HdrSize:], place(3)) // its header keeps index 3
-	clear(staged[enc.HdrSize+3*enc.ChunkSize : enc.HdrSize+4*enc.ChunkSize])
+	copy(staged[hs:], place(3)) // its header keeps index 3
+	clear(staged[hs+3*cs : hs+4*cs])
 
 	copied = append([]byte(nil), ref...)
-	copy(copied[enc.HdrSize:], place(3))
+	copy(copied[hs:], place(3))
 
 	half = append([]byte(nil), copied...)
-	clear(half[enc.HdrSize+3*enc.ChunkSize : enc.HdrSize+3*enc.ChunkSize+enc.ChunkHdr])
+	clear(half[hs+3*cs : hs+3*cs+enc.ChunkHdr])
 	return ref, staged, copied, half
 }
 
 func TestStagedChunks(t *testing.T) {
-	ref, staged, copied, half := stagedLogs()
+	ref, staged, copied, half := stagedLogs(hdr)
 	rowsOf := func(name string, b []byte, sealed bool) ([]row, []error) {
 		t.Helper()
 		var s *libsockcap.Scanner
