@@ -10,7 +10,7 @@ import (
 // the two agree.
 const (
 	fileMagic      = "SOCKCAP1"
-	formatVersion  = 1
+	formatVersion  = 2 // 2: staged chunks (FORMAT.md, "Layout"); 1 is read too
 	hdrStringsOff  = 80
 	chunkMagic     = 0x4b434353 // "SCCK"
 	chunkHdrSize   = 32

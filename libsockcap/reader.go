@@ -242,6 +242,7 @@ type Scanner struct {
 	warnings []error
 	err      error
 	nchunks  int64
+	version  uint32
 	recBytes int64
 	mapped   []byte     // the mmap of an unsealed log, until Close
 	lazy     *sealedLog // a sealed log with an index: chunks decoded as the scan reaches them
@@ -394,7 +395,7 @@ func (s *Scanner) parseHeader() error {
 	ver := le.Uint32(d[8:])
 	hdrSize := int(le.Uint32(d[12:]))
 	chunk := int(le.Uint32(d[16:]))
-	if ver != formatVersion {
+	if ver != formatVersion && ver != 1 {
 		return fmt.Errorf("%s: log format version %d, this reader knows %d", s.file, ver, formatVersion)
 	}
 	if hdrSize < hdrStringsOff || hdrSize > 1<<20 || chunk < minChunkSize || chunk > maxChunkSize || chunk&(chunk-1) != 0 {
@@ -407,6 +408,7 @@ func (s *Scanner) parseHeader() error {
 	s.chunkSize = chunk
 	s.clock = le.Uint32(d[20:])
 	s.nchunks = int64(le.Uint64(d[24:]))
+	s.version = ver
 	p := &s.proc
 	p.File = s.file
 	p.Clock = s.clock
@@ -465,7 +467,10 @@ func (s *Scanner) parseHeader() error {
 	return nil
 }
 
-// index groups committed chunks by thread, in file order.
+// index groups committed chunks by thread, in the order of their indexes:
+// the file's order, except that a staged chunk (version 2: a chunk whose
+// header names another index than its place) counts at the index it names,
+// and is left out when that index holds its copy already.
 func (s *Scanner) index() {
 	if s.data == nil || s.chunkSize == 0 {
 		return
@@ -483,6 +488,26 @@ func (s *Scanner) index() {
 		}
 		end = hdrSize + len(s.lazy.heads)*s.chunkSize
 	}
+	// head is the header of the chunk at index k, nil past the end
+	head := func(k uint64) []byte {
+		if k >= uint64(end-hdrSize)/uint64(s.chunkSize) {
+			return nil
+		}
+		if s.lazy != nil {
+			return s.lazy.heads[k][:]
+		}
+		off := hdrSize + int(k)*s.chunkSize
+		if off+chunkHdrSize > end {
+			return nil
+		}
+		return s.data[off : off+chunkHdrSize]
+	}
+	type placed struct {
+		idx uint64
+		off int
+	}
+	var chunks []placed
+	staged := false
 	for off := hdrSize; off+chunkHdrSize <= end; off += s.chunkSize {
 		var c []byte
 		if s.lazy != nil {
@@ -500,10 +525,33 @@ func (s *Scanner) index() {
 		}
 		tid := int32(le.Uint32(c[4:]))
 		idx := le.Uint64(c[16:])
-		if tid <= 0 || idx != uint64((off-hdrSize)/s.chunkSize) {
+		place := uint64((off - hdrSize) / s.chunkSize)
+		if tid <= 0 || idx != place && (s.version < 2 || idx > 1<<40) {
 			s.warn(int64(off), "impossible chunk header (tid %d, index %d)", tid, idx)
 			continue
 		}
+		if idx != place {
+			// staged: its copy at idx is whole when it has the same header
+			// (the library writes the copy's header last)
+			if h := head(idx); h != nil && bytes.Equal(h[:16], c[:16]) && bytes.Equal(h[24:32], c[24:32]) {
+				continue
+			}
+			staged = true
+		}
+		chunks = append(chunks, placed{idx, off})
+	}
+	if staged {
+		sort.SliceStable(chunks, func(i, j int) bool { return chunks[i].idx < chunks[j].idx })
+	}
+	for _, pc := range chunks {
+		off := pc.off
+		var c []byte
+		if s.lazy != nil {
+			c = s.lazy.heads[(off-hdrSize)/s.chunkSize][:]
+		} else {
+			c = s.data[off:]
+		}
+		tid := int32(le.Uint32(c[4:]))
 		st := byTid[tid]
 		if st == nil {
 			st = &stream{order: len(order), tid: tid, start: int64(le.Uint64(c[8:])), ci: -1}

@@ -552,6 +552,9 @@ func FuzzScanner(f *testing.F) {
 	damaged := append([]byte(nil), good...)
 	damaged[256+enc.ChunkHdr+3] = 0xff
 	f.Add(damaged)
+	_, staged, copied, _ := stagedLogs(small) // staged chunks (version 2)
+	f.Add(staged)
+	f.Add(copied)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := libsockcap.NewScannerBytes("fuzz.sclog", b)
 		if err != nil {

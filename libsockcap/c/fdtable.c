@@ -150,8 +150,13 @@ void sc_fd_describe(int fd, struct sc_fd *f, int64_t t, const struct sockaddr *h
 		sc_put_addr(&b, (struct sockaddr *)&rs, rl <= sizeof rs ? rl : 0, f->peer_ino);
 	if (mask & SC_FD_PEERPID)
 		sc_put_uv(&b, (uint64_t)peerpid);
-	if (!b.overflow && sc_commit(SC_K_FD, t, body, b.n))
+	if (!b.overflow && sc_commit(SC_K_FD, t, body, b.n)) {
 		f->emitted = sc_chunk_serial();
+		/* no datagram peer of this fd in this chunk yet: a nonzero
+		 * dpeer_key with emitted equal to the caller's chunk serial is
+		 * a peer of that chunk (dgram_fast relies on it) */
+		f->dpeer_key = 0;
+	}
 	errno = saved;
 }
 

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define SC_MAGIC "SOCKCAP1"      /* 8 bytes at offset 0, written last */
-#define SC_VERSION 1u
+#define SC_VERSION 2u /* 2: a chunk may be staged at another index's place (FORMAT.md) */
 #define SC_HDR_SIZE 4096u
 #define SC_CHUNK_SIZE 65536u
 #define SC_CHUNK_MAGIC 0x4b434353u /* "SCCK" little-endian, written last */
@@ -63,7 +63,7 @@ struct sc_chunk_header {
 	uint32_t magic;         /*  0  SC_CHUNK_MAGIC, written last */
 	int32_t tid;            /*  4 */
 	int64_t base_time;      /*  8  first record's dt is relative to this */
-	uint64_t index;         /* 16  this chunk's index in the file */
+	uint64_t index;         /* 16  this chunk's index in the file; != its place: staged there (version 2) */
 	uint32_t thread_seq;    /* 24  n-th chunk of this thread in this file */
 	uint32_t reserved;      /* 28 */
 };

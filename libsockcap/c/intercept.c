@@ -260,7 +260,9 @@ static inline __attribute__((always_inline)) int dgram_fast(uint8_t kind, int fd
 	q += 4;
 	if (!key) {
 		*q++ = SC_AF_NONE;
-	} else if (f->dpeer_key == key && f->dpeer_serial == sc_t.serial) {
+	} else if (f->dpeer_key == key) {
+		/* sc_fast_begin saw f->emitted == this chunk's serial, and writing
+		 * the FD record cleared dpeer_key: a key here is of this chunk */
 		*q++ = SC_AF_SAME;
 	} else {
 		const struct sockaddr_in *in4 = (const struct sockaddr_in *)ra;

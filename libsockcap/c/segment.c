@@ -7,7 +7,14 @@
  * fallocate, mmap, close) and appends records to it without locks. A record is
  * committed by storing its kind byte last, so what a SIGKILL leaves behind is
  * a prefix of committed records in each chunk. Mappings carry MADV_DONTFORK:
- * a forked child starts its own log. */
+ * a forked child starts its own log.
+ *
+ * The mapping is kept: when the chunk is full the thread copies it to its
+ * own index with pwrite and starts the next chunk in the same pages (a
+ * staged chunk: its header names the index it belongs at, FORMAT.md). A
+ * fresh page costs a fault and, on a guest with shadow paging, a hypervisor
+ * entry per page (~10 us here), a munmap ~100-400 us; a 64 KiB pwrite costs
+ * ~15 us (bench/results-cap2.md). */
 #include "sockcap.h"
 
 #include <errno.h>
@@ -471,6 +478,74 @@ static void count_lost(void)
 }
 
 
+/* zero_records clears the records of a copied chunk: n bytes at p (16-byte
+ * aligned; n rounded up to 16 stays inside the chunk). A store loop rather
+ * than memset: glibc's rep stosb would count one instruction per byte under
+ * callgrind, where bench/capture-overhead.sh counts the library's. */
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) static void zero_records(uint8_t *p, size_t n)
+{
+	typedef long long v2 __attribute__((vector_size(16)));
+	v2 *q = (v2 *)(void *)p, *end = q + (n + 15) / 16;
+	const v2 z = {0, 0};
+	for (; end - q >= 4; q += 4) {
+		q[0] = z;
+		q[1] = z;
+		q[2] = z;
+		q[3] = z;
+	}
+	for (; q < end; q++)
+		*q = z;
+}
+
+/* rotate copies the calling thread's full chunk to its index (pwrite: the
+ * kernel copies, no page is mapped) and starts the next chunk in the same
+ * mapping. Called with crit set and no interrupted writer (filling 0).
+ * Returns 0 when it could not copy (the chunk stays as it is). */
+static int rotate(int64_t t)
+{
+	struct sc_thread *T = &sc_t;
+	struct sc_file_header *h = L.hdr;
+	struct sc_chunk_header *c = (struct sc_chunk_header *)T->chunk;
+	/* 1. where the chunk goes: the index its header names, or, for the
+	 *    chunk that lives at its own place (the first one mapped there), a
+	 *    new index — named in its header first, so that from now on the
+	 *    place reads as a staged copy of that index */
+	if (c->index == T->place) {
+		uint64_t d = __atomic_fetch_add(&h->nchunks, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->index, d, __ATOMIC_RELEASE);
+	}
+	uint64_t off = SC_HDR_SIZE + c->index * (uint64_t)SC_CHUNK_SIZE;
+	if (!fsize_allows(off + SC_CHUNK_SIZE))
+		return 0;
+	/* 2. the copy: body first, header (its magic) last, so that a copy
+	 *    with a header is whole; a process killed in between leaves the
+	 *    staged chunk, which the reader takes instead */
+	int fd = open(L.path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	int ok = pwrite(fd, T->chunk + SC_CHUNK_HDR_SIZE, SC_CHUNK_SIZE - SC_CHUNK_HDR_SIZE,
+			(off_t)(off + SC_CHUNK_HDR_SIZE)) == (ssize_t)(SC_CHUNK_SIZE - SC_CHUNK_HDR_SIZE) &&
+		 pwrite(fd, T->chunk, SC_CHUNK_HDR_SIZE, (off_t)off) == (ssize_t)SC_CHUNK_HDR_SIZE;
+	sys_close(fd);
+	if (!ok)
+		return 0;
+	/* 3. the next chunk in the same pages: the old header's magic cleared
+	 *    first (a copy exists), the records zeroed (a zero kind byte ends
+	 *    a chunk), the new header with its magic last */
+	__atomic_store_n(&c->magic, 0, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	zero_records(T->chunk + SC_CHUNK_HDR_SIZE, T->pos - SC_CHUNK_HDR_SIZE);
+	c->tid = T->tid;
+	c->base_time = t;
+	c->index = __atomic_fetch_add(&h->nchunks, 1, __ATOMIC_RELAXED);
+	c->thread_seq = T->seq++;
+	__atomic_store_n(&c->magic, SC_CHUNK_MAGIC, __ATOMIC_RELEASE);
+	T->pos = SC_CHUNK_HDR_SIZE;
+	T->last = t;
+	T->serial = __atomic_add_fetch(&serial_counter, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
 static int new_chunk(int64_t t)
 {
 	struct sc_thread *T = &sc_t;
@@ -478,6 +553,10 @@ static int new_chunk(int64_t t)
 	if (!h || t < T->retry_at)
 		return 0;
 	int saved = errno;
+	if (T->chunk && T->filling == 0 && rotate(t)) {
+		errno = saved;
+		return 1;
+	}
 	uint64_t idx;
 	void *p = MAP_FAILED;
 	uint32_t k = __atomic_load_n(&pool.next, __ATOMIC_RELAXED);
@@ -522,6 +601,7 @@ static int new_chunk(int64_t t)
 			T->pending_unmap = old; /* an interrupted writer still fills it */
 	}
 	T->chunk = p;
+	T->place = idx;
 	T->pos = SC_CHUNK_HDR_SIZE;
 	T->last = t;
 	T->serial = __atomic_add_fetch(&serial_counter, 1, __ATOMIC_RELAXED);

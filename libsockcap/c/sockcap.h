@@ -204,6 +204,7 @@ SC_HIDDEN void sc_make_room(int64_t t, uint32_t need); /* start a new chunk if f
 /* Per-thread state. */
 struct sc_thread {
 	uint8_t *chunk;          /* mapped chunk or NULL */
+	uint64_t place;          /* the index of the file's chunk that chunk maps (the staging place) */
 	uint32_t pos;            /* next free byte in chunk */
 	uint32_t gen;            /* sc_gen when this state was set up */
 	int64_t last;            /* time of the last record in chunk */
