@@ -96,8 +96,7 @@ type classModel struct {
 	pool   int32 // models.poolID of its poolKey
 	trig   int32 // models.trigID of its trigKey
 	mom    moments
-	key    classKey
-	// (112 bytes.)
+	// (96 bytes; its key is known to whoever looks it up.)
 }
 
 type fanModel struct {
@@ -423,7 +422,7 @@ func (j *joint) classOf(trig, act int32) *classModel {
 		}
 		c = &j.slab[0]
 		j.slab = j.slab[1:]
-		*c = classModel{d: j.base[j.edge[act]], key: k,
+		*c = classModel{d: j.base[j.edge[act]],
 			pool: intern(j.mod.poolID, poolKey{k.node, k.act, k.reply, k.ret}),
 			trig: intern(j.mod.trigID, trigKey{k.trig, k.node, k.ret})}
 		if keyed {
