@@ -81,7 +81,6 @@ type repairScratch struct {
 	calls              []int32   // repair's calls of the node
 	rowv               []float64 // one row's values at its spans' columns
 	hung               hungScratch
-	costs              costMemo // spanCostAt's memo of the node being repaired
 	memo               blockMemo
 	groups             groupScratch // assignByDest's grouping of the calls
 	connLast           pairTable    // connHints' last span per connection
@@ -193,7 +192,6 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}
 	j.curSpans = &ns
 	defer func() { j.curSpans = nil }()
-	j.scr.costs.reset()
 	// Span costs are computed when first needed (NaN: not yet; most
 	// spans of a large trace no call could join): costOf.
 	ns.cost = slices.Grow(keep.cost[:0], len(ns.req))[:len(ns.req)]
@@ -209,7 +207,6 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 			for s := range ns.req {
 				ns.cost[s] = math.NaN()
 			}
-			j.scr.costs.reset() // every span's cost has a connection term now
 		}
 		for pass := 0; pass < 2; pass++ {
 			if !j.improve(b, &ns, calls, ins) {
@@ -427,108 +424,9 @@ func (j *joint) spanHeadOf(c int32) spanHead {
 	return hd
 }
 
-// spanCostAt is spanCost of span s of ns, through the node's memo of span
-// costs by content (costMemo).
+// spanCostAt is spanCost of span s of ns.
 func (j *joint) spanCostAt(b trace.NodeID, ns *nodeSpans, s int32, calls []int32) float64 {
-	m := &j.scr.costs
-	h := memoHash(s, calls)
-	p, ok := m.find(h, s, calls)
-	if ok {
-		return m.ents[p].cost
-	}
-	c := j.spanCostOf(b, ns.req[s], &ns.head[s], calls)
-	m.add(p, h, s, calls, c)
-	return c
-}
-
-// costMemo holds the span costs of the node being repaired by their
-// content — the span and its calls in order — so that what the two
-// assignment rounds, the moves and swaps and the probabilities cost again
-// (most spans of a settled assignment keep their calls) is looked up, not
-// re-walked. A span's cost is a function of its calls alone while a node is
-// repaired (the models change between passes; the connection hints once,
-// when the memo is reset): a hit returns the very number a walk would.
-type costMemo struct {
-	ents  []costEnt // open addressing by hash, linear probing
-	n     int
-	gen   uint32  // an entry of another generation is an empty slot
-	arena []int32 // the calls of every entry
-}
-
-type costEnt struct {
-	h        uint64
-	gen      uint32
-	s        int32 // the span
-	off, len int32 // its calls, arena[off:off+len]
-	cost     float64
-}
-
-// maxCostMemo bounds the memo's entries; a node that makes more starts
-// afresh.
-const maxCostMemo = 1 << 16
-
-func memoHash(s int32, calls []int32) uint64 {
-	h := mix(uint64(uint32(s)) + 0x9e3779b97f4a7c15)
-	for _, k := range calls {
-		h = mix(h ^ uint64(uint32(k)))
-	}
-	return h
-}
-
-// reset empties the memo (at a new node, or when the costs change).
-func (m *costMemo) reset() {
-	if m.ents == nil {
-		m.ents = make([]costEnt, 1024)
-	}
-	m.gen++
-	if m.gen == 0 { // wrapped: old entries could look current
-		clear(m.ents)
-		m.gen = 1
-	}
-	m.n = 0
-	m.arena = m.arena[:0]
-}
-
-// find returns the slot of (s, calls) and whether it is there (else the
-// empty slot where it goes).
-func (m *costMemo) find(h uint64, s int32, calls []int32) (int, bool) {
-	mask := len(m.ents) - 1
-	for p := int(h) & mask; ; p = (p + 1) & mask {
-		e := &m.ents[p]
-		if e.gen != m.gen {
-			return p, false
-		}
-		if e.h == h && e.s == s && int(e.len) == len(calls) && slices.Equal(m.arena[e.off:e.off+e.len], calls) {
-			return p, true
-		}
-	}
-}
-
-// add puts (s, calls) → cost in empty slot p found by find.
-func (m *costMemo) add(p int, h uint64, s int32, calls []int32, cost float64) {
-	if 2*(m.n+1) > len(m.ents) {
-		if len(m.ents) >= 2*maxCostMemo {
-			m.reset()
-		} else {
-			old := m.ents
-			m.ents = make([]costEnt, 2*len(old))
-			mask := len(m.ents) - 1
-			for _, e := range old {
-				if e.gen != m.gen {
-					continue
-				}
-				q := int(e.h) & mask
-				for m.ents[q].gen == m.gen {
-					q = (q + 1) & mask
-				}
-				m.ents[q] = e
-			}
-		}
-		p, _ = m.find(h, s, calls)
-	}
-	m.ents[p] = costEnt{h: h, gen: m.gen, s: s, off: int32(len(m.arena)), len: int32(len(calls)), cost: cost}
-	m.arena = append(m.arena, calls...)
-	m.n++
+	return j.spanCostOf(b, ns.req[s], &ns.head[s], calls)
 }
 
 // spanCostOf is spanCost of request c's span with header hd.
