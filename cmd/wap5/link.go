@@ -111,7 +111,6 @@ func linkAction(c *cli.Context) error {
 	if o.Stream > 0 {
 		t, res, err = linkStreaming(path, o)
 	} else {
-		defer governMemory()()
 		if t, err = trace.ReadFile(path); err != nil {
 			return err
 		}
