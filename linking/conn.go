@@ -56,7 +56,17 @@ func (j *joint) connHints(b trace.NodeID, ns *nodeSpans) {
 	if !any {
 		return
 	}
-	ns.hints = make([][]connHint, len(ns.req))
+	// The hint lists are reused from node to node (a large trace made
+	// ~100 MB of garbage here).
+	h := j.scr.hints[:cap(j.scr.hints)]
+	if len(h) < len(ns.req) {
+		h = append(h, make([][]connHint, len(ns.req)-len(h))...)
+	}
+	h = h[:len(ns.req)]
+	for s := range h {
+		h[s] = h[s][:0]
+	}
+	ns.hints, j.scr.hints = h, h
 	same, pairs := 0.0, 0.0
 	for s := range ns.req {
 		p := prev[s]

@@ -391,7 +391,9 @@ func (t *pairTable) reset(n int) *pairTable {
 	if cap(t.ents) < size {
 		t.ents = make([]pairEnt, size)
 	} else {
-		t.ents = t.ents[:size]
+		// All of it: a table reset for few keys that then grows (votes
+		// per node) would otherwise regrow from its first size every time.
+		t.ents = t.ents[:cap(t.ents)]
 		clear(t.ents)
 	}
 	t.n = 0

@@ -96,8 +96,7 @@ type classModel struct {
 	pool   int32 // models.poolID of its poolKey
 	trig   int32 // models.trigID of its trigKey
 	mom    moments
-	key    classKey
-	// (112 bytes.)
+	// (96 bytes; its key is known to whoever looks it up.)
 }
 
 type fanModel struct {
@@ -184,9 +183,12 @@ type joint struct {
 	// action is sent from), so that a node's sweep and repair stay within
 	// a small table rather than probing one as large as the trace's classes.
 	classTabs []*classTable
-	classes   []*classModel
-	pairMemo  []pairMemo   // classOfPair's memo
-	slab      []classModel // classModels are allocated from here, 1024 at a time
+	// edgeTrig and edgeAct are, per edge, trigNode of its sender and of
+	// its receiver, plus 2 (≥ 0): the parts of a class table key.
+	edgeTrig, edgeAct []uint32
+	classes           []*classModel
+	pairMemo          []pairMemo   // classOfPair's memo
+	slab              []classModel // classModels are allocated from here, 1024 at a time
 	// The classes' delays of the current pass, by class index (see
 	// classModel); cand only in the first pass.
 	samples, certain delayList
@@ -236,6 +238,11 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	j.initCaches()
 	j.markHalves()
 	j.client = Clients(l.t, l.o.FixedPortPeers)
+	j.edgeTrig, j.edgeAct = make([]uint32, len(l.edgeSrc)), make([]uint32, len(l.edgeSrc))
+	for e := range l.edgeSrc {
+		j.edgeTrig[e] = uint32(j.trigNode(l.edgeSrc[e]) + 2)
+		j.edgeAct[e] = uint32(j.trigNode(l.edgeDst[e]) + 2)
+	}
 	j.hot = make([]msgHot, n)
 	for k := range j.msgs {
 		m := &j.msgs[k]
@@ -377,7 +384,7 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	ht, ha := &j.hot[trig], &j.hot[act]
 	te, ae, reply := ht.edge, ha.edge, ha.role == roleReply || ha.half == halfHead
 	ret := ht.role == roleReply
-	fk := uint64(uint32(te))<<33 | uint64(uint32(ae))<<2
+	fk := uint64(j.edgeTrig[te])<<33 | uint64(j.edgeAct[ae])<<2
 	if reply {
 		fk |= 2
 	}
@@ -395,16 +402,17 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	}
 	m, a := &j.msgs[trig], &j.msgs[act]
 	k := classKey{trig: j.trigNode(m.Src), node: a.Src, act: j.trigNode(a.Dst), reply: reply, ret: j.r.role[trig] == roleReply}
-	// A class key has one pair of edges within a run, except where the
-	// clients share a class (trigNode): only classes carried from an
-	// earlier stream chunk and the clients' can be found by key, and only
-	// they need the map (a whole trace's classes are j.classes).
+	// The node's table is keyed by the rest of the class key (the
+	// senders of the trigger and the destination as trigNode knows them,
+	// reply, ret), so a class is made at its first lookup: only classes
+	// carried from an earlier stream chunk and the clients' are kept in
+	// the map (a whole trace's classes are j.classes).
 	keyed := j.carried != nil || k.trig == clientClass || k.act == clientClass
 	var c *classModel
 	if keyed {
 		c = j.mod.class[k]
 		if c != nil && int(c.idx) < len(j.classes) && j.classes[c.idx] == c {
-			tab.put(fk, c) // in this run already, under another pair of edges
+			tab.put(fk, c) // in this run already (cannot happen: one key per class)
 			return c
 		}
 	}
@@ -414,7 +422,7 @@ func (j *joint) classOf(trig, act int32) *classModel {
 		}
 		c = &j.slab[0]
 		j.slab = j.slab[1:]
-		*c = classModel{d: j.base[j.edge[act]], key: k,
+		*c = classModel{d: j.base[j.edge[act]],
 			pool: intern(j.mod.poolID, poolKey{k.node, k.act, k.reply, k.ret}),
 			trig: intern(j.mod.trigID, trigKey{k.trig, k.node, k.ret})}
 		if keyed {
@@ -427,7 +435,7 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	return c
 }
 
-// classTable maps a class's pair of edges (the key classOf builds) to the
+// classTable maps a class's key at one node (the key classOf builds) to the
 // class: pairTable's probing with the model itself in the slot, so that a
 // lookup does not follow an index through joint.classes (a scattered load
 // on a large trace).
@@ -669,7 +677,7 @@ type msgHot struct {
 
 // liveMsg is a received message in play in a sweep, with what the sweep
 // reads of it at hand: its receive time, its span and the span's closing
-// time (updated when its span changes), its edge, whether it is a return,
+// time (updated when its span changes), its part of the class key, whether it is a return,
 // its children so far and its fan-out model. On a large trace the messages
 // and the per-message arrays are scattered (a node's messages are spread
 // over the whole trace): each candidate of each send would otherwise load
@@ -677,9 +685,9 @@ type msgHot struct {
 type liveMsg struct {
 	i, sp       int32
 	recv, close int64
-	edge        int32
-	kids        uint8 // j.kids[i], kept equal (only this sweep changes it)
-	ret         bool  // a return: j.r.role[i] == roleReply
+	trig        uint32 // its part of the class table key: j.edgeTrig of its edge
+	kids        uint8  // j.kids[i], kept equal (only this sweep changes it)
+	ret         bool   // a return: j.r.role[i] == roleReply
 	fan         *fanModel
 }
 
@@ -701,7 +709,7 @@ func (j *joint) newSendCtx(o int32) sendCtx {
 		tab = newClassTable()
 		j.classTabs[src] = tab
 	}
-	k := uint64(uint32(ae)) << 2
+	k := uint64(j.edgeAct[ae]) << 2
 	if h.role == roleReply || h.half == halfHead {
 		k |= 2
 	}
@@ -711,7 +719,7 @@ func (j *joint) newSendCtx(o int32) sendCtx {
 // classLive is classOf(e.i, x.o), the table probed without reloading
 // either message.
 func (j *joint) classLive(x *sendCtx, e *liveMsg) *classModel {
-	fk := uint64(uint32(e.edge))<<33 | x.key
+	fk := uint64(e.trig)<<33 | x.key
 	if e.ret {
 		fk |= 1
 	}
@@ -751,7 +759,7 @@ func (j *joint) sweep(b trace.NodeID) {
 			sp := j.span[i]
 			hm := &j.hot[i]
 			live = append(live, liveMsg{i: i, sp: sp, recv: recv[hi], close: j.closes(sp),
-				edge: hm.edge, kids: j.kids[i], ret: hm.role == roleReply})
+				trig: j.edgeTrig[hm.edge], kids: j.kids[i], ret: hm.role == roleReply})
 			hi++
 		}
 		// Drop what the window or a closed span rules out for good. (A

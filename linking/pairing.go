@@ -29,37 +29,35 @@ func (l *linker) pairRPCs() *rpcs {
 		r.peer[a], r.peer[b] = b, a
 		r.role[a], r.role[b] = roleRequest, roleReply
 	}
-	// By call id, scoped to the unordered node pair.
-	type callKey struct {
-		call int32
-		a, b trace.NodeID
-	}
-	// Sized at once: on a large trace growing the maps (rehashing
-	// millions of entries) cost more than filling them.
+	// By call id, scoped to the unordered node pair: an open-addressing
+	// table of the calls' message indices (a Go map of 2 M keys cost
+	// ~2.5 s of hashing and probing on the CoDeeN-sized trace). A later
+	// call with the same key replaces an earlier one, as a map would.
 	nCalls := 0
 	for i := range l.msgs {
 		if m := &l.msgs[i]; m.Kind == trace.KindCall && m.Call != trace.NoRef && !l.o.IgnoreKinds {
 			nCalls++
 		}
 	}
-	calls := make(map[callKey]int32, nCalls)
-	for i := range l.msgs {
-		m := &l.msgs[i]
-		if m.Kind == trace.KindCall && m.Call != trace.NoRef && !l.o.IgnoreKinds {
-			calls[callKey{m.Call, min(m.Src, m.Dst), max(m.Src, m.Dst)}] = int32(i)
-		}
-	}
-	byID := len(calls) > 0
+	byID := nCalls > 0
 	if byID {
+		calls := newCallTable(l.msgs, nCalls)
+		for i := range l.msgs {
+			m := &l.msgs[i]
+			if m.Kind == trace.KindCall && m.Call != trace.NoRef && !l.o.IgnoreKinds {
+				calls.put(int32(i))
+			}
+		}
 		for i := range l.msgs {
 			m := &l.msgs[i]
 			if m.Kind != trace.KindReturn || m.Call == trace.NoRef {
 				continue
 			}
-			k := callKey{m.Call, min(m.Src, m.Dst), max(m.Src, m.Dst)}
-			if c, ok := calls[k]; ok && r.peer[c] < 0 {
-				link(c, int32(i))
-				delete(calls, k)
+			if p := calls.find(m); p >= 0 {
+				if c := calls.ents[p].idx; r.peer[c] < 0 {
+					link(c, int32(i))
+					calls.ents[p].idx = callGone
+				}
 			}
 		}
 	}
@@ -179,4 +177,73 @@ func (l *linker) orphanReply(i int32) bool {
 	f := l.fixedEndpoints()
 	m := &l.msgs[i]
 	return f[m.SrcEP] && !f[m.DstEP]
+}
+
+// callTable maps a call's key — its call id and unordered node pair — to
+// the message of the call (pairRPCs): linear probing over message indices,
+// each with a tag of its key's hash so that a probe rarely loads a message.
+type callTable struct {
+	msgs []trace.Message
+	ents []callEnt
+}
+
+type callEnt struct {
+	idx int32  // the call's message; callFree: empty; callGone: deleted
+	tag uint32 // the key's hash, high half
+}
+
+const (
+	callFree int32 = -1
+	callGone int32 = -2 // a tombstone: probes go on past it
+)
+
+func newCallTable(msgs []trace.Message, n int) *callTable {
+	size := 64
+	for size < 2*(n+1) {
+		size *= 2
+	}
+	t := &callTable{msgs: msgs, ents: make([]callEnt, size)}
+	for i := range t.ents {
+		t.ents[i].idx = callFree
+	}
+	return t
+}
+
+func callHash(m *trace.Message) uint64 {
+	a, b := min(m.Src, m.Dst), max(m.Src, m.Dst)
+	return mix(uint64(uint32(m.Call))<<32|uint64(uint32(a))) ^ mix(uint64(uint32(b))+0x9e3779b97f4a7c15)
+}
+
+func sameCall(m, q *trace.Message) bool {
+	return m.Call == q.Call && min(m.Src, m.Dst) == min(q.Src, q.Dst) && max(m.Src, m.Dst) == max(q.Src, q.Dst)
+}
+
+// slot is where m's key is, or the free slot that ends its probe.
+func (t *callTable) slot(m *trace.Message) int {
+	h := callHash(m)
+	tag, mask := uint32(h>>32), len(t.ents)-1
+	p := int(h) & mask
+	for {
+		e := &t.ents[p]
+		if e.idx == callFree || e.idx >= 0 && e.tag == tag && sameCall(&t.msgs[e.idx], m) {
+			return p
+		}
+		p = (p + 1) & mask
+	}
+}
+
+// put adds call i (replacing a call with the same key). The table never
+// grows: it is sized for every call, and puts precede deletes.
+func (t *callTable) put(i int32) {
+	m := &t.msgs[i]
+	p := t.slot(m)
+	t.ents[p] = callEnt{idx: i, tag: uint32(callHash(m) >> 32)}
+}
+
+// find is the slot of the call with m's key, or −1.
+func (t *callTable) find(m *trace.Message) int {
+	if p := t.slot(m); t.ents[p].idx >= 0 {
+		return p
+	}
+	return -1
 }

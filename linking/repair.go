@@ -85,6 +85,7 @@ type repairScratch struct {
 	groups             groupScratch // assignByDest's grouping of the calls
 	connLast           pairTable    // connHints' last span per connection
 	connPrev           []int32      // connHints' previous span on the connection
+	hints              [][]connHint // connHints' lists, reused
 }
 
 // groupScratch is assignByDest's votes and groups, reused.
