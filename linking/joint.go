@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"wap5/internal/hugemem"
 	"wap5/trace"
 )
 
@@ -255,20 +256,20 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		}
 	}
 	// The arrays the passes read at random: huge pages where the kernel
-	// gives them (hugepages_linux.go).
-	hugePages(l.msgs)
-	hugePages(l.edge)
-	hugePages(r.peer)
-	hugePages(r.role)
-	hugePages(j.parent)
-	hugePages(j.prob)
-	hugePages(j.span)
-	hugePages(j.kids)
-	hugePages(j.callSpan)
-	hugePages(j.unsure)
-	hugePages(j.half)
-	hugePages(j.hot)
-	hugePages(j.spanIdx)
+	// gives them (hugemem.Collapse).
+	hugemem.Collapse(l.msgs)
+	hugemem.Collapse(l.edge)
+	hugemem.Collapse(r.peer)
+	hugemem.Collapse(r.role)
+	hugemem.Collapse(j.parent)
+	hugemem.Collapse(j.prob)
+	hugemem.Collapse(j.span)
+	hugemem.Collapse(j.kids)
+	hugemem.Collapse(j.callSpan)
+	hugemem.Collapse(j.unsure)
+	hugemem.Collapse(j.half)
+	hugemem.Collapse(j.hot)
+	hugemem.Collapse(j.spanIdx)
 	j.countPriors()
 	j.learnActors()
 	prev := make([]int32, n)
