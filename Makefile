@@ -12,9 +12,10 @@ LIBSRC  := $(wildcard libsockcap/c/*.c)
 LIBHDR  := $(wildcard libsockcap/c/*.h)
 
 .PHONY: all deps test test-c demo bench clean fuzz FORCE
-FORCE:
 
 all: bin/wap5 bin/libsockcap.so
+
+FORCE:
 
 # go build decides what is stale (file times miss edits older than the binary,
 # e.g. after a checkout); with its cache an up-to-date build takes a second.
