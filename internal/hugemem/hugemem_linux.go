@@ -27,19 +27,9 @@ const (
 // left alone; where the kernel cannot (THP disabled, older kernels, no huge
 // page free) nothing changes: errors are ignored.
 func Advise[T any](s []T) {
-	var z T
-	n := uintptr(cap(s)) * unsafe.Sizeof(z)
-	if off || n < small {
-		return
+	if b := wholePages(s, cap(s)); b != nil {
+		_ = syscall.Madvise(b, madvHugepage)
 	}
-	p := unsafe.Pointer(unsafe.SliceData(s))
-	start := uintptr(p)
-	a := (start + huge - 1) &^ (huge - 1)
-	e := (start + n) &^ (huge - 1)
-	if e <= a {
-		return
-	}
-	madvise(unsafe.Add(p, a-start), e-a)
 }
 
 // Collapse is Advise for a slice already written: it asks the kernel to
@@ -50,21 +40,28 @@ func Advise[T any](s []T) {
 // misses the TLB, and a page walk on a virtual machine is expensive. The
 // values are unchanged; where the kernel cannot, nothing changes.
 func Collapse[T any](s []T) {
+	if b := wholePages(s, len(s)); b != nil {
+		_ = syscall.Madvise(b, madvHugepage)
+		_ = syscall.Madvise(b, madvCollapse)
+	}
+}
+
+// wholePages is the memory of the whole 2 MB pages inside s's first n
+// elements, or nil when there are none, s is small (< 4 MB) or advice is off.
+func wholePages[T any](s []T, n int) []byte {
 	var z T
-	n := uintptr(len(s)) * unsafe.Sizeof(z)
-	if off || n < small {
-		return
+	size := uintptr(n) * unsafe.Sizeof(z)
+	if off || size < small {
+		return nil
 	}
 	p := unsafe.Pointer(unsafe.SliceData(s))
 	start := uintptr(p)
 	a := (start + huge - 1) &^ (huge - 1)
-	e := (start + n) &^ (huge - 1)
+	e := (start + size) &^ (huge - 1)
 	if e <= a {
-		return
+		return nil
 	}
-	b := unsafe.Slice((*byte)(unsafe.Add(p, a-start)), e-a)
-	_ = syscall.Madvise(b, madvHugepage)
-	_ = syscall.Madvise(b, madvCollapse)
+	return unsafe.Slice((*byte)(unsafe.Add(p, a-start)), e-a)
 }
 
 // Make is make([]T, n, c) (c ≥ n) with the slice's memory in whole huge
