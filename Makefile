@@ -37,8 +37,13 @@ bin/libsockcap.so: $(LIBSRC) $(LIBHDR)
 deps:
 	scripts/install-deps.sh
 
+# e2e runs alone, after the rest: its checks compare wap5's delays with the
+# test servers' own timers within 10 %, and those timers drift from the
+# capture's stamps when the servers are preempted — e.g. by the libsockcap
+# capture tests running beside them on a 2-core machine (docs/e2e.md).
 test: deps all
-	WAP5_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout 25m ./...
+	WAP5_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout 25m $$($(GO) list ./... | grep -v '^wap5/e2e$$')
+	WAP5_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout 10m ./e2e
 	$(MAKE) test-c
 
 test-c:
