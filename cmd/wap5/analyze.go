@@ -85,7 +85,7 @@ func analyzeAction(c *cli.Context) error {
 
 	var in reconcile.Inputs
 	for _, arg := range c.Args().Slice() {
-		if err := classifyInput(arg, &in); err != nil {
+		if err := classifyInput(arg, &in, new(int64)); err != nil {
 			return err
 		}
 	}

@@ -18,3 +18,6 @@ func MakeSmall[T any](n, c int) []T { return make([]T, n, c) }
 // Map is make([]byte, n) where transparent huge pages cannot be asked for;
 // the function it returns does nothing.
 func Map(n int) ([]byte, func()) { return make([]byte, n), func() {} }
+
+// Reserve does nothing where transparent huge pages cannot be asked for.
+func Reserve(n int) {}
