@@ -302,13 +302,14 @@ func classifyInput(arg string, in *reconcile.Inputs, size *int64) error {
 }
 
 // heapReserve is how much heap to reserve in huge pages (hugemem.Reserve)
-// for inputs of size bytes: reconcile's heap peaks near 9 times the size
-// of sealed logs (1M loopback messages: 3.5 MB of logs, ~25 MB of heap with
-// the zstd encoder's window; the CoDeeN-sized set: 64 MB, ~550 MB), so 12
-// times, at most 1 GB (captures, streamed, need less; untouched, the
-// reserve costs address space only).
+// for inputs of size bytes: reconcile's heap peaks at 7 to 18 times the
+// size of sealed logs (1M loopback messages: 3.5 MB of logs, ~25 MB of heap
+// with the zstd encoder's window; CoDeeN-like logs of 1M and 4.7M
+// messages: 14 and 66 MB, ~260 and ~590 MB peak RSS), so 24 times, at most
+// 2 GB (captures, streamed, need less; untouched, the reserve costs
+// address space only).
 func heapReserve(size int64) int {
-	return int(min(12*size, 1<<30))
+	return int(min(24*size, 2<<30))
 }
 
 // isCapture recognises pcap (either byte order, µs or ns) and pcapng.
