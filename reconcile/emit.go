@@ -74,11 +74,19 @@ func (m *matcher) msgAt(r msgRef) *trace.Message {
 // holdMsg keeps message r from being written until unholdMsg (streaming only).
 func (m *matcher) holdMsg(r msgRef) {
 	if s := m.st; s != nil {
-		s.holds[r]++
-		ci := int(r) / chunkSize
+		ci, i := int(r)/chunkSize, int(r)%chunkSize
 		for len(s.chunkHolds) <= ci {
 			s.chunkHolds = append(s.chunkHolds, 0)
+			s.holds = append(s.holds, nil)
 		}
+		if s.holds[ci] == nil {
+			if n := len(s.freeHolds); n > 0 {
+				s.holds[ci], s.freeHolds = s.freeHolds[n-1], s.freeHolds[:n-1]
+			} else {
+				s.holds[ci] = make([]uint8, chunkSize)
+			}
+		}
+		s.holds[ci][i]++
 		s.chunkHolds[ci]++
 	}
 }
@@ -88,16 +96,12 @@ func (m *matcher) unholdMsg(r msgRef) {
 	if s == nil {
 		return
 	}
-	n, ok := s.holds[r]
-	if !ok {
+	ci, i := int(r)/chunkSize, int(r)%chunkSize
+	if ci >= len(s.holds) || s.holds[ci] == nil || s.holds[ci][i] == 0 {
 		return // forced out already
 	}
-	if n <= 1 {
-		delete(s.holds, r)
-	} else {
-		s.holds[r] = n - 1
-	}
-	s.chunkHolds[int(r)/chunkSize]--
+	s.holds[ci][i]--
+	s.chunkHolds[ci]--
 }
 
 // sealed is a block whose sort keys are sorted; pos counts those written.
@@ -114,8 +118,12 @@ type streamState struct {
 	minCorr    int64 // the most negative clock offset (step 0)
 	sealedUpTo int   // blocks [0, sealedUpTo) are sealed
 	live       []*sealed
-	holds      map[msgRef]uint8
+	// holds counts the holds of each message of a block (nil: none
+	// yet), chunkHolds those of the whole block; a block's counts go to
+	// freeHolds when it is written out.
+	holds      [][]uint8
 	chunkHolds []int32
+	freeHolds  [][]uint8
 	out        []trace.Message
 	calls      callWindow
 	nextID     int64
@@ -133,7 +141,7 @@ func newStreamState(sink StreamSink, opts Options, minCorr int64) *streamState {
 	if w <= 0 {
 		w = int64(DefaultSortWindow)
 	}
-	return &streamState{sink: sink, window: w, minCorr: minCorr, holds: map[msgRef]uint8{},
+	return &streamState{sink: sink, window: w, minCorr: minCorr,
 		out: make([]trace.Message, 0, outBatch), lastT: math.MinInt64, calls: newCallWindow()}
 }
 
@@ -321,7 +329,6 @@ func (s *streamState) merge(m *matcher, wm, floor int64) {
 		b := s.live[bi]
 		c := m.chunks[b.ci]
 		held := b.ci < len(s.chunkHolds) && s.chunkHolds[b.ci] > 0
-		base := msgRef(b.ci * chunkSize)
 		stop := false
 		for b.pos < len(b.keys) {
 			k := b.keys[b.pos]
@@ -329,13 +336,12 @@ func (s *streamState) merge(m *matcher, wm, floor int64) {
 				break
 			}
 			if held {
-				r := base + msgRef(k.idx)
-				if n := s.holds[r]; n > 0 {
+				if n := s.holds[b.ci][k.idx]; n > 0 {
 					if k.t >= floor {
 						stop = true
 						break
 					}
-					delete(s.holds, r)
+					s.holds[b.ci][k.idx] = 0
 					s.chunkHolds[b.ci] -= int32(n)
 					s.forced++
 				}
@@ -359,6 +365,14 @@ func (s *streamState) merge(m *matcher, wm, floor int64) {
 				s.freeKeys = append(s.freeKeys, b.keys[:0])
 			}
 			m.chunks[b.ci] = nil
+			if b.ci < len(s.holds) && s.holds[b.ci] != nil {
+				// No hold is left: a held message stops the block
+				// unless it is forced out (its count cleared).
+				if len(s.freeHolds) < maxFree {
+					s.freeHolds = append(s.freeHolds, s.holds[b.ci])
+				}
+				s.holds[b.ci] = nil
+			}
 			s.live = slices.Delete(s.live, bi, bi+1)
 		}
 		if stop {
