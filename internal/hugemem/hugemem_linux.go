@@ -3,8 +3,11 @@
 package hugemem
 
 import (
+	"bytes"
+	"math"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 	"unsafe"
 )
@@ -111,9 +114,16 @@ func madvise(p unsafe.Pointer, n uintptr) {
 // buffers: the zstd encoder's 16 MB window) and for many small objects.
 // The reserve costs address space only until it is used; it is freed by
 // a collection, so call Reserve once, early, while the heap is small.
-// Small reserves (< 4 MB) and advice off: nothing.
+// Small reserves (< 4 MB) and advice off: nothing. Under a memory limit
+// (GOMEMLIMIT) the reserve is at most a quarter of it: free heap counts
+// against the limit, and the runtime would work to give it back. Under
+// strict overcommit (vm.overcommit_memory 2) there is none: the address
+// space would be charged as if used.
 func Reserve(n int) {
-	if off || n < small {
+	if lim := debug.SetMemoryLimit(-1); lim != math.MaxInt64 {
+		n = int(min(int64(n), lim/4))
+	}
+	if off || n < small || strictOvercommit() {
 		return
 	}
 	b := make([]byte, n) // fresh from the system: untouched
@@ -121,6 +131,13 @@ func Reserve(n int) {
 		_ = syscall.Madvise(w, madvHugepage)
 	}
 	runtime.GC() // frees b
+}
+
+// strictOvercommit reports whether the kernel charges mapped memory as used
+// (vm.overcommit_memory 2).
+func strictOvercommit() bool {
+	b, err := os.ReadFile("/proc/sys/vm/overcommit_memory")
+	return err == nil && string(bytes.TrimSpace(b)) == "2"
 }
 
 // Map returns n zero bytes outside the Go heap, in transparent huge pages
