@@ -277,10 +277,10 @@ func (s *logSource) base(o *Observation, ev *libsockcap.Event, st *fdState, op O
 	if o.Observer != s.obs {
 		o.Observer = s.obs
 	}
-	if o.Local != st.local {
+	if !sameEndpoint(&o.Local, &st.local) {
 		o.Local = st.local
 	}
-	if o.Remote != st.remote {
+	if !sameEndpoint(&o.Remote, &st.remote) {
 		o.Remote = st.remote
 	}
 }
@@ -418,12 +418,19 @@ func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
 func (s *logSource) learn(st *fdState, ev *libsockcap.Event) {
 	// Compared first: most events repeat the names, and a store of
 	// an endpoint (it holds pointers) costs a write barrier.
-	if st.local != ev.Local && !ev.Local.IsZero() && (st.local.IsZero() || st.stream) {
+	if !sameEndpoint(&st.local, &ev.Local) && !ev.Local.IsZero() && (st.local.IsZero() || st.stream) {
 		st.local = ev.Local
 	}
-	if st.remote != ev.Remote && !ev.Remote.IsZero() && (st.remote.IsZero() || st.stream) {
+	if !sameEndpoint(&st.remote, &ev.Remote) && !ev.Remote.IsZero() && (st.remote.IsZero() || st.stream) {
 		st.remote = ev.Remote
 	}
+}
+
+// sameEndpoint is *a == *b, inlined (the generated comparison is a call
+// per endpoint, four per event): the address and port first, which differ
+// most often, the path last.
+func sameEndpoint(a, b *libsockcap.Endpoint) bool {
+	return a.Addr == b.Addr && a.Inode == b.Inode && a.Unix == b.Unix && a.Path == b.Path
 }
 
 func formatNs(t int64) string { return fmt.Sprintf("%d.%09d", t/1e9, t%1e9) }
