@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"syscall"
 	"unsafe"
 )
@@ -118,12 +119,19 @@ func madvise(p unsafe.Pointer, n uintptr) {
 // (GOMEMLIMIT) the reserve is at most a quarter of it: free heap counts
 // against the limit, and the runtime would work to give it back. Under
 // strict overcommit (vm.overcommit_memory 2) there is none: the address
-// space would be charged as if used.
+// space would be charged as if used; and it is at most half the memory
+// available (a mapping the kernel refuses is fatal to the Go runtime).
 func Reserve(n int) {
 	if lim := debug.SetMemoryLimit(-1); lim != math.MaxInt64 {
 		n = int(min(int64(n), lim/4))
 	}
 	if off || n < small || strictOvercommit() {
+		return
+	}
+	if avail := memAvailable(); avail > 0 {
+		n = int(min(int64(n), avail/2))
+	}
+	if n < small {
 		return
 	}
 	b := make([]byte, n) // fresh from the system: untouched
@@ -138,6 +146,26 @@ func Reserve(n int) {
 func strictOvercommit() bool {
 	b, err := os.ReadFile("/proc/sys/vm/overcommit_memory")
 	return err == nil && string(bytes.TrimSpace(b)) == "2"
+}
+
+// memAvailable is /proc/meminfo's MemAvailable in bytes, 0 when unknown.
+func memAvailable() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("MemAvailable:")); ok {
+			f := bytes.Fields(rest)
+			if len(f) == 2 && string(f[1]) == "kB" {
+				if kb, err := strconv.ParseInt(string(f[0]), 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+			return 0
+		}
+	}
+	return 0
 }
 
 // Map returns n zero bytes outside the Go heap, in transparent huge pages

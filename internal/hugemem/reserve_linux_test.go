@@ -45,3 +45,9 @@ func TestReserve(t *testing.T) {
 	}
 	Reserve(1 << 20) // small: nothing
 }
+
+func TestMemAvailable(t *testing.T) {
+	if n := memAvailable(); n <= 0 {
+		t.Errorf("MemAvailable: %d bytes", n)
+	}
+}
