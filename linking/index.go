@@ -46,6 +46,7 @@ type linker struct {
 
 func newLinker(t *trace.Trace, o Options, carried *models) *linker {
 	l := &linker{t: t, o: o, msgs: t.Messages, x: int64(o.Window), carried: carried}
+	phase("index")
 	l.index()
 	return l
 }

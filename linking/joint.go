@@ -174,6 +174,7 @@ type joint struct {
 	// certain.
 	unsure []bool
 	first  bool // the first pass: collect candidate delays
+	passNo int  // the pass under way, from 1 (phase names)
 	// horizon is, per node, the longest span (request received → reply
 	// sent), at most x: no call waits longer for its cause.
 	horizon []int64
@@ -217,9 +218,12 @@ type joint struct {
 func (l *linker) runJoint() (*instances, Fit, int) {
 	rev := l.reverseEdges()
 	// J1.
+	phase("J1 pairing")
 	r := l.pairRPCs()
 	// J2: step 1's d per edge as the starting exponential.
+	phase("step 1")
 	l.step1(rev)
+	phase("J2 setup")
 	j := &joint{linker: l, r: r, keep: l.o.KeepRootChains}
 	j.base = make([]dist, len(l.d))
 	for e, d := range l.d {
@@ -270,6 +274,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	hugemem.Collapse(j.half)
 	hugemem.Collapse(j.hot)
 	hugemem.Collapse(j.spanIdx)
+	phase("J2 count priors, J2b actors")
 	j.countPriors()
 	j.learnActors()
 	prev := make([]int32, n)
@@ -294,6 +299,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	j.first = true
 	step := func(repair, probs bool) {
 		copy(prev, j.parent)
+		j.passNo = iters + 1
 		j.pass(rev, repair, probs)
 		iters++
 		changed := 0
@@ -306,6 +312,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		// Unambiguous links seed the models; once the joint repair has
 		// run, all chosen links refine them (the unambiguous ones are
 		// biased towards short delays: they happen before others arrive).
+		phaseOf("J5 refit", j.passNo)
 		j.refit(!repair, probs)
 		j.first = false
 	}
@@ -318,6 +325,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	step(true, false)
 	// J5b: where the assignment doubts a count model's structure, try the
 	// other one and keep the cheaper assignment.
+	phase("J5b test")
 	var doubt []*countModel
 	if j.carried == nil && keepAlternative != nil {
 		doubt = j.doubtfulCounts()
@@ -344,6 +352,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		}
 		j.tally = false
 	}
+	phase("fit compare")
 	fit.Settled = fit.Change < 1e-3
 	fit = j.compare(fit)
 	if afterJoint != nil {
@@ -353,6 +362,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		c.active = false // the models may be carried into another run
 	}
 	// J6.
+	phase("J6 instances")
 	return j.instances(), fit, iters
 }
 
@@ -615,10 +625,13 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 	j.samples.reset()
 	j.certain.reset()
 	j.active = j.active[:0]
+	phaseOf("J3 sweep", j.passNo)
 	for b := range j.t.Nodes {
 		j.sweep(trace.NodeID(b))
 		if j.first {
+			phase("J2 peaks")
 			j.fitPeaks()
+			phaseOf("J3 sweep", j.passNo)
 		}
 	}
 	if repair {
@@ -626,6 +639,7 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 			j.repair(trace.NodeID(b), probs)
 		}
 	}
+	phaseOf("J3 untraced senders", j.passNo)
 	// Messages from untraced senders: the paired request, else the most
 	// likely message the other way (A→B→A causality, §5.1).
 	for i := range j.hot {

@@ -138,6 +138,7 @@ type nodeSpans struct {
 func (j *joint) repair(b trace.NodeID, probs bool) {
 	// The span arrays are reused from node to node (less garbage: the
 	// peak memory of a large trace is the heap grown between collections).
+	phaseOf("J4 spans", j.passNo)
 	keep := &j.scr.spans
 	ns := nodeSpans{sidx: j.spanIdx, req: keep.req[:0], recv: keep.recv[:0], end: keep.end[:0], head: keep.head[:0]}
 	calls := j.scr.calls[:0]
@@ -199,21 +200,25 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		ns.cost[s] = math.NaN()
 	}
 	if len(calls) > 0 {
+		phaseOf("J4 Hungarian", j.passNo)
 		for round := 0; round < 2; round++ {
 			j.assignByDest(b, &ns, calls, ins)
 		}
 		// The connection tie-breaker, from the assignment as it stands.
+		phaseOf("J4 conn hints", j.passNo)
 		if j.connHints(b, &ns); ns.connCost > 0 {
 			for s := range ns.req {
 				ns.cost[s] = math.NaN()
 			}
 		}
+		phaseOf("J4 moves/swaps", j.passNo)
 		for pass := 0; pass < 2; pass++ {
 			if !j.improve(b, &ns, calls, ins) {
 				break
 			}
 		}
 	}
+	phaseOf("J4 parents", j.passNo)
 	if j.tally {
 		j.tallySpans(b, &ns, calls) // J5b
 	}
@@ -233,6 +238,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		}
 	}
 	if probs {
+		phaseOf("J4 call probs", j.passNo)
 		for _, k := range calls {
 			j.prob[k] = float32(j.callProb(b, &ns, k, ins))
 		}
