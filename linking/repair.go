@@ -79,6 +79,7 @@ type repairScratch struct {
 	cntStart           []int32   // refitCounts' calls per span (CSR)
 	cntDsts            []trace.NodeID
 	calls              []int32   // repair's calls of the node
+	was                []int32   // assignByDest: the spans of a group's calls before
 	rowv               []float64 // one row's values at its spans' columns
 	hung               hungScratch
 	memo               blockMemo
@@ -201,8 +202,11 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}
 	if len(calls) > 0 {
 		phaseOf("J4 Hungarian", j.passNo)
-		for round := 0; round < 2; round++ {
-			j.assignByDest(b, &ns, calls, ins)
+		// The second round repeats the first where nothing changed
+		// since: after the first round's last change, its groups saw the
+		// state the second round starts from (assignByDest).
+		if last := j.assignByDest(b, &ns, calls, ins, -1); last >= 0 {
+			j.assignByDest(b, &ns, calls, ins, last)
 		}
 		// The connection tie-breaker, from the assignment as it stands.
 		phaseOf("J4 conn hints", j.passNo)
@@ -292,7 +296,7 @@ func without(dst, s []int32, k int32) []int32 {
 func (j *joint) with(dst, s []int32, k int32) []int32 {
 	dst = append(dst[:0], s...)
 	dst = append(dst, k)
-	slices.SortFunc(dst, func(x, y int32) int { return cmpTime(j.hot[x].send, j.hot[y].send) })
+	slices.SortFunc(dst, func(x, y int32) int { return cmp.Or(cmpTime(j.hot[x].send, j.hot[y].send), cmp.Compare(x, y)) })
 	return dst
 }
 
@@ -881,7 +885,15 @@ const (
 // block per span), where putting call k into span s costs what it adds to
 // s's cost with s's other calls as they are. Calls of a block past its
 // committed part are left out of every span until their own block.
-func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) {
+//
+// It returns the index of the last group whose calls changed spans (−1:
+// none). A group's assignment is a function of the spans' calls as the
+// group finds them (a span's calls are kept in send order, ties by index),
+// so a later round can stop early: with last ≥ 0, the round it is given to
+// stops after group last when no group so far changed anything — every
+// later group then finds the state it found in the round that returned
+// last, and would assign as it did.
+func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, last int) int {
 	// Calls are grouped by what usually causes calls to their destination
 	// (the sender and role of their parents, by majority): one message
 	// causes one call, so within a group a span takes at most one, and
@@ -967,7 +979,18 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 	defer func() { j.scr.ver = ver }()
 	j.scr.memo.prevStart = j.scr.memo.prevStart[:0]
 	var ma []int32
-	for _, g := range groups {
+	changedLast := -1
+	for gi, g := range groups {
+		if last >= 0 && gi > last && changedLast < 0 {
+			break // every later group would assign as before
+		}
+		// The group's spans as it finds them: a change is a call that
+		// ends in another one.
+		was := j.scr.was[:0]
+		for _, k := range g {
+			was = append(was, j.callSpan[k])
+		}
+		j.scr.was = was
 		// Take the whole group out of the spans.
 		for _, k := range g {
 			if s, ok := ns.at(j.callSpan[k]); ok {
@@ -1192,10 +1215,17 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 			}
 		}
 		j.scr.memo.prevStart = j.scr.memo.prevStart[:0] // the next group starts afresh
+		for x, k := range g {
+			if j.callSpan[k] != was[x] {
+				changedLast = gi
+				break
+			}
+		}
 	}
 	for _, s := range cols {
 		colOf[s] = -1
 	}
+	return changedLast
 }
 
 // admissibleAll calls f for every span call k can belong to: its request
