@@ -88,8 +88,9 @@ type classModel struct {
 	// joint.samples are the delays of the chosen links, seconds;
 	// joint.certain those of links that had no alternative (one
 	// admissible parent): the unbiased start of the iteration;
-	// joint.cand the delays to every admissible candidate in the first
-	// pass: true links pile up in a peak above the spread of false ones.
+	// joint.cand the delays to every earlier received message in the
+	// first pass, node by node: true links pile up in a peak above the
+	// spread of false ones.
 	idx    int32 // position in joint.classes of the current run
 	fit    bool  // d was fitted from chosen links
 	active bool  // has data in the current pass (listed in joint.active)
@@ -192,13 +193,21 @@ type joint struct {
 	pairMemo          []pairMemo   // classOfPair's memo
 	slab              []classModel // classModels are allocated from here, 1024 at a time
 	// The classes' delays of the current pass, by class index (see
-	// classModel); cand only in the first pass.
+	// classModel).
 	samples, certain delayList
-	cand             [][]float32
-	candCls          []*classModel // the classes with candidate delays (fitPeaks)
-	fanByEdge        []*fanModel
-	countByEdge      []*countModel
-	spanIdx          []int32 // request → its span at the node being repaired, or −1
+	// cand: the candidate delays of the node being swept in the first
+	// pass, flat (classes by index in cand.cls), with candN the number
+	// each class has (by class index) and candCls the classes that have
+	// any, in the order of their first; fitPeaks groups them by class.
+	cand    delayList
+	candN   []int32
+	candCls []*classModel
+	// poolByEdge and trigByEdge cache the pool and trigger ids of the
+	// classes (poolOf, trigOf).
+	poolByEdge, trigByEdge []int32
+	fanByEdge              []*fanModel
+	countByEdge            []*countModel
+	spanIdx                []int32 // request → its span at the node being repaired, or −1
 	// hot is what the passes read of every message, in one record.
 	hot []msgHot
 	// active lists the classes with data in the current pass, so that
@@ -415,10 +424,12 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	k := classKey{trig: j.trigNode(m.Src), node: a.Src, act: j.trigNode(a.Dst), reply: reply, ret: j.r.role[trig] == roleReply}
 	// The node's table is keyed by the rest of the class key (the
 	// senders of the trigger and the destination as trigNode knows them,
-	// reply, ret), so a class is made at its first lookup: only classes
-	// carried from an earlier stream chunk and the clients' are kept in
-	// the map (a whole trace's classes are j.classes).
-	keyed := j.carried != nil || k.trig == clientClass || k.act == clientClass
+	// reply, ret: one table key per class key), so a class is made at its
+	// first lookup: only a stream's classes, carried from chunk to chunk,
+	// are kept in the map (a whole trace's classes are j.classes; keeping
+	// the clients' in the map too, as until 2026-11-26, cost a map lookup
+	// and insert per class, and nothing read them).
+	keyed := j.carried != nil
 	var c *classModel
 	if keyed {
 		c = j.mod.class[k]
@@ -433,9 +444,7 @@ func (j *joint) classOf(trig, act int32) *classModel {
 		}
 		c = &j.slab[0]
 		j.slab = j.slab[1:]
-		*c = classModel{d: j.base[j.edge[act]],
-			pool: intern(j.mod.poolID, poolKey{k.node, k.act, k.reply, k.ret}),
-			trig: intern(j.mod.trigID, trigKey{k.trig, k.node, k.ret})}
+		*c = classModel{d: j.base[j.edge[act]], pool: j.poolOf(ae, k), trig: j.trigOf(te, k)}
 		if keyed {
 			j.mod.class[k] = c
 		}
@@ -444,6 +453,57 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	tab.put(fk, c)
 	j.classes = append(j.classes, c)
 	return c
+}
+
+// poolOf is the pool id of class k, whose action is on edge ae: interned
+// once per edge (and reply, ret), in the order classes are made.
+func (j *joint) poolOf(ae int32, k classKey) int32 {
+	x := 4 * int(ae)
+	if k.reply {
+		x += 2
+	}
+	if k.ret {
+		x++
+	}
+	if x >= len(j.poolByEdge) {
+		n := len(j.poolByEdge)
+		j.poolByEdge = append(j.poolByEdge, make([]int32, 4*len(j.edgeSrc)-n)...)
+		for i := n; i < len(j.poolByEdge); i++ {
+			j.poolByEdge[i] = -1
+		}
+	}
+	if id := j.poolByEdge[x]; id >= 0 {
+		return id
+	}
+	id := intern(j.mod.poolID, poolKey{k.node, k.act, k.reply, k.ret})
+	j.poolByEdge[x] = id
+	return id
+}
+
+// trigOf is the trigger id of class k, whose trigger is on edge te:
+// interned once per edge (and ret) where the trigger's receiver is the
+// class's node (always in a whole trace's passes).
+func (j *joint) trigOf(te int32, k classKey) int32 {
+	if j.edgeDst[te] != k.node {
+		return intern(j.mod.trigID, trigKey{k.trig, k.node, k.ret})
+	}
+	x := 2 * int(te)
+	if k.ret {
+		x++
+	}
+	if x >= len(j.trigByEdge) {
+		n := len(j.trigByEdge)
+		j.trigByEdge = append(j.trigByEdge, make([]int32, 2*len(j.edgeSrc)-n)...)
+		for i := n; i < len(j.trigByEdge); i++ {
+			j.trigByEdge[i] = -1
+		}
+	}
+	if id := j.trigByEdge[x]; id >= 0 {
+		return id
+	}
+	id := intern(j.mod.trigID, trigKey{k.trig, k.node, k.ret})
+	j.trigByEdge[x] = id
+	return id
 }
 
 // classTable maps a class's key at one node (the key classOf builds) to the
@@ -826,14 +886,15 @@ func (j *joint) sweep(b trace.NodeID) {
 				}
 				if e.i != ret {
 					c := j.classLive(&x, e)
-					for int(c.idx) >= len(j.cand) {
-						j.cand = append(j.cand, nil)
+					if n := int(c.idx) + 1; n > len(j.candN) {
+						j.candN = append(j.candN, make([]int32, max(n, 2*len(j.candN))-len(j.candN))...)
 					}
-					if len(j.cand[c.idx]) < maxCand {
-						if j.cand[c.idx] == nil {
+					if j.candN[c.idx] < maxCand {
+						if j.candN[c.idx] == 0 {
 							j.candCls = append(j.candCls, c)
 						}
-						j.cand[c.idx] = append(j.cand[c.idx], float32(float64(s-e.recv)/1e9))
+						j.candN[c.idx]++
+						j.cand.add(c, float32(float64(s-e.recv)/1e9))
 						j.touch(c)
 					}
 				}
@@ -953,14 +1014,43 @@ func (j *joint) sweep(b trace.NodeID) {
 // drops the delays: on a large trace they would be the peak of the memory.
 // refit reads the peaks.
 func (j *joint) fitPeaks() {
-	for _, c := range j.candCls {
-		if cand := j.cand[c.idx]; len(cand) >= 50 {
-			if d, ok := peakFit(cand, j.o.DelayModel); ok {
-				c.peak = &d
+	// Grouped by class (a counting sort over the node's classes, each
+	// class's delays in the order added; peakFit sorts them anyway), for
+	// the classes with enough of them.
+	cd := &j.cand
+	if len(j.candCls) > 0 {
+		end := 0
+		for _, c := range j.candCls {
+			n := int(j.candN[c.idx])
+			if n < 50 {
+				j.candN[c.idx] = -1 // not needed
+				continue
+			}
+			j.candN[c.idx] = int32(end)
+			end += n
+		}
+		cd.byCls = slices.Grow(cd.byCls[:0], end)[:end]
+		for k, ci := range cd.cls {
+			if p := j.candN[ci]; p >= 0 {
+				cd.byCls[p] = cd.val[k]
+				j.candN[ci]++
 			}
 		}
-		j.cand[c.idx] = nil
+		from := 0
+		for _, c := range j.candCls {
+			to := int(j.candN[c.idx])
+			if to < 0 {
+				j.candN[c.idx] = 0
+				continue
+			}
+			if d, ok := peakFit(cd.byCls[from:to], j.o.DelayModel); ok {
+				c.peak = &d
+			}
+			j.candN[c.idx] = 0
+			from = to
+		}
 	}
+	cd.reset()
 	j.candCls = j.candCls[:0]
 }
 
@@ -1010,12 +1100,6 @@ func (j *joint) refit(useCertain, last bool) {
 	j.refitCounts()
 	j.samples.group(len(j.classes))
 	j.certain.group(len(j.classes))
-	candOf := func(c *classModel) []float32 {
-		if int(c.idx) < len(j.cand) {
-			return j.cand[c.idx]
-		}
-		return nil
-	}
 	// Certain delays pooled over the senders of the trigger, for classes
 	// with too few of their own.
 	rs := &j.refitScr
@@ -1030,11 +1114,8 @@ func (j *joint) refit(useCertain, last bool) {
 	// allows: a large trace has millions of classes.)
 	for _, c := range j.active {
 		rs.pool[c.pool] = append(rs.pool[c.pool], j.certain.of(c)...)
-		if cand := candOf(c); len(cand) >= 50 {
-			if d, ok := peakFit(cand, j.o.DelayModel); ok {
-				c.peak = &d
-			}
-		}
+		// (The candidates' peaks were found as each node was swept:
+		// fitPeaks.)
 	}
 	// Transition probabilities from the certain links of each trigger class
 	// (all links where too few are certain).
@@ -1093,7 +1174,7 @@ func (j *joint) refit(useCertain, last bool) {
 	rs.donePools = rs.donePools[:0]
 	j.samples.reset()
 	j.certain.reset()
-	j.cand = nil
+	j.candN = nil
 	for _, c := range j.active {
 		certainN[c.trig], allN[c.trig], kinds[c.trig] = 0, 0, 0
 	}
