@@ -243,12 +243,15 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		j.mod = newModels()
 	}
 	n := len(l.msgs)
-	j.parent = make([]int32, n)
-	j.prob = make([]float32, n)
-	j.span = make([]int32, n)
-	j.kids = make([]uint8, n)
-	j.callSpan = make([]int32, n)
-	j.unsure = make([]bool, n)
+	// The per-message arrays outside the Go heap (offHeap), given back
+	// when the run ends.
+	mem := &l.runMem
+	j.parent = offMake[int32](mem, n)
+	j.prob = offMake[float32](mem, n)
+	j.span = offMake[int32](mem, n)
+	j.kids = offMake[uint8](mem, n)
+	j.callSpan = offMake[int32](mem, n)
+	j.unsure = offMake[bool](mem, n)
 	j.initCaches()
 	j.markHalves()
 	j.client = Clients(l.t, l.o.FixedPortPeers)
@@ -257,7 +260,13 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		j.edgeTrig[e] = uint32(j.trigNode(l.edgeSrc[e]) + 2)
 		j.edgeAct[e] = uint32(j.trigNode(l.edgeDst[e]) + 2)
 	}
-	j.hot = make([]msgHot, n)
+	j.hot = offMake[msgHot](mem, n)
+	// A pass adds at most one chosen and one certain delay per message:
+	// the lists at that size at once, outside the heap, where only what
+	// is written costs memory (no regrowing copies).
+	for _, d := range []*delayList{&j.samples, &j.certain} {
+		d.cls, d.val, d.byCls = offMake[int32](mem, n)[:0], offMake[float32](mem, n)[:0], offMake[float32](mem, n)[:0]
+	}
 	for k := range j.msgs {
 		m := &j.msgs[k]
 		j.hot[k] = msgHot{send: m.Send, recv: m.Recv, peer: r.peer[k], edge: l.edge[k], role: r.role[k], half: j.half[k]}
@@ -286,7 +295,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	phase("J2 count priors, J2b actors")
 	j.countPriors()
 	j.learnActors()
-	prev := make([]int32, n)
+	prev := offMake[int32](mem, n)
 	fit := Fit{}
 	iters := 0
 	// J3–J5: sweeps alone until the choices settle, then two passes with
@@ -372,7 +381,11 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	}
 	// J6.
 	phase("J6 instances")
-	return j.instances(), fit, iters
+	in := j.instances()
+	// Nothing refers to the run's arrays any more.
+	l.dropIndex()
+	l.runMem.free()
+	return in, fit, iters
 }
 
 // afterJoint, when set (tests only), sees the joint linker's final state
@@ -1288,7 +1301,7 @@ func (j *joint) initCaches() {
 	j.pairMemo = make([]pairMemo, 1<<pairMemoBits)
 	j.fanByEdge = make([]*fanModel, 2*ne)
 	j.countByEdge = make([]*countModel, ne)
-	j.spanIdx = make([]int32, len(j.msgs))
+	j.spanIdx = offMake[int32](&j.runMem, len(j.msgs))
 	for i := range j.spanIdx {
 		j.spanIdx[i] = -1
 	}
