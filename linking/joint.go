@@ -52,6 +52,8 @@ type models struct {
 	// class is made), so that refit indexes slices instead of maps.
 	poolID map[poolKey]int32
 	trigID map[trigKey]int32
+	// peaks are the classes' candidate peaks (classModel.peak).
+	peaks []dist
 }
 
 // poolKey groups the classes of one node and action over the senders of
@@ -94,11 +96,12 @@ type classModel struct {
 	idx    int32 // position in joint.classes of the current run
 	fit    bool  // d was fitted from chosen links
 	active bool  // has data in the current pass (listed in joint.active)
-	peak   *dist // the peak found in cand, kept for the passes before repair
+	peak   int32 // the peak found in cand (kept for the passes before repair): models.peaks[peak−1], 0: none
 	pool   int32 // models.poolID of its poolKey
 	trig   int32 // models.trigID of its trigKey
 	mom    moments
-	// (96 bytes; its key is known to whoever looks it up.)
+	// (96 bytes, no pointers: a whole trace's classes live outside the
+	// Go heap; its key is known to whoever looks it up.)
 }
 
 type fanModel struct {
@@ -191,7 +194,7 @@ type joint struct {
 	edgeTrig, edgeAct []uint32
 	classes           []*classModel
 	pairMemo          []pairMemo   // classOfPair's memo
-	slab              []classModel // classModels are allocated from here, 1024 at a time
+	slab              []classModel // classModels are allocated from here
 	// The classes' delays of the current pass, by class index (see
 	// classModel).
 	samples, certain delayList
@@ -453,7 +456,14 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	}
 	if c == nil {
 		if len(j.slab) == 0 {
-			j.slab = make([]classModel, 1024)
+			if j.carried == nil && len(j.classes) >= 1<<16 {
+				// A whole trace's classes end with the run: past
+				// the first 64k, outside the heap (millions of them
+				// on a large trace).
+				j.slab = offMake[classModel](&j.runMem, 1<<16)
+			} else {
+				j.slab = make([]classModel, 1024) // carried to the next chunk
+			}
 		}
 		c = &j.slab[0]
 		j.slab = j.slab[1:]
@@ -1057,7 +1067,8 @@ func (j *joint) fitPeaks() {
 				continue
 			}
 			if d, ok := peakFit(cd.byCls[from:to], j.o.DelayModel); ok {
-				c.peak = &d
+				j.mod.peaks = append(j.mod.peaks, d)
+				c.peak = int32(len(j.mod.peaks))
 			}
 			j.candN[c.idx] = 0
 			from = to
@@ -1148,8 +1159,8 @@ func (j *joint) refit(useCertain, last bool) {
 		case len(certain) >= 30:
 			c.d = robustFit(certain, j.o.DelayModel)
 			c.fit = true
-		case c.peak != nil:
-			c.d, c.fit = *c.peak, true
+		case c.peak != 0:
+			c.d, c.fit = j.mod.peaks[c.peak-1], true
 		case len(pc) >= 30:
 			// The pool's fit, once for all its classes (the same
 			// delays; robustFit sorts them, so the fit is the same).
