@@ -1,6 +1,7 @@
 package linking
 
 import (
+	"fmt"
 	"os"
 	"syscall"
 	"testing"
@@ -45,4 +46,55 @@ func cpuSeconds() float64 {
 		return 0
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// BenchmarkLinkPhases links a trace written by wap5 gen (WAP5_BENCH_TRACE),
+// or the simulated multi-tier trace, with the joint method and prints the
+// process CPU seconds (GC included, so a step pays for the garbage
+// collected while it runs) spent in every step (phaseHook), summed over the
+// runs, with reading the trace as its own line.
+func BenchmarkLinkPhases(b *testing.B) {
+	cpu0 := cpuSeconds()
+	var t *trace.Trace
+	if p := os.Getenv("WAP5_BENCH_TRACE"); p != "" {
+		var err error
+		if t, err = trace.ReadFile(p); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		t = simulate(simConfig{clients: 10, perClient: 500, think: gauss{ms(50), ms(15)}, net: gauss{ms(0.3), ms(0.05)},
+			tracelets: multiTier(10, false), seed: 3, clientName: "CLIENT"})
+	}
+	read := cpuSeconds() - cpu0
+	var order []string
+	sums := map[string]float64{}
+	cur, at := "", 0.0
+	phaseHook = func(name string) {
+		now := cpuSeconds()
+		if cur != "" {
+			if _, ok := sums[cur]; !ok {
+				order = append(order, cur)
+			}
+			sums[cur] += now - at
+		}
+		cur, at = name, now
+	}
+	defer func() { phaseHook = nil }()
+	b.ResetTimer()
+	cpu1 := cpuSeconds()
+	for i := 0; i < b.N; i++ {
+		cur = ""
+		if _, err := Link(t, Options{NoInstances: true, Top: 100}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	total := cpuSeconds() - cpu1
+	b.StopTimer()
+	fmt.Printf("messages %d, runs %d; CPU-s per run (process CPU, GC included)\n", len(t.Messages), b.N)
+	fmt.Printf("%-32s %8.3f\n", "reading (once)", read)
+	for _, name := range order {
+		fmt.Printf("%-32s %8.3f\n", name, sums[name]/float64(b.N))
+	}
+	fmt.Printf("%-32s %8.3f\n", "linking total", total/float64(b.N))
+	b.ReportMetric(float64(len(t.Messages))*float64(b.N)/total, "msgs/cpu-s")
 }

@@ -87,7 +87,9 @@ func (l *linker) run() *Result {
 	} else {
 		in, fit, iters = l.runJoint()
 	}
+	phase("steps 4-5 aggregate")
 	paths := l.aggregate(in)
+	phase("end")
 	paths.Warnings = append(append(append([]string(nil), l.t.Warnings...), l.warnings...), paths.Warnings...)
 	return &Result{Paths: paths, Fit: fit, Iterations: iters, Actors: l.actorHabits}
 }

@@ -37,6 +37,11 @@ type linker struct {
 
 	d []float64 // step 1: mean causal delay per edge, seconds (0: unknown)
 
+	// idxMem holds the per-node and per-edge indexes above (dropIndex
+	// frees it); runMem the joint linker's per-message arrays, freed at the
+	// end of its run (offHeap).
+	idxMem, runMem offHeap
+
 	fixed   []bool  // fixed endpoints (WAP5 §2.5), computed on demand
 	carried *models // delay models carried from a previous stream chunk
 	// actorHabits: what J2b learnt per node (actors.go).
@@ -46,6 +51,7 @@ type linker struct {
 
 func newLinker(t *trace.Trace, o Options, carried *models) *linker {
 	l := &linker{t: t, o: o, msgs: t.Messages, x: int64(o.Window), carried: carried}
+	phase("index")
 	l.index()
 	return l
 }
@@ -91,7 +97,7 @@ func (l *linker) index() {
 	for e := 0; e < ne; e++ {
 		l.edgeStart[e+1] += l.edgeStart[e]
 	}
-	l.ins, l.outs, l.byEdge = make([]int32, l.inStart[nn]), make([]int32, l.outStart[nn]), make([]int32, l.edgeStart[ne])
+	l.ins, l.outs, l.byEdge = offMake[int32](&l.idxMem, int(l.inStart[nn])), offMake[int32](&l.idxMem, int(l.outStart[nn])), offMake[int32](&l.idxMem, int(l.edgeStart[ne]))
 	inPos, outPos, edgePos := slices.Clone(l.inStart[:nn]), slices.Clone(l.outStart[:nn]), slices.Clone(l.edgeStart[:ne])
 	for i := range l.msgs {
 		m := &l.msgs[i]
@@ -112,7 +118,7 @@ func (l *linker) index() {
 	// (time, index) pairs in one flat array (no indirection through the
 	// messages in the comparisons; the index breaks ties, so the order is
 	// the stable one).
-	l.insRecv = make([]int64, len(l.ins))
+	l.insRecv = offMake[int64](&l.idxMem, len(l.ins))
 	var keyed []recvKey
 	for b := 0; b < nn; b++ {
 		a, z := l.inStart[b], l.inStart[b+1]
@@ -148,7 +154,7 @@ func (l *linker) index() {
 	}
 	// Position of every send among its sender's receives: a merge of the
 	// node's sends (in send order) with its receives (in receive order).
-	l.lastPos = make([]int32, n)
+	l.lastPos = offMake[int32](&l.idxMem, n)
 	for b := 0; b < nn; b++ {
 		ts := l.insRecvOf(trace.NodeID(b))
 		q := 0
@@ -166,7 +172,7 @@ func (l *linker) index() {
 			l.lastPos[i] = int32(q - 1)
 		}
 	}
-	l.byEdgeSend = make([]int64, len(l.byEdge))
+	l.byEdgeSend = offMake[int64](&l.idxMem, len(l.byEdge))
 	for k, i := range l.byEdge {
 		l.byEdgeSend[k] = l.msgs[i].Send
 	}
@@ -209,6 +215,7 @@ func (l *linker) dropIndex() {
 	l.inStart, l.ins, l.insRecv, l.lastPos = nil, nil, nil, nil
 	l.outStart, l.outs = nil, nil
 	l.edgeStart, l.byEdge, l.byEdgeSend = nil, nil, nil
+	l.idxMem.free()
 }
 
 func (l *linker) insRecvOf(b trace.NodeID) []int64 { return l.insRecv[l.inStart[b]:l.inStart[b+1]] }

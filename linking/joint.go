@@ -52,6 +52,8 @@ type models struct {
 	// class is made), so that refit indexes slices instead of maps.
 	poolID map[poolKey]int32
 	trigID map[trigKey]int32
+	// peaks are the classes' candidate peaks (classModel.peak).
+	peaks []dist
 }
 
 // poolKey groups the classes of one node and action over the senders of
@@ -88,16 +90,18 @@ type classModel struct {
 	// joint.samples are the delays of the chosen links, seconds;
 	// joint.certain those of links that had no alternative (one
 	// admissible parent): the unbiased start of the iteration;
-	// joint.cand the delays to every admissible candidate in the first
-	// pass: true links pile up in a peak above the spread of false ones.
+	// joint.cand the delays to every earlier received message in the
+	// first pass, node by node: true links pile up in a peak above the
+	// spread of false ones.
 	idx    int32 // position in joint.classes of the current run
 	fit    bool  // d was fitted from chosen links
 	active bool  // has data in the current pass (listed in joint.active)
-	peak   *dist // the peak found in cand, kept for the passes before repair
+	peak   int32 // the peak found in cand (kept for the passes before repair): models.peaks[peak−1], 0: none
 	pool   int32 // models.poolID of its poolKey
 	trig   int32 // models.trigID of its trigKey
 	mom    moments
-	// (96 bytes; its key is known to whoever looks it up.)
+	// (96 bytes, no pointers: a whole trace's classes live outside the
+	// Go heap; its key is known to whoever looks it up.)
 }
 
 type fanModel struct {
@@ -174,6 +178,7 @@ type joint struct {
 	// certain.
 	unsure []bool
 	first  bool // the first pass: collect candidate delays
+	passNo int  // the pass under way, from 1 (phase names)
 	// horizon is, per node, the longest span (request received → reply
 	// sent), at most x: no call waits longer for its cause.
 	horizon []int64
@@ -189,15 +194,23 @@ type joint struct {
 	edgeTrig, edgeAct []uint32
 	classes           []*classModel
 	pairMemo          []pairMemo   // classOfPair's memo
-	slab              []classModel // classModels are allocated from here, 1024 at a time
+	slab              []classModel // classModels are allocated from here
 	// The classes' delays of the current pass, by class index (see
-	// classModel); cand only in the first pass.
+	// classModel).
 	samples, certain delayList
-	cand             [][]float32
-	candCls          []*classModel // the classes with candidate delays (fitPeaks)
-	fanByEdge        []*fanModel
-	countByEdge      []*countModel
-	spanIdx          []int32 // request → its span at the node being repaired, or −1
+	// cand: the candidate delays of the node being swept in the first
+	// pass, flat (classes by index in cand.cls), with candN the number
+	// each class has (by class index) and candCls the classes that have
+	// any, in the order of their first; fitPeaks groups them by class.
+	cand    delayList
+	candN   []int32
+	candCls []*classModel
+	// poolByEdge and trigByEdge cache the pool and trigger ids of the
+	// classes (poolOf, trigOf).
+	poolByEdge, trigByEdge []int32
+	fanByEdge              []*fanModel
+	countByEdge            []*countModel
+	spanIdx                []int32 // request → its span at the node being repaired, or −1
 	// hot is what the passes read of every message, in one record.
 	hot []msgHot
 	// active lists the classes with data in the current pass, so that
@@ -217,9 +230,12 @@ type joint struct {
 func (l *linker) runJoint() (*instances, Fit, int) {
 	rev := l.reverseEdges()
 	// J1.
+	phase("J1 pairing")
 	r := l.pairRPCs()
 	// J2: step 1's d per edge as the starting exponential.
+	phase("step 1")
 	l.step1(rev)
+	phase("J2 setup")
 	j := &joint{linker: l, r: r, keep: l.o.KeepRootChains}
 	j.base = make([]dist, len(l.d))
 	for e, d := range l.d {
@@ -230,12 +246,15 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		j.mod = newModels()
 	}
 	n := len(l.msgs)
-	j.parent = make([]int32, n)
-	j.prob = make([]float32, n)
-	j.span = make([]int32, n)
-	j.kids = make([]uint8, n)
-	j.callSpan = make([]int32, n)
-	j.unsure = make([]bool, n)
+	// The per-message arrays outside the Go heap (offHeap), given back
+	// when the run ends.
+	mem := &l.runMem
+	j.parent = offMake[int32](mem, n)
+	j.prob = offMake[float32](mem, n)
+	j.span = offMake[int32](mem, n)
+	j.kids = offMake[uint8](mem, n)
+	j.callSpan = offMake[int32](mem, n)
+	j.unsure = offMake[bool](mem, n)
 	j.initCaches()
 	j.markHalves()
 	j.client = Clients(l.t, l.o.FixedPortPeers)
@@ -244,7 +263,13 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		j.edgeTrig[e] = uint32(j.trigNode(l.edgeSrc[e]) + 2)
 		j.edgeAct[e] = uint32(j.trigNode(l.edgeDst[e]) + 2)
 	}
-	j.hot = make([]msgHot, n)
+	j.hot = offMake[msgHot](mem, n)
+	// A pass adds at most one chosen and one certain delay per message:
+	// the lists at that size at once, outside the heap, where only what
+	// is written costs memory (no regrowing copies).
+	for _, d := range []*delayList{&j.samples, &j.certain} {
+		d.cls, d.val, d.byCls = offMake[int32](mem, n)[:0], offMake[float32](mem, n)[:0], offMake[float32](mem, n)[:0]
+	}
 	for k := range j.msgs {
 		m := &j.msgs[k]
 		j.hot[k] = msgHot{send: m.Send, recv: m.Recv, peer: r.peer[k], edge: l.edge[k], role: r.role[k], half: j.half[k]}
@@ -270,9 +295,10 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	hugemem.Collapse(j.half)
 	hugemem.Collapse(j.hot)
 	hugemem.Collapse(j.spanIdx)
+	phase("J2 count priors, J2b actors")
 	j.countPriors()
 	j.learnActors()
-	prev := make([]int32, n)
+	prev := offMake[int32](mem, n)
 	fit := Fit{}
 	iters := 0
 	// J3–J5: sweeps alone until the choices settle, then two passes with
@@ -294,6 +320,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	j.first = true
 	step := func(repair, probs bool) {
 		copy(prev, j.parent)
+		j.passNo = iters + 1
 		j.pass(rev, repair, probs)
 		iters++
 		changed := 0
@@ -306,6 +333,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		// Unambiguous links seed the models; once the joint repair has
 		// run, all chosen links refine them (the unambiguous ones are
 		// biased towards short delays: they happen before others arrive).
+		phaseOf("J5 refit", j.passNo)
 		j.refit(!repair, probs)
 		j.first = false
 	}
@@ -318,6 +346,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	step(true, false)
 	// J5b: where the assignment doubts a count model's structure, try the
 	// other one and keep the cheaper assignment.
+	phase("J5b test")
 	var doubt []*countModel
 	if j.carried == nil && keepAlternative != nil {
 		doubt = j.doubtfulCounts()
@@ -344,6 +373,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		}
 		j.tally = false
 	}
+	phase("fit compare")
 	fit.Settled = fit.Change < 1e-3
 	fit = j.compare(fit)
 	if afterJoint != nil {
@@ -353,7 +383,12 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		c.active = false // the models may be carried into another run
 	}
 	// J6.
-	return j.instances(), fit, iters
+	phase("J6 instances")
+	in := j.instances()
+	// Nothing refers to the run's arrays any more.
+	l.dropIndex()
+	l.runMem.free()
+	return in, fit, iters
 }
 
 // afterJoint, when set (tests only), sees the joint linker's final state
@@ -405,10 +440,12 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	k := classKey{trig: j.trigNode(m.Src), node: a.Src, act: j.trigNode(a.Dst), reply: reply, ret: j.r.role[trig] == roleReply}
 	// The node's table is keyed by the rest of the class key (the
 	// senders of the trigger and the destination as trigNode knows them,
-	// reply, ret), so a class is made at its first lookup: only classes
-	// carried from an earlier stream chunk and the clients' are kept in
-	// the map (a whole trace's classes are j.classes).
-	keyed := j.carried != nil || k.trig == clientClass || k.act == clientClass
+	// reply, ret: one table key per class key), so a class is made at its
+	// first lookup: only a stream's classes, carried from chunk to chunk,
+	// are kept in the map (a whole trace's classes are j.classes; keeping
+	// the clients' in the map too, as until 2026-11-26, cost a map lookup
+	// and insert per class, and nothing read them).
+	keyed := j.carried != nil
 	var c *classModel
 	if keyed {
 		c = j.mod.class[k]
@@ -419,13 +456,18 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	}
 	if c == nil {
 		if len(j.slab) == 0 {
-			j.slab = make([]classModel, 1024)
+			if j.carried == nil && len(j.classes) >= 1<<16 {
+				// A whole trace's classes end with the run: past
+				// the first 64k, outside the heap (millions of them
+				// on a large trace).
+				j.slab = offMake[classModel](&j.runMem, 1<<16)
+			} else {
+				j.slab = make([]classModel, 1024) // carried to the next chunk
+			}
 		}
 		c = &j.slab[0]
 		j.slab = j.slab[1:]
-		*c = classModel{d: j.base[j.edge[act]],
-			pool: intern(j.mod.poolID, poolKey{k.node, k.act, k.reply, k.ret}),
-			trig: intern(j.mod.trigID, trigKey{k.trig, k.node, k.ret})}
+		*c = classModel{d: j.base[j.edge[act]], pool: j.poolOf(ae, k), trig: j.trigOf(te, k)}
 		if keyed {
 			j.mod.class[k] = c
 		}
@@ -434,6 +476,57 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	tab.put(fk, c)
 	j.classes = append(j.classes, c)
 	return c
+}
+
+// poolOf is the pool id of class k, whose action is on edge ae: interned
+// once per edge (and reply, ret), in the order classes are made.
+func (j *joint) poolOf(ae int32, k classKey) int32 {
+	x := 4 * int(ae)
+	if k.reply {
+		x += 2
+	}
+	if k.ret {
+		x++
+	}
+	if x >= len(j.poolByEdge) {
+		n := len(j.poolByEdge)
+		j.poolByEdge = append(j.poolByEdge, make([]int32, 4*len(j.edgeSrc)-n)...)
+		for i := n; i < len(j.poolByEdge); i++ {
+			j.poolByEdge[i] = -1
+		}
+	}
+	if id := j.poolByEdge[x]; id >= 0 {
+		return id
+	}
+	id := intern(j.mod.poolID, poolKey{k.node, k.act, k.reply, k.ret})
+	j.poolByEdge[x] = id
+	return id
+}
+
+// trigOf is the trigger id of class k, whose trigger is on edge te:
+// interned once per edge (and ret) where the trigger's receiver is the
+// class's node (always in a whole trace's passes).
+func (j *joint) trigOf(te int32, k classKey) int32 {
+	if j.edgeDst[te] != k.node {
+		return intern(j.mod.trigID, trigKey{k.trig, k.node, k.ret})
+	}
+	x := 2 * int(te)
+	if k.ret {
+		x++
+	}
+	if x >= len(j.trigByEdge) {
+		n := len(j.trigByEdge)
+		j.trigByEdge = append(j.trigByEdge, make([]int32, 2*len(j.edgeSrc)-n)...)
+		for i := n; i < len(j.trigByEdge); i++ {
+			j.trigByEdge[i] = -1
+		}
+	}
+	if id := j.trigByEdge[x]; id >= 0 {
+		return id
+	}
+	id := intern(j.mod.trigID, trigKey{k.trig, k.node, k.ret})
+	j.trigByEdge[x] = id
+	return id
 }
 
 // classTable maps a class's key at one node (the key classOf builds) to the
@@ -615,10 +708,13 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 	j.samples.reset()
 	j.certain.reset()
 	j.active = j.active[:0]
+	phaseOf("J3 sweep", j.passNo)
 	for b := range j.t.Nodes {
 		j.sweep(trace.NodeID(b))
 		if j.first {
+			phase("J2 peaks")
 			j.fitPeaks()
+			phaseOf("J3 sweep", j.passNo)
 		}
 	}
 	if repair {
@@ -626,6 +722,7 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 			j.repair(trace.NodeID(b), probs)
 		}
 	}
+	phaseOf("J3 untraced senders", j.passNo)
 	// Messages from untraced senders: the paired request, else the most
 	// likely message the other way (A→B→A causality, §5.1).
 	for i := range j.hot {
@@ -812,14 +909,15 @@ func (j *joint) sweep(b trace.NodeID) {
 				}
 				if e.i != ret {
 					c := j.classLive(&x, e)
-					for int(c.idx) >= len(j.cand) {
-						j.cand = append(j.cand, nil)
+					if n := int(c.idx) + 1; n > len(j.candN) {
+						j.candN = append(j.candN, make([]int32, max(n, 2*len(j.candN))-len(j.candN))...)
 					}
-					if len(j.cand[c.idx]) < maxCand {
-						if j.cand[c.idx] == nil {
+					if j.candN[c.idx] < maxCand {
+						if j.candN[c.idx] == 0 {
 							j.candCls = append(j.candCls, c)
 						}
-						j.cand[c.idx] = append(j.cand[c.idx], float32(float64(s-e.recv)/1e9))
+						j.candN[c.idx]++
+						j.cand.add(c, float32(float64(s-e.recv)/1e9))
 						j.touch(c)
 					}
 				}
@@ -939,14 +1037,44 @@ func (j *joint) sweep(b trace.NodeID) {
 // drops the delays: on a large trace they would be the peak of the memory.
 // refit reads the peaks.
 func (j *joint) fitPeaks() {
-	for _, c := range j.candCls {
-		if cand := j.cand[c.idx]; len(cand) >= 50 {
-			if d, ok := peakFit(cand, j.o.DelayModel); ok {
-				c.peak = &d
+	// Grouped by class (a counting sort over the node's classes, each
+	// class's delays in the order added; peakFit sorts them anyway), for
+	// the classes with enough of them.
+	cd := &j.cand
+	if len(j.candCls) > 0 {
+		end := 0
+		for _, c := range j.candCls {
+			n := int(j.candN[c.idx])
+			if n < 50 {
+				j.candN[c.idx] = -1 // not needed
+				continue
+			}
+			j.candN[c.idx] = int32(end)
+			end += n
+		}
+		cd.byCls = slices.Grow(cd.byCls[:0], end)[:end]
+		for k, ci := range cd.cls {
+			if p := j.candN[ci]; p >= 0 {
+				cd.byCls[p] = cd.val[k]
+				j.candN[ci]++
 			}
 		}
-		j.cand[c.idx] = nil
+		from := 0
+		for _, c := range j.candCls {
+			to := int(j.candN[c.idx])
+			if to < 0 {
+				j.candN[c.idx] = 0
+				continue
+			}
+			if d, ok := peakFit(cd.byCls[from:to], j.o.DelayModel); ok {
+				j.mod.peaks = append(j.mod.peaks, d)
+				c.peak = int32(len(j.mod.peaks))
+			}
+			j.candN[c.idx] = 0
+			from = to
+		}
 	}
+	cd.reset()
 	j.candCls = j.candCls[:0]
 }
 
@@ -996,12 +1124,6 @@ func (j *joint) refit(useCertain, last bool) {
 	j.refitCounts()
 	j.samples.group(len(j.classes))
 	j.certain.group(len(j.classes))
-	candOf := func(c *classModel) []float32 {
-		if int(c.idx) < len(j.cand) {
-			return j.cand[c.idx]
-		}
-		return nil
-	}
 	// Certain delays pooled over the senders of the trigger, for classes
 	// with too few of their own.
 	rs := &j.refitScr
@@ -1016,11 +1138,8 @@ func (j *joint) refit(useCertain, last bool) {
 	// allows: a large trace has millions of classes.)
 	for _, c := range j.active {
 		rs.pool[c.pool] = append(rs.pool[c.pool], j.certain.of(c)...)
-		if cand := candOf(c); len(cand) >= 50 {
-			if d, ok := peakFit(cand, j.o.DelayModel); ok {
-				c.peak = &d
-			}
-		}
+		// (The candidates' peaks were found as each node was swept:
+		// fitPeaks.)
 	}
 	// Transition probabilities from the certain links of each trigger class
 	// (all links where too few are certain).
@@ -1040,8 +1159,8 @@ func (j *joint) refit(useCertain, last bool) {
 		case len(certain) >= 30:
 			c.d = robustFit(certain, j.o.DelayModel)
 			c.fit = true
-		case c.peak != nil:
-			c.d, c.fit = *c.peak, true
+		case c.peak != 0:
+			c.d, c.fit = j.mod.peaks[c.peak-1], true
 		case len(pc) >= 30:
 			// The pool's fit, once for all its classes (the same
 			// delays; robustFit sorts them, so the fit is the same).
@@ -1079,7 +1198,7 @@ func (j *joint) refit(useCertain, last bool) {
 	rs.donePools = rs.donePools[:0]
 	j.samples.reset()
 	j.certain.reset()
-	j.cand = nil
+	j.candN = nil
 	for _, c := range j.active {
 		certainN[c.trig], allN[c.trig], kinds[c.trig] = 0, 0, 0
 	}
@@ -1193,7 +1312,7 @@ func (j *joint) initCaches() {
 	j.pairMemo = make([]pairMemo, 1<<pairMemoBits)
 	j.fanByEdge = make([]*fanModel, 2*ne)
 	j.countByEdge = make([]*countModel, ne)
-	j.spanIdx = make([]int32, len(j.msgs))
+	j.spanIdx = offMake[int32](&j.runMem, len(j.msgs))
 	for i := range j.spanIdx {
 		j.spanIdx[i] = -1
 	}

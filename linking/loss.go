@@ -35,7 +35,7 @@ const (
 // messages that look like a request (kind=call, or to a fixed port from an
 // ephemeral one) or like a reply (kind=return, or the other way).
 func (j *joint) markHalves() {
-	j.half = make([]uint8, len(j.msgs))
+	j.half = offMake[uint8](&j.runMem, len(j.msgs))
 	j.lostCost = math.Inf(1)
 	f := j.fixedEndpoints()
 	paired, unpaired := 0, 0

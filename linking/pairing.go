@@ -21,7 +21,7 @@ type rpcs struct {
 // otherwise by request/response alternation on a connection.
 func (l *linker) pairRPCs() *rpcs {
 	n := len(l.msgs)
-	r := &rpcs{peer: make([]int32, n), role: make([]uint8, n)}
+	r := &rpcs{peer: offMake[int32](&l.runMem, n), role: offMake[uint8](&l.runMem, n)}
 	for i := range r.peer {
 		r.peer[i] = -1
 	}

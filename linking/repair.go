@@ -79,6 +79,8 @@ type repairScratch struct {
 	cntStart           []int32   // refitCounts' calls per span (CSR)
 	cntDsts            []trace.NodeID
 	calls              []int32   // repair's calls of the node
+	was                []int32   // assignByDest: the spans of a group's calls before
+	rounds             roundRec  // assignByDest: the first round's blocks, for the second
 	rowv               []float64 // one row's values at its spans' columns
 	hung               hungScratch
 	memo               blockMemo
@@ -87,6 +89,36 @@ type repairScratch struct {
 	connPrev           []int32      // connHints' previous span on the connection
 	hints              [][]connHint // connHints' lists, reused
 }
+
+// roundRec is what the first assignByDest round at a node did, block by
+// block, for the second: where a block of the second round finds every
+// span its calls could join with the calls the first round's block found
+// there, its rows' costs are the same and so is its assignment, which the
+// second round then takes as it was instead of recomputing it.
+type roundRec struct {
+	// hash is, per span, a hash of the set of its calls (kept up to date
+	// by assignByDest; a span's calls are in send order, so the set is
+	// the content).
+	hash   []uint64
+	blocks []blockRec
+	span   []int32   // the committed rows' spans (−1: none), by block
+	cost   []float64 // and the spans' costs after each
+}
+
+// blockRec is one block of the first round: fp hashes the admissible spans
+// of its rows with their hashes as the block found them; its committed
+// rows went to span[from:to].
+type blockRec struct {
+	fp       uint64
+	slots    int32
+	from, to int32
+}
+
+// memberHash is a call's part of its span's hash.
+func memberHash(k int32) uint64 { return mix(uint64(k) + 0x9e3779b97f4a7c15) }
+
+// spanFP adds span s (with its hash h) to a block's fingerprint.
+func spanFP(fp uint64, s int32, h uint64) uint64 { return mix(fp^uint64(uint32(s))) ^ h }
 
 // groupScratch is assignByDest's votes and groups, reused.
 type groupScratch struct {
@@ -138,6 +170,7 @@ type nodeSpans struct {
 func (j *joint) repair(b trace.NodeID, probs bool) {
 	// The span arrays are reused from node to node (less garbage: the
 	// peak memory of a large trace is the heap grown between collections).
+	phaseOf("J4 spans", j.passNo)
 	keep := &j.scr.spans
 	ns := nodeSpans{sidx: j.spanIdx, req: keep.req[:0], recv: keep.recv[:0], end: keep.end[:0], head: keep.head[:0]}
 	calls := j.scr.calls[:0]
@@ -199,21 +232,28 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		ns.cost[s] = math.NaN()
 	}
 	if len(calls) > 0 {
-		for round := 0; round < 2; round++ {
-			j.assignByDest(b, &ns, calls, ins)
+		phaseOf("J4 Hungarian", j.passNo)
+		// The second round repeats the first where nothing changed
+		// since: after the first round's last change, its groups saw the
+		// state the second round starts from (assignByDest).
+		if last := j.assignByDest(b, &ns, calls, ins, -1); last >= 0 {
+			j.assignByDest(b, &ns, calls, ins, last)
 		}
 		// The connection tie-breaker, from the assignment as it stands.
+		phaseOf("J4 conn hints", j.passNo)
 		if j.connHints(b, &ns); ns.connCost > 0 {
 			for s := range ns.req {
 				ns.cost[s] = math.NaN()
 			}
 		}
+		phaseOf("J4 moves/swaps", j.passNo)
 		for pass := 0; pass < 2; pass++ {
 			if !j.improve(b, &ns, calls, ins) {
 				break
 			}
 		}
 	}
+	phaseOf("J4 parents", j.passNo)
 	if j.tally {
 		j.tallySpans(b, &ns, calls) // J5b
 	}
@@ -233,6 +273,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		}
 	}
 	if probs {
+		phaseOf("J4 call probs", j.passNo)
 		for _, k := range calls {
 			j.prob[k] = float32(j.callProb(b, &ns, k, ins))
 		}
@@ -286,7 +327,7 @@ func without(dst, s []int32, k int32) []int32 {
 func (j *joint) with(dst, s []int32, k int32) []int32 {
 	dst = append(dst[:0], s...)
 	dst = append(dst, k)
-	slices.SortFunc(dst, func(x, y int32) int { return cmpTime(j.hot[x].send, j.hot[y].send) })
+	slices.SortFunc(dst, func(x, y int32) int { return cmp.Or(cmpTime(j.hot[x].send, j.hot[y].send), cmp.Compare(x, y)) })
 	return dst
 }
 
@@ -875,7 +916,17 @@ const (
 // block per span), where putting call k into span s costs what it adds to
 // s's cost with s's other calls as they are. Calls of a block past its
 // committed part are left out of every span until their own block.
-func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) {
+//
+// It returns the index of the last group whose calls changed spans (−1:
+// none). A group's assignment is a function of the spans' calls as the
+// group finds them (a span's calls are kept in send order, ties by index),
+// so a later round can stop early: with last ≥ 0, the round it is given to
+// stops after group last when no group so far changed anything — every
+// later group then finds the state it found in the round that returned
+// last, and would assign as it did. The first round (last < 0) records its
+// blocks (roundRec); a block of the second that finds the same calls in
+// the spans its rows could join takes the first round's assignment.
+func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, last int) int {
 	// Calls are grouped by what usually causes calls to their destination
 	// (the sender and role of their parents, by majority): one message
 	// causes one call, so within a group a span takes at most one, and
@@ -960,14 +1011,40 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 	}
 	defer func() { j.scr.ver = ver }()
 	j.scr.memo.prevStart = j.scr.memo.prevStart[:0]
+	rec := &j.scr.rounds
+	first := last < 0
+	if first {
+		rec.blocks, rec.span, rec.cost = rec.blocks[:0], rec.span[:0], rec.cost[:0]
+		rec.hash = slices.Grow(rec.hash[:0], len(ns.req))[:len(ns.req)]
+		for s, ms := range ns.members {
+			h := uint64(0)
+			for _, k := range ms {
+				h ^= memberHash(k)
+			}
+			rec.hash[s] = h
+		}
+	}
+	nextBlock := 0 // the second round's place in rec.blocks
 	var ma []int32
-	for _, g := range groups {
+	changedLast := -1
+	for gi, g := range groups {
+		if last >= 0 && gi > last && changedLast < 0 {
+			break // every later group would assign as before
+		}
+		// The group's spans as it finds them: a change is a call that
+		// ends in another one.
+		was := j.scr.was[:0]
+		for _, k := range g {
+			was = append(was, j.callSpan[k])
+		}
+		j.scr.was = was
 		// Take the whole group out of the spans.
 		for _, k := range g {
 			if s, ok := ns.at(j.callSpan[k]); ok {
 				ns.members[s] = without(ns.members[s], ns.members[s], k) // in place
 				ns.cost[s] = math.NaN()
 				ver[s]++
+				rec.hash[s] ^= memberHash(k)
 			}
 		}
 		prevKeep := 0
@@ -1014,6 +1091,41 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 				colOf[s] = -1
 			}
 			cols, slot = cols[:0], slot[:0]
+			keep := len(blk)
+			if i+assignBlock < len(g) {
+				keep = assignCommit
+			}
+			if !first && nextBlock < len(rec.blocks) {
+				// The second round: the first's assignment where the
+				// block finds what the first found.
+				br := rec.blocks[nextBlock]
+				nextBlock++
+				if int(br.slots) == slots && int(br.to-br.from) == keep {
+					fp := uint64(0)
+					for _, k := range blk {
+						j.admissibleAll(b, ns, k, ins, func(s int32) { fp = spanFP(fp, s, rec.hash[s]) })
+					}
+					if fp == br.fp {
+						for r, x := range rec.span[br.from:br.to] {
+							k := blk[r]
+							if x < 0 {
+								j.setCallSpan(b, k, spanRoot)
+								continue
+							}
+							ns.members[x] = j.with(ns.members[x], ns.members[x], k) // in place
+							ns.cost[x] = rec.cost[int(br.from)+r]
+							ver[x]++
+							rec.hash[x] ^= memberHash(k)
+							j.setCallSpan(b, k, ns.req[x])
+						}
+						i += keep
+						prevKeep = keep
+						j.scr.memo.prevStart = j.scr.memo.prevStart[:0] // no costs of this block's rows
+						continue
+					}
+				}
+			}
+			fp := uint64(0)
 			// Every row's admissible spans and its cost in each (the
 			// span's cost with the call), once: rows the previous block
 			// left uncommitted reuse theirs for spans unchanged since.
@@ -1030,6 +1142,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 				q := 0
 				rowCol0 := int32(len(cols))
 				j.admissibleAll(b, ns, k, ins, func(s int32) {
+					fp = spanFP(fp, s, rec.hash[s])
 					if colOf[s] < 0 {
 						colOf[s] = int32(len(cols))
 						for q := 1; q <= slots; q++ {
@@ -1147,18 +1260,21 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 				hs := j.scr.hung.grow(m)
 				copy(col, hungarian(cost, n, m, hs.u, hs.v, hs.p, hs.way, hs.minv, hs.used))
 			}
-			keep := len(blk)
-			if i+assignBlock < len(g) {
-				keep = assignCommit
-			}
 			i += keep
 			prevKeep = keep
 			mc.prevStart, mc.start = mc.start, mc.prevStart
 			mc.prevEnts, mc.ents = mc.ents, mc.prevEnts
+			if first {
+				n := int32(len(rec.span))
+				rec.blocks = append(rec.blocks, blockRec{fp: fp, slots: int32(slots), from: n, to: n + int32(keep)})
+			}
 			for r := 0; r < keep; r++ {
 				k := blk[r]
 				if col[r] >= len(cols) && over[r] < 0 {
 					j.setCallSpan(b, k, spanRoot)
+					if first {
+						rec.span, rec.cost = append(rec.span, -1), append(rec.cost, 0)
+					}
 					continue
 				}
 				var s int32
@@ -1182,14 +1298,25 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32) 
 				}
 				ns.cost[s] = a
 				ver[s]++
+				rec.hash[s] ^= memberHash(k)
+				if first {
+					rec.span, rec.cost = append(rec.span, s), append(rec.cost, a)
+				}
 				j.setCallSpan(b, k, ns.req[s])
 			}
 		}
 		j.scr.memo.prevStart = j.scr.memo.prevStart[:0] // the next group starts afresh
+		for x, k := range g {
+			if j.callSpan[k] != was[x] {
+				changedLast = gi
+				break
+			}
+		}
 	}
 	for _, s := range cols {
 		colOf[s] = -1
 	}
+	return changedLast
 }
 
 // admissibleAll calls f for every span call k can belong to: its request
