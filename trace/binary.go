@@ -241,7 +241,7 @@ func ReadBinary(r io.Reader, file string) (*Trace, error) {
 // readBinary is ReadBinary; decoded says the decoder proved every message
 // valid on its own (no CheckValid pass over the messages was needed).
 func readBinary(r io.Reader, file string) (t *Trace, decoded bool, err error) {
-	return readBinarySized(r, file, 0)
+	return readBinarySized(r, file, 0, nil)
 }
 
 // wholeMax is the largest input (bytes) readBinarySized decompresses at once.
@@ -254,7 +254,12 @@ const wholeMax = 256 << 20
 // process pays a page fault per 4 KB of the window). Should that fail
 // (damage, or a read error), the stream is decompressed as it comes, as
 // for other inputs, so that what is kept and the warnings are the same.
-func readBinarySized(r io.Reader, file string, size int64) (t *Trace, decoded bool, err error) {
+//
+// With env set, the messages of a version 3 trace are decoded into *env as
+// envelopes (t.Messages and t.Extra stay empty), and anything but a trace
+// whose every message was decoded and proven valid on the way is
+// errNoEnvelopes: the caller reads the input again the usual way.
+func readBinarySized(r io.Reader, file string, size int64, env *[]Envelope) (t *Trace, decoded bool, err error) {
 	magic := make([]byte, len(BinaryMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != BinaryMagic {
 		return nil, false, fmt.Errorf("%s: not a wap5 binary trace", file)
@@ -277,6 +282,12 @@ func readBinarySized(r io.Reader, file string, size int64) (t *Trace, decoded bo
 		defer zr.Close()
 		b = &binReader{r: zr, file: file}
 	}
+	return b.decode(env)
+}
+
+// decode is readBinarySized after the magic, from b.
+func (b *binReader) decode(env *[]Envelope) (t *Trace, decoded bool, err error) {
+	file := b.file
 	version := b.uv()
 	if b.err == nil && (version < 1 || version > binaryVersion) {
 		return nil, false, fmt.Errorf("%s: binary trace version %d, want 1 to %d", file, version, binaryVersion)
@@ -324,12 +335,25 @@ func readBinarySized(r io.Reader, file string, size int64) (t *Trace, decoded bo
 		return nil, false, fmt.Errorf("%s: binary trace: endpoint table does not start with -", file)
 	}
 	n := b.count("message", 1<<40)
-	t.Messages = hugemem.Make[Message](0, min(n, 1<<24))
+	if env != nil {
+		if version < 3 || b.err != nil {
+			return nil, false, errNoEnvelopes
+		}
+		*env = hugemem.Make[Envelope](0, b.sizeFor(n))
+		if !b.readColumns(t, n, env) || b.err != nil {
+			return nil, false, errNoEnvelopes
+		}
+		if err := t.checkTablesAndClock(); err != nil {
+			return nil, false, fmt.Errorf("%s: %v", file, err)
+		}
+		return t, true, nil
+	}
+	t.Messages = hugemem.Make[Message](0, b.sizeFor(n))
 	// Version 3's decoder checks the messages as it goes (valid: all
 	// passed); otherwise CheckValid does.
 	valid := false
 	if version >= 3 {
-		valid = b.readColumns(t, n)
+		valid = b.readColumns(t, n, nil)
 	}
 	var prevTime, prevID int64
 	for i := 0; i < n && b.err == nil && version < 3; i++ {
@@ -356,6 +380,18 @@ func readBinarySized(r io.Reader, file string, size int64) (t *Trace, decoded bo
 		return nil, false, fmt.Errorf("%s: %v", file, err)
 	}
 	return t, valid, nil
+}
+
+// sizeFor is the capacity to make for n messages said to follow: at most
+// 1<<24 (the slice grows beyond), and when the rest of the input is in
+// b.buf no more than its bytes (each message takes at least its flags byte
+// there), so that a damaged count does not make a large slice.
+func (b *binReader) sizeFor(n int) int {
+	n = min(n, 1<<24)
+	if b.eof {
+		n = min(n, len(b.buf)-b.pos)
+	}
+	return n
 }
 
 // maxFixedMessage bounds the encoded size of a message without its extra text.

@@ -66,7 +66,16 @@ func nestAction(c *cli.Context) error {
 		return usagef("--skew-window, --smooth, --bin-lo, --top, --actor-min and --actor-chance must not be negative")
 	}
 	o.NoInstances = c.String("instances") == ""
-	t, err := trace.ReadFileValid(c.Args().First())
+	// Without --instances (message ids) the pass reads only the messages'
+	// envelopes, which a binary trace decodes straight into.
+	var t *trace.Trace
+	var env []trace.Envelope
+	var err error
+	if o.NoInstances {
+		t, env, err = trace.ReadFileEnvelopes(c.Args().First())
+	} else {
+		t, err = trace.ReadFileValid(c.Args().First())
+	}
 	if err != nil {
 		return err
 	}
@@ -74,7 +83,12 @@ func nestAction(c *cli.Context) error {
 		fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
 	}
 	start := time.Now()
-	res := nesting.Nest(t, o)
+	var res *nesting.Result
+	if o.NoInstances {
+		res = nesting.NestEnvelopes(t, env, o)
+	} else {
+		res = nesting.Nest(t, o)
+	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
 	}
