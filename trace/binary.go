@@ -255,11 +255,11 @@ const wholeMax = 256 << 20
 // (damage, or a read error), the stream is decompressed as it comes, as
 // for other inputs, so that what is kept and the warnings are the same.
 //
-// With env set, the messages of a version 3 trace are decoded into *env as
+// With env set, the messages of a version 3 trace are decoded into env as
 // envelopes (t.Messages and t.Extra stay empty), and anything but a trace
 // whose every message was decoded and proven valid on the way is
 // errNoEnvelopes: the caller reads the input again the usual way.
-func readBinarySized(r io.Reader, file string, size int64, env *[]Envelope) (t *Trace, decoded bool, err error) {
+func readBinarySized(r io.Reader, file string, size int64, env *envelopes) (t *Trace, decoded bool, err error) {
 	magic := make([]byte, len(BinaryMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != BinaryMagic {
 		return nil, false, fmt.Errorf("%s: not a wap5 binary trace", file)
@@ -286,7 +286,7 @@ func readBinarySized(r io.Reader, file string, size int64, env *[]Envelope) (t *
 }
 
 // decode is readBinarySized after the magic, from b.
-func (b *binReader) decode(env *[]Envelope) (t *Trace, decoded bool, err error) {
+func (b *binReader) decode(env *envelopes) (t *Trace, decoded bool, err error) {
 	file := b.file
 	version := b.uv()
 	if b.err == nil && (version < 1 || version > binaryVersion) {
@@ -339,11 +339,13 @@ func (b *binReader) decode(env *[]Envelope) (t *Trace, decoded bool, err error) 
 		if version < 3 || b.err != nil {
 			return nil, false, errNoEnvelopes
 		}
-		*env = hugemem.Make[Envelope](0, b.sizeFor(n))
-		if !b.readColumns(t, n, env) || b.err != nil {
+		env.make(b.sizeFor(n))
+		if !b.readColumns(t, n, &env.list) || b.err != nil {
+			env.release()
 			return nil, false, errNoEnvelopes
 		}
 		if err := t.checkTablesAndClock(); err != nil {
+			env.release()
 			return nil, false, fmt.Errorf("%s: %v", file, err)
 		}
 		return t, true, nil

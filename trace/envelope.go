@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"os"
+	"unsafe"
 
 	"wap5/internal/hugemem"
 )
@@ -40,11 +41,34 @@ func EnvelopeOf(m *Message) Envelope {
 
 // Envelopes returns the envelopes of msgs, in a new slice.
 func Envelopes(msgs []Message) []Envelope {
-	env := hugemem.Make[Envelope](len(msgs), len(msgs))
+	env := make([]Envelope, len(msgs))
 	for i := range msgs {
 		env[i] = EnvelopeOf(&msgs[i])
 	}
 	return env
+}
+
+// envelopes is a list of envelopes outside the Go heap (hugemem.Map):
+// tens of megabytes that would otherwise make the collector run, and
+// that have a clear end of life.
+type envelopes struct {
+	list []Envelope
+	free func()
+}
+
+// make gives e room for n envelopes.
+func (e *envelopes) make(n int) {
+	b, free := hugemem.Map(n * int(unsafe.Sizeof(Envelope{})))
+	e.list, e.free = unsafe.Slice((*Envelope)(unsafe.Pointer(unsafe.SliceData(b))), n)[:0], free
+}
+
+// release gives back e's memory; e.list must not be used after it (what
+// grew beyond it is on the Go heap).
+func (e *envelopes) release() {
+	if e.free != nil {
+		e.free()
+	}
+	*e = envelopes{}
 }
 
 // errNoEnvelopes: the input cannot be decoded straight into envelopes.
@@ -59,43 +83,48 @@ var errNoEnvelopes = errors.New("not decoded into envelopes")
 // the decoder, are read by ReadFileValid (t.Messages then holds the
 // messages too), so that what is kept, the warnings and the errors are
 // ReadFileValid's.
-func ReadFileEnvelopes(path string) (*Trace, []Envelope, error) {
+//
+// The envelopes may be outside the Go heap: release gives their memory
+// back, after which they must not be used.
+func ReadFileEnvelopes(path string) (t *Trace, env []Envelope, release func(), err error) {
 	if path != "-" {
-		t, env, err := readFileEnvelopes(path)
+		var e envelopes
+		t, err := readFileEnvelopes(path, &e)
 		if err != errNoEnvelopes {
-			return t, env, err
+			return t, e.list, e.release, err
 		}
 	}
-	t, err := ReadFileValid(path)
+	t, err = ReadFileValid(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, func() {}, err
 	}
-	return t, Envelopes(t.Messages), nil
+	var e envelopes
+	e.make(len(t.Messages))
+	for i := range t.Messages {
+		e.list = append(e.list, EnvelopeOf(&t.Messages[i]))
+	}
+	return t, e.list, e.release, nil
 }
 
 // readFileEnvelopes is ReadFileEnvelopes' direct path: errNoEnvelopes
 // when the file is not a regular one holding a binary trace of version 3
 // that decodes without damage into valid messages.
-func readFileEnvelopes(path string) (*Trace, []Envelope, error) {
+func readFileEnvelopes(path string, env *envelopes) (*Trace, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, errNoEnvelopes // ReadFileValid says what
+		return nil, errNoEnvelopes // ReadFileValid says what
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() || st.Size() < int64(len(BinaryMagic)) {
-		return nil, nil, errNoEnvelopes
+		return nil, errNoEnvelopes
 	}
 	var magic [len(BinaryMagic)]byte
 	if _, err := f.ReadAt(magic[:], 0); err != nil || string(magic[:]) != BinaryMagic {
-		return nil, nil, errNoEnvelopes
+		return nil, errNoEnvelopes
 	}
-	var env []Envelope
-	t, _, err := readBinarySized(f, path, st.Size(), &env)
-	if err != nil {
-		return nil, nil, err
-	}
-	return t, env, nil
+	t, _, err := readBinarySized(f, path, st.Size(), env)
+	return t, err
 }
 
 // decodeEnvelopes is decodeBlock into envelopes: the same columns read,

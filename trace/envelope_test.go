@@ -14,15 +14,17 @@ import (
 // declined it (errNoEnvelopes: ReadFileEnvelopes then uses the full
 // reader).
 func readBoth(data []byte) (envT *Trace, env []Envelope, envErr error, full *Trace, fullErr error, ok bool) {
-	var e []Envelope
+	var e envelopes
 	envT, _, envErr = readBinarySized(bytes.NewReader(data), "f", int64(len(data)), &e)
+	env = append([]Envelope(nil), e.list...)
+	e.release()
 	full, checked, fullErr := readSized(bytes.NewReader(data), "f", int64(len(data)))
 	if fullErr == nil && !checked {
 		if err := full.CheckValid(); err != nil {
 			full, fullErr = nil, fmt.Errorf("f: %w", err)
 		}
 	}
-	return envT, e, envErr, full, fullErr, envErr != errNoEnvelopes
+	return envT, env, envErr, full, fullErr, envErr != errNoEnvelopes
 }
 
 // sameAsFull fails t unless the envelope decoder's result is the full
@@ -117,10 +119,11 @@ func TestReadEnvelopes(t *testing.T) {
 		if err := os.WriteFile(p, bin.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		got, env, err := ReadFileEnvelopes(p)
+		got, env, release, err := ReadFileEnvelopes(p)
 		if err != nil || (len(got.Messages) == 0) != decoded || len(env) != len(tr.Messages) {
 			t.Errorf("%s: ReadFileEnvelopes: %d messages, %d envelopes, %v", name, len(got.Messages), len(env), err)
 		}
+		release()
 		// Damaged: read as ReadFileValid reads it.
 		if len(tr.Messages) > 1000 {
 			cut := bin.Bytes()[:bin.Len()*2/3]
@@ -128,7 +131,8 @@ func TestReadEnvelopes(t *testing.T) {
 				t.Fatal(err)
 			}
 			want, wantErr := ReadFileValid(p)
-			got, env, err := ReadFileEnvelopes(p)
+			got, env, release, err := ReadFileEnvelopes(p)
+			defer release()
 			if fmt.Sprint(err) != fmt.Sprint(wantErr) || err == nil && (len(env) != len(want.Messages) || !reflect.DeepEqual(got.Warnings, want.Warnings)) {
 				t.Errorf("%s cut: %v, %d envelopes; ReadFileValid: %v", name, err, len(env), wantErr)
 			}
@@ -141,7 +145,8 @@ func TestReadEnvelopes(t *testing.T) {
 	}
 	for _, p := range []string{p, "testdata/v2.bin"} {
 		want, wantErr := ReadFileValid(p)
-		got, env, err := ReadFileEnvelopes(p)
+		got, env, release, err := ReadFileEnvelopes(p)
+		defer release()
 		if wantErr != nil || err != nil || len(env) != len(want.Messages) || !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: %v / %v", p, err, wantErr)
 		}
@@ -151,7 +156,7 @@ func TestReadEnvelopes(t *testing.T) {
 			}
 		}
 	}
-	_, _, err = ReadFileEnvelopes(filepath.Join(dir, "missing"))
+	_, _, _, err = ReadFileEnvelopes(filepath.Join(dir, "missing"))
 	_, wantErr := ReadFileValid(filepath.Join(dir, "missing"))
 	if err == nil || err.Error() != wantErr.Error() {
 		t.Errorf("missing file: %v, want %v", err, wantErr)

@@ -83,7 +83,7 @@ func BenchmarkDecode(b *testing.B) {
 			var n int
 			cpu0 := cpuTime()
 			for b.Loop() {
-				var env []Envelope
+				var env envelopes
 				envp := &env
 				if into == "messages" {
 					envp = nil
@@ -92,7 +92,8 @@ func BenchmarkDecode(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				n = max(len(t.Messages), len(env))
+				n = max(len(t.Messages), len(env.list))
+				env.release()
 			}
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N*n), "cpu-ns/msg")
 		})

@@ -72,7 +72,9 @@ func nestAction(c *cli.Context) error {
 	var env []trace.Envelope
 	var err error
 	if o.NoInstances {
-		t, env, err = trace.ReadFileEnvelopes(c.Args().First())
+		var release func()
+		t, env, release, err = trace.ReadFileEnvelopes(c.Args().First())
+		defer release()
 	} else {
 		t, err = trace.ReadFileValid(c.Args().First())
 	}
