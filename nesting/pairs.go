@@ -63,8 +63,11 @@ func pairKinds[K comparable](s *state, order []pairKey, mk func(a, b trace.NodeI
 		q    queue
 		live bool
 	}
+	// At most 1,024 slots (24 KB): a slot is touched at a call and at its
+	// return, at random, so a larger table misses the cache on nearly
+	// every message, and few calls are open at once.
 	size := 64
-	for size < len(msgs) && size < 1<<14 {
+	for size < len(msgs) && size < 1<<10 {
 		size <<= 1
 	}
 	slots := grab[slot](&s.ar, size)
