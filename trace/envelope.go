@@ -131,8 +131,9 @@ func readFileEnvelopes(path string, env *envelopes) (*Trace, error) {
 // the same damage found and the same checks made (ids, sizes, truths and
 // extra texts are decoded for them, not kept). It goes a column at a time
 // over runs of envEach envelopes (a run stays in the cache), each column in
-// a small loop of its own; a column whose values are not kept (ids,
-// truths) is read without looking at the messages.
+// a small loop of its own, one- and two-byte varints inline; a column
+// whose values are not kept (ids, truths) is read without looking at the
+// messages.
 func decodeEnvelopes(env *[]Envelope, raw *[colCount][]byte, k int, st *colState, lim *colLimits) (bool, error) {
 	flags := raw[colFlags]
 	if len(flags) != k {
@@ -263,11 +264,15 @@ func (d *envDecoder) nodesAndEPs(out []Envelope) {
 		var src, dst uint64
 		if uint(np) < uint(len(nodes)) && nodes[np] < 0x80 {
 			src, np = uint64(nodes[np]), np+1
+		} else if uint(np+1) < uint(len(nodes)) && nodes[np+1] < 0x80 {
+			src, np = uint64(nodes[np]&0x7f)|uint64(nodes[np+1])<<7, np+2
 		} else {
 			src, np = uvSlow(nodes, np)
 		}
 		if uint(np) < uint(len(nodes)) && nodes[np] < 0x80 {
 			dst, np = uint64(nodes[np]), np+1
+		} else if uint(np+1) < uint(len(nodes)) && nodes[np+1] < 0x80 {
+			dst, np = uint64(nodes[np]&0x7f)|uint64(nodes[np+1])<<7, np+2
 		} else {
 			dst, np = uvSlow(nodes, np)
 		}
@@ -280,11 +285,15 @@ func (d *envDecoder) nodesAndEPs(out []Envelope) {
 		var sep, dep uint64
 		if uint(ep) < uint(len(eps)) && eps[ep] < 0x80 {
 			sep, ep = uint64(eps[ep]), ep+1
+		} else if uint(ep+1) < uint(len(eps)) && eps[ep+1] < 0x80 {
+			sep, ep = uint64(eps[ep]&0x7f)|uint64(eps[ep+1])<<7, ep+2
 		} else {
 			sep, ep = uvSlow(eps, ep)
 		}
 		if uint(ep) < uint(len(eps)) && eps[ep] < 0x80 {
 			dep, ep = uint64(eps[ep]), ep+1
+		} else if uint(ep+1) < uint(len(eps)) && eps[ep+1] < 0x80 {
+			dep, ep = uint64(eps[ep]&0x7f)|uint64(eps[ep+1])<<7, ep+2
 		} else {
 			dep, ep = uvSlow(eps, ep)
 		}
@@ -321,6 +330,8 @@ func (d *envDecoder) callsAndActors(out []Envelope, fls []byte, lim *colLimits) 
 			var u uint64
 			if uint(cp) < uint(len(calls)) && calls[cp] < 0x80 {
 				u, cp = uint64(calls[cp]), cp+1
+			} else if uint(cp+1) < uint(len(calls)) && calls[cp+1] < 0x80 {
+				u, cp = uint64(calls[cp]&0x7f)|uint64(calls[cp+1])<<7, cp+2
 			} else {
 				u, cp = uvSlow(calls, cp)
 			}
@@ -363,6 +374,8 @@ func refColumn(b []byte, n int, step, prev int64) (p int, last, least int64) {
 		var u uint64
 		if uint(p) < uint(len(b)) && b[p] < 0x80 {
 			u, p = uint64(b[p]), p+1
+		} else if uint(p+1) < uint(len(b)) && b[p+1] < 0x80 {
+			u, p = uint64(b[p]&0x7f)|uint64(b[p+1])<<7, p+2
 		} else {
 			u, p = uvSlow(b, p)
 		}
