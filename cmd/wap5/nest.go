@@ -77,10 +77,11 @@ func nestAction(c *cli.Context) error {
 		var release func()
 		t, env, release, err = trace.ReadFileEnvelopes(c.Args().First())
 		defer release()
-		if err == nil && len(t.Messages) == 0 && os.Getenv("GOGC") == "" {
-			// The envelopes and the pass's arrays are outside the Go heap;
-			// on it are a few MB, mostly the result: a collection (its
-			// first comes at 4 MB) would only cost.
+		if err == nil && os.Getenv("GOGC") == "" {
+			// What the command allocates from here on is a few MB, mostly
+			// the result (the pass's arrays are outside the Go heap, and
+			// so are a binary trace's envelopes): a collection (the first
+			// comes at 4 MB) would only cost.
 			debug.SetGCPercent(400)
 		}
 	} else {
