@@ -230,6 +230,41 @@ func (b *binReader) str() string {
 	return s
 }
 
+// strs reads n strings (a table): when they are all in b.buf already, into
+// one slice of substrings of one string (thousands of endpoints: one
+// allocation instead of one each and the slice's regrowth), else one at a
+// time with str, whose errors are the ones to give.
+func (b *binReader) strs(n int) []string {
+	if b.eof && b.err == nil && n > 0 {
+		p, ok := b.pos, true
+		for i := 0; i < n && ok; i++ {
+			var l uint64
+			if l, p = uvSlow(b.buf, p); p > len(b.buf) || l > 1<<24 || l > uint64(len(b.buf)-p) {
+				ok = false
+				break
+			}
+			p += int(l)
+		}
+		if ok {
+			all := string(b.buf[b.pos:p])
+			out := make([]string, n)
+			q := 0
+			for i := range out {
+				l, next := uvSlow(b.buf[b.pos:p], q)
+				out[i] = all[next : next+int(l)]
+				q = next + int(l)
+			}
+			b.pos = p
+			return out
+		}
+	}
+	var out []string
+	for ; n > 0 && b.err == nil; n-- {
+		out = append(out, b.str())
+	}
+	return out
+}
+
 // ReadBinary reads a binary trace (starting with BinaryMagic). A truncated or
 // corrupt message section keeps the messages read so far and records a
 // warning naming the message index; corrupt tables are an error.
@@ -298,11 +333,11 @@ func (b *binReader) decode(env *envelopes) (t *Trace, decoded bool, err error) {
 		name := b.str()
 		t.Nodes = append(t.Nodes, Node{Name: name, Untraced: b.uv() == 1})
 	}
-	for n := b.count("endpoint", maxTable); n > 0 && b.err == nil; n-- {
-		t.Endpoints = append(t.Endpoints, b.str())
+	if n := b.count("endpoint", maxTable); b.err == nil {
+		t.Endpoints = b.strs(n)
 	}
-	for n := b.count("label", maxTable); n > 0 && b.err == nil; n-- {
-		t.Labels = append(t.Labels, b.str())
+	if n := b.count("label", maxTable); b.err == nil {
+		t.Labels = b.strs(n)
 	}
 	for n := b.count("clock", maxTable); n > 0 && b.err == nil; n-- {
 		var c Correction
