@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // readBoth reads data (a binary trace) into envelopes and with the full
@@ -63,7 +65,10 @@ func sameAsFull(t *testing.T, data []byte) (decoded bool) {
 // accepts an input it must read exactly what the full reader reads (the
 // same error, or the same tables and warnings and the envelopes of the
 // same messages); where it declines, ReadFileEnvelopes reads it with the
-// full reader.
+// full reader. An input is tried as a binary trace, and (since a change
+// to compressed bytes mostly breaks the frame's checksum) as the
+// decompressed content of one, compressed here: damage inside the tables
+// and columns.
 func FuzzReadEnvelopes(f *testing.F) {
 	var bin bytes.Buffer
 	WriteBinary(&bin, bigTrace(3000))
@@ -74,21 +79,47 @@ func FuzzReadEnvelopes(f *testing.F) {
 	flip := append([]byte{}, data...)
 	flip[len(flip)/3] ^= 0x40
 	f.Add(flip)
+	for _, tr := range []*Trace{bigTrace(300), bigTrace(2)} {
+		bin.Reset()
+		WriteBinary(&bin, tr)
+		f.Add(decompressed(f, bin.Bytes()))
+	}
 	for _, s := range []string{sample, actorSample} {
 		tr, _ := ReadText(bytes.NewReader([]byte(s)), "s")
 		bin.Reset()
 		WriteBinary(&bin, tr)
 		f.Add(bin.Bytes())
+		f.Add(decompressed(f, bin.Bytes()))
 	}
 	if old, err := os.ReadFile("testdata/v2.bin"); err == nil {
 		f.Add(old)
 	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if !bytes.HasPrefix(data, []byte(BinaryMagic)) {
+		if bytes.HasPrefix(data, []byte(BinaryMagic)) {
+			sameAsFull(t, data)
 			return
 		}
-		sameAsFull(t, data)
+		sameAsFull(t, enc.EncodeAll(data, []byte(BinaryMagic)))
 	})
+}
+
+// decompressed is the content of the binary trace data (what follows the
+// magic, decompressed).
+func decompressed(f *testing.F, data []byte) []byte {
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer dec.Close()
+	out, err := dec.DecodeAll(data[len(BinaryMagic):], nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return out
 }
 
 // TestReadEnvelopes: the envelope decoder takes undamaged version 3
