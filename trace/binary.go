@@ -141,6 +141,7 @@ type binReader struct {
 	eof  bool
 	file string
 	err  error
+	size int64 // of the compressed input when known (0: not)
 }
 
 func (b *binReader) fail(format string, a ...any) {
@@ -315,7 +316,7 @@ func readBinarySized(r io.Reader, file string, size int64, env *envelopes) (t *T
 			return nil, false, err
 		}
 		defer zr.Close()
-		b = &binReader{r: zr, file: file}
+		b = &binReader{r: zr, file: file, size: size}
 	}
 	return b.decode(env)
 }
@@ -422,11 +423,15 @@ func (b *binReader) decode(env *envelopes) (t *Trace, decoded bool, err error) {
 // sizeFor is the capacity to make for n messages said to follow: at most
 // 1<<24 (the slice grows beyond), and when the rest of the input is in
 // b.buf no more than its bytes (each message takes at least its flags byte
-// there), so that a damaged count does not make a large slice.
+// there), else when the compressed input's size is known no more than 4
+// per byte of it, so that a damaged count does not make a large slice (a
+// damaged file of known size is read by the stream).
 func (b *binReader) sizeFor(n int) int {
 	n = min(n, 1<<24)
 	if b.eof {
 		n = min(n, len(b.buf)-b.pos)
+	} else if b.size > 0 {
+		n = int(min(int64(n), 4*b.size))
 	}
 	return n
 }
