@@ -71,7 +71,7 @@ type actorPair struct{ send, recv trace.ActorID }
 
 // noteActors records call ci's actors (step 1); s.actors stays nil while no
 // call has any.
-func (s *state) noteActors(ci int, m *trace.Message) {
+func (s *state) noteActors(ci int, m *trace.Envelope) {
 	if m.SrcActor == trace.NoActor && m.DstActor == trace.NoActor {
 		if s.actors != nil {
 			s.actors = append(s.actors, actorPair{})

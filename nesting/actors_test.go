@@ -132,7 +132,7 @@ func TestActors(t *testing.T) {
 func TestActorFallback(t *testing.T) {
 	tr := actorTrace(600, 4, "same", 2)
 	// Find a call B→C with several candidates and give it a stranger thread.
-	s := &state{t: tr, opt: DefaultOptions()}
+	s := &state{t: tr, msgs: trace.Envelopes(tr.Messages), opt: DefaultOptions()}
 	s.findCallPairs()
 	victim := -1
 	for i := range s.calls {

@@ -33,26 +33,28 @@ func BenchmarkNest(b *testing.B) {
 
 // BenchmarkNestFile runs the algorithm on the trace file named by
 // WAP5_NEST_TRACE (e.g. bench/p5.sh's mt-long or mt-par45 trace) with the
-// CLI's defaults; skipped without it.
+// CLI's defaults, on the trace's envelopes as wap5 nest does; skipped
+// without it.
 func BenchmarkNestFile(b *testing.B) {
 	name := os.Getenv("WAP5_NEST_TRACE")
 	if name == "" {
 		b.Skip("WAP5_NEST_TRACE not set")
 	}
 	start := time.Now()
-	tr, err := trace.ReadFile(name)
+	tr, env, release, err := trace.ReadFileEnvelopes(name)
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer release()
 	read := time.Since(start)
 	opt := DefaultOptions()
 	opt.NoInstances = true // as wap5 nest without --instances
 	var r *Result
 	cpu0 := cpuTime()
 	for b.Loop() {
-		r = Nest(tr, opt)
+		r = NestEnvelopes(tr, env, opt)
 	}
-	b.ReportMetric(float64(len(tr.Messages))*float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+	b.ReportMetric(float64(len(env))*float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 	b.ReportMetric(r.Parallelism, "parallelism")
 	b.ReportMetric((cpuTime()-cpu0).Seconds()*1e3/float64(b.N), "cpu-ms/op")
 	b.ReportMetric(read.Seconds(), "read-s")
@@ -67,8 +69,8 @@ func cpuTime() time.Duration {
 }
 
 // BenchmarkNestEndToEnd is what `wap5 nest --json` does with the trace file
-// named by WAP5_NEST_TRACE (text or binary): read it, check it (ReadFileValid:
-// the binary decoder checks as it goes), nest it.
+// named by WAP5_NEST_TRACE (text or binary): read it, check it
+// (ReadFileEnvelopes: the binary decoder checks as it goes), nest it.
 // msgs/CPU-s is the end-to-end rate; skipped without the variable.
 func BenchmarkNestEndToEnd(b *testing.B) {
 	name := os.Getenv("WAP5_NEST_TRACE")
@@ -80,12 +82,13 @@ func BenchmarkNestEndToEnd(b *testing.B) {
 	n := 0
 	cpu0 := cpuTime()
 	for b.Loop() {
-		tr, err := trace.ReadFileValid(name)
+		tr, env, release, err := trace.ReadFileEnvelopes(name)
 		if err != nil {
 			b.Fatal(err)
 		}
-		Nest(tr, opt)
-		n += len(tr.Messages)
+		NestEnvelopes(tr, env, opt)
+		release()
+		n += len(env)
 	}
 	cpu := cpuTime() - cpu0
 	b.ReportMetric(float64(n)/cpu.Seconds(), "msgs/CPU-s")

@@ -62,5 +62,8 @@
 // Steps 2 and 3 run node by node on compact records of each node's calls
 // in time order, written in one pass over the calls; all scratch memory
 // comes from an arena outside the Go heap in transparent huge pages
-// (arena.go), reused from step to step and freed when Nest returns.
+// (arena.go), reused from step to step and freed when Nest returns. The
+// pass reads only the messages' envelopes (trace.Envelope: no ids, sizes
+// or texts); NestEnvelopes takes them as trace.ReadFileEnvelopes decodes
+// them, Nest makes them in its arena.
 package nesting

@@ -1,6 +1,7 @@
 package nesting
 
 import (
+	"reflect"
 	"testing"
 
 	"wap5/trace"
@@ -8,7 +9,8 @@ import (
 
 // FuzzNest builds traces from arbitrary bytes (times, nodes, endpoints,
 // kinds, call ids, unknown timestamps) and checks that the algorithm
-// neither panics nor loses track of messages.
+// neither panics nor loses track of messages, and that NestEnvelopes gives
+// what Nest gives.
 func FuzzNest(f *testing.F) {
 	f.Add([]byte{1, 0, 1, 1, 0, 2, 1, 1, 2, 0, 3, 2})
 	f.Add([]byte{0, 1, 0, 9, 3, 0, 0, 5, 200, 7, 1, 1, 3, 4, 5, 6})
@@ -40,6 +42,9 @@ func FuzzNest(f *testing.F) {
 			o.Time, o.Smooth, o.SkewWindow = mode, 1.5, 3e6
 			o.ActorChance = 1
 			r := Nest(tr, o)
+			if e := NestEnvelopes(tr, trace.Envelopes(tr.Messages), o); !reflect.DeepEqual(r, e) {
+				t.Fatalf("Nest and NestEnvelopes differ:\n%+v\n%+v", r, e)
+			}
 			if 2*r.CallPairs+r.Unpaired != len(tr.Messages) {
 				t.Fatalf("%d pairs + %d unpaired ≠ %d messages", r.CallPairs, r.Unpaired, len(tr.Messages))
 			}

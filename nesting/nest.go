@@ -3,6 +3,7 @@ package nesting
 import (
 	"fmt"
 	"time"
+	"unsafe"
 
 	"wap5/sameactor"
 	"wap5/trace"
@@ -75,6 +76,29 @@ type Result struct {
 
 // Nest runs the nesting algorithm on t; t is not modified.
 func Nest(t *trace.Trace, opt Options) *Result {
+	s := &state{t: t}
+	defer s.ar.free()
+	// The envelopes in the arena, with room for the pass (findCallPairs).
+	n := len(t.Messages)
+	s.ar.reserve(n*int(unsafe.Sizeof(trace.Envelope{}))/8 + passWords(n))
+	env := grabDirty[trace.Envelope](&s.ar, n)
+	for i := range t.Messages {
+		env[i] = trace.EnvelopeOf(&t.Messages[i])
+	}
+	return s.nest(env, opt)
+}
+
+// NestEnvelopes is Nest of the trace whose messages' envelopes are msgs
+// (t.Messages is not read: see trace.ReadFileEnvelopes); neither is
+// modified.
+func NestEnvelopes(t *trace.Trace, msgs []trace.Envelope, opt Options) *Result {
+	s := &state{t: t}
+	defer s.ar.free()
+	return s.nest(msgs, opt)
+}
+
+// nest runs the algorithm on msgs; s holds the trace and may hold an arena.
+func (s *state) nest(msgs []trace.Envelope, opt Options) *Result {
 	if opt.BinRatio <= 1 {
 		opt.BinRatio = 1.05
 	}
@@ -84,19 +108,18 @@ func Nest(t *trace.Trace, opt Options) *Result {
 	if opt.BinLo <= 0 {
 		opt.BinLo = time.Millisecond
 	}
-	r := &Result{Messages: len(t.Messages)}
+	r := &Result{Messages: len(msgs)}
 	r.Algorithm = "nesting"
-	s := &state{t: t, opt: opt}
-	defer s.ar.free() // all scratch: the result is on the Go heap
+	s.msgs, s.opt = msgs, opt // all scratch in s.ar, freed by the caller: the result is on the Go heap
 	// 1. Call pairs.
 	s.findCallPairs()
 	r.CallPairs, r.Unpaired = len(s.calls), s.unpaired
 	if s.unpaired > 0 {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%d of %d messages could not be paired into a call and its return", s.unpaired, len(t.Messages)))
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d of %d messages could not be paired into a call and its return", s.unpaired, len(msgs)))
 	}
 	r.Warnings = append(r.Warnings, s.warnings...)
 	if len(s.calls) == 0 {
-		if len(t.Messages) > 0 {
+		if len(msgs) > 0 {
 			r.Warnings = append(r.Warnings, "no call pairs: the trace has neither kind=call/return nor endpoints to pair messages by")
 		}
 		return r
@@ -143,7 +166,8 @@ type candidate struct {
 }
 
 type state struct {
-	t        *trace.Trace
+	t        *trace.Trace // tables: node and endpoint names
+	msgs     []trace.Envelope
 	opt      Options
 	ar       arena
 	calls    []call

@@ -222,7 +222,7 @@ func TestConnectionRoles(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := connTrace(tc.lines...)
-			s := &state{t: tr, opt: DefaultOptions()}
+			s := &state{t: tr, msgs: trace.Envelopes(tr.Messages), opt: DefaultOptions()}
 			s.findCallPairs()
 			if len(s.calls) != tc.pairs || s.unpaired != tc.unpaired {
 				t.Fatalf("%d pairs, %d unpaired; want %d, %d", len(s.calls), s.unpaired, tc.pairs, tc.unpaired)
@@ -241,7 +241,7 @@ func TestConnectionRoles(t *testing.T) {
 
 func TestPipelinedPairsAreFIFO(t *testing.T) {
 	tr := connTrace("C 10.0.0.1:40000 S 10.0.0.2:80", "C 10.0.0.1:40000 S 10.0.0.2:80", "S 10.0.0.2:80 C 10.0.0.1:40000", "S 10.0.0.2:80 C 10.0.0.1:40000")
-	s := &state{t: tr, opt: DefaultOptions()}
+	s := &state{t: tr, msgs: trace.Envelopes(tr.Messages), opt: DefaultOptions()}
 	s.findCallPairs()
 	got := [2][2]int32{{s.pairs[0].call, s.pairs[0].ret}, {s.pairs[1].call, s.pairs[1].ret}}
 	if got != [2][2]int32{{0, 2}, {1, 3}} {
@@ -360,7 +360,7 @@ func TestPairKindsManyOpen(t *testing.T) {
 			for i := range tc.extraRet {
 				add(b, a, trace.KindReturn, int32(2_000_000+i)) // never called
 			}
-			s := &state{t: tr, opt: DefaultOptions()}
+			s := &state{t: tr, msgs: trace.Envelopes(tr.Messages), opt: DefaultOptions()}
 			s.findCallPairs()
 			if len(s.calls) != tc.open || s.unpaired != tc.extra+tc.extraRet {
 				t.Fatalf("%d pairs, %d unpaired; want %d, %d", len(s.calls), s.unpaired, tc.open, tc.extra+tc.extraRet)

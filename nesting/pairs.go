@@ -11,12 +11,10 @@ import (
 
 // findCallPairs is step 1: it fills s.calls and counts unpaired messages.
 func (s *state) findCallPairs() {
-	msgs := s.t.Messages
-	// One block for the whole pass, its size in words: the calls, their
-	// ties and message pairs (kept to the end), step 1's scratch (reused by
-	// the later steps) and room for what those take beyond it.
+	msgs := s.msgs
+	// One block for the whole pass (Nest has put the envelopes in it).
 	n := len(msgs)
-	s.ar.reserve(n/2*(5+3+1) + 4*n + 1<<16)
+	s.ar.reserve(passWords(n))
 	s.calls = grab[call](&s.ar, n/2)[:0]
 	if !s.opt.NoInstances {
 		s.pairs = grab[msgPair](&s.ar, n/2)[:0]
@@ -50,8 +48,13 @@ func (s *state) findCallPairs() {
 	}
 }
 
+// passWords is the arena the pass takes for n messages, in words: the
+// calls, their ties and message pairs (kept to the end), step 1's scratch
+// (reused by the later steps) and room for what those take beyond it.
+func passWords(n int) int { return n/2*(5+3+1) + 4*n + 1<<16 }
+
 func pairKinds[K comparable](s *state, order []pairKey, mk func(a, b trace.NodeID, id int32) K, hash func(K) uint64) (none int) {
-	msgs := s.t.Messages
+	msgs := s.msgs
 	type queue struct{ head, tail int32 }
 	// Open calls by key: a direct-mapped table of slots in front of a map.
 	// A key is in its slot or in the map, never both.
@@ -60,8 +63,11 @@ func pairKinds[K comparable](s *state, order []pairKey, mk func(a, b trace.NodeI
 		q    queue
 		live bool
 	}
+	// At most 1,024 slots (24 KB): a slot is touched at a call and at its
+	// return, at random, so a larger table misses the cache on nearly
+	// every message, and few calls are open at once.
 	size := 64
-	for size < len(msgs) && size < 1<<14 {
+	for size < len(msgs) && size < 1<<10 {
 		size <<= 1
 	}
 	slots := grab[slot](&s.ar, size)
@@ -156,7 +162,7 @@ type pairKey struct {
 // With sender times only, calls are moved earlier by the skew window
 // instead. Other messages keep their place in order.
 func (s *state) pairingOrder(order []int32) []pairKey {
-	msgs := s.t.Messages
+	msgs := s.msgs
 	w := int64(s.opt.SkewWindow)
 	type keyed = pairKey
 	// order nil: the messages are in time order already.
@@ -217,7 +223,7 @@ func (s *state) pairingOrder(order []int32) []pairKey {
 // timeOrder returns message indices by Time (stable), or nil when the
 // messages are in that order already.
 func (s *state) timeOrder() []int32 {
-	msgs := s.t.Messages
+	msgs := s.msgs
 	sorted := true
 	for i := 1; i < len(msgs); i++ {
 		if msgs[i].Time() < msgs[i-1].Time() {
@@ -246,7 +252,7 @@ func (s *state) timeOrder() []int32 {
 }
 
 func (s *state) addCall(ci, ri int32) {
-	c, r := &s.t.Messages[ci], &s.t.Messages[ri]
+	c, r := &s.msgs[ci], &s.msgs[ri]
 	k := call{caller: c.Src, callee: c.Dst}
 	if s.opt.Time == TimeSend {
 		k.cs, k.rd = c.Time(), r.Time()
@@ -312,7 +318,7 @@ func classify(s string) epClass {
 // pairByConnection is step 1 for messages without kind=: it derives calls
 // and returns from the roles of the two ends of each connection.
 func (s *state) pairByConnection(order []int32, n int) {
-	msgs := s.t.Messages
+	msgs := s.msgs
 	if order == nil {
 		order = grab[int32](&s.ar, len(msgs))
 		for i := range order {

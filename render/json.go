@@ -44,12 +44,24 @@ func JSON(w io.Writer, p *trace.Paths) error {
 	var one bytes.Buffer
 	pe := json.NewEncoder(&one)
 	pe.SetIndent("  ", " ")
+	var nj nestJSON
 	for i, pat := range p.Patterns {
 		var v any
 		switch p.Algorithm {
 		case "convolution":
 			v = convolutionPattern(pat)
 		case "nesting":
+			// The same bytes as encoding/json's, written directly; a NaN or
+			// an infinity goes to encoding/json for its error.
+			nj.b, nj.bad = nj.b[:0], false
+			if nj.pattern(pat); !nj.bad {
+				if i > 0 {
+					bw.WriteByte(',')
+				}
+				bw.WriteString("\n  ")
+				bw.Write(nj.b)
+				continue
+			}
 			v = jsonNestPattern{Rank: pat.Rank, Count: pat.Count, Root: nestStep(pat.Root), Metrics: pat.Metrics}
 		default:
 			v = jsonLinkPattern{Rank: pat.Rank, Count: pat.Count, Expected: pat.Expected,

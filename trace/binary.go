@@ -141,6 +141,7 @@ type binReader struct {
 	eof  bool
 	file string
 	err  error
+	size int64 // of the compressed input when known (0: not)
 }
 
 func (b *binReader) fail(format string, a ...any) {
@@ -230,6 +231,41 @@ func (b *binReader) str() string {
 	return s
 }
 
+// strs reads n strings (a table): when they are all in b.buf already, into
+// one slice of substrings of one string (thousands of endpoints: one
+// allocation instead of one each and the slice's regrowth), else one at a
+// time with str, whose errors are the ones to give.
+func (b *binReader) strs(n int) []string {
+	if b.eof && b.err == nil && n > 0 {
+		p, ok := b.pos, true
+		for i := 0; i < n && ok; i++ {
+			var l uint64
+			if l, p = uvSlow(b.buf, p); p > len(b.buf) || l > 1<<24 || l > uint64(len(b.buf)-p) {
+				ok = false
+				break
+			}
+			p += int(l)
+		}
+		if ok {
+			all := string(b.buf[b.pos:p])
+			out := make([]string, n)
+			q := 0
+			for i := range out {
+				l, next := uvSlow(b.buf[b.pos:p], q)
+				out[i] = all[next : next+int(l)]
+				q = next + int(l)
+			}
+			b.pos = p
+			return out
+		}
+	}
+	var out []string
+	for ; n > 0 && b.err == nil; n-- {
+		out = append(out, b.str())
+	}
+	return out
+}
+
 // ReadBinary reads a binary trace (starting with BinaryMagic). A truncated or
 // corrupt message section keeps the messages read so far and records a
 // warning naming the message index; corrupt tables are an error.
@@ -241,7 +277,7 @@ func ReadBinary(r io.Reader, file string) (*Trace, error) {
 // readBinary is ReadBinary; decoded says the decoder proved every message
 // valid on its own (no CheckValid pass over the messages was needed).
 func readBinary(r io.Reader, file string) (t *Trace, decoded bool, err error) {
-	return readBinarySized(r, file, 0)
+	return readBinarySized(r, file, 0, nil)
 }
 
 // wholeMax is the largest input (bytes) readBinarySized decompresses at once.
@@ -254,7 +290,12 @@ const wholeMax = 256 << 20
 // process pays a page fault per 4 KB of the window). Should that fail
 // (damage, or a read error), the stream is decompressed as it comes, as
 // for other inputs, so that what is kept and the warnings are the same.
-func readBinarySized(r io.Reader, file string, size int64) (t *Trace, decoded bool, err error) {
+//
+// With env set, the messages of a version 3 trace are decoded into env as
+// envelopes (t.Messages and t.Extra stay empty), and anything but a trace
+// whose every message was decoded and proven valid on the way is
+// errNoEnvelopes: the caller reads the input again the usual way.
+func readBinarySized(r io.Reader, file string, size int64, env *envelopes) (t *Trace, decoded bool, err error) {
 	magic := make([]byte, len(BinaryMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != BinaryMagic {
 		return nil, false, fmt.Errorf("%s: not a wap5 binary trace", file)
@@ -275,8 +316,14 @@ func readBinarySized(r io.Reader, file string, size int64) (t *Trace, decoded bo
 			return nil, false, err
 		}
 		defer zr.Close()
-		b = &binReader{r: zr, file: file}
+		b = &binReader{r: zr, file: file, size: size}
 	}
+	return b.decode(env)
+}
+
+// decode is readBinarySized after the magic, from b.
+func (b *binReader) decode(env *envelopes) (t *Trace, decoded bool, err error) {
+	file := b.file
 	version := b.uv()
 	if b.err == nil && (version < 1 || version > binaryVersion) {
 		return nil, false, fmt.Errorf("%s: binary trace version %d, want 1 to %d", file, version, binaryVersion)
@@ -287,11 +334,11 @@ func readBinarySized(r io.Reader, file string, size int64) (t *Trace, decoded bo
 		name := b.str()
 		t.Nodes = append(t.Nodes, Node{Name: name, Untraced: b.uv() == 1})
 	}
-	for n := b.count("endpoint", maxTable); n > 0 && b.err == nil; n-- {
-		t.Endpoints = append(t.Endpoints, b.str())
+	if n := b.count("endpoint", maxTable); b.err == nil {
+		t.Endpoints = b.strs(n)
 	}
-	for n := b.count("label", maxTable); n > 0 && b.err == nil; n-- {
-		t.Labels = append(t.Labels, b.str())
+	if n := b.count("label", maxTable); b.err == nil {
+		t.Labels = b.strs(n)
 	}
 	for n := b.count("clock", maxTable); n > 0 && b.err == nil; n-- {
 		var c Correction
@@ -324,12 +371,27 @@ func readBinarySized(r io.Reader, file string, size int64) (t *Trace, decoded bo
 		return nil, false, fmt.Errorf("%s: binary trace: endpoint table does not start with -", file)
 	}
 	n := b.count("message", 1<<40)
-	t.Messages = hugemem.Make[Message](0, min(n, 1<<24))
+	if env != nil {
+		if version < 3 || b.err != nil {
+			return nil, false, errNoEnvelopes
+		}
+		env.make(b.sizeFor(n))
+		if !b.readColumns(t, n, &env.list) || b.err != nil {
+			env.release()
+			return nil, false, errNoEnvelopes
+		}
+		if err := t.checkTablesAndClock(); err != nil {
+			env.release()
+			return nil, false, fmt.Errorf("%s: %v", file, err)
+		}
+		return t, true, nil
+	}
+	t.Messages = hugemem.Make[Message](0, b.sizeFor(n))
 	// Version 3's decoder checks the messages as it goes (valid: all
 	// passed); otherwise CheckValid does.
 	valid := false
 	if version >= 3 {
-		valid = b.readColumns(t, n)
+		valid = b.readColumns(t, n, nil)
 	}
 	var prevTime, prevID int64
 	for i := 0; i < n && b.err == nil && version < 3; i++ {
@@ -356,6 +418,22 @@ func readBinarySized(r io.Reader, file string, size int64) (t *Trace, decoded bo
 		return nil, false, fmt.Errorf("%s: %v", file, err)
 	}
 	return t, valid, nil
+}
+
+// sizeFor is the capacity to make for n messages said to follow: at most
+// 1<<24 (the slice grows beyond), and when the rest of the input is in
+// b.buf no more than its bytes (each message takes at least its flags byte
+// there), else when the compressed input's size is known no more than 4
+// per byte of it, so that a damaged count does not make a large slice (a
+// damaged file of known size is read by the stream).
+func (b *binReader) sizeFor(n int) int {
+	n = min(n, 1<<24)
+	if b.eof {
+		n = min(n, len(b.buf)-b.pos)
+	} else if b.size > 0 {
+		n = int(min(int64(n), 4*b.size))
+	}
+	return n
 }
 
 // maxFixedMessage bounds the encoded size of a message without its extra text.

@@ -229,10 +229,15 @@ func newColLimits(t *Trace) colLimits {
 	return l
 }
 
-// readColumns reads n messages in columns into t; a damaged block ends the
-// read with b.err set (the messages of the blocks before it are kept). It
-// reports whether every message kept passed CheckValid's message checks.
-func (b *binReader) readColumns(t *Trace, n int) (valid bool) {
+// readColumns reads n messages in columns into t (into *env instead, as
+// envelopes, when env is not nil); a damaged block ends the read with b.err
+// set (the messages of the blocks before it are kept). It reports whether
+// every message kept passed CheckValid's message checks.
+func (b *binReader) readColumns(t *Trace, n int, env *[]Envelope) (valid bool) {
+	done := func() int { return len(t.Messages) }
+	if env != nil {
+		done = func() int { return len(*env) }
+	}
 	var st colState
 	var raw [colCount][]byte
 	// The block's columns, one after the other, in one buffer (in huge
@@ -241,13 +246,13 @@ func (b *binReader) readColumns(t *Trace, n int) (valid bool) {
 	var all []byte
 	lim := newColLimits(t)
 	valid = true
-	for len(t.Messages) < n && b.err == nil {
+	for done() < n && b.err == nil {
 		k := b.count("block message", colBlock)
 		if b.err != nil {
 			return valid
 		}
-		if k == 0 || k > n-len(t.Messages) {
-			b.fail("block of %d messages at message %d of %d", k, len(t.Messages), n)
+		if k == 0 || k > n-done() {
+			b.fail("block of %d messages at message %d of %d", k, done(), n)
 			return valid
 		}
 		all = all[:0]
@@ -281,9 +286,15 @@ func (b *binReader) readColumns(t *Trace, n int) (valid bool) {
 				start = ends[i]
 			}
 		}
-		ok, err := decodeBlock(t, &raw, k, &st, &lim)
+		var ok bool
+		var err error
+		if env != nil {
+			ok, err = decodeEnvelopes(env, &raw, k, &st, &lim)
+		} else {
+			ok, err = decodeBlock(t, &raw, k, &st, &lim)
+		}
 		if err != nil {
-			b.fail("block at message %d: %v", len(t.Messages), err)
+			b.fail("block at message %d: %v", done(), err)
 			return valid
 		}
 		valid = valid && ok

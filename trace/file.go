@@ -25,7 +25,7 @@ func readSized(r io.Reader, file string, size int64) (t *Trace, checked bool, er
 	head, _ := br.Peek(4096)
 	switch {
 	case bytes.HasPrefix(head, []byte(BinaryMagic)):
-		t, _, err = readBinarySized(br, file, size)
+		t, _, err = readBinarySized(br, file, size, nil)
 		return t, true, err
 	case len(head) > 0 && !isText(head):
 		return nil, false, fmt.Errorf("%s: not a wap5 trace (binary data without the wap5 header)", file)

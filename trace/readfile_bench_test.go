@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"os"
 	"testing"
 
@@ -59,3 +60,42 @@ func BenchmarkWriteFile(b *testing.B) {
 type countWriter int64
 
 func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
+
+// BenchmarkDecode decodes the binary trace named by WAP5_BENCH_TRACE from
+// memory (decompressed once, outside the loop) into messages and into
+// envelopes: the column decoders alone.
+func BenchmarkDecode(b *testing.B) {
+	path := os.Getenv("WAP5_BENCH_TRACE")
+	if path == "" {
+		b.Skip("set WAP5_BENCH_TRACE to a binary trace file")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	whole, _, release := decompressWhole(bytes.NewReader(data[len(BinaryMagic):]), len(data))
+	defer release()
+	if whole == nil {
+		b.Fatal("not a whole binary trace")
+	}
+	for _, into := range []string{"messages", "envelopes"} {
+		b.Run(into, func(b *testing.B) {
+			var n int
+			cpu0 := cpuTime()
+			for b.Loop() {
+				var env envelopes
+				envp := &env
+				if into == "messages" {
+					envp = nil
+				}
+				t, _, err := (&binReader{buf: whole, eof: true, file: path}).decode(envp)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n = max(len(t.Messages), len(env.list))
+				env.release()
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N*n), "cpu-ns/msg")
+		})
+	}
+}

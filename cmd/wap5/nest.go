@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -66,7 +68,25 @@ func nestAction(c *cli.Context) error {
 		return usagef("--skew-window, --smooth, --bin-lo, --top, --actor-min and --actor-chance must not be negative")
 	}
 	o.NoInstances = c.String("instances") == ""
-	t, err := trace.ReadFileValid(c.Args().First())
+	// Without --instances (message ids) the pass reads only the messages'
+	// envelopes, which a binary trace decodes straight into.
+	var t *trace.Trace
+	var env []trace.Envelope
+	var err error
+	if o.NoInstances {
+		var release func()
+		t, env, release, err = trace.ReadFileEnvelopes(c.Args().First())
+		defer release()
+		if err == nil && os.Getenv("GOGC") == "" {
+			// What the command allocates from here on is a few MB, mostly
+			// the result (the pass's arrays are outside the Go heap, and
+			// so are a binary trace's envelopes): a collection (the first
+			// comes at 4 MB) would only cost.
+			debug.SetGCPercent(400)
+		}
+	} else {
+		t, err = trace.ReadFileValid(c.Args().First())
+	}
 	if err != nil {
 		return err
 	}
@@ -74,7 +94,12 @@ func nestAction(c *cli.Context) error {
 		fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
 	}
 	start := time.Now()
-	res := nesting.Nest(t, o)
+	var res *nesting.Result
+	if o.NoInstances {
+		res = nesting.NestEnvelopes(t, env, o)
+	} else {
+		res = nesting.Nest(t, o)
+	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
 	}

@@ -22,6 +22,7 @@ const (
 	madvCollapse = 25      // MADV_COLLAPSE (Linux ≥ 6.1)
 	huge         = 2 << 20 // bytes in a transparent huge page
 	small        = 4 << 20 // slices below this are left alone
+	mapTail      = 256 << 10
 )
 
 // Advise asks the kernel to back the whole 2 MB pages of s's memory (up to
@@ -180,13 +181,20 @@ func Map(n int) ([]byte, func()) {
 	if off || n < small {
 		return make([]byte, n), func() {}
 	}
-	full, err := syscall.Mmap(-1, 0, n+huge, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	// The advice covers the partial huge page at the end too when it is
+	// at least mapTail: touched, one huge page costs less than 64 or more
+	// small page faults (an input read whole is touched to its end).
+	adv := n &^ (huge - 1)
+	if n-adv >= mapTail {
+		adv += huge
+	}
+	full, err := syscall.Mmap(-1, 0, (n+huge-1)&^(huge-1)+huge, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
 		return make([]byte, n), func() {}
 	}
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(full)))
 	skip := int(((start + huge - 1) &^ (huge - 1)) - start)
 	b := full[skip : skip+n : skip+n]
-	madvise(unsafe.Pointer(unsafe.SliceData(b)), uintptr(n)&^(huge-1))
+	madvise(unsafe.Pointer(unsafe.SliceData(b)), uintptr(adv))
 	return b, func() { _ = syscall.Munmap(full) }
 }

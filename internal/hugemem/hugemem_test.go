@@ -42,7 +42,7 @@ func TestMake(t *testing.T) {
 }
 
 func TestMap(t *testing.T) {
-	for _, n := range []int{0, 100, 5 << 20, 9<<20 + 123} {
+	for _, n := range []int{0, 100, 5 << 20, 9<<20 + 123, 4<<20 + 4096, 6<<20 - 1, 6 << 20, 5<<20 + 300<<10} {
 		b, release := Map(n)
 		if len(b) != n || cap(b) != n {
 			t.Fatalf("Map(%d): len %d cap %d", n, len(b), cap(b))

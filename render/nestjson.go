@@ -1,0 +1,233 @@
+package render
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+
+	"wap5/trace"
+)
+
+// nestJSON appends nesting patterns to a buffer exactly as encoding/json
+// encodes their jsonNestPattern with SetIndent("  ", " ") (without the
+// final newline), with no reflection and no tree of jsonNestSteps: a
+// nesting document is mostly histogram bins, one number a line.
+type nestJSON struct {
+	b     []byte
+	names map[string][]byte // encoded strings (node names, metric keys)
+	bad   bool              // a NaN or an infinity: encoding/json fails there
+}
+
+// pattern appends pat at depth 0 (the caller's prefix holds the pattern
+// list's indentation).
+func (w *nestJSON) pattern(pat *trace.Pattern) {
+	w.b = append(w.b, '{')
+	w.key(1, "rank")
+	w.b = strconv.AppendInt(w.b, int64(pat.Rank), 10)
+	w.b = append(w.b, ',')
+	w.key(1, "count")
+	w.b = strconv.AppendInt(w.b, int64(pat.Count), 10)
+	w.b = append(w.b, ',')
+	w.key(1, "root")
+	w.step(pat.Root, 1)
+	if len(pat.Metrics) > 0 {
+		w.b = append(w.b, ',')
+		w.key(1, "metrics")
+		w.metrics(pat.Metrics, 1)
+	}
+	w.newline(0)
+	w.b = append(w.b, '}')
+}
+
+// newline starts a line at depth d: the encoder's prefix ("  ") and d
+// indents (" ").
+func (w *nestJSON) newline(d int) {
+	w.b = append(w.b, '\n', ' ', ' ')
+	for ; d > 0; d-- {
+		w.b = append(w.b, ' ')
+	}
+}
+
+// key starts a line at depth d with an object key (plain ASCII: no
+// escaping needed) and its colon.
+func (w *nestJSON) key(d int, k string) {
+	w.newline(d)
+	w.b = append(w.b, '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, '"', ':', ' ')
+}
+
+// str appends s as encoding/json does (HTML-escaped, invalid UTF-8 as
+// U+FFFD, U+2028 and U+2029 escaped): by json.Marshal, once per string.
+func (w *nestJSON) str(s string) {
+	e, ok := w.names[s]
+	if !ok {
+		e, _ = json.Marshal(s) // a string always marshals
+		if w.names == nil {
+			w.names = make(map[string][]byte)
+		}
+		w.names[s] = e
+	}
+	w.b = append(w.b, e...)
+}
+
+// float appends f as encoding/json's float64 encoder does.
+func (w *nestJSON) float(f float64) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		w.bad = true
+		return
+	}
+	abs := math.Abs(f)
+	if abs == 0 || abs >= 1e-6 && abs < 1e21 {
+		w.b = strconv.AppendFloat(w.b, f, 'f', -1, 64)
+		return
+	}
+	w.b = strconv.AppendFloat(w.b, f, 'e', -1, 64)
+	// e-09 → e-9
+	if n := len(w.b); n >= 4 && w.b[n-4] == 'e' && w.b[n-3] == '-' && w.b[n-2] == '0' {
+		w.b[n-2] = w.b[n-1]
+		w.b = w.b[:n-1]
+	}
+}
+
+// mean appends what mean(s) gives: null, or the rounded mean.
+func (w *nestJSON) mean(s trace.Stats) {
+	if !s.Known() {
+		w.b = append(w.b, "null"...)
+		return
+	}
+	w.float(round(s.Mean))
+}
+
+// step appends nestStep(s) at depth d.
+func (w *nestJSON) step(s *trace.Step, d int) {
+	if s == nil {
+		w.b = append(w.b, "null"...)
+		return
+	}
+	w.b = append(w.b, '{')
+	w.key(d+1, "from")
+	w.str(s.From)
+	w.b = append(w.b, ',')
+	w.key(d+1, "to")
+	w.str(s.To)
+	w.b = append(w.b, ',')
+	w.key(d+1, "call_delay_s")
+	w.mean(s.Wait)
+	w.b = append(w.b, ',')
+	w.key(d+1, "latency_s")
+	w.mean(s.Latency)
+	w.b = append(w.b, ',')
+	w.key(d+1, "count")
+	w.b = strconv.AppendInt(w.b, int64(s.Count), 10)
+	w.b = append(w.b, ',')
+	if s.Wait.Known() {
+		w.key(d+1, "call_delay")
+		w.dist(s.Wait, d+1)
+		w.b = append(w.b, ',')
+	}
+	if s.Latency.Known() {
+		w.key(d+1, "latency")
+		w.dist(s.Latency, d+1)
+		w.b = append(w.b, ',')
+	}
+	w.key(d+1, "children")
+	if len(s.Children) == 0 {
+		w.b = append(w.b, '[', ']')
+	} else {
+		w.b = append(w.b, '[')
+		for i, c := range s.Children {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.newline(d + 2)
+			w.step(c, d+2)
+		}
+		w.newline(d + 1)
+		w.b = append(w.b, ']')
+	}
+	w.newline(d)
+	w.b = append(w.b, '}')
+}
+
+// dist appends dist(s) (s known) at depth d.
+func (w *nestJSON) dist(s trace.Stats, d int) {
+	w.b = append(w.b, '{')
+	w.key(d+1, "std_s")
+	w.float(round(s.Std))
+	w.b = append(w.b, ',')
+	w.key(d+1, "min_s")
+	w.float(round(s.Min))
+	w.b = append(w.b, ',')
+	w.key(d+1, "max_s")
+	w.float(round(s.Max))
+	if h := s.Hist; h != nil {
+		w.b = append(w.b, ',')
+		w.key(d+1, "hist")
+		w.hist(h, d+1)
+	}
+	w.newline(d)
+	w.b = append(w.b, '}')
+}
+
+// hist appends dist's jsonHist of h at depth d.
+func (w *nestJSON) hist(h *trace.Histogram, d int) {
+	n := len(h.Counts)
+	for n > 0 && h.Counts[n-1] == 0 {
+		n--
+	}
+	counts := h.Counts[:n]
+	w.b = append(w.b, '{')
+	w.key(d+1, "lo_s")
+	w.float(h.Lo)
+	w.b = append(w.b, ',')
+	w.key(d+1, "ratio")
+	w.float(h.Ratio)
+	w.b = append(w.b, ',')
+	w.key(d+1, "counts")
+	switch {
+	case counts == nil:
+		w.b = append(w.b, "null"...)
+	case len(counts) == 0:
+		w.b = append(w.b, '[', ']')
+	default:
+		w.b = append(w.b, '[')
+		for i, c := range counts {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.newline(d + 2)
+			if math.Float64bits(c) == 0 { // most bins (not −0: "-0")
+				w.b = append(w.b, '0')
+			} else {
+				w.float(c)
+			}
+		}
+		w.newline(d + 1)
+		w.b = append(w.b, ']')
+	}
+	w.newline(d)
+	w.b = append(w.b, '}')
+}
+
+// metrics appends a non-empty metrics map at depth d, keys sorted.
+func (w *nestJSON) metrics(m map[string]float64, d int) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	w.b = append(w.b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.newline(d + 1)
+		w.str(k)
+		w.b = append(w.b, ':', ' ')
+		w.float(m[k])
+	}
+	w.newline(d)
+	w.b = append(w.b, '}')
+}
