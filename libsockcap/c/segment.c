@@ -42,7 +42,9 @@ static struct {
 } L;
 
 SC_TLS struct sc_thread sc_t;
-volatile uint32_t sc_gen = 1;
+#ifdef SC_ABLATE_STATICBUF
+uint8_t sc_abl_buf[SC_CHUNK_SIZE];
+#endif
 static uint64_t serial_counter;
 
 /* Chunks mapped in advance when a root process drops its privileges: it may
@@ -59,7 +61,6 @@ static SC_TLS int thread_key_set;
 
 
 /* ---- the TSC clock (sockcap.h: struct sc_clk, sc_now) ---- */
-int sc_tsc_ok;
 static uint64_t clk_mult_shared; /* the last fit of any thread: a new thread starts with it */
 
 #define CLK_SPAN_NS 1000000LL       /* an anchor serves 1 ms */
@@ -451,8 +452,23 @@ static void thread_exit(void *arg)
 	sc_t.pending_unmap = NULL;
 }
 
+/* sc_hot_init sets up what the hot page holds besides zeros: the
+ * generation (never 0: a thread state of 0 is one never set up) and the
+ * offset of the thread state from the thread pointer (the same in every
+ * thread: static TLS). Idempotent; runs before any other code of ours. */
+void sc_hot_init(void)
+{
+	if (!sc_gen)
+		sc_gen = 1;
+#if defined(__x86_64__)
+	__atomic_store_n(&sc_hot.tls_off, (intptr_t)((char *)&sc_t - (char *)__builtin_thread_pointer()),
+			 __ATOMIC_RELEASE);
+#endif
+}
+
 __attribute__((constructor(101))) static void segment_init(void)
 {
+	sc_hot_init();
 	thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
 }
 
