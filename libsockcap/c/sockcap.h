@@ -33,7 +33,9 @@
  *   SC_ABLATE_NOCLOCK    no clock read: a record's time is the previous one's + 1
  *   SC_ABLATE_NOFD       fds 0-15: their state is a per-thread copy, the fd table is not read
  *   SC_ABLATE_STATICBUF  the fast path writes its records into a static buffer at
- *                        the chunk's offsets instead of the chunk */
+ *                        the chunk's offsets instead of the chunk
+ *   SC_BENCH_ANY_TIGHT   every clock reading counts as tight, so that the TSC path runs
+ *                        under valgrind too (bench/capture-lines.py counts its cache lines) */
 
 /* ---- fdtable.c: per-fd state ---- */
 #define SC_FDMAX 65536
@@ -41,16 +43,16 @@ enum { SC_FD_UNKNOWN = 0, SC_FD_OTHER = 1, SC_FD_SOCKET = 2 };
 #define SC_FDF_CONNECTING 1 /* nonblocking connect in progress: refresh names at first I/O */
 #define SC_FDF_CONNECTED 2  /* connect/accept done or peer known */
 #define SC_FDF_UNNAMED 4    /* inet socket without a local port yet: name it after the first send */
-struct sc_fd {
+struct sc_fd { /* what the fast paths read first: one cache line for most fds */
 	uint8_t kind;
 	uint8_t proto;
 	uint8_t flags;
 	uint8_t sotype;
 	int32_t family;
 	uint64_t emitted;        /* chunk serial where the SC_K_FD record was last written */
-	uint64_t peer_ino;       /* socketpair: the other end's inode */
 	uint64_t dpeer_key;      /* peer of the last datagram record... */
 	uint64_t dpeer_serial;   /* ...written in this chunk */
+	uint64_t peer_ino;       /* socketpair: the other end's inode */
 };
 
 /* ---- the hot page ----
@@ -61,61 +63,61 @@ struct sc_fd {
  * functions, the offset of the thread's state, and then the fd table, whose
  * entries for fds 0-85 share that page. */
 struct mmsghdr; /* declared by <sys/socket.h> only with _GNU_SOURCE (the cgo tests include it before) */
-#define SC_REAL_FUNCS(X)                                                                                   \
-	X(socket, int, int, int, int)                                                                      \
-	X(socketpair, int, int, int, int, int *)                                                          \
-	X(bind, int, int, const struct sockaddr *, socklen_t)                                              \
-	X(listen, int, int, int)                                                                           \
-	X(connect, int, int, const struct sockaddr *, socklen_t)                                           \
-	X(accept, int, int, struct sockaddr *, socklen_t *)                                                \
-	X(accept4, int, int, struct sockaddr *, socklen_t *, int)                                          \
-	X(send, ssize_t, int, const void *, size_t, int)                                                   \
-	X(sendto, ssize_t, int, const void *, size_t, int, const struct sockaddr *, socklen_t)             \
-	X(sendmsg, ssize_t, int, const struct msghdr *, int)                                               \
-	X(sendmmsg, int, int, struct mmsghdr *, unsigned int, int)                                         \
-	X(recv, ssize_t, int, void *, size_t, int)                                                         \
-	X(recvfrom, ssize_t, int, void *, size_t, int, struct sockaddr *, socklen_t *)                     \
-	X(recvmsg, ssize_t, int, struct msghdr *, int)                                                     \
-	X(recvmmsg, int, int, struct mmsghdr *, unsigned int, int, struct timespec *)                      \
-	X(read, ssize_t, int, void *, size_t)                                                              \
-	X(write, ssize_t, int, const void *, size_t)                                                       \
-	X(readv, ssize_t, int, const struct iovec *, int)                                                  \
-	X(writev, ssize_t, int, const struct iovec *, int)                                                 \
-	X(sendfile, ssize_t, int, int, off_t *, size_t)                                                    \
-	X(sendfile64, ssize_t, int, int, __off64_t *, size_t)                                              \
-	X(splice, ssize_t, int, __loff_t *, int, __loff_t *, size_t, unsigned int)                         \
-	X(close, int, int)                                                                                 \
-	X(close_range, int, unsigned int, unsigned int, int)                                               \
-	X(closefrom, void, int)                                                                            \
-	X(shutdown, int, int, int)                                                                         \
-	X(dup, int, int)                                                                                   \
-	X(dup2, int, int, int)                                                                             \
-	X(dup3, int, int, int, int)                                                                        \
-	X(fcntl, int, int, int, ...)                                                                       \
-	X(fcntl64, int, int, int, ...)                                                                     \
-	X(fork, pid_t, void)                                                                               \
-	X(_Fork, pid_t, void)                                                                              \
-	X(posix_spawn, int, pid_t *, const char *, const posix_spawn_file_actions_t *,                     \
-	  const posix_spawnattr_t *, char *const[], char *const[])                                         \
-	X(posix_spawnp, int, pid_t *, const char *, const posix_spawn_file_actions_t *,                    \
-	  const posix_spawnattr_t *, char *const[], char *const[])                                         \
-	X(execve, int, const char *, char *const[], char *const[])                                         \
-	X(execvpe, int, const char *, char *const[], char *const[])                                        \
-	X(fexecve, int, int, char *const[], char *const[])                                                 \
-	X(execveat, int, int, const char *, char *const[], char *const[], int)                             \
-	X(exit, void, int)                                                                                 \
-	X(_exit, void, int)                                                                                \
-	X(_Exit, void, int)                                                                                \
-	X(__read_chk, ssize_t, int, void *, size_t, size_t)                                                \
-	X(__recv_chk, ssize_t, int, void *, size_t, size_t, int)                                           \
-	X(__recvfrom_chk, ssize_t, int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *)       \
-	X(setuid, int, uid_t)                                                                              \
-	X(setreuid, int, uid_t, uid_t)                                                                     \
-	X(setresuid, int, uid_t, uid_t, uid_t)                                                             \
-	X(seteuid, int, uid_t)                                                                             \
-	X(getaddrinfo, int, const char *, const char *, const struct addrinfo *, struct addrinfo **)       \
-	X(gethostbyname, struct hostent *, const char *)                                                   \
-	X(gethostbyname2, struct hostent *, const char *, int)                                             \
+#define SC_REAL_FUNCS(X) /* the fast paths' calls first: on the hot page's first lines */               \
+	X(send, ssize_t, int, const void *, size_t, int)                                                \
+	X(recv, ssize_t, int, void *, size_t, int)                                                      \
+	X(sendto, ssize_t, int, const void *, size_t, int, const struct sockaddr *, socklen_t)          \
+	X(recvfrom, ssize_t, int, void *, size_t, int, struct sockaddr *, socklen_t *)                  \
+	X(read, ssize_t, int, void *, size_t)                                                           \
+	X(write, ssize_t, int, const void *, size_t)                                                    \
+	X(readv, ssize_t, int, const struct iovec *, int)                                               \
+	X(writev, ssize_t, int, const struct iovec *, int)                                              \
+	X(sendmsg, ssize_t, int, const struct msghdr *, int)                                            \
+	X(recvmsg, ssize_t, int, struct msghdr *, int)                                                  \
+	X(__read_chk, ssize_t, int, void *, size_t, size_t)                                             \
+	X(__recv_chk, ssize_t, int, void *, size_t, size_t, int)                                        \
+	X(__recvfrom_chk, ssize_t, int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *)    \
+	X(close, int, int)                                                                              \
+	X(socket, int, int, int, int)                                                                   \
+	X(socketpair, int, int, int, int, int *)                                                        \
+	X(bind, int, int, const struct sockaddr *, socklen_t)                                           \
+	X(listen, int, int, int)                                                                        \
+	X(connect, int, int, const struct sockaddr *, socklen_t)                                        \
+	X(accept, int, int, struct sockaddr *, socklen_t *)                                             \
+	X(accept4, int, int, struct sockaddr *, socklen_t *, int)                                       \
+	X(sendmmsg, int, int, struct mmsghdr *, unsigned int, int)                                      \
+	X(recvmmsg, int, int, struct mmsghdr *, unsigned int, int, struct timespec *)                   \
+	X(sendfile, ssize_t, int, int, off_t *, size_t)                                                 \
+	X(sendfile64, ssize_t, int, int, __off64_t *, size_t)                                           \
+	X(splice, ssize_t, int, __loff_t *, int, __loff_t *, size_t, unsigned int)                      \
+	X(close_range, int, unsigned int, unsigned int, int)                                            \
+	X(closefrom, void, int)                                                                         \
+	X(shutdown, int, int, int)                                                                      \
+	X(dup, int, int)                                                                                \
+	X(dup2, int, int, int)                                                                          \
+	X(dup3, int, int, int, int)                                                                     \
+	X(fcntl, int, int, int, ...)                                                                    \
+	X(fcntl64, int, int, int, ...)                                                                  \
+	X(fork, pid_t, void)                                                                            \
+	X(_Fork, pid_t, void)                                                                           \
+	X(posix_spawn, int, pid_t *, const char *, const posix_spawn_file_actions_t *,                  \
+	  const posix_spawnattr_t *, char *const[], char *const[])                                      \
+	X(posix_spawnp, int, pid_t *, const char *, const posix_spawn_file_actions_t *,                 \
+	  const posix_spawnattr_t *, char *const[], char *const[])                                      \
+	X(execve, int, const char *, char *const[], char *const[])                                      \
+	X(execvpe, int, const char *, char *const[], char *const[])                                     \
+	X(fexecve, int, int, char *const[], char *const[])                                              \
+	X(execveat, int, int, const char *, char *const[], char *const[], int)                          \
+	X(exit, void, int)                                                                              \
+	X(_exit, void, int)                                                                             \
+	X(_Exit, void, int)                                                                             \
+	X(setuid, int, uid_t)                                                                           \
+	X(setreuid, int, uid_t, uid_t)                                                                  \
+	X(setresuid, int, uid_t, uid_t, uid_t)                                                          \
+	X(seteuid, int, uid_t)                                                                          \
+	X(getaddrinfo, int, const char *, const char *, const struct addrinfo *, struct addrinfo **)    \
+	X(gethostbyname, struct hostent *, const char *)                                                \
+	X(gethostbyname2, struct hostent *, const char *, int)                                          \
 	X(gethostbyname_r, int, const char *, struct hostent *, char *, size_t, struct hostent **, int *)
 #define SC_REAL_MEMBER(name, ret, ...) ret (*name)(__VA_ARGS__);
 struct sc_real {
@@ -292,16 +294,16 @@ SC_HIDDEN void sc_encode_event(struct sc_buf *b, const struct sc_event *e);
  * windows, refitted every second. Between anchors a timestamp is the anchor
  * plus the ticks since, scaled; an anchor is used for at most span ticks
  * (1 ms), then CLOCK_REALTIME is read again. */
-struct sc_clk {
+struct sc_clk { /* what sc_now_of reads first */
 	uint64_t anc_tsc;  /* TSC at the anchor */
 	int64_t anc_ns;    /* CLOCK_REALTIME at the anchor */
 	uint64_t span;     /* ticks the anchor serves; 0: read the clock */
 	uint64_t mult;     /* ns per tick << 32; 0: not fitted yet */
-	uint64_t cal_tsc;  /* start of the fitting window */
-	int64_t cal_ns;
 	uint32_t seq;      /* bumped by every anchor (a signal handler's too) */
 	int busy;          /* inside sc_now_anchor */
 	int loose;         /* clock readings in a row not tight between their TSC readings */
+	uint64_t cal_tsc;  /* start of the fitting window */
+	int64_t cal_ns;
 };
 /* sc_tsc_ok (on the hot page): the TSC clock is on (x86-64 with an invariant TSC, the clock
  * is libc's own clock_gettime — not libfaketime's —, SOCKCAP_CLOCK not
@@ -322,24 +324,24 @@ SC_HIDDEN void sc_after_fork_child(void);
 SC_HIDDEN void sc_before_setuid(uid_t uid); /* reserve chunks before privileges go */
 SC_HIDDEN SC_COLD void sc_make_room(int64_t t, uint32_t need); /* start a new chunk if fewer bytes are free */
 
-/* Per-thread state. */
+/* Per-thread state; what a call's fast path reads first (two cache lines). */
 struct sc_thread {
 	uint8_t *chunk;          /* mapped chunk or NULL */
-	uint64_t place;          /* the index of the file's chunk that chunk maps (the staging place) */
 	uint32_t pos;            /* next free byte in chunk */
 	uint32_t gen;            /* sc_gen when this state was set up */
 	int64_t last;            /* time of the last record in chunk */
 	uint64_t serial;         /* process-unique chunk serial */
+	uint64_t lost;           /* events lost since the last committed record */
+	int crit, guard;         /* guard >0: inside the library or a resolver; do not record */
+	struct sc_clk clk;       /* the TSC clock's anchor */
+	int filling;
 	uint32_t seq;            /* chunks this thread took in this file */
 	int32_t tid;
-	uint64_t lost;           /* events lost since the last committed record */
+	uint64_t place;          /* the index of the file's chunk that chunk maps (the staging place) */
 	uint64_t lost_nohdr;     /* of those, not yet counted in the header */
 	int64_t retry_at;        /* no chunk allocation before this time (after failure) */
 	uint8_t *pending_unmap;
-	int crit, filling;
-	int guard;               /* >0: inside the library or a resolver; do not record */
-	struct sc_clk clk;       /* the TSC clock's anchor */
-};
+} __attribute__((aligned(64)));
 SC_HIDDEN extern SC_TLS struct sc_thread sc_t;
 SC_HIDDEN void sc_hot_init(void);
 
@@ -404,11 +406,13 @@ static inline int sc_room(uint32_t need)
  * store lands inside the varint (the byte after a record must stay zero). */
 static inline __attribute__((always_inline)) uint8_t *sc_raw_uv(uint8_t *q, uint64_t u)
 {
-	if (SC_LIKELY(u < 0x80)) {
-		q[0] = (uint8_t)u;
-		return q + 1;
-	}
+	/* one and two bytes are both common (a 64-byte transfer is 2 bytes, and
+	 * so is dt up to 8 us): both inline, side by side */
 	if (SC_LIKELY(u < 0x4000)) {
+		if (u < 0x80) {
+			q[0] = (uint8_t)u;
+			return q + 1;
+		}
 		/* low 7 bits | 0x80, then bits 7..13 one byte up: u + (u & ~0x7f) */
 		uint16_t w = (uint16_t)((u + (u & ~(uint64_t)0x7f)) | 0x80);
 		memcpy(q, &w, 2);
