@@ -790,7 +790,7 @@ SC_EXPORT SC_HOT ssize_t sendto(int fd, const void *buf, size_t n, int flags, co
  * a non-socket is kept small so that it ends in a tail call of the real
  * function; the rest lives out of line. */
 #define NOT_TRACED(fd) (SC_LIKELY(sc_ready == 2) && ((unsigned)(fd) >= SC_FDMAX ? (fd) < 0 : \
-	(sc_fds[fd].kind == SC_FD_OTHER || !sc_cfg.enabled)))
+	(sc_fds[fd].kind == SC_FD_OTHER || !sc_hot.enabled)))
 
 __attribute__((noinline)) SC_HOT static ssize_t write_slow(int fd, const void *buf, size_t n)
 {
@@ -971,7 +971,7 @@ SC_EXPORT SC_HOT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 	struct sc_fd tmp, *f = sock_of(fd, &tmp);
 	if (SC_LIKELY(!f)) {
 		ssize_t r = SC_REAL(recvmsg)(fd, m, flags);
-		if (r >= 0 && sc_cfg.enabled) {
+		if (r >= 0 && sc_hot.enabled) {
 			int e = errno;
 			forget_passed_fds(m);
 			errno = e;
