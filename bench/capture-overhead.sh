@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # capture-overhead.sh — what libsockcap adds per intercepted call, side by side
-# with no preload, `strace -f -e trace=network` and `ltrace`, pinned to one CPU,
+# with no preload, the floor of any interposer (bench/capture-floor.c: the calls
+# forwarded through dlsym'd pointers, nothing else), `strace -f -e
+# trace=network` and `ltrace`, pinned to one CPU,
 # the variants interleaved round by round, medians reported; the library's own
 # code alone (system calls stubbed); instruction counts; then bytes per event
 # on disk (unsealed and sealed) for a request/response load.
@@ -42,13 +44,14 @@ LIB=$PWD/bin/libsockcap.so
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 cc -O2 -Wall -Werror -o "$TMP/bench" bench/capture-bench.c
+cc -O2 -Wall -Werror -fPIC -shared -fvisibility=hidden -o "$TMP/floor.so" bench/capture-floor.c -ldl
 go build -o "$TMP/logsize" ./bench/capture-logsize
 LIBSRC="libsockcap/c/config.c libsockcap/c/encode.c libsockcap/c/fdtable.c libsockcap/c/segment.c"
 # shellcheck disable=SC2086
 cc -O2 -fvisibility=hidden -o "$TMP/stub" bench/capture-stub.c $LIBSRC -ldl -lpthread
 
-VARIANTS="none libsockcap strace ltrace"
-[ -n "${QUICK:-}" ] && VARIANTS="none libsockcap strace"
+VARIANTS="none floor libsockcap strace ltrace"
+[ -n "${QUICK:-}" ] && VARIANTS="none floor libsockcap strace"
 BASE_LIB=
 if [ -n "${BASE_REV:-}" ]; then
 	mkdir -p "$TMP/base/bench"
@@ -58,16 +61,17 @@ if [ -n "${BASE_REV:-}" ]; then
 		-Wl,--version-script=libsockcap/c/exports.map -o "$TMP/base.so" libsockcap/c/*.c -ldl -lpthread &&
 		cc -O2 -fvisibility=hidden -o "$TMP/stub-base" bench/capture-stub.c $LIBSRC -ldl -lpthread)
 	BASE_LIB=$TMP/base.so
-	VARIANTS="none base libsockcap ${VARIANTS#none libsockcap }"
+	VARIANTS="none floor base libsockcap ${VARIANTS#none floor libsockcap }"
 fi
 label() { if [ "$1" = base ]; then echo "libsockcap@$BASE_REV"; else echo "$1"; fi; }
 
 # calls per run: the slow tracers get fewer iterations (ns per call is per call)
-declare -A ITER=([none]=$N [libsockcap]=$N [base]=$N [strace]=$((N / 20)) [ltrace]=$((N / 100)))
+declare -A ITER=([none]=$N [floor]=$N [libsockcap]=$N [base]=$N [strace]=$((N / 20)) [ltrace]=$((N / 100)))
 run() { # variant mode -> the benchmark's output
 	local v=$1 m=$2 n=${ITER[$1]}
 	case $v in
 	none) taskset -c "$CPU" "$TMP/bench" "$m" "$n" ;;
+	floor) LD_PRELOAD=$TMP/floor.so taskset -c "$CPU" "$TMP/bench" "$m" "$n" ;;
 	libsockcap) rm -rf "$TMP/logs"; SOCKCAP_DIR=$TMP/logs LD_PRELOAD=$LIB taskset -c "$CPU" "$TMP/bench" "$m" "$n" ;;
 	base) rm -rf "$TMP/logs"; SOCKCAP_DIR=$TMP/logs LD_PRELOAD=$BASE_LIB taskset -c "$CPU" "$TMP/bench" "$m" "$n" ;;
 	strace) taskset -c "$CPU" strace -f -e trace=network -o /dev/null "$TMP/bench" "$m" "$n" ;;
@@ -89,7 +93,7 @@ for mode in pair udp udpconn file; do
 	declare -A res=() cres=() ures=()
 	for r in $(seq "$ROUNDS"); do
 		for v in $VARIANTS; do
-			case $mode-$v in file-strace | file-ltrace) continue ;; esac
+			case $mode-$v in file-strace | file-ltrace | file-floor) continue ;; esac
 			out=$(run "$v" "$mode")
 			res[$v]+="$(field ns_per_call <<<"$out") "
 			cres[$v]+="$(field cpu_ns_per_call <<<"$out") "
@@ -113,6 +117,38 @@ for mode in pair udp udpconn file; do
 	done
 	unset res cres ures
 done
+
+echo
+echo "Whole-process CPU added per call, measured inside one process (bench/capture-paired.c: batches"
+echo "of 250 iterations through the preloaded functions alternate with batches through libc's own,"
+echo "400 pairs, CPU time per batch; median of the paired differences per process, then the median"
+echo "over $ROUNDS processes per variant, interleaved; \"none\": no preload, both kinds of batch call libc):"
+echo
+echo "| workload | variant | added ns/call (median of processes) | per process |"
+echo "|---|---|---|---|"
+cc -O2 -Wall -Werror -o "$TMP/paired" bench/capture-paired.c -ldl
+for mode in pair udp udpconn; do
+	declare -A pres=()
+	for r in $(seq "$ROUNDS"); do
+		for v in none floor base libsockcap; do
+			lib=
+			case $v in
+			floor) lib=$TMP/floor.so ;;
+			base) [ -n "$BASE_LIB" ] || continue; lib=$BASE_LIB ;;
+			libsockcap) lib=$LIB ;;
+			esac
+			rm -rf "$TMP/logs"
+			pres[$v]+="$(SOCKCAP_DIR=$TMP/logs LD_PRELOAD=$lib taskset -c "$CPU" "$TMP/paired" "$mode" 400 250 </dev/null | field added_median_ns) "
+		done
+	done
+	for v in none floor base libsockcap; do
+		[ -n "${pres[$v]:-}" ] || continue
+		m=$(echo ${pres[$v]} | tr ' ' '\n' | median)
+		printf '| %s | %s | **%+.1f** | %s |\n' "$mode" "$(label "$v")" "$m" "${pres[$v]% }"
+	done
+	unset pres
+done
+rm -rf "$TMP/logs"
 
 echo
 echo "The library's code alone (bench/capture-stub.c: the wrappers with sendto/send/recvfrom/recv"

@@ -4,7 +4,7 @@
  * loaded machine (bench/capture-overhead.sh runs it).
  *
  * The library's sources are compiled into this program (intercept.c is
- * included, so its real_* pointers are reachable); after the library has set
+ * included, so its real functions' pointers are reachable); after the library has set
  * itself up (SOCKCAP_DIR must be set), the pointers of the calls measured are
  * redirected to stubs that return at once: sendto/send return the length,
  * recvfrom/recv return 64 bytes and, when asked, a fixed IPv4 sender. Real
@@ -116,10 +116,17 @@ int main(int argc, char **argv)
 		b = sv[1];
 	}
 	/* from here on the library calls the stubs */
+#ifdef SC_REAL /* the real functions on the hot page (libsockcap since cap3) */
+	SC_REAL(sendto) = stub_sendto;
+	SC_REAL(send) = stub_send;
+	SC_REAL(recvfrom) = stub_recvfrom;
+	SC_REAL(recv) = stub_recv;
+#else
 	real_sendto = stub_sendto;
 	real_send = stub_send;
 	real_recvfrom = stub_recvfrom;
 	real_recv = stub_recv;
+#endif
 	ssize_t (*volatile p_sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t) = stub_sendto;
 	ssize_t (*volatile p_send)(int, const void *, size_t, int) = stub_send;
 	ssize_t (*volatile p_recv)(int, void *, size_t, int) = stub_recv;

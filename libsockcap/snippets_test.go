@@ -285,10 +285,21 @@ func checkThreads(t *testing.T, r runResult, logs []procLog) {
 		}
 	}
 	per := map[int32]int{}
+	short := map[int32]int{}
 	for _, e := range l.Events {
-		if e.Op == OpSend && e.Ret > 0 {
+		if e.Op == OpSend && e.Ret > 0 && e.Ret <= 8 {
 			per[e.Tid]++
 		}
+		if e.Op == OpSend && e.Ret == 16 { // the short-lived threads'
+			short[e.Tid]++
+		}
+	}
+	n := 0
+	for _, k := range short {
+		n += k
+	}
+	if len(short) != r.vals["short_threads"] || n != r.vals["short_sends"] {
+		t.Errorf("short-lived threads: %d threads, %d sends; want %d, %d", len(short), n, r.vals["short_threads"], r.vals["short_sends"])
 	}
 	if len(per) != r.vals["threads"] {
 		t.Errorf("%d sending threads, want %d", len(per), r.vals["threads"])

@@ -34,6 +34,7 @@ void sc_config_load(void)
 	struct utsname u;
 
 	memset(&sc_cfg, 0, sizeof sc_cfg);
+	sc_hot.enabled = 0;
 	if (uname(&u) == 0)
 		copy(sc_cfg.host, sizeof sc_cfg.host, u.nodename);
 	if (!sc_cfg.host[0])
@@ -74,4 +75,5 @@ void sc_config_load(void)
 	else if (sc_cfg.self_path[0])
 		join(sc_cfg.env_preload, sizeof sc_cfg.env_preload, "LD_PRELOAD=", sc_cfg.self_path);
 	sc_cfg.enabled = 1;
+	sc_hot.enabled = 1;
 }

@@ -2,6 +2,11 @@
  * caller-owned buffer: no allocation, async-signal-safe. */
 #include "sockcap.h"
 
+/* The hot page (sockcap.h): page-aligned, the flags and the real functions
+ * first, then the fd table. Defined here because every build of the encoder
+ * links this file (the library, bench/capture-stub.c, the cgo tests). */
+struct sc_hot sc_hot __attribute__((aligned(4096)));
+
 #include <string.h>
 #include <sys/un.h>
 #include <netinet/in.h>
@@ -70,7 +75,6 @@ void sc_put_addr(struct sc_buf *b, const struct sockaddr *sa, socklen_t len, uin
 /* UDP payload checksum: CRC32C (Castagnoli), with the SSE4.2 instruction
  * when the CPU has it (8 bytes per instruction), else a table. */
 static uint32_t crc_table[256];
-int sc_crc_mode; /* 0 unset, 1 table, 2 sse4.2 (read inline by sc_sum_prefix) */
 
 static void crc_setup(void)
 {

@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-struct sc_fd sc_fds[SC_FDMAX];
 
 static uint8_t proto_of(int domain, int type)
 {

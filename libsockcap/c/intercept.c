@@ -31,68 +31,12 @@ extern int fcntl64(int, int, ...);
 extern ssize_t sendfile64(int, int, off64_t *, size_t);
 extern char **environ;
 
-#define DECL(name, ret, ...) static ret (*real_##name)(__VA_ARGS__)
-DECL(socket, int, int, int, int);
-DECL(socketpair, int, int, int, int, int *);
-DECL(bind, int, int, const struct sockaddr *, socklen_t);
-DECL(listen, int, int, int);
-DECL(connect, int, int, const struct sockaddr *, socklen_t);
-DECL(accept, int, int, struct sockaddr *, socklen_t *);
-DECL(accept4, int, int, struct sockaddr *, socklen_t *, int);
-DECL(send, ssize_t, int, const void *, size_t, int);
-DECL(sendto, ssize_t, int, const void *, size_t, int, const struct sockaddr *, socklen_t);
-DECL(sendmsg, ssize_t, int, const struct msghdr *, int);
-DECL(sendmmsg, int, int, struct mmsghdr *, unsigned int, int);
-DECL(recv, ssize_t, int, void *, size_t, int);
-DECL(recvfrom, ssize_t, int, void *, size_t, int, struct sockaddr *, socklen_t *);
-DECL(recvmsg, ssize_t, int, struct msghdr *, int);
-DECL(recvmmsg, int, int, struct mmsghdr *, unsigned int, int, struct timespec *);
-DECL(read, ssize_t, int, void *, size_t);
-DECL(write, ssize_t, int, const void *, size_t);
-DECL(readv, ssize_t, int, const struct iovec *, int);
-DECL(writev, ssize_t, int, const struct iovec *, int);
-DECL(sendfile, ssize_t, int, int, off_t *, size_t);
-DECL(sendfile64, ssize_t, int, int, off64_t *, size_t);
-DECL(splice, ssize_t, int, loff_t *, int, loff_t *, size_t, unsigned int);
-DECL(close, int, int);
-DECL(close_range, int, unsigned int, unsigned int, int);
-DECL(closefrom, void, int);
-DECL(shutdown, int, int, int);
-DECL(dup, int, int);
-DECL(dup2, int, int, int);
-DECL(dup3, int, int, int, int);
-DECL(fcntl, int, int, int, ...);
-DECL(fcntl64, int, int, int, ...);
-DECL(fork, pid_t, void);
-DECL(_Fork, pid_t, void);
-DECL(posix_spawn, int, pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
-     char *const[], char *const[]);
-DECL(posix_spawnp, int, pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
-     char *const[], char *const[]);
-DECL(execve, int, const char *, char *const[], char *const[]);
-DECL(execvpe, int, const char *, char *const[], char *const[]);
-DECL(fexecve, int, int, char *const[], char *const[]);
-DECL(execveat, int, int, const char *, char *const[], char *const[], int);
-DECL(exit, void, int);
-DECL(_exit, void, int);
-DECL(_Exit, void, int);
-DECL(__read_chk, ssize_t, int, void *, size_t, size_t);
-DECL(__recv_chk, ssize_t, int, void *, size_t, size_t, int);
-DECL(__recvfrom_chk, ssize_t, int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
-DECL(setuid, int, uid_t);
-DECL(setreuid, int, uid_t, uid_t);
-DECL(setresuid, int, uid_t, uid_t, uid_t);
-DECL(seteuid, int, uid_t);
-DECL(getaddrinfo, int, const char *, const char *, const struct addrinfo *, struct addrinfo **);
-DECL(gethostbyname, struct hostent *, const char *);
-DECL(gethostbyname2, struct hostent *, const char *, int);
-DECL(gethostbyname_r, int, const char *, struct hostent *, char *, size_t, struct hostent **, int *);
-
-static int sc_ready;
 static int exit_logged;
-/* 1 when the record clock is libc's own clock_gettime (the vDSO), which
- * leaves errno alone; an interposed one (libfaketime) may change it. */
-static int clock_plain;
+/* sc_ready, the real functions and clock_plain (1 when the record clock is
+ * libc's own clock_gettime, the vDSO, which leaves errno alone; an
+ * interposed one, libfaketime's, may change it) live on the hot page. */
+#define sc_ready (sc_hot.ready)
+#define clock_plain (sc_hot.clock_plain)
 
 static void check_clock(void)
 {
@@ -107,38 +51,31 @@ static void check_clock(void)
 
 /* now_keep_errno reads the record clock after a call whose errno the caller
  * still needs: with libc's clock there is nothing to save. */
-static inline int64_t now_keep_errno(void)
+static inline int64_t now_keep_errno(struct sc_thread *T)
 {
 	if (SC_LIKELY(clock_plain))
-		return sc_now();
+		return sc_now_of(T);
 	int e = errno;
-	int64_t t = sc_now();
+	int64_t t = sc_now_of(T);
 	errno = e;
 	return t;
 }
 
 void sc_resolve_real(void)
 {
-#define R(name) real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name)
-	R(socket); R(socketpair); R(bind); R(listen); R(connect); R(accept); R(accept4);
-	R(send); R(sendto); R(sendmsg); R(sendmmsg); R(recv); R(recvfrom); R(recvmsg); R(recvmmsg);
-	R(read); R(write); R(readv); R(writev); R(sendfile); R(sendfile64); R(splice);
-	R(close); R(close_range); R(closefrom); R(shutdown); R(dup); R(dup2); R(dup3);
-	R(fcntl); R(fcntl64); R(fork); R(_Fork); R(posix_spawn); R(posix_spawnp);
-	R(execve); R(execvpe); R(fexecve); R(execveat); R(exit); R(_exit); R(_Exit);
-	R(__read_chk); R(__recv_chk); R(__recvfrom_chk);
-	R(setuid); R(setreuid); R(setresuid); R(seteuid);
-	R(getaddrinfo); R(gethostbyname); R(gethostbyname2); R(gethostbyname_r);
+#define R(name, ...) SC_REAL(name) = (__typeof__(SC_REAL(name)))dlsym(RTLD_NEXT, #name);
+	SC_REAL_FUNCS(R)
 #undef R
 }
 
 static void atfork_child(void) { sc_after_fork_child(); }
 
-static void sc_init(void)
+SC_COLD static void sc_init(void)
 {
+	sc_hot_init(); /* a constructor of another library may call us before ours ran */
 	int expect = 0;
 	if (!__atomic_compare_exchange_n(&sc_ready, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		if (!real_read)
+		if (!SC_REAL(read))
 			sc_resolve_real(); /* another thread is initialising: resolve for ourselves */
 		return;
 	}
@@ -174,13 +111,26 @@ __attribute__((destructor)) static void sc_dtor(void)
 			sc_init();                        \
 	} while (0)
 
-static inline int active(void) { return sc_cfg.enabled && !sc_t.guard; }
+static inline int active(void) { return sc_hot.enabled && !sc_self()->guard; }
 
-/* The socket state of fd if it is to be recorded, else NULL. */
-static inline struct sc_fd *sock_of(int fd, struct sc_fd *tmp)
+/* The socket state of fd if it is to be recorded, else NULL (T: sc_self()). */
+static inline struct sc_fd *sock_of_t(struct sc_thread *T, int fd, struct sc_fd *tmp)
 {
-	if (!active() || fd < 0)
+	if (!sc_hot.enabled || T->guard || fd < 0)
 		return NULL;
+#ifdef SC_ABLATE_NOFD
+	static SC_TLS struct sc_fd abl_fd[16];
+	static SC_TLS uint16_t abl_have;
+	if (fd < 16) {
+		if (abl_have & (1u << fd))
+			return &abl_fd[fd];
+		if (sc_fds[fd].kind == SC_FD_SOCKET) {
+			abl_fd[fd] = sc_fds[fd];
+			abl_have |= (uint16_t)(1u << fd);
+			return &abl_fd[fd];
+		}
+	}
+#endif
 	if (SC_LIKELY(fd < SC_FDMAX)) {
 		uint8_t k = sc_fds[fd].kind;
 		if (SC_LIKELY(k == SC_FD_OTHER))
@@ -191,6 +141,8 @@ static inline struct sc_fd *sock_of(int fd, struct sc_fd *tmp)
 	struct sc_fd *f = sc_fd_get(fd, tmp);
 	return f->kind == SC_FD_SOCKET ? f : NULL;
 }
+
+static inline struct sc_fd *sock_of(int fd, struct sc_fd *tmp) { return sock_of_t(sc_self(), fd, tmp); }
 
 static inline int is_dgram(const struct sc_fd *f)
 {
@@ -235,7 +187,7 @@ static uint32_t sum_iov(const struct iovec *iov, size_t cnt, ssize_t n)
  * needs nothing else (sc_fast_begin). Inlined into the wrappers, so a
  * datagram costs no call beyond the real function and the clock. Returns 0
  * to send the caller down log_io, which handles everything else. */
-static inline __attribute__((always_inline)) int dgram_fast(uint8_t kind, int fd, struct sc_fd *f, int64_t t,
+static inline __attribute__((always_inline)) int dgram_fast(struct sc_thread *T, uint8_t kind, int fd, struct sc_fd *f, int64_t t,
 							   ssize_t r, const struct sockaddr *ra, socklen_t rl,
 							   const void *buf, size_t cap)
 {
@@ -247,7 +199,7 @@ static inline __attribute__((always_inline)) int dgram_fast(uint8_t kind, int fd
 			return 0;
 		key = sc_in4_key(ra); /* sc_addr_key's exact form for IPv4: one load */
 	}
-	uint8_t *q = sc_fast_begin(t, f);
+	uint8_t *q = sc_fast_begin(T, t, f);
 	if (SC_UNLIKELY(!q))
 		return 0;
 	uint32_t sum = sum_buf(buf, r, cap);
@@ -271,45 +223,51 @@ static inline __attribute__((always_inline)) int dgram_fast(uint8_t kind, int fd
 		memcpy(q + 5, &in4->sin_port, 2); /* network order = big-endian */
 		q += 7;
 		f->dpeer_key = key;
-		f->dpeer_serial = sc_t.serial;
+		f->dpeer_serial = T->serial;
 	}
-	sc_fast_end(kind, t, q);
+	sc_fast_end(T, kind, t, q);
 	return 1;
 }
 
 /* io_fast records a transfer on the fast path when it can (the stream
  * record of log_io's fast path, or dgram_fast); 0: call log_io. */
-static inline __attribute__((always_inline)) int io_fast(int op, int fd, struct sc_fd *f, int64_t t, ssize_t r,
+static inline __attribute__((always_inline)) int io_fast(struct sc_thread *T, int op, int fd, struct sc_fd *f, int64_t t, ssize_t r,
 							const struct sockaddr *ra, socklen_t rl, const void *buf,
 							size_t cap)
 {
+#ifdef SC_ABLATE_NORECORD
+	__asm__ volatile("" ::"r"(t), "r"(f), "r"(r));
+	(void)op, (void)fd, (void)ra, (void)rl, (void)buf, (void)cap;
+	return 1;
+#endif
 	if (SC_LIKELY(f->sotype == SOCK_STREAM)) {
 		if (SC_UNLIKELY(ra || r < 0))
 			return 0;
-		uint8_t *q = sc_fast_begin(t, f);
+		uint8_t *q = sc_fast_begin(T, t, f);
 		if (SC_UNLIKELY(!q))
 			return 0;
 		q = sc_raw_nn(q, fd);
 		q = sc_raw_nn(q, r);
-		sc_fast_end(op == SC_OP_SEND ? SC_K_SEND : SC_K_RECV, t, q);
+		sc_fast_end(T, op == SC_OP_SEND ? SC_K_SEND : SC_K_RECV, t, q);
 		return 1;
 	}
 	if (is_dgram(f))
-		return dgram_fast(op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, fd, f, t, r, ra, rl, buf, cap);
+		return dgram_fast(T, op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, fd, f, t, r, ra, rl, buf, cap);
 	return 0;
 }
 
 /* log_io records one send or recv. For datagram sockets it adds the payload
  * checksum and the address the call named. */
-__attribute__((noinline)) static void log_io(int op, int fd, struct sc_fd *f, int64_t t, ssize_t r, int err, const struct sockaddr *ra,
+SC_COLD static void log_io(int op, int fd, struct sc_fd *f, int64_t t, ssize_t r, int err, const struct sockaddr *ra,
 		   socklen_t rl, const void *buf, size_t cap, const struct iovec *iov, size_t iovcnt)
 {
+	struct sc_thread *T = sc_self();
 	if (SC_LIKELY(!ra && f->sotype == SOCK_STREAM && r >= 0)) {
-		uint8_t *q = sc_fast_begin(t, f);
+		uint8_t *q = sc_fast_begin(T, t, f);
 		if (SC_LIKELY(q != NULL)) {
 			q = sc_raw_nn(q, fd);
 			q = sc_raw_nn(q, r);
-			sc_fast_end(op == SC_OP_SEND ? SC_K_SEND : SC_K_RECV, t, q);
+			sc_fast_end(T, op == SC_OP_SEND ? SC_K_SEND : SC_K_RECV, t, q);
 			return;
 		}
 	} else if (is_dgram(f) && (buf || iov || r < 0)) {
@@ -324,9 +282,9 @@ __attribute__((noinline)) static void log_io(int op, int fd, struct sc_fd *f, in
 		} else if (ra && rl > 0) {
 			key = sc_addr_key(ra, rl);
 		}
-		uint8_t *q = sc_fast_begin(t, f);
+		uint8_t *q = sc_fast_begin(T, t, f);
 		if (SC_LIKELY(q != NULL)) {
-			int same = key && f->dpeer_key == key && f->dpeer_serial == sc_t.serial;
+			int same = key && f->dpeer_key == key && f->dpeer_serial == T->serial;
 			if (SC_LIKELY(r >= 0 && (same || in4 || !key))) {
 				/* the record written in place: fd, ret, sum (4 bytes LE), peer */
 				uint32_t sum = buf ? sum_buf(buf, r, cap) : sum_iov(iov, iovcnt, r);
@@ -347,17 +305,17 @@ __attribute__((noinline)) static void log_io(int op, int fd, struct sc_fd *f, in
 				} else {
 					*q++ = SC_AF_NONE;
 				}
-				sc_fast_end(op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, t, q);
+				sc_fast_end(T, op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, t, q);
 			} else {
 				uint32_t sum = r >= 0 ? (buf ? sum_buf(buf, r, cap) : sum_iov(iov, iovcnt, r)) : 0;
 				/* the chunk has room for the largest record: encode in place */
 				struct sc_buf b = {q, 0, 48 + SC_UNIX_PATH_MAX, 0};
 				sc_encode_dgram(&b, fd, r, err, sum, key ? ra : NULL, rl, same);
-				sc_fast_end(op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, t, q + b.n);
+				sc_fast_end(T, op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, t, q + b.n);
 			}
 			if (key) {
 				f->dpeer_key = key;
-				f->dpeer_serial = sc_t.serial;
+				f->dpeer_serial = T->serial;
 			}
 			return;
 		}
@@ -427,7 +385,7 @@ static void simple_event(int op, int fd, int64_t t, int64_t ret, int err, uint32
 SC_EXPORT int socket(int domain, int type, int protocol)
 {
 	ENSURE();
-	int r = real_socket(domain, type, protocol);
+	int r = SC_REAL(socket)(domain, type, protocol);
 	if (!sc_cfg.enabled)
 		return r;
 	int e = errno;
@@ -447,7 +405,7 @@ SC_EXPORT int socket(int domain, int type, int protocol)
 SC_EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
 {
 	ENSURE();
-	int r = real_socketpair(domain, type, protocol, sv);
+	int r = SC_REAL(socketpair)(domain, type, protocol, sv);
 	if (!sc_cfg.enabled)
 		return r;
 	int e = errno;
@@ -482,7 +440,7 @@ SC_EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
 SC_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	ENSURE();
-	int r = real_bind(fd, addr, len);
+	int r = SC_REAL(bind)(fd, addr, len);
 	struct sc_fd tmp, *f = sock_of(fd, &tmp);
 	if (!f)
 		return r;
@@ -504,7 +462,7 @@ SC_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 SC_EXPORT int listen(int fd, int backlog)
 {
 	ENSURE();
-	int r = real_listen(fd, backlog);
+	int r = SC_REAL(listen)(fd, backlog);
 	struct sc_fd tmp, *f = sock_of(fd, &tmp);
 	if (!f)
 		return r;
@@ -522,9 +480,9 @@ SC_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	ENSURE();
 	struct sc_fd tmp, *f = sock_of(fd, &tmp);
 	if (!f)
-		return real_connect(fd, addr, len);
+		return SC_REAL(connect)(fd, addr, len);
 	int64_t t = sc_now();
-	int r = real_connect(fd, addr, len);
+	int r = SC_REAL(connect)(fd, addr, len);
 	int e = errno;
 	int64_t t2 = sc_now();
 	if (r == 0 || e == EINPROGRESS || e == EALREADY) {
@@ -581,7 +539,7 @@ SC_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	ENSURE();
 	socklen_t cap = len ? *len : 0;
-	int r = real_accept(fd, addr, len);
+	int r = SC_REAL(accept)(fd, addr, len);
 	int e = errno;
 	after_accept(fd, r, e, 0, addr, len, cap);
 	errno = e;
@@ -592,7 +550,7 @@ SC_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	ENSURE();
 	socklen_t cap = len ? *len : 0;
-	int r = real_accept4(fd, addr, len, flags);
+	int r = SC_REAL(accept4)(fd, addr, len, flags);
 	int e = errno;
 	after_accept(fd, r, e, 0, addr, len, cap);
 	errno = e;
@@ -603,7 +561,7 @@ SC_EXPORT int shutdown(int fd, int how)
 {
 	ENSURE();
 	struct sc_fd tmp, *f = sock_of(fd, &tmp);
-	int r = real_shutdown(fd, how);
+	int r = SC_REAL(shutdown)(fd, how);
 	if (!f)
 		return r;
 	int e = errno;
@@ -620,22 +578,22 @@ __attribute__((noinline)) static int close_slow(int fd)
 {
 	ENSURE();
 	if ((unsigned)fd >= SC_FDMAX)
-		return real_close(fd);
+		return SC_REAL(close)(fd);
 	uint8_t kind = sc_fds[fd].kind;
 	if (kind != SC_FD_SOCKET) {
 		if (kind != SC_FD_UNKNOWN)
 			sc_fds[fd].kind = SC_FD_UNKNOWN;
-		return real_close(fd);
+		return SC_REAL(close)(fd);
 	}
 	if (!active()) {
 		sc_fd_forget(fd);
-		return real_close(fd);
+		return SC_REAL(close)(fd);
 	}
 	struct sc_fd *f = &sc_fds[fd];
 	int64_t t = sc_now();
 	sc_fd_ensure(fd, f, t); /* the close record carries the endpoints */
 	sc_fd_forget(fd);
-	int r = real_close(fd);
+	int r = SC_REAL(close)(fd);
 	int e = errno;
 	simple_event(SC_OP_CLOSE, fd, t, r, e, 0, 0);
 	errno = e;
@@ -645,14 +603,14 @@ __attribute__((noinline)) static int close_slow(int fd)
 /* close of a file or pipe (a server closes its per-request file) is a
  * check and a tail call, like write's: the other fields of an UNKNOWN or
  * OTHER entry are zero, so forgetting it is at most the store of its kind. */
-SC_EXPORT int close(int fd)
+SC_EXPORT SC_HOT int close(int fd)
 {
 	if (SC_LIKELY(sc_ready == 2) && (unsigned)fd < SC_FDMAX) {
 		uint8_t kind = sc_fds[fd].kind;
 		if (SC_LIKELY(kind != SC_FD_SOCKET)) {
 			if (kind != SC_FD_UNKNOWN)
 				sc_fds[fd].kind = SC_FD_UNKNOWN;
-			return real_close(fd);
+			return SC_REAL(close)(fd);
 		}
 	}
 	return close_slow(fd);
@@ -674,11 +632,11 @@ static void closed_range(unsigned first, unsigned last, int64_t t)
 SC_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 {
 	ENSURE();
-	if (!real_close_range) {
+	if (!SC_REAL(close_range)) {
 		errno = ENOSYS;
 		return -1;
 	}
-	int r = real_close_range(first, last, flags);
+	int r = SC_REAL(close_range)(first, last, flags);
 	int e = errno;
 	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
 		closed_range(first, last, sc_now());
@@ -691,8 +649,8 @@ SC_EXPORT void closefrom(int low)
 	ENSURE();
 	int e = errno;
 	int64_t t = sc_now();
-	if (real_closefrom)
-		real_closefrom(low);
+	if (SC_REAL(closefrom))
+		SC_REAL(closefrom)(low);
 	closed_range(low < 0 ? 0 : (unsigned)low, ~0u, t);
 	errno = e;
 }
@@ -721,7 +679,7 @@ static void duped(int oldfd, int newfd, int implicit_close)
 SC_EXPORT int dup(int fd)
 {
 	ENSURE();
-	int r = real_dup(fd);
+	int r = SC_REAL(dup)(fd);
 	int e = errno;
 	duped(fd, r, 0);
 	errno = e;
@@ -731,7 +689,7 @@ SC_EXPORT int dup(int fd)
 SC_EXPORT int dup2(int fd, int fd2)
 {
 	ENSURE();
-	int r = real_dup2(fd, fd2);
+	int r = SC_REAL(dup2)(fd, fd2);
 	int e = errno;
 	if (r >= 0)
 		duped(fd, r, 1);
@@ -742,7 +700,7 @@ SC_EXPORT int dup2(int fd, int fd2)
 SC_EXPORT int dup3(int fd, int fd2, int flags)
 {
 	ENSURE();
-	int r = real_dup3(fd, fd2, flags);
+	int r = SC_REAL(dup3)(fd, fd2, flags);
 	int e = errno;
 	if (r >= 0)
 		duped(fd, r, 1);
@@ -772,7 +730,7 @@ SC_EXPORT int fcntl(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
-	return do_fcntl(real_fcntl, fd, cmd, arg);
+	return do_fcntl(SC_REAL(fcntl), fd, cmd, arg);
 }
 
 SC_EXPORT int fcntl64(int fd, int cmd, ...)
@@ -782,20 +740,21 @@ SC_EXPORT int fcntl64(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
-	return do_fcntl(real_fcntl64 ? real_fcntl64 : real_fcntl, fd, cmd, arg);
+	return do_fcntl(SC_REAL(fcntl64) ? SC_REAL(fcntl64) : SC_REAL(fcntl), fd, cmd, arg);
 }
 
 /* ---------------- data transfer ---------------- */
 
 #define SEND_BODY(op, fd, callexpr, ra, rl, buf, cap, iov, iovcnt)                                          \
 	ENSURE();                                                                                      \
-	struct sc_fd tmp_, *f_ = sock_of(fd, &tmp_);                                                   \
+	struct sc_thread *T_ = sc_self();                                                              \
+	struct sc_fd tmp_, *f_ = sock_of_t(T_, fd, &tmp_);                                             \
 	if (SC_LIKELY(!f_))                                                                            \
 		return callexpr;                                                                       \
-	int64_t t_ = sc_now();                                                                         \
+	int64_t t_ = sc_now_of(T_);                                                                    \
 	ssize_t r_ = callexpr;                                                                         \
 	/* the fast path makes no call that could change errno */                                     \
-	if (SC_LIKELY(io_fast(op, fd, f_, t_, r_, ra, rl, buf, cap)))                                 \
+	if (SC_LIKELY(io_fast(T_, op, fd, f_, t_, r_, ra, rl, buf, cap)))                             \
 		return r_;                                                                             \
 	int e_ = errno;                                                                                \
 	log_io(op, fd, f_, t_, r_, e_, ra, rl, buf, cap, iov, iovcnt);                                 \
@@ -804,123 +763,125 @@ SC_EXPORT int fcntl64(int fd, int cmd, ...)
 
 #define RECV_BODY(fd, callexpr, ra, rl, buf, cap, iov, iovcnt)                                              \
 	ENSURE();                                                                                      \
-	struct sc_fd tmp_, *f_ = sock_of(fd, &tmp_);                                                   \
+	struct sc_thread *T_ = sc_self();                                                              \
+	struct sc_fd tmp_, *f_ = sock_of_t(T_, fd, &tmp_);                                             \
 	if (SC_LIKELY(!f_))                                                                            \
 		return callexpr;                                                                       \
 	ssize_t r_ = callexpr;                                                                         \
-	int64_t t_ = now_keep_errno(); /* after the call */                                           \
-	if (SC_LIKELY(io_fast(SC_OP_RECV, fd, f_, t_, r_, ra, rl, buf, cap)))                         \
+	int64_t t_ = now_keep_errno(T_); /* after the call */                                         \
+	if (SC_LIKELY(io_fast(T_, SC_OP_RECV, fd, f_, t_, r_, ra, rl, buf, cap)))                     \
 		return r_;                                                                             \
 	int e_ = errno;                                                                                \
 	log_io(SC_OP_RECV, fd, f_, t_, r_, e_, ra, rl, buf, cap, iov, iovcnt);                         \
 	errno = e_;                                                                                    \
 	return r_;
 
-SC_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+SC_EXPORT SC_HOT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
-	SEND_BODY(SC_OP_SEND, fd, real_send(fd, buf, n, flags), NULL, 0, buf, n, NULL, 0)
+	SEND_BODY(SC_OP_SEND, fd, SC_REAL(send)(fd, buf, n, flags), NULL, 0, buf, n, NULL, 0)
 }
 
-SC_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *a, socklen_t al)
+SC_EXPORT SC_HOT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *a, socklen_t al)
 {
-	SEND_BODY(SC_OP_SEND, fd, real_sendto(fd, buf, n, flags, a, al), a, a ? al : 0, buf, n, NULL, 0)
+	SEND_BODY(SC_OP_SEND, fd, SC_REAL(sendto)(fd, buf, n, flags, a, al), a, a ? al : 0, buf, n, NULL, 0)
 }
 
 /* read/write and their vector forms mostly see files and pipes: the check for
  * a non-socket is kept small so that it ends in a tail call of the real
  * function; the rest lives out of line. */
 #define NOT_TRACED(fd) (SC_LIKELY(sc_ready == 2) && ((unsigned)(fd) >= SC_FDMAX ? (fd) < 0 : \
-	(sc_fds[fd].kind == SC_FD_OTHER || !sc_cfg.enabled)))
+	(sc_fds[fd].kind == SC_FD_OTHER || !sc_hot.enabled)))
 
-__attribute__((noinline)) static ssize_t write_slow(int fd, const void *buf, size_t n)
+__attribute__((noinline)) SC_HOT static ssize_t write_slow(int fd, const void *buf, size_t n)
 {
-	SEND_BODY(SC_OP_SEND, fd, real_write(fd, buf, n), NULL, 0, buf, n, NULL, 0)
+	SEND_BODY(SC_OP_SEND, fd, SC_REAL(write)(fd, buf, n), NULL, 0, buf, n, NULL, 0)
 }
 
-SC_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+SC_EXPORT SC_HOT ssize_t write(int fd, const void *buf, size_t n)
 {
 	if (NOT_TRACED(fd))
-		return real_write(fd, buf, n);
+		return SC_REAL(write)(fd, buf, n);
 	return write_slow(fd, buf, n);
 }
 
-__attribute__((noinline)) static ssize_t writev_slow(int fd, const struct iovec *iov, int cnt)
+__attribute__((noinline)) SC_HOT static ssize_t writev_slow(int fd, const struct iovec *iov, int cnt)
 {
-	SEND_BODY(SC_OP_SEND, fd, real_writev(fd, iov, cnt), NULL, 0, NULL, 0, iov, cnt > 0 ? (size_t)cnt : 0)
+	SEND_BODY(SC_OP_SEND, fd, SC_REAL(writev)(fd, iov, cnt), NULL, 0, NULL, 0, iov, cnt > 0 ? (size_t)cnt : 0)
 }
 
-SC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+SC_EXPORT SC_HOT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
 	if (NOT_TRACED(fd))
-		return real_writev(fd, iov, cnt);
+		return SC_REAL(writev)(fd, iov, cnt);
 	return writev_slow(fd, iov, cnt);
 }
 
-SC_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
+SC_EXPORT SC_HOT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 {
-	SEND_BODY(SC_OP_SEND, fd, real_sendmsg(fd, m, flags), m ? (const struct sockaddr *)m->msg_name : NULL,
+	SEND_BODY(SC_OP_SEND, fd, SC_REAL(sendmsg)(fd, m, flags), m ? (const struct sockaddr *)m->msg_name : NULL,
 		  m && m->msg_name ? m->msg_namelen : 0, NULL, 0, m ? m->msg_iov : NULL, m ? m->msg_iovlen : 0)
 }
 
-__attribute__((noinline)) static ssize_t read_slow(int fd, void *buf, size_t n)
+__attribute__((noinline)) SC_HOT static ssize_t read_slow(int fd, void *buf, size_t n)
 {
-	RECV_BODY(fd, real_read(fd, buf, n), NULL, 0, buf, n, NULL, 0)
+	RECV_BODY(fd, SC_REAL(read)(fd, buf, n), NULL, 0, buf, n, NULL, 0)
 }
 
-SC_EXPORT ssize_t read(int fd, void *buf, size_t n)
+SC_EXPORT SC_HOT ssize_t read(int fd, void *buf, size_t n)
 {
 	if (NOT_TRACED(fd))
-		return real_read(fd, buf, n);
+		return SC_REAL(read)(fd, buf, n);
 	return read_slow(fd, buf, n);
 }
 
-__attribute__((noinline)) static ssize_t read_chk_slow(int fd, void *buf, size_t n, size_t buflen)
+__attribute__((noinline)) SC_HOT static ssize_t read_chk_slow(int fd, void *buf, size_t n, size_t buflen)
 {
-	RECV_BODY(fd, real___read_chk(fd, buf, n, buflen), NULL, 0, buf, n, NULL, 0)
+	RECV_BODY(fd, SC_REAL(__read_chk)(fd, buf, n, buflen), NULL, 0, buf, n, NULL, 0)
 }
 
-SC_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+SC_EXPORT SC_HOT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
 	if (NOT_TRACED(fd))
-		return real___read_chk(fd, buf, n, buflen);
+		return SC_REAL(__read_chk)(fd, buf, n, buflen);
 	return read_chk_slow(fd, buf, n, buflen);
 }
 
-__attribute__((noinline)) static ssize_t readv_slow(int fd, const struct iovec *iov, int cnt)
+__attribute__((noinline)) SC_HOT static ssize_t readv_slow(int fd, const struct iovec *iov, int cnt)
 {
-	RECV_BODY(fd, real_readv(fd, iov, cnt), NULL, 0, NULL, 0, iov, cnt > 0 ? (size_t)cnt : 0)
+	RECV_BODY(fd, SC_REAL(readv)(fd, iov, cnt), NULL, 0, NULL, 0, iov, cnt > 0 ? (size_t)cnt : 0)
 }
 
-SC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+SC_EXPORT SC_HOT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
 	if (NOT_TRACED(fd))
-		return real_readv(fd, iov, cnt);
+		return SC_REAL(readv)(fd, iov, cnt);
 	return readv_slow(fd, iov, cnt);
 }
 
 /* recv/recvfrom on a datagram socket: learn the sender even when the caller
  * does not ask, by passing our own address buffer. */
-static inline __attribute__((always_inline)) ssize_t recvfrom_logged(int fd, struct sc_fd *f, void *buf, size_t n,
-									int flags, struct sockaddr *a, socklen_t *al,
-									size_t buflen, int chk);
+static inline __attribute__((always_inline)) ssize_t recvfrom_logged(struct sc_thread *T, int fd, struct sc_fd *f,
+									void *buf, size_t n, int flags, struct sockaddr *a,
+									socklen_t *al, size_t buflen, int chk);
 
 static inline __attribute__((always_inline)) ssize_t recvfrom_impl(int fd, void *buf, size_t n, int flags,
 								      struct sockaddr *a, socklen_t *al,
 			     size_t buflen, int chk)
 {
 	ENSURE();
-	struct sc_fd tmp, *f = sock_of(fd, &tmp);
+	struct sc_thread *T = sc_self();
+	struct sc_fd tmp, *f = sock_of_t(T, fd, &tmp);
 	if (SC_LIKELY(!f)) {
 		if (chk)
-			return real___recvfrom_chk(fd, buf, n, buflen, flags, a, al);
-		return real_recvfrom(fd, buf, n, flags, a, al);
+			return SC_REAL(__recvfrom_chk)(fd, buf, n, buflen, flags, a, al);
+		return SC_REAL(recvfrom)(fd, buf, n, flags, a, al);
 	}
-	return recvfrom_logged(fd, f, buf, n, flags, a, al, buflen, chk);
+	return recvfrom_logged(T, fd, f, buf, n, flags, a, al, buflen, chk);
 }
 
-static inline __attribute__((always_inline)) ssize_t recvfrom_logged(int fd, struct sc_fd *f, void *buf, size_t n,
-									int flags, struct sockaddr *a, socklen_t *al,
-									size_t buflen, int chk)
+static inline __attribute__((always_inline)) ssize_t recvfrom_logged(struct sc_thread *T, int fd, struct sc_fd *f,
+									void *buf, size_t n, int flags, struct sockaddr *a,
+									socklen_t *al, size_t buflen, int chk)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof ss;
@@ -932,15 +893,15 @@ static inline __attribute__((always_inline)) ssize_t recvfrom_logged(int fd, str
 		ua = (struct sockaddr *)&ss;
 		ul = &sl;
 	}
-	ssize_t r = chk ? real___recvfrom_chk(fd, buf, n, buflen, flags, ua, ul)
-			: real_recvfrom(fd, buf, n, flags, ua, ul);
-	int64_t t = now_keep_errno(); /* after the call */
+	ssize_t r = chk ? SC_REAL(__recvfrom_chk)(fd, buf, n, buflen, flags, ua, ul)
+			: SC_REAL(recvfrom)(fd, buf, n, flags, ua, ul);
+	int64_t t = now_keep_errno(T); /* after the call */
 	socklen_t rl = 0;
 	if (r >= 0 && ua && ul && *ul > 0)
 		rl = *ul;
 	if (rl > sizeof ss)
 		rl = sizeof ss;
-	if (SC_LIKELY(io_fast(SC_OP_RECV, fd, f, t, r, rl ? ua : NULL, rl, buf, n)))
+	if (SC_LIKELY(io_fast(T, SC_OP_RECV, fd, f, t, r, rl ? ua : NULL, rl, buf, n)))
 		return r;
 	int e = errno;
 	log_io(SC_OP_RECV, fd, f, t, r, e, rl ? ua : NULL, rl, buf, n, NULL, 0);
@@ -948,17 +909,18 @@ static inline __attribute__((always_inline)) ssize_t recvfrom_logged(int fd, str
 	return r;
 }
 
-SC_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+SC_EXPORT SC_HOT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
 	ENSURE();
-	struct sc_fd tmp, *f = sock_of(fd, &tmp);
+	struct sc_thread *T = sc_self();
+	struct sc_fd tmp, *f = sock_of_t(T, fd, &tmp);
 	if (SC_LIKELY(!f))
-		return real_recv(fd, buf, n, flags);
+		return SC_REAL(recv)(fd, buf, n, flags);
 	if (f->sotype != SOCK_STREAM && is_dgram(f)) /* a stream socket: one compare */
-		return recvfrom_logged(fd, f, buf, n, flags, NULL, NULL, 0, 0);
-	ssize_t r = real_recv(fd, buf, n, flags);
-	int64_t t = now_keep_errno();
-	if (SC_LIKELY(io_fast(SC_OP_RECV, fd, f, t, r, NULL, 0, buf, n)))
+		return recvfrom_logged(T, fd, f, buf, n, flags, NULL, NULL, 0, 0);
+	ssize_t r = SC_REAL(recv)(fd, buf, n, flags);
+	int64_t t = now_keep_errno(T);
+	if (SC_LIKELY(io_fast(T, SC_OP_RECV, fd, f, t, r, NULL, 0, buf, n)))
 		return r;
 	int e = errno;
 	log_io(SC_OP_RECV, fd, f, t, r, e, NULL, 0, buf, n, NULL, 0);
@@ -966,19 +928,19 @@ SC_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 	return r;
 }
 
-SC_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al)
+SC_EXPORT SC_HOT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al)
 {
 	return recvfrom_impl(fd, buf, n, flags, a, al, 0, 0);
 }
 
-SC_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+SC_EXPORT SC_HOT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 {
 	if (n > buflen)
-		return real___recv_chk(fd, buf, n, buflen, flags); /* let glibc report the overflow */
+		return SC_REAL(__recv_chk)(fd, buf, n, buflen, flags); /* let glibc report the overflow */
 	return recvfrom_impl(fd, buf, n, flags, NULL, NULL, buflen, 1);
 }
 
-SC_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *a,
+SC_EXPORT SC_HOT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *a,
 				 socklen_t *al)
 {
 	return recvfrom_impl(fd, buf, n, flags, a, al, buflen, 1);
@@ -1003,13 +965,13 @@ static void forget_passed_fds(const struct msghdr *m)
 	}
 }
 
-SC_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
+SC_EXPORT SC_HOT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 {
 	ENSURE();
 	struct sc_fd tmp, *f = sock_of(fd, &tmp);
 	if (SC_LIKELY(!f)) {
-		ssize_t r = real_recvmsg(fd, m, flags);
-		if (r >= 0 && sc_cfg.enabled) {
+		ssize_t r = SC_REAL(recvmsg)(fd, m, flags);
+		if (r >= 0 && sc_hot.enabled) {
 			int e = errno;
 			forget_passed_fds(m);
 			errno = e;
@@ -1025,7 +987,7 @@ SC_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 		local.msg_namelen = sizeof ss;
 		use = &local;
 	}
-	ssize_t r = real_recvmsg(fd, use, flags);
+	ssize_t r = SC_REAL(recvmsg)(fd, use, flags);
 	int e = errno;
 	int64_t t = sc_now();
 	if (use != m && m) {
@@ -1050,9 +1012,9 @@ SC_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
 	ENSURE();
 	struct sc_fd tmp, *f = sock_of(fd, &tmp);
 	if (SC_LIKELY(!f))
-		return real_sendmmsg(fd, v, n, flags);
+		return SC_REAL(sendmmsg)(fd, v, n, flags);
 	int64_t t = sc_now();
-	int r = real_sendmmsg(fd, v, n, flags);
+	int r = SC_REAL(sendmmsg)(fd, v, n, flags);
 	int e = errno;
 	if (r < 0)
 		log_io(SC_OP_SEND, fd, f, t, r, e, NULL, 0, NULL, 0, NULL, 0);
@@ -1070,8 +1032,8 @@ SC_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, str
 	ENSURE();
 	struct sc_fd tmp, *f = sock_of(fd, &tmp);
 	if (SC_LIKELY(!f))
-		return real_recvmmsg(fd, v, n, flags, tmo);
-	int r = real_recvmmsg(fd, v, n, flags, tmo);
+		return SC_REAL(recvmmsg)(fd, v, n, flags, tmo);
+	int r = SC_REAL(recvmmsg)(fd, v, n, flags, tmo);
 	int e = errno;
 	int64_t t = sc_now();
 	if (r < 0)
@@ -1088,12 +1050,12 @@ SC_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, str
 
 SC_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 {
-	SEND_BODY(SC_OP_SEND, out, real_sendfile(out, in, off, count), NULL, 0, NULL, 0, NULL, 0)
+	SEND_BODY(SC_OP_SEND, out, SC_REAL(sendfile)(out, in, off, count), NULL, 0, NULL, 0, NULL, 0)
 }
 
 SC_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
 {
-	SEND_BODY(SC_OP_SEND, out, (real_sendfile64 ? real_sendfile64 : real_sendfile)(out, in, off, count), NULL, 0,
+	SEND_BODY(SC_OP_SEND, out, (SC_REAL(sendfile64) ? SC_REAL(sendfile64) : SC_REAL(sendfile))(out, in, off, count), NULL, 0,
 		  NULL, 0, NULL, 0)
 }
 
@@ -1102,9 +1064,9 @@ SC_EXPORT ssize_t splice(int in, loff_t *offin, int out, loff_t *offout, size_t 
 	ENSURE();
 	struct sc_fd ti, to, *fi = sock_of(in, &ti), *fo = sock_of(out, &to);
 	if (SC_LIKELY(!fi && !fo))
-		return real_splice(in, offin, out, offout, len, flags);
+		return SC_REAL(splice)(in, offin, out, offout, len, flags);
 	int64_t t = sc_now();
-	ssize_t r = real_splice(in, offin, out, offout, len, flags);
+	ssize_t r = SC_REAL(splice)(in, offin, out, offout, len, flags);
 	int e = errno;
 	if (fi)
 		log_io(SC_OP_RECV, in, fi, t, r, e, NULL, 0, NULL, 0, NULL, 0);
@@ -1138,7 +1100,7 @@ SC_EXPORT pid_t fork(void)
 {
 	ENSURE();
 	int64_t t = sc_now();
-	pid_t r = real_fork();
+	pid_t r = SC_REAL(fork)();
 	return after_fork(r, errno, t);
 }
 
@@ -1146,7 +1108,7 @@ SC_EXPORT pid_t _Fork(void)
 {
 	ENSURE();
 	int64_t t = sc_now();
-	pid_t r = real__Fork ? real__Fork() : real_fork();
+	pid_t r = SC_REAL(_Fork) ? SC_REAL(_Fork)() : SC_REAL(fork)();
 	return after_fork(r, errno, t);
 }
 
@@ -1156,7 +1118,7 @@ SC_EXPORT pid_t vfork(void)
 {
 	ENSURE();
 	int64_t t = sc_now();
-	pid_t r = real_fork();
+	pid_t r = SC_REAL(fork)();
 	return after_fork(r, errno, t);
 }
 
@@ -1266,7 +1228,7 @@ SC_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 	ENSURE();
 	exec_event(path);
 	ENV_FIXED(envp, env);
-	int r = real_execve(path, argv, env);
+	int r = SC_REAL(execve)(path, argv, env);
 	int e = errno;
 	exec_failed(path, e);
 	errno = e;
@@ -1280,7 +1242,7 @@ SC_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 	ENSURE();
 	exec_event(file);
 	ENV_FIXED(envp, env);
-	int r = real_execvpe(file, argv, env);
+	int r = SC_REAL(execvpe)(file, argv, env);
 	int e = errno;
 	exec_failed(file, e);
 	errno = e;
@@ -1294,7 +1256,7 @@ SC_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 	ENSURE();
 	exec_event("fexecve");
 	ENV_FIXED(envp, env);
-	int r = real_fexecve(fd, argv, env);
+	int r = SC_REAL(fexecve)(fd, argv, env);
 	int e = errno;
 	exec_failed("fexecve", e);
 	errno = e;
@@ -1304,13 +1266,13 @@ SC_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 SC_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
 	ENSURE();
-	if (!real_execveat) {
+	if (!SC_REAL(execveat)) {
 		errno = ENOSYS;
 		return -1;
 	}
 	exec_event(path);
 	ENV_FIXED(envp, env);
-	int r = real_execveat(dirfd, path, argv, env, flags);
+	int r = SC_REAL(execveat)(dirfd, path, argv, env, flags);
 	int e = errno;
 	exec_failed(path, e);
 	errno = e;
@@ -1360,7 +1322,7 @@ static int spawn(int p, pid_t *pid, const char *path, const posix_spawn_file_act
 	int64_t t = sc_now();
 	pid_t child = 0;
 	ENV_FIXED(envp, env);
-	int r = p ? real_posix_spawnp(&child, path, fa, at, argv, env) : real_posix_spawn(&child, path, fa, at, argv, env);
+	int r = p ? SC_REAL(posix_spawnp)(&child, path, fa, at, argv, env) : SC_REAL(posix_spawn)(&child, path, fa, at, argv, env);
 	int e = errno;
 	if (pid && r == 0)
 		*pid = child;
@@ -1398,7 +1360,7 @@ SC_EXPORT void exit(int status)
 {
 	ENSURE();
 	exit_event(status);
-	real_exit(status);
+	SC_REAL(exit)(status);
 	__builtin_unreachable();
 }
 
@@ -1406,7 +1368,7 @@ SC_EXPORT void _exit(int status)
 {
 	ENSURE();
 	exit_event(status);
-	real__exit(status);
+	SC_REAL(_exit)(status);
 	__builtin_unreachable();
 }
 
@@ -1414,7 +1376,7 @@ SC_EXPORT void _Exit(int status)
 {
 	ENSURE();
 	exit_event(status);
-	(real__Exit ? real__Exit : real__exit)(status);
+	(SC_REAL(_Exit) ? SC_REAL(_Exit) : SC_REAL(_exit))(status);
 	__builtin_unreachable();
 }
 
@@ -1426,28 +1388,28 @@ SC_EXPORT int setuid(uid_t uid)
 {
 	ENSURE();
 	sc_before_setuid(uid);
-	return real_setuid(uid);
+	return SC_REAL(setuid)(uid);
 }
 
 SC_EXPORT int setreuid(uid_t ruid, uid_t euid)
 {
 	ENSURE();
 	sc_before_setuid(euid != (uid_t)-1 ? euid : ruid);
-	return real_setreuid(ruid, euid);
+	return SC_REAL(setreuid)(ruid, euid);
 }
 
 SC_EXPORT int setresuid(uid_t ruid, uid_t euid, uid_t suid)
 {
 	ENSURE();
 	sc_before_setuid(euid != (uid_t)-1 ? euid : ruid);
-	return real_setresuid(ruid, euid, suid);
+	return SC_REAL(setresuid)(ruid, euid, suid);
 }
 
 SC_EXPORT int seteuid(uid_t euid)
 {
 	ENSURE();
 	sc_before_setuid(euid);
-	return real_seteuid(euid);
+	return SC_REAL(seteuid)(euid);
 }
 
 /* ---------------- resolver ---------------- */
@@ -1465,10 +1427,10 @@ SC_EXPORT int getaddrinfo(const char *node, const char *service, const struct ad
 {
 	ENSURE();
 	if (!active())
-		return real_getaddrinfo(node, service, hints, res);
+		return SC_REAL(getaddrinfo)(node, service, hints, res);
 	int64_t t0 = sc_now();
 	sc_t.guard++; /* NSS modules' own sockets are part of this call */
-	int r = real_getaddrinfo(node, service, hints, res);
+	int r = SC_REAL(getaddrinfo)(node, service, hints, res);
 	sc_t.guard--;
 	int e = errno;
 	resolve_event(node, t0, r);
@@ -1480,10 +1442,10 @@ SC_EXPORT struct hostent *gethostbyname(const char *name)
 {
 	ENSURE();
 	if (!active())
-		return real_gethostbyname(name);
+		return SC_REAL(gethostbyname)(name);
 	int64_t t0 = sc_now();
 	sc_t.guard++;
-	struct hostent *h = real_gethostbyname(name);
+	struct hostent *h = SC_REAL(gethostbyname)(name);
 	sc_t.guard--;
 	int e = errno;
 	resolve_event(name, t0, h ? 0 : h_errno);
@@ -1495,10 +1457,10 @@ SC_EXPORT struct hostent *gethostbyname2(const char *name, int af)
 {
 	ENSURE();
 	if (!active())
-		return real_gethostbyname2(name, af);
+		return SC_REAL(gethostbyname2)(name, af);
 	int64_t t0 = sc_now();
 	sc_t.guard++;
-	struct hostent *h = real_gethostbyname2(name, af);
+	struct hostent *h = SC_REAL(gethostbyname2)(name, af);
 	sc_t.guard--;
 	int e = errno;
 	resolve_event(name, t0, h ? 0 : h_errno);
@@ -1511,10 +1473,10 @@ SC_EXPORT int gethostbyname_r(const char *name, struct hostent *ret, char *buf, 
 {
 	ENSURE();
 	if (!active())
-		return real_gethostbyname_r(name, ret, buf, buflen, result, h_errnop);
+		return SC_REAL(gethostbyname_r)(name, ret, buf, buflen, result, h_errnop);
 	int64_t t0 = sc_now();
 	sc_t.guard++;
-	int r = real_gethostbyname_r(name, ret, buf, buflen, result, h_errnop);
+	int r = SC_REAL(gethostbyname_r)(name, ret, buf, buflen, result, h_errnop);
 	sc_t.guard--;
 	int e = errno;
 	resolve_event(name, t0, r);

@@ -14,7 +14,9 @@
  * staged chunk: its header names the index it belongs at, FORMAT.md). A
  * fresh page costs a fault and, on a guest with shadow paging, a hypervisor
  * entry per page (~10 us here), a munmap ~100-400 us; a 64 KiB pwrite costs
- * ~15 us (bench/results-cap2.md). */
+ * ~15 us (bench/results-cap2.md). A thread that exits copies its chunk out
+ * the same way and parks the cleared mapping for the next new thread, which
+ * starts its first chunk there instead of mapping a fresh one. */
 #include "sockcap.h"
 
 #include <errno.h>
@@ -42,7 +44,9 @@ static struct {
 } L;
 
 SC_TLS struct sc_thread sc_t;
-volatile uint32_t sc_gen = 1;
+#ifdef SC_ABLATE_STATICBUF
+uint8_t sc_abl_buf[SC_CHUNK_SIZE];
+#endif
 static uint64_t serial_counter;
 
 /* Chunks mapped in advance when a root process drops its privileges: it may
@@ -53,13 +57,21 @@ static struct {
 	uint64_t first;
 	uint32_t n, next;
 } pool;
+/* Mappings of exited threads, parked for new threads (a fresh mapping costs
+ * ~550 us here: its pages' faults and the munmap at exit). A parked mapping
+ * was copied out and cleared (magic 0, records zeroed); while parked its
+ * header's index field holds its place. Not inherited by a forked child
+ * (MADV_DONTFORK). */
+#define SC_PARKED 16
+static uint8_t *parked[SC_PARKED];
+static int park_chunk(void);
+
 static pthread_key_t thread_key;
 static int thread_key_ok;
 static SC_TLS int thread_key_set;
 
 
 /* ---- the TSC clock (sockcap.h: struct sc_clk, sc_now) ---- */
-int sc_tsc_ok;
 static uint64_t clk_mult_shared; /* the last fit of any thread: a new thread starts with it */
 
 #define CLK_SPAN_NS 1000000LL       /* an anchor serves 1 ms */
@@ -120,6 +132,9 @@ int64_t sc_now_anchor(void)
 		ns = sc_now_vdso();
 		c1 = __builtin_ia32_rdtsc();
 	} while (c1 - c0 > tight && ++tries < 2);
+#ifdef SC_BENCH_ANY_TIGHT
+	c1 = c0; /* bench-only: every reading counts as tight (the TSC path under valgrind) */
+#endif
 	if (c1 - c0 > tight) {
 		K->loose++;
 		K->seq++;
@@ -432,6 +447,8 @@ void sc_after_fork_child(void)
 	L.state = LOG_NONE;
 	L.hdr = NULL; /* not mapped in the child (MADV_DONTFORK) */
 	L.reported = 0;
+	for (int i = 0; i < SC_PARKED; i++)
+		parked[i] = NULL; /* not mapped in the child (MADV_DONTFORK) */
 	sc_gen++;
 	if (sc_gen == 0)
 		sc_gen = 1;
@@ -442,7 +459,7 @@ static void thread_exit(void *arg)
 {
 	(void)arg;
 	if (sc_t.gen == sc_gen) {
-		if (sc_t.chunk)
+		if (sc_t.chunk && !park_chunk())
 			munmap(sc_t.chunk, SC_CHUNK_SIZE);
 		if (sc_t.pending_unmap)
 			munmap(sc_t.pending_unmap, SC_CHUNK_SIZE);
@@ -451,8 +468,23 @@ static void thread_exit(void *arg)
 	sc_t.pending_unmap = NULL;
 }
 
+/* sc_hot_init sets up what the hot page holds besides zeros: the
+ * generation (never 0: a thread state of 0 is one never set up) and the
+ * offset of the thread state from the thread pointer (the same in every
+ * thread: static TLS). Idempotent; runs before any other code of ours. */
+void sc_hot_init(void)
+{
+	if (!sc_gen)
+		sc_gen = 1;
+#if defined(__x86_64__)
+	__atomic_store_n(&sc_hot.tls_off, (intptr_t)((char *)&sc_t - (char *)__builtin_thread_pointer()),
+			 __ATOMIC_RELEASE);
+#endif
+}
+
 __attribute__((constructor(101))) static void segment_init(void)
 {
+	sc_hot_init();
 	thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
 }
 
@@ -501,7 +533,7 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void zero_r
  * kernel copies, no page is mapped) and starts the next chunk in the same
  * mapping. Called with crit set and no interrupted writer (filling 0).
  * Returns 0 when it could not copy (the chunk stays as it is). */
-static int rotate(int64_t t)
+static int copy_out(void)
 {
 	struct sc_thread *T = &sc_t;
 	struct sc_file_header *h = L.hdr;
@@ -527,7 +559,16 @@ static int rotate(int64_t t)
 			(off_t)(off + SC_CHUNK_HDR_SIZE)) == (ssize_t)(SC_CHUNK_SIZE - SC_CHUNK_HDR_SIZE) &&
 		 pwrite(fd, T->chunk, SC_CHUNK_HDR_SIZE, (off_t)off) == (ssize_t)SC_CHUNK_HDR_SIZE;
 	sys_close(fd);
-	if (!ok)
+	return ok;
+}
+
+/* rotate copies the chunk out (copy_out) and starts the next one in place. */
+static int rotate(int64_t t)
+{
+	struct sc_thread *T = &sc_t;
+	struct sc_file_header *h = L.hdr;
+	struct sc_chunk_header *c = (struct sc_chunk_header *)T->chunk;
+	if (!copy_out())
 		return 0;
 	/* 3. the next chunk in the same pages: the old header's magic cleared
 	 *    first (a copy exists), the records zeroed (a zero kind byte ends
@@ -546,6 +587,57 @@ static int rotate(int64_t t)
 	return 1;
 }
 
+/* park_chunk, at thread exit: copy the thread's chunk out, clear it and
+ * park the mapping for the next new thread. 0: not parked (the caller
+ * unmaps it). */
+static int park_chunk(void)
+{
+	struct sc_thread *T = &sc_t;
+	struct sc_chunk_header *c = (struct sc_chunk_header *)T->chunk;
+	if (!L.hdr || T->crit || T->filling)
+		return 0;
+	int saved = errno;
+	T->crit = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	int ok = 0;
+	/* 1. the records to their index (an empty chunk has none to keep) */
+	if (T->pos <= SC_CHUNK_HDR_SIZE || copy_out()) {
+		/* 2. cleared as rotate clears it, its place in the index field */
+		__atomic_store_n(&c->magic, 0, __ATOMIC_RELEASE);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		zero_records(T->chunk + SC_CHUNK_HDR_SIZE, T->pos - SC_CHUNK_HDR_SIZE);
+		c->index = T->place;
+		/* 3. into a free slot; none free: unmapped (its records are copied) */
+		for (int i = 0; i < SC_PARKED && !ok; i++) {
+			uint8_t *none = NULL;
+			ok = __atomic_compare_exchange_n(&parked[i], &none, T->chunk, 0, __ATOMIC_RELEASE,
+							 __ATOMIC_RELAXED);
+		}
+	}
+	if (ok)
+		T->chunk = NULL;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	T->crit = 0;
+	errno = saved;
+	return ok;
+}
+
+/* take_parked gives the calling thread a parked mapping, its first chunk
+ * staged there under a new index. */
+static uint8_t *take_parked(uint64_t *place)
+{
+	for (int i = 0; i < SC_PARKED; i++) {
+		if (!__atomic_load_n(&parked[i], __ATOMIC_RELAXED))
+			continue;
+		uint8_t *p = __atomic_exchange_n(&parked[i], NULL, __ATOMIC_ACQUIRE);
+		if (p) {
+			*place = ((struct sc_chunk_header *)p)->index;
+			return p;
+		}
+	}
+	return NULL;
+}
+
 static int new_chunk(int64_t t)
 {
 	struct sc_thread *T = &sc_t;
@@ -557,8 +649,21 @@ static int new_chunk(int64_t t)
 		errno = saved;
 		return 1;
 	}
-	uint64_t idx;
+	uint64_t idx, place;
 	void *p = MAP_FAILED;
+	uint8_t *pk = T->chunk ? NULL : take_parked(&place);
+	if (pk) {
+		/* an exited thread's mapping: no fresh pages, no munmap later */
+		struct sc_chunk_header *c = (struct sc_chunk_header *)pk;
+		c->tid = T->tid;
+		c->base_time = t;
+		c->index = __atomic_fetch_add(&h->nchunks, 1, __ATOMIC_RELAXED);
+		c->thread_seq = T->seq++;
+		__atomic_store_n(&c->magic, SC_CHUNK_MAGIC, __ATOMIC_RELEASE);
+		T->chunk = pk;
+		T->place = place;
+		goto started;
+	}
 	uint32_t k = __atomic_load_n(&pool.next, __ATOMIC_RELAXED);
 	while (k < pool.n) {
 		/* chunks reserved before the process gave up its privileges */
@@ -602,6 +707,7 @@ static int new_chunk(int64_t t)
 	}
 	T->chunk = p;
 	T->place = idx;
+started:
 	T->pos = SC_CHUNK_HDR_SIZE;
 	T->last = t;
 	T->serial = __atomic_add_fetch(&serial_counter, 1, __ATOMIC_RELAXED);

@@ -6,8 +6,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <netdb.h>
+#include <spawn.h>
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "format.h"
@@ -17,6 +20,128 @@
 #define SC_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SC_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SC_TLS __thread __attribute__((tls_model("initial-exec")))
+/* The code of the calls' fast paths is kept together (SC_HOT: .text.hot,
+ * grouped by the linker) and what they rarely run elsewhere (SC_COLD:
+ * .text.unlikely; the blocks that call it leave the caller's hot part too):
+ * after a system call each code page is one more TLB miss. */
+#define SC_HOT __attribute__((hot))
+#define SC_COLD __attribute__((cold, noinline))
+
+/* Bench-only ablations (bench/capture-attrib.sh builds libraries with them;
+ * the Makefile's library has none), to attribute the cost of a call:
+ *   SC_ABLATE_NORECORD   the fast path writes no record (the clock is read, the fd looked up)
+ *   SC_ABLATE_NOCLOCK    no clock read: a record's time is the previous one's + 1
+ *   SC_ABLATE_NOFD       fds 0-15: their state is a per-thread copy, the fd table is not read
+ *   SC_ABLATE_STATICBUF  the fast path writes its records into a static buffer at
+ *                        the chunk's offsets instead of the chunk
+ *   SC_BENCH_ANY_TIGHT   every clock reading counts as tight, so that the TSC path runs
+ *                        under valgrind too (bench/capture-lines.py counts its cache lines) */
+
+/* ---- fdtable.c: per-fd state ---- */
+#define SC_FDMAX 65536
+enum { SC_FD_UNKNOWN = 0, SC_FD_OTHER = 1, SC_FD_SOCKET = 2 };
+#define SC_FDF_CONNECTING 1 /* nonblocking connect in progress: refresh names at first I/O */
+#define SC_FDF_CONNECTED 2  /* connect/accept done or peer known */
+#define SC_FDF_UNNAMED 4    /* inet socket without a local port yet: name it after the first send */
+struct sc_fd { /* what the fast paths read first: one cache line for most fds */
+	uint8_t kind;
+	uint8_t proto;
+	uint8_t flags;
+	uint8_t sotype;
+	int32_t family;
+	uint64_t emitted;        /* chunk serial where the SC_K_FD record was last written */
+	uint64_t dpeer_key;      /* peer of the last datagram record... */
+	uint64_t dpeer_serial;   /* ...written in this chunk */
+	uint64_t peer_ino;       /* socketpair: the other end's inode */
+};
+
+/* ---- the hot page ----
+ * With PTI and no PCID every system call flushes the TLB, so each 4 KiB page
+ * an intercepted call touches costs a page walk per call (about 4 ns here,
+ * bench/results-cap3.md). Everything the calls read besides the thread's
+ * state and its chunk is therefore on one page: the flags, the real
+ * functions, the offset of the thread's state, and then the fd table, whose
+ * entries for fds 0-85 share that page. */
+struct mmsghdr; /* declared by <sys/socket.h> only with _GNU_SOURCE (the cgo tests include it before) */
+#define SC_REAL_FUNCS(X) /* the fast paths' calls first: on the hot page's first lines */               \
+	X(send, ssize_t, int, const void *, size_t, int)                                                \
+	X(recv, ssize_t, int, void *, size_t, int)                                                      \
+	X(sendto, ssize_t, int, const void *, size_t, int, const struct sockaddr *, socklen_t)          \
+	X(recvfrom, ssize_t, int, void *, size_t, int, struct sockaddr *, socklen_t *)                  \
+	X(read, ssize_t, int, void *, size_t)                                                           \
+	X(write, ssize_t, int, const void *, size_t)                                                    \
+	X(readv, ssize_t, int, const struct iovec *, int)                                               \
+	X(writev, ssize_t, int, const struct iovec *, int)                                              \
+	X(sendmsg, ssize_t, int, const struct msghdr *, int)                                            \
+	X(recvmsg, ssize_t, int, struct msghdr *, int)                                                  \
+	X(__read_chk, ssize_t, int, void *, size_t, size_t)                                             \
+	X(__recv_chk, ssize_t, int, void *, size_t, size_t, int)                                        \
+	X(__recvfrom_chk, ssize_t, int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *)    \
+	X(close, int, int)                                                                              \
+	X(socket, int, int, int, int)                                                                   \
+	X(socketpair, int, int, int, int, int *)                                                        \
+	X(bind, int, int, const struct sockaddr *, socklen_t)                                           \
+	X(listen, int, int, int)                                                                        \
+	X(connect, int, int, const struct sockaddr *, socklen_t)                                        \
+	X(accept, int, int, struct sockaddr *, socklen_t *)                                             \
+	X(accept4, int, int, struct sockaddr *, socklen_t *, int)                                       \
+	X(sendmmsg, int, int, struct mmsghdr *, unsigned int, int)                                      \
+	X(recvmmsg, int, int, struct mmsghdr *, unsigned int, int, struct timespec *)                   \
+	X(sendfile, ssize_t, int, int, off_t *, size_t)                                                 \
+	X(sendfile64, ssize_t, int, int, __off64_t *, size_t)                                           \
+	X(splice, ssize_t, int, __loff_t *, int, __loff_t *, size_t, unsigned int)                      \
+	X(close_range, int, unsigned int, unsigned int, int)                                            \
+	X(closefrom, void, int)                                                                         \
+	X(shutdown, int, int, int)                                                                      \
+	X(dup, int, int)                                                                                \
+	X(dup2, int, int, int)                                                                          \
+	X(dup3, int, int, int, int)                                                                     \
+	X(fcntl, int, int, int, ...)                                                                    \
+	X(fcntl64, int, int, int, ...)                                                                  \
+	X(fork, pid_t, void)                                                                            \
+	X(_Fork, pid_t, void)                                                                           \
+	X(posix_spawn, int, pid_t *, const char *, const posix_spawn_file_actions_t *,                  \
+	  const posix_spawnattr_t *, char *const[], char *const[])                                      \
+	X(posix_spawnp, int, pid_t *, const char *, const posix_spawn_file_actions_t *,                 \
+	  const posix_spawnattr_t *, char *const[], char *const[])                                      \
+	X(execve, int, const char *, char *const[], char *const[])                                      \
+	X(execvpe, int, const char *, char *const[], char *const[])                                     \
+	X(fexecve, int, int, char *const[], char *const[])                                              \
+	X(execveat, int, int, const char *, char *const[], char *const[], int)                          \
+	X(exit, void, int)                                                                              \
+	X(_exit, void, int)                                                                             \
+	X(_Exit, void, int)                                                                             \
+	X(setuid, int, uid_t)                                                                           \
+	X(setreuid, int, uid_t, uid_t)                                                                  \
+	X(setresuid, int, uid_t, uid_t, uid_t)                                                          \
+	X(seteuid, int, uid_t)                                                                          \
+	X(getaddrinfo, int, const char *, const char *, const struct addrinfo *, struct addrinfo **)    \
+	X(gethostbyname, struct hostent *, const char *)                                                \
+	X(gethostbyname2, struct hostent *, const char *, int)                                          \
+	X(gethostbyname_r, int, const char *, struct hostent *, char *, size_t, struct hostent **, int *)
+#define SC_REAL_MEMBER(name, ret, ...) ret (*name)(__VA_ARGS__);
+struct sc_real {
+	SC_REAL_FUNCS(SC_REAL_MEMBER)
+};
+#undef SC_REAL_MEMBER
+
+struct sc_hot {
+	int ready;              /* 2: set up (intercept.c) */
+	int enabled;            /* sc_cfg.enabled, read by every call */
+	volatile uint32_t gen;  /* bumped in a forked child: thread states are stale (never 0 once set up) */
+	int tsc_ok;             /* the TSC record clock is on (segment.c) */
+	int clock_plain;        /* the record clock is libc's own (intercept.c) */
+	int crc_mode;           /* 0 unset, 1 table, 2 SSE4.2 (encode.c) */
+	intptr_t tls_off;       /* &sc_t minus the thread pointer (0: not known yet) */
+	struct sc_real real;    /* the functions we wrap, resolved with dlsym(RTLD_NEXT) */
+	struct sc_fd fds[SC_FDMAX];
+};
+SC_HIDDEN extern struct sc_hot sc_hot;
+#define sc_fds (sc_hot.fds)
+#define sc_gen (sc_hot.gen)
+#define sc_tsc_ok (sc_hot.tsc_ok)
+#define sc_crc_mode (sc_hot.crc_mode)
+#define SC_REAL(name) (sc_hot.real.name)
 
 /* ---- config.c: the environment, read once ---- */
 struct sc_config {
@@ -77,7 +202,6 @@ SC_HIDDEN void sc_put_addr(struct sc_buf *b, const struct sockaddr *sa, socklen_
 SC_HIDDEN uint32_t sc_sum_init(void);
 SC_HIDDEN uint32_t sc_sum_update(uint32_t h, const void *p, size_t n);
 SC_HIDDEN uint32_t sc_sum_final(uint32_t h, uint64_t total_len);
-SC_HIDDEN extern int sc_crc_mode; /* 0 unset, 1 table, 2 SSE4.2 */
 
 /* sc_sum_prefix is the datagram checksum (FORMAT.md) of k stored payload
  * bytes at p (k <= SC_SUM_PREFIX) of a datagram of total bytes: CRC32C over
@@ -170,23 +294,22 @@ SC_HIDDEN void sc_encode_event(struct sc_buf *b, const struct sc_event *e);
  * windows, refitted every second. Between anchors a timestamp is the anchor
  * plus the ticks since, scaled; an anchor is used for at most span ticks
  * (1 ms), then CLOCK_REALTIME is read again. */
-struct sc_clk {
+struct sc_clk { /* what sc_now_of reads first */
 	uint64_t anc_tsc;  /* TSC at the anchor */
 	int64_t anc_ns;    /* CLOCK_REALTIME at the anchor */
 	uint64_t span;     /* ticks the anchor serves; 0: read the clock */
 	uint64_t mult;     /* ns per tick << 32; 0: not fitted yet */
-	uint64_t cal_tsc;  /* start of the fitting window */
-	int64_t cal_ns;
 	uint32_t seq;      /* bumped by every anchor (a signal handler's too) */
 	int busy;          /* inside sc_now_anchor */
 	int loose;         /* clock readings in a row not tight between their TSC readings */
+	uint64_t cal_tsc;  /* start of the fitting window */
+	int64_t cal_ns;
 };
-/* sc_tsc_ok: the TSC clock is on (x86-64 with an invariant TSC, the clock
+/* sc_tsc_ok (on the hot page): the TSC clock is on (x86-64 with an invariant TSC, the clock
  * is libc's own clock_gettime — not libfaketime's —, SOCKCAP_CLOCK not
  * "vdso"); set once at start by sc_clock_setup. */
-SC_HIDDEN extern int sc_tsc_ok;
 SC_HIDDEN void sc_clock_setup(int clock_is_libc);
-SC_HIDDEN int64_t sc_now_anchor(void);
+SC_HIDDEN SC_COLD int64_t sc_now_anchor(void);
 static inline int64_t sc_now_vdso(void)
 {
 	struct timespec ts;
@@ -199,38 +322,55 @@ SC_HIDDEN int sc_commit(uint8_t kind, int64_t t, const uint8_t *body, size_t len
 SC_HIDDEN void sc_log_open(void);       /* create this process's log (idempotent) */
 SC_HIDDEN void sc_after_fork_child(void);
 SC_HIDDEN void sc_before_setuid(uid_t uid); /* reserve chunks before privileges go */
-SC_HIDDEN void sc_make_room(int64_t t, uint32_t need); /* start a new chunk if fewer bytes are free */
+SC_HIDDEN SC_COLD void sc_make_room(int64_t t, uint32_t need); /* start a new chunk if fewer bytes are free */
 
-/* Per-thread state. */
+/* Per-thread state; what a call's fast path reads first (two cache lines). */
 struct sc_thread {
 	uint8_t *chunk;          /* mapped chunk or NULL */
-	uint64_t place;          /* the index of the file's chunk that chunk maps (the staging place) */
 	uint32_t pos;            /* next free byte in chunk */
 	uint32_t gen;            /* sc_gen when this state was set up */
 	int64_t last;            /* time of the last record in chunk */
 	uint64_t serial;         /* process-unique chunk serial */
+	uint64_t lost;           /* events lost since the last committed record */
+	int crit, guard;         /* guard >0: inside the library or a resolver; do not record */
+	struct sc_clk clk;       /* the TSC clock's anchor */
+	int filling;
 	uint32_t seq;            /* chunks this thread took in this file */
 	int32_t tid;
-	uint64_t lost;           /* events lost since the last committed record */
+	uint64_t place;          /* the index of the file's chunk that chunk maps (the staging place) */
 	uint64_t lost_nohdr;     /* of those, not yet counted in the header */
 	int64_t retry_at;        /* no chunk allocation before this time (after failure) */
 	uint8_t *pending_unmap;
-	int crit, filling;
-	int guard;               /* >0: inside the library or a resolver; do not record */
-	struct sc_clk clk;       /* the TSC clock's anchor */
-};
+} __attribute__((aligned(64)));
 SC_HIDDEN extern SC_TLS struct sc_thread sc_t;
-SC_HIDDEN extern volatile uint32_t sc_gen;
+SC_HIDDEN void sc_hot_init(void);
 
-/* sc_now reads the record clock: CLOCK_REALTIME as the process sees it —
+/* sc_self is &sc_t for the calling thread, from the thread pointer and the
+ * offset on the hot page: the initial-exec access would load the offset
+ * from the GOT, a page of its own. */
+static inline struct sc_thread *sc_self(void)
+{
+#if defined(__x86_64__)
+	intptr_t off = sc_hot.tls_off;
+	if (SC_LIKELY(off != 0))
+		return (struct sc_thread *)((char *)__builtin_thread_pointer() + off);
+#endif
+	return &sc_t;
+}
+
+/* sc_now_of reads the record clock (T is sc_self(): the wrappers look it up
+ * once): CLOCK_REALTIME as the process sees it —
  * through the vDSO, or (sc_tsc_ok) extrapolated from the TSC within 1 ms of
  * a vDSO reading (see struct sc_clk). With libfaketime preloaded too the
  * TSC clock is off and libfaketime's clock_gettime shifts every timestamp. */
-static inline int64_t sc_now(void)
+static inline int64_t sc_now_of(struct sc_thread *T)
 {
+#ifdef SC_ABLATE_NOCLOCK
+	return T->last + 1;
+#endif
 #if defined(__x86_64__)
 	if (SC_LIKELY(sc_tsc_ok)) {
-		struct sc_clk *K = &sc_t.clk;
+		struct sc_clk *K = &T->clk;
 		uint32_t s = K->seq;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		uint64_t d = __builtin_ia32_rdtsc() - K->anc_tsc;
@@ -245,6 +385,8 @@ static inline int64_t sc_now(void)
 #endif
 	return sc_now_vdso();
 }
+
+static inline int64_t sc_now(void) { return sc_now_of(sc_self()); }
 
 /* the calling thread's current chunk serial (0: none) */
 static inline uint64_t sc_chunk_serial(void)
@@ -264,11 +406,13 @@ static inline int sc_room(uint32_t need)
  * store lands inside the varint (the byte after a record must stay zero). */
 static inline __attribute__((always_inline)) uint8_t *sc_raw_uv(uint8_t *q, uint64_t u)
 {
-	if (SC_LIKELY(u < 0x80)) {
-		q[0] = (uint8_t)u;
-		return q + 1;
-	}
+	/* one and two bytes are both common (a 64-byte transfer is 2 bytes, and
+	 * so is dt up to 8 us): both inline, side by side */
 	if (SC_LIKELY(u < 0x4000)) {
+		if (u < 0x80) {
+			q[0] = (uint8_t)u;
+			return q + 1;
+		}
 		/* low 7 bits | 0x80, then bits 7..13 one byte up: u + (u & ~0x7f) */
 		uint16_t w = (uint16_t)((u + (u & ~(uint64_t)0x7f)) | 0x80);
 		memcpy(q, &w, 2);
@@ -300,60 +444,46 @@ static inline __attribute__((always_inline)) uint8_t *sc_raw_nn(uint8_t *q, int6
 	return sc_raw_uv(q, (uint64_t)v << 1);
 }
 
-/* ---- fdtable.c: per-fd state ---- */
-#define SC_FDMAX 65536
-enum { SC_FD_UNKNOWN = 0, SC_FD_OTHER = 1, SC_FD_SOCKET = 2 };
-#define SC_FDF_CONNECTING 1 /* nonblocking connect in progress: refresh names at first I/O */
-#define SC_FDF_CONNECTED 2  /* connect/accept done or peer known */
-#define SC_FDF_UNNAMED 4    /* inet socket without a local port yet: name it after the first send */
-struct sc_fd {
-	uint8_t kind;
-	uint8_t proto;
-	uint8_t flags;
-	uint8_t sotype;
-	int32_t family;
-	uint64_t emitted;        /* chunk serial where the SC_K_FD record was last written */
-	uint64_t peer_ino;       /* socketpair: the other end's inode */
-	uint64_t dpeer_key;      /* peer of the last datagram record... */
-	uint64_t dpeer_serial;   /* ...written in this chunk */
-};
-SC_HIDDEN extern struct sc_fd sc_fds[SC_FDMAX];
 /* sc_fd_get returns the state of fd, classifying it on first use (fstat).
  * For fds >= SC_FDMAX it fills *tmp and returns tmp. */
-SC_HIDDEN struct sc_fd *sc_fd_get(int fd, struct sc_fd *tmp);
+SC_HIDDEN SC_COLD struct sc_fd *sc_fd_get(int fd, struct sc_fd *tmp);
 SC_HIDDEN void sc_fd_forget(int fd);
 /* sc_fd_set_socket marks fd as a socket created or accepted by the program. */
 SC_HIDDEN struct sc_fd *sc_fd_set_socket(int fd, int domain, int type);
 /* sc_fd_describe writes an SC_K_FD record for fd into the caller's chunk.
  * A hint is the peer (connect's target, accept's result): getpeername is skipped. */
-SC_HIDDEN void sc_fd_describe(int fd, struct sc_fd *f, int64_t t, const struct sockaddr *remote_hint, socklen_t hint_len);
+SC_HIDDEN SC_COLD void sc_fd_describe(int fd, struct sc_fd *f, int64_t t, const struct sockaddr *remote_hint, socklen_t hint_len);
 /* sc_fd_ensure writes the SC_K_FD record if this chunk does not have it yet. */
-SC_HIDDEN void sc_fd_ensure(int fd, struct sc_fd *f, int64_t t);
+SC_HIDDEN SC_COLD void sc_fd_ensure(int fd, struct sc_fd *f, int64_t t);
 
 /* The fast path for transfers: sc_fast_begin reserves the rest of the
- * calling thread's chunk for one record when nothing special is pending
+ * calling thread's chunk (T is sc_self()) for one record when nothing special is pending
  * (chunk with room, fd described in it, no losses to report) and writes dt;
  * the caller writes the body at the returned cursor and sc_fast_end commits
  * it by storing the kind byte. It returns NULL to send the caller down the
  * general path. The whole write happens inside the thread's critical flag,
  * so a signal handler's record cannot interleave (it is counted as lost). */
-static inline uint8_t *sc_fast_begin(int64_t t, const struct sc_fd *f)
+#ifdef SC_ABLATE_STATICBUF
+SC_HIDDEN extern uint8_t sc_abl_buf[SC_CHUNK_SIZE];
+#define SC_FAST_BASE(T) sc_abl_buf
+#else
+#define SC_FAST_BASE(T) ((T)->chunk)
+#endif
+static inline uint8_t *sc_fast_begin(struct sc_thread *T, int64_t t, const struct sc_fd *f)
 {
-	struct sc_thread *T = &sc_t;
 	if (SC_UNLIKELY(T->gen != sc_gen || !T->chunk || T->lost || T->crit ||
 			T->pos + 2 * SC_RECORD_MAX > SC_CHUNK_SIZE || f->emitted != T->serial ||
 			(f->flags & (SC_FDF_CONNECTING | SC_FDF_UNNAMED))))
 		return NULL;
 	T->crit = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	return sc_raw_zz(T->chunk + T->pos + 1, t - T->last);
+	return sc_raw_zz(SC_FAST_BASE(T) + T->pos + 1, t - T->last);
 }
 
-static inline void sc_fast_end(uint8_t kind, int64_t t, uint8_t *end)
+static inline void sc_fast_end(struct sc_thread *T, uint8_t kind, int64_t t, uint8_t *end)
 {
-	struct sc_thread *T = &sc_t;
-	uint8_t *p = T->chunk + T->pos;
-	T->pos = (uint32_t)(end - T->chunk);
+	uint8_t *p = SC_FAST_BASE(T) + T->pos;
+	T->pos = (uint32_t)(end - SC_FAST_BASE(T));
 	T->last = t;
 	__atomic_store_n(p, kind, __ATOMIC_RELEASE);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);

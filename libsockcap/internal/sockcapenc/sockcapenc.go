@@ -56,6 +56,9 @@ static void encode_event(struct sc_buf *b, unsigned char op, int fd, unsigned ma
 			     .remote = (struct sockaddr *)&ra, .remote_len = rl};
 	sc_encode_event(b, &e);
 }
+// sc_crc_mode is a field of the hot page (a macro): cgo reaches it through these
+static int crc_mode(void) { return sc_crc_mode; }
+static void set_crc_mode(int m) { sc_crc_mode = m; }
 */
 import "C"
 
@@ -348,14 +351,14 @@ func Sum(payload []byte, n int, table bool) uint32 {
 		k = n
 	}
 	C.sc_sum_init() // sets the CPU mode up
-	mode := C.sc_crc_mode
+	mode := C.crc_mode()
 	if table {
-		C.sc_crc_mode = 1
+		C.set_crc_mode(1)
 	}
 	p := C.CBytes(append(payload[:k:k], 0)) // never a NULL pointer
 	h := C.sc_sum_prefix(p, C.size_t(k), C.uint64_t(n))
 	C.free(p)
-	C.sc_crc_mode = mode
+	C.set_crc_mode(mode)
 	return uint32(h)
 }
 
