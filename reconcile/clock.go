@@ -28,7 +28,8 @@ import (
 // the times their observers recorded (correcting them is `wap5 skew`'s job).
 
 // rereader is a source that can be read again from its start, for the
-// offset pass: logs, and captures (one clock per capture: its sniffer's).
+// offset pass: logs (decoded once for both readings: logSource.reread),
+// and captures (one clock per capture: its sniffer's).
 // Sources built by the caller cannot, and keep offset 0. The pass runs when
 // logs of two or more hosts, or logs and captures, are reconciled together
 // (captures alone: OpenPcaps has chosen one clock per host already).

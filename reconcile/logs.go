@@ -124,6 +124,7 @@ type logSource struct {
 	// sockets (only their opens): their sends and receives become bare
 	// observations (time and op; step 0 counts them, see estimateOffsets).
 	clockOnly bool
+	started   bool // Next was called
 }
 
 // newState makes a descriptor's state, from a slab: one object per 128
@@ -136,8 +137,18 @@ func (s *logSource) newState(st fdState) *fdState {
 	return &s.slab[len(s.slab)-1]
 }
 
-// reread opens the same log again from its start (step 0).
+// reread gives step 0 a reading of the same log from its start. Before
+// this source has been read, that reading decodes the log for both: it
+// keeps what it decodes (teeScanner), and this source replays it, then
+// decodes the rest (eventlog.go). Else the log is opened again.
 func (s *logSource) reread() (Source, error) {
+	if !s.started {
+		l := &eventLog{}
+		c := newLogSource(&teeScanner{sc: s.sc, log: l}, s.name)
+		c.clockOnly = true
+		s.sc = newReplayScanner(s.sc, l)
+		return c, nil
+	}
 	if s.path != "" {
 		c, err := NewLogSource(s.path)
 		if err != nil {
@@ -201,6 +212,7 @@ func (s *logSource) Err() error         { return s.sc.Err() }
 func (s *logSource) Warnings() []string { return s.warnings }
 
 func (s *logSource) Next(o *Observation) bool {
+	s.started = true
 	for {
 		if len(s.queue) > 0 {
 			*o = s.queue[0]
