@@ -60,6 +60,29 @@ func (a *arena) release(m mark) {
 	}
 }
 
+// adopt makes mem the current block when it has more room than what is
+// left of the current block's touched memory: memory its owner no longer
+// needs (the envelopes, once step 1 is done), already touched, so that the
+// steps after take their scratch from it rather than from fresh memory.
+// mem may hold anything (grab clears what it hands out). What was taken
+// before stays valid; free does not give mem back (its owner does), and
+// mem must stay mapped until the arena is done with it.
+func (a *arena) adopt(mem []uint64) {
+	if len(mem) > a.used-a.off {
+		a.buf, a.off, a.used = mem, 0, len(mem)
+	}
+}
+
+// wordsOf is s's memory as words (whole words only).
+func wordsOf[T any](s []T) []uint64 {
+	var z T
+	n := len(s) * int(unsafe.Sizeof(z)) / 8
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(s))), n)
+}
+
 // take returns n Ts from a; zero says they must be zero (else they may
 // hold what an earlier, released slice left there).
 func take[T any](a *arena, n int, zero bool) []T {

@@ -96,7 +96,7 @@ func nestAction(c *cli.Context) error {
 	start := time.Now()
 	var res *nesting.Result
 	if o.NoInstances {
-		res = nesting.NestEnvelopes(t, env, o)
+		res = nesting.NestEnvelopesScratch(t, env, o) // env is not used after
 	} else {
 		res = nesting.Nest(t, o)
 	}
