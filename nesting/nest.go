@@ -126,9 +126,14 @@ func (s *state) nest(msgs []trace.Envelope, scratch bool, opt Options) *Result {
 	s.findCallPairs()
 	r.CallPairs, r.Unpaired = len(s.calls), s.unpaired
 	if scratch {
-		// The envelopes are not read after step 1.
+		// The envelopes are not read after step 1: the ties and the
+		// later steps' scratch go into their memory.
 		s.ar.adopt(wordsOf(msgs))
 		s.msgs = nil
+	}
+	s.ties = grabDirty[tie](&s.ar, len(s.calls))
+	for i := range s.ties {
+		s.ties[i] = tie{parent: -1, first: -1, next: -1}
 	}
 	if s.unpaired > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%d of %d messages could not be paired into a call and its return", s.unpaired, len(msgs)))

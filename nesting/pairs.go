@@ -19,7 +19,6 @@ func (s *state) findCallPairs() {
 	if !s.opt.NoInstances {
 		s.pairs = grab[msgPair](&s.ar, n/2)[:0]
 	}
-	ties := grabDirty[tie](&s.ar, n/2)
 	scratch := s.ar.mark()
 	defer s.ar.release(scratch)
 	order := s.timeOrder()
@@ -42,15 +41,13 @@ func (s *state) findCallPairs() {
 	if none > 0 {
 		s.pairByConnection(order, none)
 	}
-	s.ties = ties[:len(s.calls)]
-	for i := range s.ties {
-		s.ties[i] = tie{parent: -1, first: -1, next: -1}
-	}
 }
 
 // passWords is the arena the pass takes for n messages, in words: the
 // calls, their ties and message pairs (kept to the end), step 1's scratch
-// (reused by the later steps) and room for what those take beyond it.
+// (reused by the later steps, which take the ties and theirs from the
+// envelopes' memory when they may: see arena.adopt) and room for what
+// those take beyond it.
 func passWords(n int) int { return n/2*(5+3+1) + 4*n + 1<<16 }
 
 func pairKinds[K comparable](s *state, order []pairKey, mk func(a, b trace.NodeID, id int32) K, hash func(K) uint64) (none int) {
