@@ -12,13 +12,16 @@ import (
 // findCallPairs is step 1: it fills s.calls and counts unpaired messages.
 func (s *state) findCallPairs() {
 	msgs := s.msgs
-	// One block for the whole pass (Nest has put the envelopes in it).
+	// The calls and pairs, then step 1's scratch: in one block when there
+	// is no kept mapping for the calls (Nest has reserved one for the
+	// envelopes and the pass).
 	n := len(msgs)
-	s.ar.reserve(passWords(n))
+	s.ar.reserve(n / 2 * (callWords + pairWords(s.opt)))
 	s.calls = grab[call](&s.ar, n/2)[:0]
 	if !s.opt.NoInstances {
 		s.pairs = grab[msgPair](&s.ar, n/2)[:0]
 	}
+	s.ar.reserve(scratchWords(n))
 	scratch := s.ar.mark()
 	defer s.ar.release(scratch)
 	order := s.timeOrder()
@@ -48,7 +51,21 @@ func (s *state) findCallPairs() {
 // (reused by the later steps, which take the ties and theirs from the
 // envelopes' memory when they may: see arena.adopt) and room for what
 // those take beyond it.
-func passWords(n int) int { return n/2*(5+3+1) + 4*n + 1<<16 }
+func passWords(n int) int { return n/2*(callWords+3+1) + scratchWords(n) }
+
+// callWords is the words of a call; pairWords of a msgPair if kept.
+const callWords = 5
+
+func pairWords(o Options) int {
+	if o.NoInstances {
+		return 0
+	}
+	return 1
+}
+
+// scratchWords is the room for step 1's scratch (and what the later
+// steps take beyond it) for n messages, in words.
+func scratchWords(n int) int { return 4*n + 1<<16 }
 
 func pairKinds[K comparable](s *state, order []pairKey, mk func(a, b trace.NodeID, id int32) K, hash func(K) uint64) (none int) {
 	msgs := s.msgs
