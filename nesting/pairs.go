@@ -17,9 +17,9 @@ func (s *state) findCallPairs() {
 	// envelopes and the pass).
 	n := len(msgs)
 	s.ar.reserve(n / 2 * (callWords + pairWords(s.opt)))
-	s.calls = grab[call](&s.ar, n/2)[:0]
+	s.calls = grabDirty[call](&s.ar, n/2)[:0] // appended to: at most one call per two messages
 	if !s.opt.NoInstances {
-		s.pairs = grab[msgPair](&s.ar, n/2)[:0]
+		s.pairs = grabDirty[msgPair](&s.ar, n/2)[:0]
 	}
 	s.ar.reserve(scratchWords(n))
 	scratch := s.ar.mark()
