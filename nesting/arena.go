@@ -7,7 +7,8 @@ import (
 )
 
 // arena hands out the pass's scratch slices from large blocks outside the
-// Go heap, in transparent huge pages (hugemem.Map). On a virtual machine a
+// Go heap, in transparent huge pages (hugemem.Map, or a mapping kept by
+// hugemem.Keep). On a virtual machine a
 // page fault costs microseconds, and fresh memory is dear even in huge
 // pages (the kernel zeroes every page first touched), so the pass keeps
 // its memory small and reuses it: slices are taken like a stack, and
@@ -29,6 +30,15 @@ const arenaBlock = 1 << 20
 // free, starting a block of that size if it does not.
 func (a *arena) reserve(words int) {
 	if len(a.buf)-a.off < words {
+		// A mapping another part of the process is done with (see
+		// hugemem.Keep), if one is large enough: touched already, but
+		// holding anything.
+		if b, free, ok := hugemem.Spare(8 * words); ok {
+			n := len(b) / 8
+			a.buf, a.off, a.used = unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), n), 0, n
+			a.frees = append(a.frees, free)
+			return
+		}
 		n := max(words, arenaBlock)
 		b, free := hugemem.Map(8 * n)
 		a.buf, a.off, a.used = unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), n), 0, 0
@@ -58,6 +68,29 @@ func (a *arena) release(m mark) {
 	if m.buf == unsafe.SliceData(a.buf) {
 		a.off = m.off
 	}
+}
+
+// adopt makes mem the current block when it has more room than what is
+// left of the current block's touched memory: memory its owner no longer
+// needs (the envelopes, once step 1 is done), already touched, so that the
+// steps after take their scratch from it rather than from fresh memory.
+// mem may hold anything (grab clears what it hands out). What was taken
+// before stays valid; free does not give mem back (its owner does), and
+// mem must stay mapped until the arena is done with it.
+func (a *arena) adopt(mem []uint64) {
+	if len(mem) > a.used-a.off {
+		a.buf, a.off, a.used = mem, 0, len(mem)
+	}
+}
+
+// wordsOf is s's memory as words (whole words only).
+func wordsOf[T any](s []T) []uint64 {
+	var z T
+	n := len(s) * int(unsafe.Sizeof(z)) / 8
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(s))), n)
 }
 
 // take returns n Ts from a; zero says they must be zero (else they may

@@ -65,5 +65,9 @@
 // (arena.go), reused from step to step and freed when Nest returns. The
 // pass reads only the messages' envelopes (trace.Envelope: no ids, sizes
 // or texts); NestEnvelopes takes them as trace.ReadFileEnvelopes decodes
-// them, Nest makes them in its arena.
+// them, Nest makes them in its arena. Fresh memory costs page faults, so
+// after step 1 the ties and the later steps' scratch go into the
+// envelopes' memory (Nest, and NestEnvelopesScratch, which wap5 nest
+// calls), and the calls into a mapping the reader is done with when the
+// caller keeps those (hugemem.Keep).
 package nesting

@@ -9,8 +9,8 @@ import (
 
 // FuzzNest builds traces from arbitrary bytes (times, nodes, endpoints,
 // kinds, call ids, unknown timestamps) and checks that the algorithm
-// neither panics nor loses track of messages, and that NestEnvelopes gives
-// what Nest gives.
+// neither panics nor loses track of messages, and that NestEnvelopes and
+// NestEnvelopesScratch give what Nest gives.
 func FuzzNest(f *testing.F) {
 	f.Add([]byte{1, 0, 1, 1, 0, 2, 1, 1, 2, 0, 3, 2})
 	f.Add([]byte{0, 1, 0, 9, 3, 0, 0, 5, 200, 7, 1, 1, 3, 4, 5, 6})
@@ -44,6 +44,9 @@ func FuzzNest(f *testing.F) {
 			r := Nest(tr, o)
 			if e := NestEnvelopes(tr, trace.Envelopes(tr.Messages), o); !reflect.DeepEqual(r, e) {
 				t.Fatalf("Nest and NestEnvelopes differ:\n%+v\n%+v", r, e)
+			}
+			if e := NestEnvelopesScratch(tr, trace.Envelopes(tr.Messages), o); !reflect.DeepEqual(r, e) {
+				t.Fatalf("Nest and NestEnvelopesScratch differ:\n%+v\n%+v", r, e)
 			}
 			if 2*r.CallPairs+r.Unpaired != len(tr.Messages) {
 				t.Fatalf("%d pairs + %d unpaired ≠ %d messages", r.CallPairs, r.Unpaired, len(tr.Messages))

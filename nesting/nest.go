@@ -85,7 +85,7 @@ func Nest(t *trace.Trace, opt Options) *Result {
 	for i := range t.Messages {
 		env[i] = trace.EnvelopeOf(&t.Messages[i])
 	}
-	return s.nest(env, opt)
+	return s.nest(env, true, opt)
 }
 
 // NestEnvelopes is Nest of the trace whose messages' envelopes are msgs
@@ -94,11 +94,22 @@ func Nest(t *trace.Trace, opt Options) *Result {
 func NestEnvelopes(t *trace.Trace, msgs []trace.Envelope, opt Options) *Result {
 	s := &state{t: t}
 	defer s.ar.free()
-	return s.nest(msgs, opt)
+	return s.nest(msgs, false, opt)
 }
 
-// nest runs the algorithm on msgs; s holds the trace and may hold an arena.
-func (s *state) nest(msgs []trace.Envelope, opt Options) *Result {
+// NestEnvelopesScratch is NestEnvelopes that may use msgs' memory as
+// scratch once step 1 is done with it (steps 2 to 4 then touch no fresh
+// memory for theirs): afterwards msgs holds anything. For a caller that
+// drops the envelopes after the pass (wap5 nest).
+func NestEnvelopesScratch(t *trace.Trace, msgs []trace.Envelope, opt Options) *Result {
+	s := &state{t: t}
+	defer s.ar.free()
+	return s.nest(msgs, true, opt)
+}
+
+// nest runs the algorithm on msgs; s holds the trace and may hold an
+// arena. scratch: msgs' memory may be reused once step 1 is done.
+func (s *state) nest(msgs []trace.Envelope, scratch bool, opt Options) *Result {
 	if opt.BinRatio <= 1 {
 		opt.BinRatio = 1.05
 	}
@@ -114,6 +125,16 @@ func (s *state) nest(msgs []trace.Envelope, opt Options) *Result {
 	// 1. Call pairs.
 	s.findCallPairs()
 	r.CallPairs, r.Unpaired = len(s.calls), s.unpaired
+	if scratch {
+		// The envelopes are not read after step 1: the ties and the
+		// later steps' scratch go into their memory.
+		s.ar.adopt(wordsOf(msgs))
+		s.msgs = nil
+	}
+	s.ties = grabDirty[tie](&s.ar, len(s.calls))
+	for i := range s.ties {
+		s.ties[i] = tie{parent: -1, first: -1, next: -1}
+	}
 	if s.unpaired > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%d of %d messages could not be paired into a call and its return", s.unpaired, len(msgs)))
 	}

@@ -12,14 +12,16 @@ import (
 // findCallPairs is step 1: it fills s.calls and counts unpaired messages.
 func (s *state) findCallPairs() {
 	msgs := s.msgs
-	// One block for the whole pass (Nest has put the envelopes in it).
+	// The calls and pairs, then step 1's scratch: in one block when there
+	// is no kept mapping for the calls (Nest has reserved one for the
+	// envelopes and the pass).
 	n := len(msgs)
-	s.ar.reserve(passWords(n))
-	s.calls = grab[call](&s.ar, n/2)[:0]
+	s.ar.reserve(n / 2 * (callWords + pairWords(s.opt)))
+	s.calls = grabDirty[call](&s.ar, n/2)[:0] // appended to: at most one call per two messages
 	if !s.opt.NoInstances {
-		s.pairs = grab[msgPair](&s.ar, n/2)[:0]
+		s.pairs = grabDirty[msgPair](&s.ar, n/2)[:0]
 	}
-	ties := grabDirty[tie](&s.ar, n/2)
+	s.ar.reserve(scratchWords(n))
 	scratch := s.ar.mark()
 	defer s.ar.release(scratch)
 	order := s.timeOrder()
@@ -42,16 +44,28 @@ func (s *state) findCallPairs() {
 	if none > 0 {
 		s.pairByConnection(order, none)
 	}
-	s.ties = ties[:len(s.calls)]
-	for i := range s.ties {
-		s.ties[i] = tie{parent: -1, first: -1, next: -1}
-	}
 }
 
 // passWords is the arena the pass takes for n messages, in words: the
 // calls, their ties and message pairs (kept to the end), step 1's scratch
-// (reused by the later steps) and room for what those take beyond it.
-func passWords(n int) int { return n/2*(5+3+1) + 4*n + 1<<16 }
+// (reused by the later steps, which take the ties and theirs from the
+// envelopes' memory when they may: see arena.adopt) and room for what
+// those take beyond it.
+func passWords(n int) int { return n/2*(callWords+3+1) + scratchWords(n) }
+
+// callWords is the words of a call; pairWords of a msgPair if kept.
+const callWords = 5
+
+func pairWords(o Options) int {
+	if o.NoInstances {
+		return 0
+	}
+	return 1
+}
+
+// scratchWords is the room for step 1's scratch (and what the later
+// steps take beyond it) for n messages, in words.
+func scratchWords(n int) int { return 4*n + 1<<16 }
 
 func pairKinds[K comparable](s *state, order []pairKey, mk func(a, b trace.NodeID, id int32) K, hash func(K) uint64) (none int) {
 	msgs := s.msgs

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"wap5/internal/hugemem"
 	"wap5/nesting"
 	"wap5/trace"
 )
@@ -74,6 +75,11 @@ func nestAction(c *cli.Context) error {
 	var env []trace.Envelope
 	var err error
 	if o.NoInstances {
+		// The memory the input is read and decompressed into is kept
+		// for the pass's arrays (the calls, step 1's scratch) rather
+		// than given back and fresh memory taken: no page faults.
+		hugemem.Keep(true)
+		defer hugemem.Keep(false)
 		var release func()
 		t, env, release, err = trace.ReadFileEnvelopes(c.Args().First())
 		defer release()
@@ -96,7 +102,7 @@ func nestAction(c *cli.Context) error {
 	start := time.Now()
 	var res *nesting.Result
 	if o.NoInstances {
-		res = nesting.NestEnvelopes(t, env, o)
+		res = nesting.NestEnvelopesScratch(t, env, o) // env is not used after
 	} else {
 		res = nesting.Nest(t, o)
 	}

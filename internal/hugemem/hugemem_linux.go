@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -196,5 +197,77 @@ func Map(n int) ([]byte, func()) {
 	skip := int(((start + huge - 1) &^ (huge - 1)) - start)
 	b := full[skip : skip+n : skip+n]
 	madvise(unsafe.Pointer(unsafe.SliceData(b)), uintptr(adv))
-	return b, func() { _ = syscall.Munmap(full) }
+	// Touched to its end, b's memory is resident up to the end of the
+	// advised huge pages: that is what a kept mapping offers.
+	return b, func() { keepOrUnmap(spare{b: full[skip : skip+max(n, adv)]}, full) }
+}
+
+// spare is a mapping Map made, given back while keeping is on: b is its
+// memory from the first byte Map handed out (to the end of the advised
+// huge pages), full the whole mapping.
+type spare struct{ b, full []byte }
+
+// spares holds the mappings kept (Keep), at most keepMax bytes of them.
+var spares struct {
+	sync.Mutex
+	on    bool
+	list  []spare
+	bytes int
+}
+
+const keepMax = 64 << 20
+
+// Keep makes the functions Map returns keep the memory they give back
+// (up to 64 MB in all) for Spare instead of unmapping it: for a command
+// whose next large buffers can live in the memory of those it is done
+// with (wap5 nest: the pass's arrays in what the input was read and
+// decompressed into), memory the process has touched already and needs
+// no page faults. Keep(false) unmaps what is kept and stops keeping.
+func Keep(on bool) {
+	spares.Lock()
+	defer spares.Unlock()
+	spares.on = on
+	if !on {
+		for _, sp := range spares.list {
+			_ = syscall.Munmap(sp.full[:cap(sp.full)])
+		}
+		spares.list, spares.bytes = nil, 0
+	}
+}
+
+// keepOrUnmap keeps sp when keeping is on and there is room, else unmaps
+// full.
+func keepOrUnmap(sp spare, full []byte) {
+	spares.Lock()
+	defer spares.Unlock()
+	if spares.on && spares.bytes+len(sp.b) <= keepMax {
+		sp.full = full
+		spares.list = append(spares.list, sp)
+		spares.bytes += len(sp.b)
+		return
+	}
+	_ = syscall.Munmap(full)
+}
+
+// Spare returns the smallest kept mapping (see Keep) of at least n bytes,
+// whole (its length may be larger than n), and the function that gives it
+// back (kept again, or unmapped); ok is false when there is none. Its
+// bytes are whatever its last user left: the caller clears what it needs
+// zero. The bytes must hold no Go pointers.
+func Spare(n int) (b []byte, free func(), ok bool) {
+	spares.Lock()
+	defer spares.Unlock()
+	best := -1
+	for i, sp := range spares.list {
+		if len(sp.b) >= n && (best < 0 || len(sp.b) < len(spares.list[best].b)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil, nil, false
+	}
+	sp := spares.list[best]
+	spares.list = append(spares.list[:best], spares.list[best+1:]...)
+	spares.bytes -= len(sp.b)
+	return sp.b, func() { keepOrUnmap(sp, sp.full) }, true
 }

@@ -21,3 +21,11 @@ func Map(n int) ([]byte, func()) { return make([]byte, n), func() {} }
 
 // Reserve does nothing where transparent huge pages cannot be asked for.
 func Reserve(n int) {}
+
+// Keep does nothing where transparent huge pages cannot be asked for (Map
+// makes Go slices).
+func Keep(on bool) {}
+
+// Spare has no mappings to offer where transparent huge pages cannot be
+// asked for.
+func Spare(n int) (b []byte, free func(), ok bool) { return nil, nil, false }
