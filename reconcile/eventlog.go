@@ -412,15 +412,15 @@ func (d *elDec) uv() uint64 {
 	return v
 }
 
+// zz reads a zigzag varint, as binary.Varint does: uv, then the sign from
+// the low bit.
 func (d *elDec) zz() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.bad = true
-		d.b = nil
-		return 0
+	u := d.uv()
+	x := int64(u >> 1)
+	if u&1 != 0 {
+		x = ^x
 	}
-	d.b = d.b[n:]
-	return v
+	return x
 }
 
 func (d *elDec) bytes(n uint64) []byte {
