@@ -254,7 +254,14 @@ func (s *state) nestNodes() {
 				n++
 				if pc.rd+w >= c.cr && pc.id != c.id {
 					if len(cands) == cap(cands) {
-						cands = slices.Grow(cands, len(cands))
+						// Grown in the arena, not by append: a heap
+						// slice of millions of candidates (high
+						// parallelism) is fresh 4 KB pages cleared and
+						// copied in runtime code the collector cannot
+						// preempt, so a collection then spins on the
+						// other core until it ends.
+						more := grabDirty[candidate](&s.ar, 2*cap(cands))
+						cands = more[:copy(more, cands)]
 					}
 					cands = append(cands, candidate{parent: pj})
 				}
