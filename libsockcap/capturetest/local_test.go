@@ -69,7 +69,7 @@ func TestUDP(t *testing.T) {
 	logs := s.logs()
 	cl, sl := byPid(logs, clientPid), byPid(logs, srvPid)
 	if len(cl) == 0 || len(sl) != 1 {
-		t.Fatalf("logs:\n%s", describe(logs))
+		t.Fatalf("want the client's (pid %d) logs and one of the server (pid %d); logs:\n%s", clientPid, srvPid, describe(logs))
 	}
 	type dgram struct {
 		op            libsockcap.Op
