@@ -178,12 +178,6 @@ type convolver struct {
 	delayBuf []int64
 }
 
-// arr and dep are a message's arrival and departure times (see TimeMode),
-// precomputed per message by newConvolver.
-func (c *convolver) arr(i int32) int64 { return c.arrT[i] }
-
-func (c *convolver) dep(i int32) int64 { return c.depT[i] }
-
 func newConvolver(t *trace.Trace, opt Options) *convolver {
 	if len(t.Messages) < 2 {
 		return nil
@@ -208,7 +202,7 @@ func newConvolver(t *trace.Trace, opt Options) *convolver {
 	sends := map[trace.NodeID]bool{}
 	for i := range t.Messages {
 		m := &t.Messages[i]
-		d, a := c.dep(int32(i)), c.arr(int32(i))
+		d, a := c.depT[i], c.arrT[i]
 		lo, hi = min(lo, d, a), max(hi, d, a)
 		if f, ok := first[m.Src]; !ok || d < f {
 			first[m.Src] = d
@@ -231,11 +225,11 @@ func newConvolver(t *trace.Trace, opt Options) *convolver {
 	}
 	for _, dm := range c.bySrc {
 		for _, v := range dm {
-			sortBy(v, c.dep)
+			sortBy(v, c.depT)
 		}
 	}
 	for _, v := range c.allFrom {
-		sortBy(v, c.dep)
+		sortBy(v, c.depT)
 	}
 	c.t0 = lo
 	// 1. The quantum, and the roots.
@@ -315,20 +309,20 @@ func (c *convolver) chooseQuantum(span int64) int64 {
 	arrivals := map[trace.NodeID][]int64{}
 	for i := range c.t.Messages {
 		m := &c.t.Messages[i]
-		arrivals[m.Dst] = append(arrivals[m.Dst], c.arr(int32(i)))
+		arrivals[m.Dst] = append(arrivals[m.Dst], c.arrT[i])
 	}
 	for node, as := range arrivals {
 		slices.Sort(as)
 		out := c.allFrom[node]
 		k := 0
 		for _, a := range as {
-			for k < len(out) && c.dep(out[k]) < a {
+			for k < len(out) && c.depT[out[k]] < a {
 				k++
 			}
 			if k == len(out) {
 				break
 			}
-			gaps = append(gaps, c.dep(out[k])-a)
+			gaps = append(gaps, c.depT[out[k]]-a)
 		}
 	}
 	mu := int64(time.Millisecond)
@@ -379,11 +373,12 @@ func roundUp125(x int64) int64 {
 	return 10 * p
 }
 
-func sortBy(ids []int32, key func(int32) int64) {
+// sortBy sorts message ids by their times key (stable).
+func sortBy(ids []int32, key []int64) {
 	for i := 1; i < len(ids); i++ {
-		if key(ids[i]) < key(ids[i-1]) {
+		if key[ids[i]] < key[ids[i-1]] {
 			slices.SortStableFunc(ids, func(a, b int32) int {
-				ka, kb := key(a), key(b)
+				ka, kb := key[a], key[b]
 				switch {
 				case ka < kb:
 					return -1

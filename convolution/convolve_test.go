@@ -158,8 +158,8 @@ func TestCorrelationMatchesDirectSum(t *testing.T) {
 	v := slices.Clone(c.bySrc[0][b])
 	s1 := make([]float64, c.nq)
 	s2 := make([]float64, c.nq)
-	c.signal(s1, v, c.arr)
-	c.signal(s2, c.bySrc[b][cn], c.dep)
+	c.signal(s1, v, c.arrT)
+	c.signal(s2, c.bySrc[b][cn], c.depT)
 	// The default block size, blocks barely longer than the lags, and
 	// one block holding the whole signal.
 	for _, n := range []int{blockSize(c.nq, c.maxLag), 2*c.maxLag + 2, 2 * (c.nq + 2*c.maxLag)} {
@@ -227,16 +227,92 @@ func TestSparseCorrelationEqualsFFT(t *testing.T) {
 	cn, _ := tr.LookupNode("c")
 	a, _ := tr.LookupNode("a")
 	v := slices.Clone(c.bySrc[a][b])
-	sortBy(v, c.arr)
+	sortBy(v, c.arrT)
 	fft := c.correlate(nil, c.transform(v), edge{b, cn})
-	direct := c.correlateSparse(nil, c.sparse(nil, v, c.arr), c.sparseEdge(edge{b, cn}))
-	dense := c.correlateDense(nil, c.sparse(nil, v, c.arr), c.denseEdge(edge{b, cn}))
+	direct := c.correlateSparse(nil, c.sparse(nil, v, c.arrT), c.sparseEdge(edge{b, cn}))
+	dense := c.correlateDense(nil, c.sparse(nil, v, c.arrT), c.denseEdge(edge{b, cn}))
 	for i := range fft {
 		if math.Abs(fft[i]-direct[i]) > 1e-6*math.Max(1, direct[i]) {
 			t.Fatalf("lag %d: FFT %v, direct %v", i-c.maxLag, fft[i], direct[i])
 		}
 		if math.Abs(dense[i]-direct[i]) > 1e-9*math.Max(1, direct[i]) {
 			t.Fatalf("lag %d: dense %v, direct %v", i-c.maxLag, dense[i], direct[i])
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for n := 1; n < 200; n++ {
+		for range 5 {
+			d := make([]int64, n)
+			for i := range d {
+				d[i] = r.Int64N(int64(n/3 + 1))
+			}
+			want := slices.Sorted(slices.Values(d))[n/2]
+			if got := median(d); got != want {
+				t.Fatalf("n %d: median %d, want %d", n, got, want)
+			}
+		}
+	}
+}
+
+// matchSlow is step 5's matching as first written: a scan over the
+// departures, skipping matched ones one by one.
+func matchSlow(arrT, depT []int64, v []int32, vUsed []bool, z []int32, used []bool, lo, hi int64) (out []int32, from []int, delay []int64) {
+	p := 0
+	for vi, i := range v {
+		if vUsed[vi] {
+			continue
+		}
+		a := arrT[i]
+		for p < len(z) && depT[z[p]]-a < lo {
+			p++
+		}
+		for q := p; q < len(z); q++ {
+			d := depT[z[q]] - a
+			if d > hi {
+				break
+			}
+			if !used[q] {
+				used[q] = true
+				out, from, delay = append(out, z[q]), append(from, vi), append(delay, d)
+				break
+			}
+		}
+	}
+	return out, from, delay
+}
+
+func TestMatchSkipsMatched(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := range 300 {
+		n := 1 + r.IntN(60)
+		c := &convolver{arrT: make([]int64, 2*n), depT: make([]int64, 2*n)}
+		var v, z []int32
+		for i := range n {
+			c.arrT[i] = r.Int64N(100)
+			c.depT[n+i] = r.Int64N(120)
+			v, z = append(v, int32(i)), append(z, int32(n+i))
+		}
+		sortBy(v, c.arrT)
+		sortBy(z, c.depT)
+		vUsed, vUsed2 := make([]bool, n), make([]bool, n)
+		used := make([]bool, n)
+		next := make([]int32, n+1)
+		freeAll(next)
+		// Several spikes in a row, as processNode calls it.
+		for s := range 4 {
+			lo := r.Int64N(20) - 5
+			hi := lo + r.Int64N(15)
+			o1, f1, d1 := matchSlow(c.arrT, c.depT, v, vUsed, z, used, lo, hi)
+			o2, f2, d2 := c.match(nil, nil, nil, v, vUsed2, z, next, lo, hi)
+			if !slices.Equal(o1, o2) || !slices.Equal(f1, f2) || !slices.Equal(d1, d2) {
+				t.Fatalf("round %d spike %d: match %v %v %v, want %v %v %v", round, s, o2, f2, d2, o1, f1, d1)
+			}
+			for _, vi := range f1 {
+				vUsed[vi], vUsed2[vi] = true, true
+			}
 		}
 	}
 }

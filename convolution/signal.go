@@ -10,11 +10,11 @@ import (
 )
 
 // signal fills dst (zeroed first) with √(messages per quantum) of the
-// given times.
-func (c *convolver) signal(dst []float64, ids []int32, at func(int32) int64) {
+// messages ids at times at (c.arrT or c.depT, by message).
+func (c *convolver) signal(dst []float64, ids []int32, at []int64) {
 	clear(dst)
 	for _, i := range ids {
-		q := (at(i) - c.t0) / c.mu
+		q := (at[i] - c.t0) / c.mu
 		if q >= 0 && int(q) < c.nq {
 			dst[q]++
 		}
@@ -34,7 +34,7 @@ func (c *convolver) spectrum(e edge) [][]complex128 {
 	if sp, ok := c.spectra[e]; ok {
 		return sp
 	}
-	c.signal(c.s1, c.bySrc[e.from][e.to], c.dep)
+	c.signal(c.s1, c.bySrc[e.from][e.to], c.depT)
 	sp := c.blocks(make([][]complex128, c.nb), nil, func(b int) int { return b*c.block - c.maxLag }, c.n)
 	c.spectra[e] = sp
 	return sp
@@ -44,7 +44,7 @@ func (c *convolver) spectrum(e edge) [][]complex128 {
 // arrivals x, block b being x over quanta [b·B, (b+1)·B), zero-padded to n.
 // The spectra live in c.vspec, reused by the next vertex.
 func (c *convolver) transform(v []int32) [][]complex128 {
-	c.signal(c.s1, v, c.arr)
+	c.signal(c.s1, v, c.arrT)
 	if c.vspec == nil {
 		c.vspec = make([]complex128, c.nb*(c.n/2+1))
 		c.vblocks = make([][]complex128, c.nb)
@@ -127,11 +127,11 @@ type point struct {
 }
 
 // sparse appends to out[:0] the non-zero quanta of the √-count signal of
-// ids (sorted by at).
-func (c *convolver) sparse(out []point, ids []int32, at func(int32) int64) []point {
+// ids (sorted by their times at).
+func (c *convolver) sparse(out []point, ids []int32, at []int64) []point {
 	out = out[:0]
 	for _, i := range ids {
-		q := int32((at(i) - c.t0) / c.mu)
+		q := int32((at[i] - c.t0) / c.mu)
 		if n := len(out); n > 0 && out[n-1].q == q {
 			out[n-1].v++
 		} else {
@@ -148,7 +148,7 @@ func (c *convolver) sparseEdge(e edge) []point {
 	if sp, ok := c.sparseCache[e]; ok {
 		return sp
 	}
-	sp := c.sparse(nil, c.bySrc[e.from][e.to], c.dep)
+	sp := c.sparse(nil, c.bySrc[e.from][e.to], c.depT)
 	c.sparseCache[e] = sp
 	return sp
 }
@@ -183,7 +183,7 @@ func (c *convolver) denseEdge(e edge) []float64 {
 		return y
 	}
 	y := make([]float64, c.nq)
-	c.signal(y, c.bySrc[e.from][e.to], c.dep)
+	c.signal(y, c.bySrc[e.from][e.to], c.depT)
 	c.denseCache[e] = y
 	return y
 }
@@ -270,8 +270,10 @@ func (c *convolver) spikes(corr []float64) []spike {
 // yet consumed by an earlier spike is matched with the earliest unmatched
 // message of z (departures of j to one node) sent within [lo, hi] ns after
 // it. It appends the matched departures, the V positions they came from
-// and their delays to out, from and delay.
-func (c *convolver) match(out []int32, from []int, delay []int64, v []int32, vUsed []bool, z []int32, used []bool, lo, hi int64) ([]int32, []int, []int64) {
+// and their delays to out, from and delay. The matched departures are
+// those with next[q] != q: next links each to a later one, so a search
+// skips runs of them (nextFree); next[len(z)] = len(z).
+func (c *convolver) match(out []int32, from []int, delay []int64, v []int32, vUsed []bool, z []int32, next []int32, lo, hi int64) ([]int32, []int, []int64) {
 	arrT, depT := c.arrT, c.depT
 	p := 0
 	for vi, i := range v {
@@ -282,21 +284,70 @@ func (c *convolver) match(out []int32, from []int, delay []int64, v []int32, vUs
 		for p < len(z) && depT[z[p]]-a < lo {
 			p++
 		}
-		for q := p; q < len(z); q++ {
-			d := depT[z[q]] - a
-			if d > hi {
-				break
-			}
-			if !used[q] {
-				used[q] = true
+		if q := nextFree(next, p); q < len(z) {
+			if d := depT[z[q]] - a; d <= hi {
+				next[q] = int32(q + 1)
 				out = append(out, z[q])
 				from = append(from, vi)
 				delay = append(delay, d)
-				break
 			}
 		}
 	}
 	return out, from, delay
+}
+
+// nextFree is the first unmatched departure at or after q (see match),
+// shortening the links it follows.
+func nextFree(next []int32, q int) int {
+	r := q
+	for int(next[r]) != r {
+		r = int(next[r])
+	}
+	for int(next[q]) != q {
+		q, next[q] = int(next[q]), int32(r)
+	}
+	return r
+}
+
+// freeAll marks every departure of next unmatched.
+func freeAll(next []int32) {
+	for q := range next {
+		next[q] = int32(q)
+	}
+}
+
+// median is the middle element (index len/2 in sorted order) of d, which
+// it reorders.
+func median(d []int64) int64 {
+	k := len(d) / 2
+	lo, hi := 0, len(d)-1
+	for lo < hi {
+		// Hoare partition around the middle element's value.
+		x := d[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for d[i] < x {
+				i++
+			}
+			for d[j] > x {
+				j--
+			}
+			if i <= j {
+				d[i], d[j] = d[j], d[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return d[k]
+		}
+	}
+	return d[k]
 }
 
 // processNode is steps 3–6 for the vertex x of node j, reached by the
@@ -310,11 +361,11 @@ func (c *convolver) processNode(x *vertex, v []int32, path []edge, rootCount int
 	if len(path) >= c.opt.MaxDepth || len(c.allFrom[j]) == 0 || len(v) == 0 || (c.isRoot[j] && !c.opt.ThroughRoots) {
 		return
 	}
-	sortBy(v, c.arr)
+	sortBy(v, c.arrT)
 	var f1 [][]complex128 // V's block spectra, computed when first needed
 	// Scratch for this vertex's correlations, reused by its descendants
 	// once they are done with here.
-	sv := c.sparse(c.svBuf, v, c.arr)
+	sv := c.sparse(c.svBuf, v, c.arrT)
 	c.svBuf = sv
 	if c.lagBuf == nil {
 		c.lagBuf = make([]float64, 2*c.maxLag+1)
@@ -375,7 +426,8 @@ func (c *convolver) processNode(x *vertex, v []int32, path []edge, rootCount int
 		if len(sp) == 0 {
 			continue
 		}
-		used := make([]bool, len(z))
+		next := make([]int32, len(z)+1)
+		freeAll(next)
 		clear(vUsed)
 		a := &acc{}
 		// Spikes in order of delay: a message of V causes at most one
@@ -388,7 +440,7 @@ func (c *convolver) processNode(x *vertex, v []int32, path []edge, rootCount int
 			n0 := len(a.all)
 			var from []int
 			var delay []int64
-			a.all, from, delay = c.match(a.all, c.fromBuf[:0], c.delayBuf[:0], v, vUsed, z, used, lo, hi)
+			a.all, from, delay = c.match(a.all, c.fromBuf[:0], c.delayBuf[:0], v, vUsed, z, next, lo, hi)
 			c.fromBuf, c.delayBuf = from, delay
 			m := a.all[n0:]
 			if len(m) < minSpike {
@@ -400,12 +452,11 @@ func (c *convolver) processNode(x *vertex, v []int32, path []edge, rootCount int
 					vUsed[vi] = true
 				}
 			} else {
-				clear(used)
+				freeAll(next)
 			}
 			// The median of the matched delays: robust to the odd wrong
 			// match at the edge of a wide spike.
-			slices.Sort(delay)
-			a.delays = append(a.delays, spikeMatch{mean: max(float64(delay[len(delay)/2])/1e9, 0), count: len(m)})
+			a.delays = append(a.delays, spikeMatch{mean: max(float64(median(delay))/1e9, 0), count: len(m)})
 		}
 		if len(a.all) > 0 {
 			per[k] = a

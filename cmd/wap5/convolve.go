@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"wap5/convolution"
+	"wap5/internal/hugemem"
 	"wap5/trace"
 )
 
@@ -79,6 +82,14 @@ func convolveAction(c *cli.Context) error {
 	if o.Tolerance < 0 || o.MaxDelay < 0 || o.MaxDepth < 1 || o.MaxRepeat < 1 || c.Int("top") < 0 || o.MaxCorrelations < 0 || o.MinCount < 0 {
 		return usagef("--tolerance, --max-delay, --min-count and --max-correlations must not be negative; --max-depth and --max-repeat at least 1")
 	}
+	if os.Getenv("GOGC") == "" {
+		// The trace, the signals and the cached edge spectra are most of
+		// what the command allocates, and live to its end: heap in huge
+		// pages (13k → 1.4k page faults on the 202k-message mt-config
+		// trace) and no collections to speak of.
+		hugemem.Reserve(convolveReserve(c.Args().First()))
+		debug.SetGCPercent(400)
+	}
 	t, err := trace.ReadFileValid(c.Args().First())
 	if err != nil {
 		return err
@@ -134,4 +145,27 @@ func convolveText(w io.Writer, p *trace.Paths, top int) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// convolveReserve is how much heap to reserve in huge pages
+// (hugemem.Reserve) for the trace at path: convolve's heap peaks at about
+// three times a text trace's size (mt-config: 26 MB of text, 74 MB peak
+// RSS); a binary trace takes ~12 times fewer bytes per message. At most
+// 1 GB (what is not touched costs address space only).
+func convolveReserve(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0
+	}
+	per := int64(3)
+	magic := make([]byte, len(trace.BinaryMagic))
+	if _, err := io.ReadFull(f, magic); err == nil && string(magic) == trace.BinaryMagic {
+		per = 36
+	}
+	return int(min(per*fi.Size(), 1<<30))
 }
