@@ -111,3 +111,19 @@ func cpuTime() time.Duration {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkFFT is one forward and one inverse real transform at step 3's
+// usual length.
+func BenchmarkFFT(b *testing.B) {
+	const n = 16384
+	f := newRealFFT(n)
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = float64(i % 7)
+	}
+	X, y := make([]complex128, n/2+1), make([]float64, n)
+	for b.Loop() {
+		f.Coefficients(X, x)
+		f.Sequence(y, X)
+	}
+}

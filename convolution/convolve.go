@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"gonum.org/v1/gonum/dsp/fourier"
-
 	"wap5/trace"
 )
 
@@ -147,7 +145,7 @@ type convolver struct {
 	mu     int64
 	nq     int // quanta
 	n      int // FFT length
-	fft    *fourier.FFT
+	fft    *realFFT
 	roots  []trace.NodeID
 	isRoot map[trace.NodeID]bool
 	// Departures by source node, by destination: message indices sorted by
@@ -157,6 +155,7 @@ type convolver struct {
 	spectra     map[edge][][]complex128
 	sparseCache map[edge][]point
 	denseCache  map[edge][]float64
+	depCache    map[edge][]int64
 	tree        []*vertex
 
 	maxLag, tolQ int
@@ -173,6 +172,7 @@ type convolver struct {
 	vspec    []complex128
 	vblocks  [][]complex128
 	svBuf    []point
+	vtBuf    []int64
 	lagBuf   []float64
 	fromBuf  []int
 	delayBuf []int64
@@ -182,7 +182,7 @@ func newConvolver(t *trace.Trace, opt Options) *convolver {
 	if len(t.Messages) < 2 {
 		return nil
 	}
-	c := &convolver{t: t, opt: opt, bySrc: map[trace.NodeID]map[trace.NodeID][]int32{}, allFrom: map[trace.NodeID][]int32{}, spectra: map[edge][][]complex128{}, sparseCache: map[edge][]point{}, denseCache: map[edge][]float64{}}
+	c := &convolver{t: t, opt: opt, bySrc: map[trace.NodeID]map[trace.NodeID][]int32{}, allFrom: map[trace.NodeID][]int32{}, spectra: map[edge][][]complex128{}, sparseCache: map[edge][]point{}, denseCache: map[edge][]float64{}, depCache: map[edge][]int64{}}
 	c.arrT = make([]int64, len(t.Messages))
 	c.depT = make([]int64, len(t.Messages))
 	for i := range t.Messages {
@@ -271,7 +271,7 @@ func newConvolver(t *trace.Trace, opt Options) *convolver {
 }
 
 // blockSize is the FFT length of step 3's block-wise correlation: a power
-// of two (gonum's radix-2/4 transforms are the fastest per point) of about
+// of two (the transforms of fft.go) of about
 // four times the 2·maxLag+1 lags looked at, so each block's padding is a
 // small part of it, and at least 1024 (tiny transforms cost more in calls
 // than in arithmetic), or just enough for one block holding the whole
@@ -287,14 +287,14 @@ func blockSize(nq, maxLag int) int {
 	return min(max(pow2(4*(2*maxLag+1)), 1024), pow2(nq+2*maxLag))
 }
 
-// setBlocks sets the FFT length n ≥ 2·maxLag+1 of step 3, the blocks of
+// setBlocks sets the FFT length n ≥ 2·maxLag+1 (a power of two) of step 3, the blocks of
 // B = n − 2·maxLag quanta the signals are cut into, the FFT plan and the
 // scratch buffers.
 func (c *convolver) setBlocks(n int) {
 	c.n = n
 	c.block = n - 2*c.maxLag
 	c.nb = (c.nq + c.block - 1) / c.block
-	c.fft = fourier.NewFFT(n)
+	c.fft = newRealFFT(n)
 	c.s1 = make([]float64, c.nq)
 	c.buf = make([]float64, n)
 	c.corr = make([]float64, n)

@@ -2,6 +2,8 @@ package convolution
 
 import (
 	"math"
+	"math/bits"
+	"math/cmplx"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -161,8 +163,9 @@ func TestCorrelationMatchesDirectSum(t *testing.T) {
 	c.signal(s1, v, c.arrT)
 	c.signal(s2, c.bySrc[b][cn], c.depT)
 	// The default block size, blocks barely longer than the lags, and
-	// one block holding the whole signal.
-	for _, n := range []int{blockSize(c.nq, c.maxLag), 2*c.maxLag + 2, 2 * (c.nq + 2*c.maxLag)} {
+	// one block holding the whole signal (powers of two, as fft.go takes).
+	pow2 := func(x int) int { return 1 << bits.Len(uint(x-1)) }
+	for _, n := range []int{blockSize(c.nq, c.maxLag), pow2(2*c.maxLag + 2), pow2(c.nq + 2*c.maxLag)} {
 		c.setBlocks(n)
 		c.spectra = map[edge][][]complex128{}
 		got := c.correlate(nil, c.transform(v), edge{b, cn})
@@ -306,12 +309,44 @@ func TestMatchSkipsMatched(t *testing.T) {
 			lo := r.Int64N(20) - 5
 			hi := lo + r.Int64N(15)
 			o1, f1, d1 := matchSlow(c.arrT, c.depT, v, vUsed, z, used, lo, hi)
-			o2, f2, d2 := c.match(nil, nil, nil, v, vUsed2, z, next, lo, hi)
+			vt, zt := make([]int64, n), make([]int64, n)
+			for i := range n {
+				vt[i], zt[i] = c.arrT[v[i]], c.depT[z[i]]
+			}
+			o2, f2, d2 := match(nil, nil, nil, vt, vUsed2, z, zt, next, lo, hi)
 			if !slices.Equal(o1, o2) || !slices.Equal(f1, f2) || !slices.Equal(d1, d2) {
 				t.Fatalf("round %d spike %d: match %v %v %v, want %v %v %v", round, s, o2, f2, d2, o1, f1, d1)
 			}
 			for _, vi := range f1 {
 				vUsed[vi], vUsed2[vi] = true, true
+			}
+		}
+	}
+}
+
+func TestRealFFT(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{2, 4, 8, 16, 64, 1024, 4096} {
+		f := newRealFFT(n)
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = r.Float64()*4 - 1
+		}
+		got := f.Coefficients(make([]complex128, n/2+1), x)
+		for k := range n/2 + 1 {
+			var want complex128
+			for j, v := range x {
+				s, c := math.Sincos(-2 * math.Pi * float64(j*k%n) / float64(n))
+				want += complex(v*c, v*s)
+			}
+			if d := cmplx.Abs(got[k] - want); d > 1e-9*float64(n) {
+				t.Fatalf("n %d: X[%d] = %v, want %v", n, k, got[k], want)
+			}
+		}
+		back := f.Sequence(make([]float64, n), got)
+		for j := range x {
+			if d := math.Abs(back[j]/float64(n) - x[j]); d > 1e-12*float64(n) {
+				t.Fatalf("n %d: inverse[%d] = %v, want %v", n, j, back[j]/float64(n), x[j])
 			}
 		}
 	}

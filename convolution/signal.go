@@ -164,17 +164,38 @@ func (c *convolver) correlateSparse(dst []float64, s1, s2 []point) []float64 {
 			lo++
 		}
 		// out[q−a.q+L] for the s2 points q in [a.q−L, a.q+L].
-		w := out[:2*L+1]
-		base := a.q - L
-		for _, b := range s2[lo:] {
-			i := uint32(b.q - base)
-			if i >= uint32(len(w)) {
-				break
-			}
-			w[i] += a.v * b.v
-		}
+		addPairs(out[:2*L+1], a, s2[lo:])
 	}
 	return out
+}
+
+// addPairs adds a.v·b.v to w[b.q−a.q+L] for the points b of s2 (sorted)
+// from the first until one falls beyond w, 2L+1 long. Kept small so that
+// its loop runs in registers.
+func addPairs(w []float64, a point, s2 []point) {
+	base := a.q - int32(len(w)/2)
+	for _, b := range s2 {
+		i := uint32(b.q - base)
+		if i >= uint32(len(w)) {
+			return
+		}
+		w[i] += a.v * b.v
+	}
+}
+
+// depTimes returns the cached departure times of edge j→k's messages (in
+// their order in c.bySrc).
+func (c *convolver) depTimes(e edge) []int64 {
+	if zt, ok := c.depCache[e]; ok {
+		return zt
+	}
+	z := c.bySrc[e.from][e.to]
+	zt := make([]int64, len(z))
+	for q, i := range z {
+		zt[q] = c.depT[i]
+	}
+	c.depCache[e] = zt
+	return zt
 }
 
 // denseEdge returns the cached √-count signal of edge j→k's departures.
@@ -270,22 +291,22 @@ func (c *convolver) spikes(corr []float64) []spike {
 // yet consumed by an earlier spike is matched with the earliest unmatched
 // message of z (departures of j to one node) sent within [lo, hi] ns after
 // it. It appends the matched departures, the V positions they came from
-// and their delays to out, from and delay. The matched departures are
-// those with next[q] != q: next links each to a later one, so a search
-// skips runs of them (nextFree); next[len(z)] = len(z).
-func (c *convolver) match(out []int32, from []int, delay []int64, v []int32, vUsed []bool, z []int32, next []int32, lo, hi int64) ([]int32, []int, []int64) {
-	arrT, depT := c.arrT, c.depT
+// and their delays to out, from and delay. vt and zt are the arrival times
+// of v and the departure times of z, side by side (not gathered by message
+// id: that was most of match's time). The matched departures are those
+// with next[q] != q: next links each to a later one, so a search skips
+// runs of them (nextFree); next[len(z)] = len(z).
+func match(out []int32, from []int, delay []int64, vt []int64, vUsed []bool, z []int32, zt []int64, next []int32, lo, hi int64) ([]int32, []int, []int64) {
 	p := 0
-	for vi, i := range v {
+	for vi, a := range vt {
 		if vUsed[vi] {
 			continue
 		}
-		a := arrT[i]
-		for p < len(z) && depT[z[p]]-a < lo {
+		for p < len(zt) && zt[p]-a < lo {
 			p++
 		}
 		if q := nextFree(next, p); q < len(z) {
-			if d := depT[z[q]] - a; d <= hi {
+			if d := zt[q] - a; d <= hi {
 				next[q] = int32(q + 1)
 				out = append(out, z[q])
 				from = append(from, vi)
@@ -367,6 +388,11 @@ func (c *convolver) processNode(x *vertex, v []int32, path []edge, rootCount int
 	// once they are done with here.
 	sv := c.sparse(c.svBuf, v, c.arrT)
 	c.svBuf = sv
+	vt := c.vtBuf[:0]
+	for _, i := range v {
+		vt = append(vt, c.arrT[i])
+	}
+	c.vtBuf = vt
 	if c.lagBuf == nil {
 		c.lagBuf = make([]float64, 2*c.maxLag+1)
 	}
@@ -440,7 +466,7 @@ func (c *convolver) processNode(x *vertex, v []int32, path []edge, rootCount int
 			n0 := len(a.all)
 			var from []int
 			var delay []int64
-			a.all, from, delay = c.match(a.all, c.fromBuf[:0], c.delayBuf[:0], v, vUsed, z, next, lo, hi)
+			a.all, from, delay = match(a.all, c.fromBuf[:0], c.delayBuf[:0], vt, vUsed, z, c.depTimes(edge{j, k}), next, lo, hi)
 			c.fromBuf, c.delayBuf = from, delay
 			m := a.all[n0:]
 			if len(m) < minSpike {
