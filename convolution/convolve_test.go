@@ -351,3 +351,65 @@ func TestRealFFT(t *testing.T) {
 		}
 	}
 }
+
+// transformRadix2 is transform one stage per pass (the reference the
+// two-stage passes must match to the bit).
+func (f *realFFT) transformRadix2(z []complex128, inverse bool) {
+	h := len(z)
+	for i, r := range f.rev {
+		if int(r) > i {
+			z[i], z[r] = z[r], z[i]
+		}
+	}
+	for s := 0; s+1 < h; s += 2 {
+		a, b := z[s], z[s+1]
+		z[s], z[s+1] = a+b, a-b
+	}
+	for s := 0; s+3 < h; s += 4 {
+		a0, a1, b0, b1 := z[s], z[s+1], z[s+2], z[s+3]
+		u1 := complex(imag(b1), -real(b1))
+		if inverse {
+			u1 = -u1
+		}
+		z[s], z[s+2] = a0+b0, a0-b0
+		z[s+1], z[s+3] = a1+u1, a1-u1
+	}
+	all := f.tw
+	if inverse {
+		all = f.itw
+	}
+	off := 0
+	for m := 8; m <= h; m <<= 1 {
+		half := m / 2
+		tw := all[off : off+half : off+half]
+		off += half
+		for s := 0; s < h; s += m {
+			a := z[s : s+half : s+half]
+			b := z[s+half : s+m : s+m]
+			for j, t := range tw {
+				u := b[j] * t
+				b[j] = a[j] - u
+				a[j] += u
+			}
+		}
+	}
+}
+
+func TestFFTTwoStagePasses(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{2, 4, 8, 16, 32, 64, 128, 1024, 2048, 16384} {
+		f := newRealFFT(n)
+		for _, inv := range []bool{false, true} {
+			z := make([]complex128, n/2)
+			for i := range z {
+				z[i] = complex(r.Float64()*2-1, r.Float64()*2-1)
+			}
+			want := slices.Clone(z)
+			f.transformRadix2(want, inv)
+			f.transform(z, inv)
+			if !slices.Equal(z, want) {
+				t.Fatalf("n %d inverse %v: two-stage passes differ from one stage per pass", n, inv)
+			}
+		}
+	}
+}

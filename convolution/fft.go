@@ -74,10 +74,44 @@ func (f *realFFT) transform(z []complex128, inverse bool) {
 		all = f.itw
 	}
 	off := 0
-	for m := 8; m <= h; m <<= 1 {
+	m := 8
+	// Two stages (m and 2m) per pass over z: each group of four values
+	// goes through both in registers, with the same operations in the
+	// same order as one stage after the other (the same result to the
+	// bit), reading and writing z half as often.
+	for ; 2*m <= h; m <<= 2 {
 		half := m / 2
 		tw := all[off : off+half : off+half]
-		off += half
+		tw2 := all[off+half : off+half+m : off+half+m]
+		off += half + m
+		for s := 0; s < h; s += 2 * m {
+			z0 := z[s : s+half : s+half]
+			z1 := z[s+half : s+m : s+m]
+			z2 := z[s+m : s+m+half : s+m+half]
+			z3 := z[s+m+half : s+2*m : s+2*m]
+			t2a, t2b := tw2[:half:half], tw2[half:m:m]
+			for j, t := range tw {
+				a0, a1, a2, a3 := z0[j], z1[j], z2[j], z3[j]
+				// Stage m: (a0, a1) and (a2, a3).
+				u := a1 * t
+				a1 = a0 - u
+				a0 += u
+				u = a3 * t
+				a3 = a2 - u
+				a2 += u
+				// Stage 2m: (a0, a2) and (a1, a3).
+				u = a2 * t2a[j]
+				z2[j] = a0 - u
+				z0[j] = a0 + u
+				u = a3 * t2b[j]
+				z3[j] = a1 - u
+				z1[j] = a1 + u
+			}
+		}
+	}
+	if m <= h {
+		half := m / 2
+		tw := all[off : off+half : off+half]
 		for s := 0; s < h; s += m {
 			a := z[s : s+half : s+half]
 			b := z[s+half : s+m : s+m]
