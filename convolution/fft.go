@@ -9,9 +9,11 @@ import (
 // power-of-two length n, taken as a complex transform of length n/2
 // (even samples as real parts, odd as imaginary) and one pass that
 // separates the two (the usual "two real FFTs for one" split). Iterative
-// radix-2 with per-stage twiddle tables: about three times as fast here
-// as gonum's FFTPACK port at n = 16384 (BenchmarkFFT), which step 3 spent
-// a third of the command's time in.
+// radix-2 with per-stage twiddle tables, two stages per pass over the
+// data: three to four times as fast here as gonum's FFTPACK port at
+// n = 16384 (BenchmarkFFT), which step 3 spent a third of wap5 convolve's
+// time in. Not the same rounding as FFTPACK: the convolve outputs compared
+// (bench/results-nest5.md) came out byte-identical all the same.
 type realFFT struct {
 	n       int
 	rev     []int32      // bit reversal of the indices of n/2
