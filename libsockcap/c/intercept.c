@@ -242,15 +242,19 @@ static inline __attribute__((always_inline)) int dgram_fast(struct sc_thread *T,
 
 /* io_fast records a transfer on the fast path when it can (the stream
  * record of log_io's fast path, or dgram_fast); 0: call log_io. */
-static inline __attribute__((always_inline)) int io_fast(struct sc_thread *T, int op, int fd, struct sc_fd *f, int64_t t, ssize_t r,
-							const struct sockaddr *ra, socklen_t rl, const void *buf,
-							size_t cap)
+static inline __attribute__((always_inline)) int io_fast_dg(struct sc_thread *T, int op, int fd, struct sc_fd *f, int64_t t,
+							   ssize_t r, const struct sockaddr *ra, socklen_t rl,
+							   const void *buf, size_t cap, int dgram_first)
 {
 #ifdef SC_ABLATE_NORECORD
 	__asm__ volatile("" ::"r"(t), "r"(f), "r"(r));
-	(void)op, (void)fd, (void)ra, (void)rl, (void)buf, (void)cap;
+	(void)op, (void)fd, (void)ra, (void)rl, (void)buf, (void)cap, (void)dgram_first;
 	return 1;
 #endif
+	/* sendto mostly sends datagrams: its datagram record first, so that
+	 * its fast path is the function's first lines (the page recv's is on) */
+	if (dgram_first && SC_LIKELY(is_dgram(f)))
+		return dgram_fast(T, op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, fd, f, t, r, ra, rl, buf, cap);
 	if (SC_LIKELY(f->sotype == SOCK_STREAM)) {
 		if (SC_UNLIKELY(ra || r < 0))
 			return 0;
@@ -266,6 +270,8 @@ static inline __attribute__((always_inline)) int io_fast(struct sc_thread *T, in
 		return dgram_fast(T, op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, fd, f, t, r, ra, rl, buf, cap);
 	return 0;
 }
+
+#define io_fast(T, op, fd, f, t, r, ra, rl, buf, cap) io_fast_dg(T, op, fd, f, t, r, ra, rl, buf, cap, 0)
 
 /* log_io records one send or recv. For datagram sockets it adds the payload
  * checksum and the address the call named. */
@@ -756,7 +762,8 @@ SC_EXPORT int fcntl64(int fd, int cmd, ...)
 
 /* ---------------- data transfer ---------------- */
 
-#define SEND_BODY(op, fd, callexpr, ra, rl, buf, cap, iov, iovcnt)                                          \
+#define SEND_BODY(op, fd, callexpr, ra, rl, buf, cap, iov, iovcnt) SEND_BODY_DG(op, fd, callexpr, ra, rl, buf, cap, iov, iovcnt, 0)
+#define SEND_BODY_DG(op, fd, callexpr, ra, rl, buf, cap, iov, iovcnt, dgfirst)                            \
 	ENSURE();                                                                                      \
 	struct sc_thread *T_ = sc_self();                                                              \
 	struct sc_fd tmp_, *f_ = sock_of_t(T_, fd, &tmp_);                                             \
@@ -765,7 +772,7 @@ SC_EXPORT int fcntl64(int fd, int cmd, ...)
 	int64_t t_ = sc_now_of(T_);                                                                    \
 	ssize_t r_ = callexpr;                                                                         \
 	/* the fast path makes no call that could change errno */                                     \
-	if (SC_LIKELY(io_fast(T_, op, fd, f_, t_, r_, ra, rl, buf, cap)))                             \
+	if (SC_LIKELY(io_fast_dg(T_, op, fd, f_, t_, r_, ra, rl, buf, cap, dgfirst)))                 \
 		return r_;                                                                             \
 	int e_ = errno;                                                                                \
 	log_io(op, fd, f_, t_, r_, e_, ra, rl, buf, cap, iov, iovcnt);                                 \
@@ -794,7 +801,7 @@ SC_EXPORT SC_FAST("1") __attribute__((aligned(4096))) ssize_t send(int fd, const
 
 SC_EXPORT SC_FAST("3") ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *a, socklen_t al)
 {
-	SEND_BODY(SC_OP_SEND, fd, SC_REAL(sendto)(fd, buf, n, flags, a, al), a, a ? al : 0, buf, n, NULL, 0)
+	SEND_BODY_DG(SC_OP_SEND, fd, SC_REAL(sendto)(fd, buf, n, flags, a, al), a, a ? al : 0, buf, n, NULL, 0, 1)
 }
 
 /* read/write and their vector forms mostly see files and pipes: the check for
