@@ -43,6 +43,10 @@ lib norec -DSC_ABLATE_NORECORD
 lib staticbuf -DSC_ABLATE_STATICBUF
 lib noclock -DSC_ABLATE_NOCLOCK
 lib nofd -DSC_ABLATE_NOFD
+lib stop1 -DSC_ABLATE_STOP=1
+lib stop2 -DSC_ABLATE_STOP=2
+lib noaddr -DSC_ABLATE_NOADDR
+lib norec-noclock-noaddr -DSC_ABLATE_NORECORD -DSC_ABLATE_NOCLOCK -DSC_ABLATE_NOADDR
 make -s bin/libsockcap.so
 cp bin/libsockcap.so "$TMP/libsockcap.so"
 if [ -n "${BASE_REV:-}" ]; then

@@ -137,6 +137,11 @@ uint32_t sc_sum_final(uint32_t c, uint64_t total_len)
 	return ~sc_sum_update(c, l, 4);
 }
 
+uint32_t sc_sum_slow(const void *p, size_t k, uint64_t total)
+{
+	return sc_sum_final(sc_sum_update(sc_sum_init(), p, k), total);
+}
+
 void sc_encode_dgram(struct sc_buf *b, int fd, int64_t ret, int err, uint32_t sum, const struct sockaddr *peer,
 		     socklen_t peer_len, int same)
 {

@@ -150,7 +150,7 @@ void sc_fd_describe(int fd, struct sc_fd *f, int64_t t, const struct sockaddr *h
 	if (mask & SC_FD_PEERPID)
 		sc_put_uv(&b, (uint64_t)peerpid);
 	if (!b.overflow && sc_commit(SC_K_FD, t, body, b.n)) {
-		f->emitted = sc_chunk_serial();
+		f->emitted = SC_SER32(sc_chunk_serial());
 		/* no datagram peer of this fd in this chunk yet: a nonzero
 		 * dpeer_key with emitted equal to the caller's chunk serial is
 		 * a peer of that chunk (dgram_fast relies on it) */
@@ -170,6 +170,6 @@ void sc_fd_ensure(int fd, struct sc_fd *f, int64_t t)
 	 * chunk can be read on its own; keep room for the event that follows. */
 	if (SC_UNLIKELY(!sc_room(2 * SC_RECORD_MAX)))
 		sc_make_room(t, 2 * SC_RECORD_MAX);
-	if (SC_UNLIKELY(f->emitted != sc_chunk_serial() || !f->emitted))
+	if (SC_UNLIKELY(f->emitted != SC_SER32(sc_chunk_serial()) || !f->emitted))
 		sc_fd_describe(fd, f, t, NULL, 0);
 }

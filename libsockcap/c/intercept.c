@@ -118,6 +118,15 @@ static inline struct sc_fd *sock_of_t(struct sc_thread *T, int fd, struct sc_fd 
 {
 	if (!sc_hot.enabled || T->guard || fd < 0)
 		return NULL;
+#if defined(SC_ABLATE_STOP) && SC_ABLATE_STOP == 1
+	return NULL;
+#elif defined(SC_ABLATE_STOP) && SC_ABLATE_STOP == 2
+	if ((unsigned)fd < SC_FDMAX) {
+		uint8_t k = sc_fds[fd].kind;
+		__asm__ volatile("" ::"r"(k));
+	}
+	return NULL;
+#endif
 #ifdef SC_ABLATE_NOFD
 	static SC_TLS struct sc_fd abl_fd[16];
 	static SC_TLS uint16_t abl_have;
@@ -185,7 +194,9 @@ static uint32_t sum_iov(const struct iovec *iov, size_t cnt, ssize_t n)
  * SC_AF_NONE when the call named none) — in the common case: the call
  * succeeded on a plain buffer, the peer is IPv4 or absent, and the chunk
  * needs nothing else (sc_fast_begin). Inlined into the wrappers, so a
- * datagram costs no call beyond the real function and the clock. Returns 0
+ * datagram costs no call beyond the real function and the clock (one
+ * shared out-of-line copy touched 6 more code lines per call, counted with
+ * bench/capture-lines.py: its prologue, epilogue and arguments). Returns 0
  * to send the caller down log_io, which handles everything else. */
 static inline __attribute__((always_inline)) int dgram_fast(struct sc_thread *T, uint8_t kind, int fd, struct sc_fd *f, int64_t t,
 							   ssize_t r, const struct sockaddr *ra, socklen_t rl,
@@ -223,7 +234,7 @@ static inline __attribute__((always_inline)) int dgram_fast(struct sc_thread *T,
 		memcpy(q + 5, &in4->sin_port, 2); /* network order = big-endian */
 		q += 7;
 		f->dpeer_key = key;
-		f->dpeer_serial = T->serial;
+		f->dpeer_serial = SC_SER32(T->serial);
 	}
 	sc_fast_end(T, kind, t, q);
 	return 1;
@@ -231,15 +242,19 @@ static inline __attribute__((always_inline)) int dgram_fast(struct sc_thread *T,
 
 /* io_fast records a transfer on the fast path when it can (the stream
  * record of log_io's fast path, or dgram_fast); 0: call log_io. */
-static inline __attribute__((always_inline)) int io_fast(struct sc_thread *T, int op, int fd, struct sc_fd *f, int64_t t, ssize_t r,
-							const struct sockaddr *ra, socklen_t rl, const void *buf,
-							size_t cap)
+static inline __attribute__((always_inline)) int io_fast_dg(struct sc_thread *T, int op, int fd, struct sc_fd *f, int64_t t,
+							   ssize_t r, const struct sockaddr *ra, socklen_t rl,
+							   const void *buf, size_t cap, int dgram_first)
 {
 #ifdef SC_ABLATE_NORECORD
 	__asm__ volatile("" ::"r"(t), "r"(f), "r"(r));
-	(void)op, (void)fd, (void)ra, (void)rl, (void)buf, (void)cap;
+	(void)op, (void)fd, (void)ra, (void)rl, (void)buf, (void)cap, (void)dgram_first;
 	return 1;
 #endif
+	/* sendto mostly sends datagrams: its datagram record first, so that
+	 * its fast path is the function's first lines (the page recv's is on) */
+	if (dgram_first && SC_LIKELY(is_dgram(f)))
+		return dgram_fast(T, op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, fd, f, t, r, ra, rl, buf, cap);
 	if (SC_LIKELY(f->sotype == SOCK_STREAM)) {
 		if (SC_UNLIKELY(ra || r < 0))
 			return 0;
@@ -255,6 +270,8 @@ static inline __attribute__((always_inline)) int io_fast(struct sc_thread *T, in
 		return dgram_fast(T, op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, fd, f, t, r, ra, rl, buf, cap);
 	return 0;
 }
+
+#define io_fast(T, op, fd, f, t, r, ra, rl, buf, cap) io_fast_dg(T, op, fd, f, t, r, ra, rl, buf, cap, 0)
 
 /* log_io records one send or recv. For datagram sockets it adds the payload
  * checksum and the address the call named. */
@@ -284,7 +301,7 @@ SC_COLD static void log_io(int op, int fd, struct sc_fd *f, int64_t t, ssize_t r
 		}
 		uint8_t *q = sc_fast_begin(T, t, f);
 		if (SC_LIKELY(q != NULL)) {
-			int same = key && f->dpeer_key == key && f->dpeer_serial == T->serial;
+			int same = key && f->dpeer_key == key && f->dpeer_serial == SC_SER32(T->serial);
 			if (SC_LIKELY(r >= 0 && (same || in4 || !key))) {
 				/* the record written in place: fd, ret, sum (4 bytes LE), peer */
 				uint32_t sum = buf ? sum_buf(buf, r, cap) : sum_iov(iov, iovcnt, r);
@@ -315,7 +332,7 @@ SC_COLD static void log_io(int op, int fd, struct sc_fd *f, int64_t t, ssize_t r
 			}
 			if (key) {
 				f->dpeer_key = key;
-				f->dpeer_serial = T->serial;
+				f->dpeer_serial = SC_SER32(T->serial);
 			}
 			return;
 		}
@@ -342,14 +359,14 @@ SC_COLD static void log_io(int op, int fd, struct sc_fd *f, int64_t t, ssize_t r
 		int same = 0;
 		if (ra && rl > 0) {
 			key = sc_addr_key(ra, rl);
-			same = key && f->dpeer_key == key && f->dpeer_serial == serial && serial;
+			same = key && f->dpeer_key == key && f->dpeer_serial == SC_SER32(serial) && serial;
 		}
 		uint8_t body[48 + SC_UNIX_PATH_MAX];
 		struct sc_buf b = {body, 0, sizeof body, 0};
 		sc_encode_dgram(&b, fd, r, err, sum, ra && rl > 0 ? ra : NULL, rl, same);
 		if (!b.overflow && sc_commit(op == SC_OP_SEND ? SC_K_DSEND : SC_K_DRECV, t, body, b.n) && key) {
 			f->dpeer_key = key;
-			f->dpeer_serial = sc_chunk_serial();
+			f->dpeer_serial = SC_SER32(sc_chunk_serial());
 		}
 		return;
 	}
@@ -745,7 +762,8 @@ SC_EXPORT int fcntl64(int fd, int cmd, ...)
 
 /* ---------------- data transfer ---------------- */
 
-#define SEND_BODY(op, fd, callexpr, ra, rl, buf, cap, iov, iovcnt)                                          \
+#define SEND_BODY(op, fd, callexpr, ra, rl, buf, cap, iov, iovcnt) SEND_BODY_DG(op, fd, callexpr, ra, rl, buf, cap, iov, iovcnt, 0)
+#define SEND_BODY_DG(op, fd, callexpr, ra, rl, buf, cap, iov, iovcnt, dgfirst)                            \
 	ENSURE();                                                                                      \
 	struct sc_thread *T_ = sc_self();                                                              \
 	struct sc_fd tmp_, *f_ = sock_of_t(T_, fd, &tmp_);                                             \
@@ -754,7 +772,7 @@ SC_EXPORT int fcntl64(int fd, int cmd, ...)
 	int64_t t_ = sc_now_of(T_);                                                                    \
 	ssize_t r_ = callexpr;                                                                         \
 	/* the fast path makes no call that could change errno */                                     \
-	if (SC_LIKELY(io_fast(T_, op, fd, f_, t_, r_, ra, rl, buf, cap)))                             \
+	if (SC_LIKELY(io_fast_dg(T_, op, fd, f_, t_, r_, ra, rl, buf, cap, dgfirst)))                 \
 		return r_;                                                                             \
 	int e_ = errno;                                                                                \
 	log_io(op, fd, f_, t_, r_, e_, ra, rl, buf, cap, iov, iovcnt);                                 \
@@ -776,14 +794,14 @@ SC_EXPORT int fcntl64(int fd, int cmd, ...)
 	errno = e_;                                                                                    \
 	return r_;
 
-SC_EXPORT SC_HOT ssize_t send(int fd, const void *buf, size_t n, int flags)
+SC_EXPORT SC_FAST("1") __attribute__((aligned(4096))) ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
 	SEND_BODY(SC_OP_SEND, fd, SC_REAL(send)(fd, buf, n, flags), NULL, 0, buf, n, NULL, 0)
 }
 
-SC_EXPORT SC_HOT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *a, socklen_t al)
+SC_EXPORT SC_FAST("3") ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *a, socklen_t al)
 {
-	SEND_BODY(SC_OP_SEND, fd, SC_REAL(sendto)(fd, buf, n, flags, a, al), a, a ? al : 0, buf, n, NULL, 0)
+	SEND_BODY_DG(SC_OP_SEND, fd, SC_REAL(sendto)(fd, buf, n, flags, a, al), a, a ? al : 0, buf, n, NULL, 0, 1)
 }
 
 /* read/write and their vector forms mostly see files and pipes: the check for
@@ -887,7 +905,11 @@ static inline __attribute__((always_inline)) ssize_t recvfrom_logged(struct sc_t
 	socklen_t sl = sizeof ss;
 	struct sockaddr *ua = a;
 	socklen_t *ul = al;
+#ifdef SC_ABLATE_NOADDR
+	if (0) {
+#else
 	if (!a && is_dgram(f) && !(f->flags & SC_FDF_CONNECTED)) {
+#endif
 		/* a connected datagram socket receives from its peer only: the
 		 * fd's remote (its FD record) is the sender, no need to ask */
 		ua = (struct sockaddr *)&ss;
@@ -909,7 +931,7 @@ static inline __attribute__((always_inline)) ssize_t recvfrom_logged(struct sc_t
 	return r;
 }
 
-SC_EXPORT SC_HOT ssize_t recv(int fd, void *buf, size_t n, int flags)
+SC_EXPORT SC_FAST("2") ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
 	ENSURE();
 	struct sc_thread *T = sc_self();
@@ -928,7 +950,7 @@ SC_EXPORT SC_HOT ssize_t recv(int fd, void *buf, size_t n, int flags)
 	return r;
 }
 
-SC_EXPORT SC_HOT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al)
+SC_EXPORT SC_FAST("4") ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al)
 {
 	return recvfrom_impl(fd, buf, n, flags, a, al, 0, 0);
 }
