@@ -8,6 +8,9 @@
 # CODEEN_METHODS (default "wap5 joint"; the joint linker takes minutes there).
 #   bench/linking.sh     # about 5 minutes on 2 cores
 set -euo pipefail
+# Build as the Makefile does (urfave_cli_no_docs: without it urfave/cli links its man-page and
+# markdown writers, ~6 ms and ~80 page faults more per command), unless GOFLAGS is set.
+export GOFLAGS=${GOFLAGS:--mod=mod -tags=urfave_cli_no_docs}
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
 tmp=$(mktemp -d)

@@ -8,7 +8,8 @@ import (
 
 // arena hands out the pass's scratch slices from large blocks outside the
 // Go heap, in transparent huge pages (hugemem.Map, or a mapping kept by
-// hugemem.Keep). On a virtual machine a
+// hugemem.Keep); a small pass's one block is on the Go heap. On a virtual
+// machine a
 // page fault costs microseconds, and fresh memory is dear even in huge
 // pages (the kernel zeroes every page first touched), so the pass keeps
 // its memory small and reuses it: slices are taken like a stack, and
@@ -26,6 +27,9 @@ type arena struct {
 // arenaBlock is the smallest block, in words (8 MB).
 const arenaBlock = 1 << 20
 
+// smallBlock is the largest request served in small pages, in words (1 MB).
+const smallBlock = 1 << 17
+
 // reserve makes sure the current block has at least words more words
 // free, starting a block of that size if it does not.
 func (a *arena) reserve(words int) {
@@ -37,6 +41,13 @@ func (a *arena) reserve(words int) {
 			n := len(b) / 8
 			a.buf, a.off, a.used = unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), n), 0, n
 			a.frees = append(a.frees, free)
+			return
+		}
+		// A small pass (a short trace) takes a block of its own size in
+		// small pages: it touches a few of them, where the first touch of
+		// a huge page would have the kernel zero 2 MB.
+		if words < smallBlock {
+			a.buf, a.off, a.used = mapSmall(words), 0, 0
 			return
 		}
 		n := max(words, arenaBlock)
@@ -116,3 +127,8 @@ func grab[T any](a *arena, n int) []T { return take[T](a, n, true) }
 
 // grabDirty returns n Ts from a that the caller overwrites before reading.
 func grabDirty[T any](a *arena, n int) []T { return take[T](a, n, false) }
+
+// mapSmall returns words zero words in small pages, on the Go heap: a
+// trace of a few thousand messages touches a few of them. Its slices keep
+// the block alive; free has nothing to give back.
+func mapSmall(words int) []uint64 { return make([]uint64, words) }
