@@ -3,6 +3,9 @@ package linking
 import (
 	"fmt"
 	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -40,6 +43,22 @@ func BenchmarkLinkGen(b *testing.B) {
 	}
 }
 
+// procMB is the value of field (e.g. "VmHWM:") of /proc/self/status, in
+// MB; 0 where there is none.
+func procMB(field string) float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
 func cpuSeconds() float64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -68,12 +87,25 @@ func BenchmarkLinkPhases(b *testing.B) {
 	read := cpuSeconds() - cpu0
 	var order []string
 	sums := map[string]float64{}
+	// The peak RSS (VmHWM) reached by the end of each step, and the RSS
+	// then, in MB: where the peak is made (first run only).
+	// heap is the Go heap's share of the RSS (HeapSys − HeapReleased).
+	// alloc is the heap allocated so far (TotalAlloc).
+	hwm, rss, heap, alloc := map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
+	first := true
 	cur, at := "", 0.0
 	phaseHook = func(name string) {
 		now := cpuSeconds()
 		if cur != "" {
 			if _, ok := sums[cur]; !ok {
 				order = append(order, cur)
+			}
+			if first {
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				hwm[cur], rss[cur] = procMB("VmHWM:"), procMB("VmRSS:")
+				heap[cur] = float64(ms.HeapSys-ms.HeapReleased) / (1 << 20)
+				alloc[cur] = float64(ms.TotalAlloc) / (1 << 20)
 			}
 			sums[cur] += now - at
 		}
@@ -83,7 +115,7 @@ func BenchmarkLinkPhases(b *testing.B) {
 	b.ResetTimer()
 	cpu1 := cpuSeconds()
 	for i := 0; i < b.N; i++ {
-		cur = ""
+		cur, first = "", i == 0
 		if _, err := Link(t, Options{NoInstances: true, Top: 100}); err != nil {
 			b.Fatal(err)
 		}
@@ -91,9 +123,9 @@ func BenchmarkLinkPhases(b *testing.B) {
 	total := cpuSeconds() - cpu1
 	b.StopTimer()
 	fmt.Printf("messages %d, runs %d; CPU-s per run (process CPU, GC included)\n", len(t.Messages), b.N)
-	fmt.Printf("%-32s %8.3f\n", "reading (once)", read)
+	fmt.Printf("%-32s %8.3f %12s %8s %8s %9s\n", "reading (once)", read, "peak RSS MB", "RSS MB", "heap MB", "alloc MB")
 	for _, name := range order {
-		fmt.Printf("%-32s %8.3f\n", name, sums[name]/float64(b.N))
+		fmt.Printf("%-32s %8.3f %12.0f %8.0f %8.0f %9.0f\n", name, sums[name]/float64(b.N), hwm[name], rss[name], heap[name], alloc[name])
 	}
 	fmt.Printf("%-32s %8.3f\n", "linking total", total/float64(b.N))
 	b.ReportMetric(float64(len(t.Messages))*float64(b.N)/total, "msgs/cpu-s")
