@@ -3,6 +3,7 @@ package linking
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 
 	"wap5/internal/hugemem"
@@ -154,10 +155,8 @@ type joint struct {
 	// client marks the nodes that use no fixed port (clients.go): as the
 	// senders of triggers they share one class.
 	client []bool
-	// anyParallel: some count model's calls are parallel (parallel.go);
-	// parScr is refitParallel's scratch.
+	// anyParallel: some count model's calls are parallel (parallel.go).
 	anyParallel bool
-	parScr      struct{ start, items, pos []int32 }
 
 	// tally: repair sums the cost of its assignment into tallySum (J5b,
 	// structure.go).
@@ -195,6 +194,10 @@ type joint struct {
 	classes           []*classModel
 	pairMemo          []pairMemo   // classOfPair's memo
 	slab              []classModel // classModels are allocated from here
+	// slabs are a whole trace's slabs of classes (classOf): they hold
+	// the classes alive for the run, whatever points to them.
+	slabs    [][]classModel
+	entArena entArena // the class tables' arrays (classTable)
 	// The classes' delays of the current pass, by class index (see
 	// classModel).
 	samples, certain delayList
@@ -249,8 +252,10 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// The per-message arrays outside the Go heap (offHeap), given back
 	// when the run ends.
 	mem := &l.runMem
-	j.parent = offMake[int32](mem, n)
-	j.prob = offMake[float32](mem, n)
+	// (parent and prob, which J6 reads, apart: the rest is given back
+	// before J6 makes the instances.)
+	j.parent = offMake[int32](&l.linkMem, n)
+	j.prob = offMake[float32](&l.linkMem, n)
 	j.span = offMake[int32](mem, n)
 	j.kids = offMake[uint8](mem, n)
 	j.callSpan = offMake[int32](mem, n)
@@ -298,6 +303,12 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	phase("J2 count priors, J2b actors")
 	j.countPriors()
 	j.learnActors()
+	// The passes hold little in the heap beyond the trace: on a large
+	// trace, the garbage of the steps so far is given back and the heap
+	// kept close to what is live (lowGC).
+	if n >= lowGCMessages {
+		defer lowGC()()
+	}
 	prev := offMake[int32](mem, n)
 	fit := Fit{}
 	iters := 0
@@ -382,12 +393,14 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	for _, c := range j.active {
 		c.active = false // the models may be carried into another run
 	}
+	// Nothing refers to the run's arrays but parent and prob any more:
+	// given back before J6 adds the instances to the heap.
+	l.dropIndex()
+	l.runMem.free()
 	// J6.
 	phase("J6 instances")
 	in := j.instances()
-	// Nothing refers to the run's arrays any more.
-	l.dropIndex()
-	l.runMem.free()
+	l.linkMem.free()
 	return in, fit, iters
 }
 
@@ -430,7 +443,7 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	src := j.edgeSrc[ae]
 	tab := j.classTabs[src]
 	if tab == nil {
-		tab = newClassTable()
+		tab = j.newClassTable()
 		j.classTabs[src] = tab
 	}
 	if c := tab.get(fk); c != nil {
@@ -456,11 +469,14 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	}
 	if c == nil {
 		if len(j.slab) == 0 {
-			if j.carried == nil && len(j.classes) >= 1<<16 {
-				// A whole trace's classes end with the run: past
-				// the first 64k, outside the heap (millions of them
-				// on a large trace).
-				j.slab = offMake[classModel](&j.runMem, 1<<16)
+			if j.carried == nil {
+				// A whole trace's classes end with the run: in
+				// slabs growing to 64k classes, outside the heap
+				// from 4 MB (millions of them on a large trace),
+				// kept in j.slabs so that the tables and lists
+				// outside the heap may point to them.
+				j.slab = offMake[classModel](&j.runMem, min(1<<16, max(1024, len(j.classes))))
+				j.slabs = append(j.slabs, j.slab)
 			} else {
 				j.slab = make([]classModel, 1024) // carried to the next chunk
 			}
@@ -474,6 +490,9 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	}
 	c.idx = int32(len(j.classes))
 	tab.put(fk, c)
+	if j.carried == nil {
+		j.classes = offGrow(&j.runMem, j.classes, 1)
+	}
 	j.classes = append(j.classes, c)
 	return c
 }
@@ -536,6 +555,9 @@ func (j *joint) trigOf(te int32, k classKey) int32 {
 type classTable struct {
 	ents []classEnt
 	n    int
+	// arena, where set, holds ents outside the heap (a whole trace's
+	// run: its classes are in joint.slabs); nil: in the heap (a stream's).
+	arena *entArena
 }
 
 type classEnt struct {
@@ -543,7 +565,58 @@ type classEnt struct {
 	c   *classModel // nil: empty slot
 }
 
-func newClassTable() *classTable { return &classTable{ents: make([]classEnt, 64)} }
+// newClassTable is a node's empty class table.
+func (j *joint) newClassTable() *classTable {
+	if j.carried == nil {
+		if j.entArena.mem == nil {
+			j.entArena.mem = &j.runMem
+		}
+		return &classTable{ents: j.entArena.get(64), arena: &j.entArena}
+	}
+	return &classTable{ents: make([]classEnt, 64)}
+}
+
+// entArena hands out the class tables' arrays of a whole trace's run
+// outside the heap: a large trace's tables hold millions of entries, grown
+// by doubling, node after node. Sizes are powers of two; an array given
+// back (a table that grew) is reused by the next table of its size.
+type entArena struct {
+	mem    *offHeap
+	chunk  []classEnt   // the rest of the current chunk
+	chunks [][]classEnt // every chunk, held for the run
+	free   [32][][]classEnt
+}
+
+// entChunk is the size of an arena's chunks, in entries (4 MB: outside
+// the heap, offMake); larger arrays are made on their own.
+const entChunk = 1 << 18
+
+// get is a zeroed array of n entries, n a power of two.
+func (a *entArena) get(n int) []classEnt {
+	k := bits.Len(uint(n)) - 1
+	if f := a.free[k]; len(f) > 0 {
+		s := f[len(f)-1]
+		a.free[k] = f[:len(f)-1]
+		clear(s)
+		return s
+	}
+	if n >= entChunk {
+		return offMake[classEnt](a.mem, n)
+	}
+	if len(a.chunk) < n {
+		a.chunk = offMake[classEnt](a.mem, entChunk)
+		a.chunks = append(a.chunks, a.chunk)
+	}
+	s := a.chunk[:n:n]
+	a.chunk = a.chunk[n:]
+	return s
+}
+
+// put gives s (from get) back for reuse.
+func (a *entArena) put(s []classEnt) {
+	k := bits.Len(uint(len(s))) - 1
+	a.free[k] = append(a.free[k], s)
+}
 
 func (t *classTable) slot(k uint64) int {
 	mask := len(t.ents) - 1
@@ -559,11 +632,20 @@ func (t *classTable) get(k uint64) *classModel { return t.ents[t.slot(k)].c }
 func (t *classTable) put(k uint64, c *classModel) {
 	if 2*(t.n+1) > len(t.ents) {
 		old := t.ents
-		t.ents = make([]classEnt, 2*len(old))
+		if t.arena != nil {
+			// Outside the heap, the old array reused: a large
+			// trace's tables grow to millions of entries.
+			t.ents = t.arena.get(2 * len(old))
+		} else {
+			t.ents = make([]classEnt, 2*len(old))
+		}
 		for _, e := range old {
 			if e.c != nil {
 				t.ents[t.slot(e.key)] = e
 			}
+		}
+		if t.arena != nil {
+			t.arena.put(old)
 		}
 	}
 	e := &t.ents[t.slot(k)]
@@ -615,9 +697,9 @@ func (d *delayList) add(c *classModel, v float32) {
 func (d *delayList) reset() { d.cls, d.val = d.cls[:0], d.val[:0] }
 
 // group arranges the delays by class (each class's in the order added),
-// for n classes.
-func (d *delayList) group(n int) {
-	d.start = slices.Grow(d.start[:0], n+1)[:n+1]
+// for n classes; its arrays outside the heap, in o.
+func (d *delayList) group(o *offHeap, n int) {
+	d.start = offSized(o, d.start, n+1)
 	clear(d.start)
 	for _, c := range d.cls {
 		d.start[c+1]++
@@ -625,7 +707,7 @@ func (d *delayList) group(n int) {
 	for c := 0; c < n; c++ {
 		d.start[c+1] += d.start[c]
 	}
-	d.byCls = slices.Grow(d.byCls[:0], len(d.val))[:len(d.val)]
+	d.byCls = offSized(o, d.byCls, len(d.val))
 	pos := d.start[:n:n] // advanced while filling, restored below
 	for k, c := range d.cls {
 		d.byCls[pos[c]] = d.val[k]
@@ -804,7 +886,7 @@ func (j *joint) newSendCtx(o int32) sendCtx {
 	src := j.edgeSrc[ae]
 	tab := j.classTabs[src]
 	if tab == nil {
-		tab = newClassTable()
+		tab = j.newClassTable()
 		j.classTabs[src] = tab
 	}
 	k := uint64(j.edgeAct[ae]) << 2
@@ -1122,8 +1204,8 @@ func (j *joint) refit(useCertain, last bool) {
 		}
 	}
 	j.refitCounts()
-	j.samples.group(len(j.classes))
-	j.certain.group(len(j.classes))
+	j.samples.group(&j.runMem, len(j.classes))
+	j.certain.group(&j.runMem, len(j.classes))
 	// Certain delays pooled over the senders of the trigger, for classes
 	// with too few of their own.
 	rs := &j.refitScr
@@ -1321,6 +1403,9 @@ func (j *joint) initCaches() {
 func (j *joint) touch(c *classModel) {
 	if !c.active {
 		c.active = true
+		if j.carried == nil {
+			j.active = offGrow(&j.runMem, j.active, 1) // see classOf
+		}
 		j.active = append(j.active, c)
 	}
 }
