@@ -192,8 +192,12 @@ type joint struct {
 	// its receiver, plus 2 (≥ 0): the parts of a class table key.
 	edgeTrig, edgeAct []uint32
 	classes           []*classModel
-	pairMemo          []pairMemo   // classOfPair's memo
-	slab              []classModel // classModels are allocated from here
+	pairMemo          []pairMemo // classOfPair's memo
+	// ofTab, ofKey and ofC are the last class classOf found.
+	ofTab *classTable
+	ofKey uint64
+	ofC   *classModel
+	slab  []classModel // classModels are allocated from here
 	// slabs are a whole trace's slabs of classes (classOf): they hold
 	// the classes alive for the run, whatever points to them.
 	slabs    [][]classModel
@@ -446,7 +450,13 @@ func (j *joint) classOf(trig, act int32) *classModel {
 		tab = j.newClassTable()
 		j.classTabs[src] = tab
 	}
+	// The last class found, without a probe: the refit and the repair
+	// look up the links of one node in turn, mostly of few classes.
+	if tab == j.ofTab && fk == j.ofKey {
+		return j.ofC
+	}
 	if c := tab.get(fk); c != nil {
+		j.ofTab, j.ofKey, j.ofC = tab, fk, c
 		return c
 	}
 	m, a := &j.msgs[trig], &j.msgs[act]
@@ -490,6 +500,7 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	}
 	c.idx = int32(len(j.classes))
 	tab.put(fk, c)
+	j.ofTab, j.ofKey, j.ofC = tab, fk, c
 	if j.carried == nil {
 		j.classes = offGrow(&j.runMem, j.classes, 1)
 	}
@@ -878,6 +889,11 @@ type sendCtx struct {
 	tab  *classTable
 	key  uint64
 	base dist // the send's WAP5 exponential (j.base of its edge)
+	// memoKey and memo are the last class classLive found: a send's
+	// candidates mostly share a few classes (every client's message is
+	// one trigger class), so most lookups need no probe of the table.
+	memoKey uint64
+	memo    *classModel
 }
 
 func (j *joint) newSendCtx(o int32) sendCtx {
@@ -903,10 +919,15 @@ func (j *joint) classLive(x *sendCtx, e *liveMsg) *classModel {
 	if e.ret {
 		fk |= 1
 	}
-	if c := x.tab.get(fk); c != nil {
-		return c
+	if x.memo != nil && x.memoKey == fk {
+		return x.memo
 	}
-	return j.classOf(e.i, x.o)
+	c := x.tab.get(fk)
+	if c == nil {
+		c = j.classOf(e.i, x.o)
+	}
+	x.memoKey, x.memo = fk, c
+	return c
 }
 
 // costLive is cost(e.i, x.o, dt) from the live entry.
