@@ -598,11 +598,14 @@ type entArena struct {
 	mem    *offHeap
 	chunk  []classEnt   // the rest of the current chunk
 	chunks [][]classEnt // every chunk, held for the run
+	made   int          // entries in chunks so far
 	free   [32][][]classEnt
 }
 
-// entChunk is the size of an arena's chunks, in entries (4 MB: outside
-// the heap, offMake); larger arrays are made on their own.
+// entChunk is the largest size of an arena's chunks, in entries (4 MB:
+// outside the heap, offMake); larger arrays are made on their own. The
+// chunks grow to it from 1024 entries, with what the arena handed out, so
+// that a small trace's tables stay in the heap.
 const entChunk = 1 << 18
 
 // get is a zeroed array of n entries, n a power of two.
@@ -618,8 +621,10 @@ func (a *entArena) get(n int) []classEnt {
 		return offMake[classEnt](a.mem, n)
 	}
 	if len(a.chunk) < n {
-		a.chunk = offMake[classEnt](a.mem, entChunk)
+		size := max(n, min(entChunk, max(1024, a.made)))
+		a.chunk = offMake[classEnt](a.mem, size)
 		a.chunks = append(a.chunks, a.chunk)
+		a.made += size
 	}
 	s := a.chunk[:n:n]
 	a.chunk = a.chunk[n:]
