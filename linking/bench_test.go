@@ -3,6 +3,7 @@ package linking
 import (
 	"fmt"
 	"os"
+	"runtime/metrics"
 	"syscall"
 	"testing"
 
@@ -40,6 +41,16 @@ func BenchmarkLinkGen(b *testing.B) {
 	}
 }
 
+// cpuAndPeak is cpuSeconds and the peak RSS so far in MB, from one
+// getrusage.
+func cpuAndPeak() (cpu, peakMB float64) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9, float64(ru.Maxrss) / 1024
+}
+
 func cpuSeconds() float64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -68,12 +79,27 @@ func BenchmarkLinkPhases(b *testing.B) {
 	read := cpuSeconds() - cpu0
 	var order []string
 	sums := map[string]float64{}
+	// The peak RSS (getrusage's maxrss), the Go heap's share of the RSS
+	// (its memory less what it gave back) and the heap allocated so far, in
+	// MB, at the end of each step (its last end, first run only): where
+	// the peak is made. (runtime/metrics, which stops nothing: the hook
+	// runs several times per node.)
+	hwm, heap, alloc := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	first := true
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"}, {Name: "/gc/heap/allocs:bytes"}}
 	cur, at := "", 0.0
 	phaseHook = func(name string) {
-		now := cpuSeconds()
+		now, maxrss := cpuAndPeak()
 		if cur != "" {
 			if _, ok := sums[cur]; !ok {
 				order = append(order, cur)
+			}
+			if first {
+				metrics.Read(samples)
+				hwm[cur] = maxrss
+				heap[cur] = float64(samples[0].Value.Uint64()+samples[1].Value.Uint64()+samples[2].Value.Uint64()) / (1 << 20)
+				alloc[cur] = float64(samples[3].Value.Uint64()) / (1 << 20)
 			}
 			sums[cur] += now - at
 		}
@@ -83,7 +109,7 @@ func BenchmarkLinkPhases(b *testing.B) {
 	b.ResetTimer()
 	cpu1 := cpuSeconds()
 	for i := 0; i < b.N; i++ {
-		cur = ""
+		cur, first = "", i == 0
 		if _, err := Link(t, Options{NoInstances: true, Top: 100}); err != nil {
 			b.Fatal(err)
 		}
@@ -91,9 +117,9 @@ func BenchmarkLinkPhases(b *testing.B) {
 	total := cpuSeconds() - cpu1
 	b.StopTimer()
 	fmt.Printf("messages %d, runs %d; CPU-s per run (process CPU, GC included)\n", len(t.Messages), b.N)
-	fmt.Printf("%-32s %8.3f\n", "reading (once)", read)
+	fmt.Printf("%-32s %8.3f %12s %8s %9s\n", "reading (once)", read, "peak RSS MB", "heap MB", "alloc MB")
 	for _, name := range order {
-		fmt.Printf("%-32s %8.3f\n", name, sums[name]/float64(b.N))
+		fmt.Printf("%-32s %8.3f %12.0f %8.0f %9.0f\n", name, sums[name]/float64(b.N), hwm[name], heap[name], alloc[name])
 	}
 	fmt.Printf("%-32s %8.3f\n", "linking total", total/float64(b.N))
 	b.ReportMetric(float64(len(t.Messages))*float64(b.N)/total, "msgs/cpu-s")

@@ -39,8 +39,9 @@ type linker struct {
 
 	// idxMem holds the per-node and per-edge indexes above (dropIndex
 	// frees it); runMem the joint linker's per-message arrays, freed at the
-	// end of its run (offHeap).
-	idxMem, runMem offHeap
+	// end of its run, and linkMem its links (parent, prob), freed once
+	// J6 has read them (offHeap).
+	idxMem, runMem, linkMem offHeap
 
 	fixed   []bool  // fixed endpoints (WAP5 §2.5), computed on demand
 	carried *models // delay models carried from a previous stream chunk

@@ -3,6 +3,7 @@ package linking
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 
 	"wap5/internal/hugemem"
@@ -154,10 +155,8 @@ type joint struct {
 	// client marks the nodes that use no fixed port (clients.go): as the
 	// senders of triggers they share one class.
 	client []bool
-	// anyParallel: some count model's calls are parallel (parallel.go);
-	// parScr is refitParallel's scratch.
+	// anyParallel: some count model's calls are parallel (parallel.go).
 	anyParallel bool
-	parScr      struct{ start, items, pos []int32 }
 
 	// tally: repair sums the cost of its assignment into tallySum (J5b,
 	// structure.go).
@@ -193,8 +192,16 @@ type joint struct {
 	// its receiver, plus 2 (≥ 0): the parts of a class table key.
 	edgeTrig, edgeAct []uint32
 	classes           []*classModel
-	pairMemo          []pairMemo   // classOfPair's memo
-	slab              []classModel // classModels are allocated from here
+	pairMemo          []pairMemo // classOfPair's memo
+	// ofTab, ofKey and ofC are the last class classOf found.
+	ofTab *classTable
+	ofKey uint64
+	ofC   *classModel
+	slab  []classModel // classModels are allocated from here
+	// slabs are a whole trace's slabs of classes (classOf): they hold
+	// the classes alive for the run, whatever points to them.
+	slabs    [][]classModel
+	entArena entArena // the class tables' arrays (classTable)
 	// The classes' delays of the current pass, by class index (see
 	// classModel).
 	samples, certain delayList
@@ -249,8 +256,10 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// The per-message arrays outside the Go heap (offHeap), given back
 	// when the run ends.
 	mem := &l.runMem
-	j.parent = offMake[int32](mem, n)
-	j.prob = offMake[float32](mem, n)
+	// (parent and prob, which J6 reads, apart: the rest is given back
+	// before J6 makes the instances.)
+	j.parent = offMake[int32](&l.linkMem, n)
+	j.prob = offMake[float32](&l.linkMem, n)
 	j.span = offMake[int32](mem, n)
 	j.kids = offMake[uint8](mem, n)
 	j.callSpan = offMake[int32](mem, n)
@@ -298,6 +307,12 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	phase("J2 count priors, J2b actors")
 	j.countPriors()
 	j.learnActors()
+	// The passes hold little in the heap beyond the trace: on a large
+	// trace, the garbage of the steps so far is given back and the heap
+	// kept close to what is live (lowGC).
+	if n >= lowGCMessages {
+		defer lowGC()()
+	}
 	prev := offMake[int32](mem, n)
 	fit := Fit{}
 	iters := 0
@@ -382,12 +397,14 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	for _, c := range j.active {
 		c.active = false // the models may be carried into another run
 	}
+	// Nothing refers to the run's arrays but parent and prob any more:
+	// given back before J6 adds the instances to the heap.
+	l.dropIndex()
+	l.runMem.free()
 	// J6.
 	phase("J6 instances")
 	in := j.instances()
-	// Nothing refers to the run's arrays any more.
-	l.dropIndex()
-	l.runMem.free()
+	l.linkMem.free()
 	return in, fit, iters
 }
 
@@ -430,10 +447,16 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	src := j.edgeSrc[ae]
 	tab := j.classTabs[src]
 	if tab == nil {
-		tab = newClassTable()
+		tab = j.newClassTable()
 		j.classTabs[src] = tab
 	}
+	// The last class found, without a probe: the refit and the repair
+	// look up the links of one node in turn, mostly of few classes.
+	if tab == j.ofTab && fk == j.ofKey {
+		return j.ofC
+	}
 	if c := tab.get(fk); c != nil {
+		j.ofTab, j.ofKey, j.ofC = tab, fk, c
 		return c
 	}
 	m, a := &j.msgs[trig], &j.msgs[act]
@@ -456,11 +479,14 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	}
 	if c == nil {
 		if len(j.slab) == 0 {
-			if j.carried == nil && len(j.classes) >= 1<<16 {
-				// A whole trace's classes end with the run: past
-				// the first 64k, outside the heap (millions of them
-				// on a large trace).
-				j.slab = offMake[classModel](&j.runMem, 1<<16)
+			if j.carried == nil {
+				// A whole trace's classes end with the run: in
+				// slabs growing to 64k classes, outside the heap
+				// from 4 MB (millions of them on a large trace),
+				// kept in j.slabs so that the tables and lists
+				// outside the heap may point to them.
+				j.slab = offMake[classModel](&j.runMem, min(1<<16, max(1024, len(j.classes))))
+				j.slabs = append(j.slabs, j.slab)
 			} else {
 				j.slab = make([]classModel, 1024) // carried to the next chunk
 			}
@@ -474,6 +500,10 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	}
 	c.idx = int32(len(j.classes))
 	tab.put(fk, c)
+	j.ofTab, j.ofKey, j.ofC = tab, fk, c
+	if j.carried == nil {
+		j.classes = offGrow(&j.runMem, j.classes, 1)
+	}
 	j.classes = append(j.classes, c)
 	return c
 }
@@ -532,10 +562,16 @@ func (j *joint) trigOf(te int32, k classKey) int32 {
 // classTable maps a class's key at one node (the key classOf builds) to the
 // class: pairTable's probing with the model itself in the slot, so that a
 // lookup does not follow an index through joint.classes (a scattered load
-// on a large trace).
+// on a large trace). It grows at three quarters full, not half (pairTable):
+// the lookups that repeat a key skip the table (classOf, classLive), and a
+// large trace's tables hold millions of classes (CoDeeN-sized trace: peak
+// RSS −60 MB).
 type classTable struct {
 	ents []classEnt
 	n    int
+	// arena, where set, holds ents outside the heap (a whole trace's
+	// run: its classes are in joint.slabs); nil: in the heap (a stream's).
+	arena *entArena
 }
 
 type classEnt struct {
@@ -543,7 +579,63 @@ type classEnt struct {
 	c   *classModel // nil: empty slot
 }
 
-func newClassTable() *classTable { return &classTable{ents: make([]classEnt, 64)} }
+// newClassTable is a node's empty class table.
+func (j *joint) newClassTable() *classTable {
+	if j.carried == nil {
+		if j.entArena.mem == nil {
+			j.entArena.mem = &j.runMem
+		}
+		return &classTable{ents: j.entArena.get(64), arena: &j.entArena}
+	}
+	return &classTable{ents: make([]classEnt, 64)}
+}
+
+// entArena hands out the class tables' arrays of a whole trace's run
+// outside the heap: a large trace's tables hold millions of entries, grown
+// by doubling, node after node. Sizes are powers of two; an array given
+// back (a table that grew) is reused by the next table of its size.
+type entArena struct {
+	mem    *offHeap
+	chunk  []classEnt   // the rest of the current chunk
+	chunks [][]classEnt // every chunk, held for the run
+	made   int          // entries in chunks so far
+	free   [32][][]classEnt
+}
+
+// entChunk is the largest size of an arena's chunks, in entries (4 MB:
+// outside the heap, offMake); larger arrays are made on their own. The
+// chunks grow to it from 1024 entries, with what the arena handed out, so
+// that a small trace's tables stay in the heap.
+const entChunk = 1 << 18
+
+// get is a zeroed array of n entries, n a power of two.
+func (a *entArena) get(n int) []classEnt {
+	k := bits.Len(uint(n)) - 1
+	if f := a.free[k]; len(f) > 0 {
+		s := f[len(f)-1]
+		a.free[k] = f[:len(f)-1]
+		clear(s)
+		return s
+	}
+	if n >= entChunk {
+		return offMake[classEnt](a.mem, n)
+	}
+	if len(a.chunk) < n {
+		size := max(n, min(entChunk, max(1024, a.made)))
+		a.chunk = offMake[classEnt](a.mem, size)
+		a.chunks = append(a.chunks, a.chunk)
+		a.made += size
+	}
+	s := a.chunk[:n:n]
+	a.chunk = a.chunk[n:]
+	return s
+}
+
+// put gives s (from get) back for reuse.
+func (a *entArena) put(s []classEnt) {
+	k := bits.Len(uint(len(s))) - 1
+	a.free[k] = append(a.free[k], s)
+}
 
 func (t *classTable) slot(k uint64) int {
 	mask := len(t.ents) - 1
@@ -557,13 +649,22 @@ func (t *classTable) slot(k uint64) int {
 func (t *classTable) get(k uint64) *classModel { return t.ents[t.slot(k)].c }
 
 func (t *classTable) put(k uint64, c *classModel) {
-	if 2*(t.n+1) > len(t.ents) {
+	if 4*(t.n+1) > 3*len(t.ents) {
 		old := t.ents
-		t.ents = make([]classEnt, 2*len(old))
+		if t.arena != nil {
+			// Outside the heap, the old array reused: a large
+			// trace's tables grow to millions of entries.
+			t.ents = t.arena.get(2 * len(old))
+		} else {
+			t.ents = make([]classEnt, 2*len(old))
+		}
 		for _, e := range old {
 			if e.c != nil {
 				t.ents[t.slot(e.key)] = e
 			}
+		}
+		if t.arena != nil {
+			t.arena.put(old)
 		}
 	}
 	e := &t.ents[t.slot(k)]
@@ -615,9 +716,9 @@ func (d *delayList) add(c *classModel, v float32) {
 func (d *delayList) reset() { d.cls, d.val = d.cls[:0], d.val[:0] }
 
 // group arranges the delays by class (each class's in the order added),
-// for n classes.
-func (d *delayList) group(n int) {
-	d.start = slices.Grow(d.start[:0], n+1)[:n+1]
+// for n classes; its arrays outside the heap, in o.
+func (d *delayList) group(o *offHeap, n int) {
+	d.start = offSized(o, d.start, n+1)
 	clear(d.start)
 	for _, c := range d.cls {
 		d.start[c+1]++
@@ -625,7 +726,7 @@ func (d *delayList) group(n int) {
 	for c := 0; c < n; c++ {
 		d.start[c+1] += d.start[c]
 	}
-	d.byCls = slices.Grow(d.byCls[:0], len(d.val))[:len(d.val)]
+	d.byCls = offSized(o, d.byCls, len(d.val))
 	pos := d.start[:n:n] // advanced while filling, restored below
 	for k, c := range d.cls {
 		d.byCls[pos[c]] = d.val[k]
@@ -796,6 +897,11 @@ type sendCtx struct {
 	tab  *classTable
 	key  uint64
 	base dist // the send's WAP5 exponential (j.base of its edge)
+	// memoKey and memo are the last class classLive found: a send's
+	// candidates mostly share a few classes (every client's message is
+	// one trigger class), so most lookups need no probe of the table.
+	memoKey uint64
+	memo    *classModel
 }
 
 func (j *joint) newSendCtx(o int32) sendCtx {
@@ -804,7 +910,7 @@ func (j *joint) newSendCtx(o int32) sendCtx {
 	src := j.edgeSrc[ae]
 	tab := j.classTabs[src]
 	if tab == nil {
-		tab = newClassTable()
+		tab = j.newClassTable()
 		j.classTabs[src] = tab
 	}
 	k := uint64(j.edgeAct[ae]) << 2
@@ -821,10 +927,15 @@ func (j *joint) classLive(x *sendCtx, e *liveMsg) *classModel {
 	if e.ret {
 		fk |= 1
 	}
-	if c := x.tab.get(fk); c != nil {
-		return c
+	if x.memo != nil && x.memoKey == fk {
+		return x.memo
 	}
-	return j.classOf(e.i, x.o)
+	c := x.tab.get(fk)
+	if c == nil {
+		c = j.classOf(e.i, x.o)
+	}
+	x.memoKey, x.memo = fk, c
+	return c
 }
 
 // costLive is cost(e.i, x.o, dt) from the live entry.
@@ -1122,8 +1233,8 @@ func (j *joint) refit(useCertain, last bool) {
 		}
 	}
 	j.refitCounts()
-	j.samples.group(len(j.classes))
-	j.certain.group(len(j.classes))
+	j.samples.group(&j.runMem, len(j.classes))
+	j.certain.group(&j.runMem, len(j.classes))
 	// Certain delays pooled over the senders of the trigger, for classes
 	// with too few of their own.
 	rs := &j.refitScr
@@ -1321,6 +1432,9 @@ func (j *joint) initCaches() {
 func (j *joint) touch(c *classModel) {
 	if !c.active {
 		c.active = true
+		if j.carried == nil {
+			j.active = offGrow(&j.runMem, j.active, 1) // see classOf
+		}
 		j.active = append(j.active, c)
 	}
 }

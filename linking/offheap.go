@@ -1,6 +1,8 @@
 package linking
 
 import (
+	"runtime/debug"
+	"sync"
 	"unsafe"
 
 	"wap5/internal/hugemem"
@@ -11,7 +13,10 @@ import (
 // per-message arrays live from the start of a run to its end: in the Go
 // heap they count twice towards the peak (the collector lets the heap grow
 // to twice what is live before it collects), outside it once.
-type offHeap struct{ frees []func() }
+type offHeap struct {
+	// frees gives back each array, by its first element.
+	frees map[unsafe.Pointer]func()
+}
 
 // offMake is make([]T, n) for a T without pointers: outside the Go heap
 // where the array is large (≥ 4 MB), in o until o.free.
@@ -22,8 +27,51 @@ func offMake[T any](o *offHeap, n int) []T {
 		return make([]T, n)
 	}
 	b, free := hugemem.Map(n * size)
-	o.frees = append(o.frees, free)
-	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+	if o.frees == nil {
+		o.frees = map[unsafe.Pointer]func(){}
+	}
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	o.frees[p] = free
+	return unsafe.Slice((*T)(p), n)
+}
+
+// offGrow is append's growth for a slice made by offMake (or a small one
+// in the heap): s with room for more elements, in a new array of twice the
+// capacity where it has none, the old array given back at once — growing
+// outside the heap leaves no garbage behind. T may hold pointers only to
+// memory the collector does not free while the array is in use (the
+// collector does not see them): classes of a whole trace's run, which live
+// in slabs the joint linker keeps (joint.slabs).
+func offGrow[T any](o *offHeap, s []T, more int) []T {
+	if len(s)+more <= cap(s) {
+		return s
+	}
+	t := offMake[T](o, max(2*cap(s), len(s)+more, 1024))[:len(s)]
+	copy(t, s)
+	o.release(unsafe.Pointer(unsafe.SliceData(s)))
+	return t
+}
+
+// offSized is s[:n] where s has room for n elements, else a new array of
+// n (offMake; the old one given back where it was outside the heap): for
+// scratch arrays reused from pass to pass, sized by the trace, which would
+// otherwise be large live objects in the heap.
+func offSized[T any](o *offHeap, s []T, n int) []T {
+	if n <= cap(s) {
+		return s[:n]
+	}
+	o.release(unsafe.Pointer(unsafe.SliceData(s)))
+	return offMake[T](o, n)
+}
+
+// release gives back the array starting at p now, where o made it outside
+// the heap (a heap array is left to the collector); nothing may refer to it
+// any more.
+func (o *offHeap) release(p unsafe.Pointer) {
+	if f, ok := o.frees[p]; ok && p != nil {
+		f()
+		delete(o.frees, p)
+	}
 }
 
 // free gives o's arrays back; nothing may refer to them any more.
@@ -32,4 +80,50 @@ func (o *offHeap) free() {
 		f()
 	}
 	o.frees = nil
+}
+
+// lowGCMessages is the size of trace from which the joint linker's passes
+// run under lowGC: below it the heap is small anyway.
+const lowGCMessages = 1 << 20
+
+// lowGCPercent is the collector's GOGC during the passes of a large trace.
+const lowGCPercent = 20
+
+// lowGCState counts the runs under lowGC, so that concurrent runs restore
+// the setting they found once, when the last ends.
+var lowGCState struct {
+	sync.Mutex
+	runs int
+	old  int
+}
+
+// lowGC gives the heap's free memory back to the system (a collection)
+// and lets the heap grow by lowGCPercent of what is live rather than by
+// GOGC (100 % by default) until the function it returns is called. For the
+// joint linker's passes over a large trace: the heap then holds the trace
+// (pointer-free, so a collection costs little) and the garbage of the
+// steps before (J1's tables, the clients' endpoint sets: hundreds of MB on
+// the CoDeeN-sized trace), while the passes' own arrays are outside the
+// heap (offHeap) and allocate little in it; at GOGC 100 the heap would
+// stay at twice the trace. Where GOGC is off or lower already, only the
+// free memory is given back.
+func lowGC() (restore func()) {
+	st := &lowGCState
+	st.Lock()
+	if st.runs == 0 {
+		st.old = debug.SetGCPercent(lowGCPercent)
+		if st.old < lowGCPercent { // off (−1) or lower already
+			debug.SetGCPercent(st.old)
+		}
+	}
+	st.runs++
+	st.Unlock()
+	debug.FreeOSMemory()
+	return func() {
+		st.Lock()
+		if st.runs--; st.runs == 0 {
+			debug.SetGCPercent(st.old)
+		}
+		st.Unlock()
+	}
 }

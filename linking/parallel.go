@@ -1,8 +1,6 @@
 package linking
 
 import (
-	"slices"
-
 	"wap5/trace"
 )
 
@@ -29,34 +27,12 @@ const minParallelEvidence = 20
 
 // refitParallel marks the count models whose calls are parallel, from the
 // spans as assigned: the spans no ambiguous call could have joined where a
-// class has enough of them (sure, by count class id), else all.
-func (j *joint) refitParallel(sure []float64) {
-	// The calls of every span, in send order (message order), without a
-	// map: counts per span, then their positions.
+// class has enough of them (sure, by count class id), else all. The calls
+// of request c's span are items[start[c]:start[c+1]], in send order
+// (message order), from refitCounts: the requests sent, with a known send
+// time, that belong to a request span of their sender.
+func (j *joint) refitParallel(sure []float64, start, items []int32) {
 	n := len(j.msgs)
-	start := slices.Grow(j.parScr.start[:0], n+1)[:n+1]
-	clear(start)
-	isCall := func(k int, c int32) bool {
-		return c >= 0 && j.r.role[k] == roleRequest && j.msgs[k].Send != trace.Unknown && j.r.role[c] == roleRequest && j.msgs[c].Dst == j.msgs[k].Src
-	}
-	for k, c := range j.callSpan {
-		if isCall(k, c) {
-			start[c+1]++
-		}
-	}
-	for i := 0; i < n; i++ {
-		start[i+1] += start[i]
-	}
-	items := slices.Grow(j.parScr.items[:0], int(start[n]))[:start[n]]
-	pos := slices.Grow(j.parScr.pos[:0], n)[:n]
-	copy(pos, start[:n])
-	for k, c := range j.callSpan {
-		if isCall(k, c) {
-			items[pos[c]] = int32(k)
-			pos[c]++
-		}
-	}
-	j.parScr.start, j.parScr.items, j.parScr.pos = start, items, pos
 	type tally struct{ later, over float64 }
 	per := map[*countModel]*tally{}
 	for ci := 0; ci < n; ci++ {

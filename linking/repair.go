@@ -78,6 +78,7 @@ type repairScratch struct {
 	spans              nodeSpans // repair's span arrays, kept for the next node
 	cntStart           []int32   // refitCounts' calls per span (CSR)
 	cntDsts            []trace.NodeID
+	cntCalls           []int32   // refitCounts' calls per span
 	calls              []int32   // repair's calls of the node
 	was                []int32   // assignByDest: the spans of a group's calls before
 	rounds             roundRec  // assignByDest: the first round's blocks, for the second
@@ -807,7 +808,7 @@ func (j *joint) refitCounts() {
 		return hk.role == roleRequest && hk.send != trace.Unknown && hc.role == roleRequest && j.edgeDst[hc.edge] == j.edgeSrc[hk.edge]
 	}
 	n := len(j.msgs)
-	start := slices.Grow(j.scr.cntStart[:0], n+1)[:n+1]
+	start := offSized(&j.runMem, j.scr.cntStart, n+1)
 	clear(start)
 	defer func() { j.scr.cntStart = start }()
 	for k, c := range j.callSpan {
@@ -818,12 +819,16 @@ func (j *joint) refitCounts() {
 	for c := 0; c < n; c++ {
 		start[c+1] += start[c]
 	}
-	dsts := slices.Grow(j.scr.cntDsts[:0], int(start[n]))[:start[n]]
-	defer func() { j.scr.cntDsts = dsts }()
+	// (With the calls themselves, for refitParallel: the same spans'
+	// calls, in the same order.)
+	dsts := offSized(&j.runMem, j.scr.cntDsts, int(start[n]))
+	calls := offSized(&j.runMem, j.scr.cntCalls, int(start[n]))
+	defer func() { j.scr.cntDsts, j.scr.cntCalls = dsts, calls }()
 	fill := start[:n:n] // advanced while filling, restored below
 	for k, c := range j.callSpan {
 		if isCall(k, c) {
 			dsts[fill[c]] = j.edgeDst[j.hot[k].edge]
+			calls[fill[c]] = int32(k)
 			fill[c]++
 		}
 	}
@@ -854,7 +859,7 @@ func (j *joint) refitCounts() {
 			}
 		}
 	}
-	j.refitParallel(sure)
+	j.refitParallel(sure, start, calls)
 	for _, cm := range j.mod.count {
 		cm.seen = [4]float64{}
 	}

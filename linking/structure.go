@@ -85,7 +85,11 @@ func (j *joint) restoreState(s *jointState) {
 			c.active = false
 		}
 	}
-	j.active = append(j.active[:0], s.active...)
+	j.active = j.active[:0]
+	if j.carried == nil {
+		j.active = offGrow(&j.runMem, j.active, len(s.active)) // see classOf
+	}
+	j.active = append(j.active, s.active...)
 	for cm, v := range s.count {
 		*cm = v
 	}
