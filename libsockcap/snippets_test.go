@@ -1,6 +1,7 @@
 package libsockcap
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,7 @@ func TestSnippets(t *testing.T) {
 		{name: "closeall", check: checkCloseAll},
 		{name: "privdrop", check: checkPrivDrop},
 		{name: "emfile", check: checkEmfile},
+		{name: "highfd", check: checkHighFd},
 		{name: "misc", flags: []string{"-O2", "-D_FORTIFY_SOURCE=2"}, args: func(d string) []string { return []string{filepath.Join(d, "file")} }, check: checkMisc},
 	}
 	for _, tc := range tests {
@@ -497,4 +499,115 @@ func selfNetNS(t *testing.T) uint64 {
 		t.Fatal(err)
 	}
 	return st.Ino
+}
+
+// TestHighFdSmallTable runs the highfd snippet against a build of the
+// library whose direct fd table ends at 1024, with sockets from fd 2000 on:
+// the overflow table's code, where a test cannot raise RLIMIT_NOFILE past
+// 65536 (no CAP_SYS_RESOURCE; TestSnippets/highfd covers the shipped build
+// where it can).
+func TestHighFdSmallTable(t *testing.T) {
+	libPath(t) // skips when the library is not built
+	bin := snippet(t, "highfd")
+	lib := filepath.Join(t.TempDir(), "libsockcap-fd1024.so")
+	args := []string{"-O2", "-g", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-fvisibility=hidden",
+		"-Wl,--version-script=" + filepath.Join("c", "exports.map"), "-DSC_FDMAX=1024", "-o", lib}
+	if os.Getenv("SOCKCAP_PRELOAD_EXTRA") != "" { // the sanitized run: sanitize this build too
+		args = append(args, "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
+	}
+	srcs, _ := filepath.Glob(filepath.Join("c", "*.c"))
+	args = append(append(args, srcs...), "-ldl", "-lpthread")
+	if b, err := exec.Command(cc(), args...).CombinedOutput(); err != nil {
+		t.Fatalf("building the small-table library: %v\n%s", err, b)
+	}
+	pre := lib
+	if x := os.Getenv("SOCKCAP_PRELOAD_EXTRA"); x != "" {
+		pre = x + " " + lib
+	}
+	r := capture(t, []string{"LD_PRELOAD=" + pre}, bin, "2000")
+	if r.code != 0 {
+		t.Fatalf("highfd exited %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r.vals["skip"] == 1 || r.vals["client_fd"] < 2000 {
+		t.Fatalf("the snippet did not use fds from 2000 on:\n%s", r.stdout)
+	}
+	checkHighFd(t, r, readLogs(t, r.dir))
+}
+
+// checkHighFd: sockets at fds above the library's direct table are recorded
+// like any other: endpoints, bytes each way, datagram checksums, and closes.
+func checkHighFd(t *testing.T, r runResult, logs []procLog) {
+	if r.vals["skip"] == 1 {
+		t.Skip("cannot raise RLIMIT_NOFILE to 71024")
+	}
+	if len(logs) != 1 {
+		t.Fatalf("%d logs, want 1", len(logs))
+	}
+	l := logs[0]
+	sp, cp := r.vals["server_port"], r.vals["client_port"]
+	cfd, sfd := int32(r.vals["client_fd"]), int32(r.vals["server_fd"])
+	on := func(fd int32, op Op) []Event {
+		return l.filter(func(e *Event) bool { return e.Fd == fd && e.Op == op })
+	}
+	type dir struct {
+		name          string
+		fd            int32
+		op            Op
+		local, remote int
+		n             int // events, or 0: any number
+		bytes         int64
+	}
+	for _, d := range []dir{
+		{"client sends", cfd, OpSend, cp, sp, 5, 500},
+		{"server recvs", sfd, OpRecv, sp, cp, 0, 500},
+		{"server sends", sfd, OpSend, sp, cp, 3, 150},
+		{"client recvs", cfd, OpRecv, cp, sp, 0, 150},
+	} {
+		evs := on(d.fd, d.op)
+		if (d.n != 0 && len(evs) != d.n) || sumBytes(evs) != d.bytes {
+			t.Errorf("%s (fd %d): %d events %d bytes, want %d and %d", d.name, d.fd, len(evs), sumBytes(evs), d.n, d.bytes)
+		}
+		for _, e := range evs {
+			if port(e.Local) != d.local || port(e.Remote) != d.remote || e.Proto != ProtoTCP {
+				t.Errorf("%s: %v %v -> %v, want tcp %d -> %d", d.name, e.Proto, e.Local, e.Remote, d.local, d.remote)
+			}
+		}
+	}
+	usp, ucp := r.vals["udp_server_port"], r.vals["udp_client_port"]
+	us := l.filter(func(e *Event) bool { return e.Op == OpSend && e.Proto == ProtoUDP })
+	ur := l.filter(func(e *Event) bool { return e.Op == OpRecv && e.Proto == ProtoUDP })
+	if len(us) != 4 || len(ur) != 4 {
+		t.Fatalf("udp: %d sends %d recvs, want 4 each", len(us), len(ur))
+	}
+	msg := bytes.Repeat([]byte{'x'}, 40)
+	for i := range us {
+		n := int64(10 * (i + 1))
+		for _, e := range []Event{us[i], ur[i]} {
+			from, to := e.Local, e.Remote
+			if e.Op == OpRecv {
+				from, to = e.Remote, e.Local
+			}
+			if e.Fd < int32(r.vals["listen_fd"]) || e.Bytes != n || port(from) != ucp || port(to) != usp || e.Sum != Checksum(msg[:n], int(n)) {
+				t.Errorf("udp %v %d: fd %d, %d bytes %v -> %v sum %x, want %d bytes %d -> %d", e.Op, i, e.Fd, e.Bytes, from, to, e.Sum, n, ucp, usp)
+			}
+		}
+	}
+	p0, p1 := int32(r.vals["pair0_fd"]), int32(r.vals["pair1_fd"])
+	for _, d := range []struct {
+		fd      int32
+		out, in int64
+	}{{p0, 7, 9}, {p1, 9, 7}} {
+		s, rv := on(d.fd, OpSend), on(d.fd, OpRecv)
+		if sumBytes(s) != d.out || sumBytes(rv) != d.in || len(s) != 1 || s[0].Proto != ProtoUnix {
+			t.Errorf("socketpair fd %d: sent %d received %d (%d sends), want %d and %d, unix", d.fd, sumBytes(s), sumBytes(rv), len(s), d.out, d.in)
+		}
+	}
+	for _, name := range []string{"client_fd", "server_fd", "listen_fd", "pair0_fd", "pair1_fd"} {
+		if fd := int32(r.vals[name]); len(on(fd, OpClose)) != 1 {
+			t.Errorf("%s %d: %d close events, want 1", name, fd, len(on(fd, OpClose)))
+		}
+	}
+	if n := len(l.filter(func(e *Event) bool { return e.Op == OpClose && e.Proto == ProtoUDP })); n != 2 {
+		t.Errorf("%d udp close events, want 2", n)
+	}
 }

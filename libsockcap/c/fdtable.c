@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
@@ -48,38 +49,70 @@ static void classify(int fd, struct sc_fd *f)
 	f->proto = proto_of(domain, type);
 }
 
+/* The overflow table's blocks, mapped on first use (zeroed: every entry
+ * SC_FD_UNKNOWN). Threads racing to map one keep the first and unmap theirs.
+ * A fork's child inherits the blocks with the fds. */
+static struct sc_fd *fdhi[SC_FDHI_NBLOCKS];
+
+struct sc_fd *sc_fd_hi(int fd, int create)
+{
+	unsigned i = (unsigned)fd - SC_FDMAX;
+	if ((unsigned)fd < SC_FDMAX || i / SC_FDHI_BLOCK >= SC_FDHI_NBLOCKS)
+		return NULL;
+	struct sc_fd **slot = &fdhi[i / SC_FDHI_BLOCK];
+	struct sc_fd *b = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (!b && create) {
+		int saved = errno;
+		size_t len = SC_FDHI_BLOCK * sizeof(struct sc_fd);
+		void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED) {
+			struct sc_fd *expect = NULL;
+			if (__atomic_compare_exchange_n(slot, &expect, (struct sc_fd *)m, 0, __ATOMIC_ACQ_REL,
+							__ATOMIC_ACQUIRE))
+				b = m;
+			else {
+				munmap(m, len);
+				b = expect;
+			}
+		}
+		errno = saved;
+	}
+	return b ? &b[i % SC_FDHI_BLOCK] : NULL;
+}
+
 struct sc_fd *sc_fd_get(int fd, struct sc_fd *tmp)
 {
-	if (fd < 0) {
-		memset(tmp, 0, sizeof *tmp);
-		tmp->kind = SC_FD_OTHER;
-		return tmp;
-	}
-	if (fd < SC_FDMAX) {
-		struct sc_fd *f = &sc_fds[fd];
-		if (SC_UNLIKELY(f->kind == SC_FD_UNKNOWN)) {
-			int saved = errno;
-			classify(fd, f);
-			errno = saved;
+	struct sc_fd *f = sc_fd_slot(fd, 1);
+	if (!f) { /* fd < 0, or no block (beyond the overflow table, or no memory) */
+		if (fd < 0) {
+			memset(tmp, 0, sizeof *tmp);
+			tmp->kind = SC_FD_OTHER;
+			return tmp;
 		}
-		return f;
+		f = tmp;
+		f->kind = SC_FD_UNKNOWN;
 	}
-	int saved = errno;
-	classify(fd, tmp);
-	errno = saved;
-	return tmp;
+	if (SC_UNLIKELY(f->kind == SC_FD_UNKNOWN)) {
+		int saved = errno;
+		classify(fd, f);
+		errno = saved;
+	}
+	return f;
 }
 
 void sc_fd_forget(int fd)
 {
-	if (fd >= 0 && fd < SC_FDMAX)
-		memset(&sc_fds[fd], 0, sizeof sc_fds[fd]);
+	struct sc_fd *f = sc_fd_slot(fd, 0);
+	if (f)
+		memset(f, 0, sizeof *f);
 }
 
 struct sc_fd *sc_fd_set_socket(int fd, int domain, int type)
 {
 	static SC_TLS struct sc_fd big;
-	struct sc_fd *f = fd >= 0 && fd < SC_FDMAX ? &sc_fds[fd] : &big;
+	struct sc_fd *f = sc_fd_slot(fd, 1);
+	if (!f)
+		f = &big;
 	memset(f, 0, sizeof *f);
 	f->kind = SC_FD_SOCKET;
 	f->family = domain;

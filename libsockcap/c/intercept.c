@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -594,19 +595,19 @@ SC_EXPORT int shutdown(int fd, int how)
 __attribute__((noinline)) static int close_slow(int fd)
 {
 	ENSURE();
-	if ((unsigned)fd >= SC_FDMAX)
+	struct sc_fd *f = sc_fd_slot(fd, 0);
+	if (!f)
 		return SC_REAL(close)(fd);
-	uint8_t kind = sc_fds[fd].kind;
+	uint8_t kind = f->kind;
 	if (kind != SC_FD_SOCKET) {
 		if (kind != SC_FD_UNKNOWN)
-			sc_fds[fd].kind = SC_FD_UNKNOWN;
+			f->kind = SC_FD_UNKNOWN;
 		return SC_REAL(close)(fd);
 	}
 	if (!active()) {
 		sc_fd_forget(fd);
 		return SC_REAL(close)(fd);
 	}
-	struct sc_fd *f = &sc_fds[fd];
 	int64_t t = sc_now();
 	sc_fd_ensure(fd, f, t); /* the close record carries the endpoints */
 	sc_fd_forget(fd);
@@ -635,12 +636,17 @@ SC_EXPORT SC_HOT int close(int fd)
 
 static void closed_range(unsigned first, unsigned last, int64_t t)
 {
-	if (first >= SC_FDMAX)
-		return;
-	if (last >= SC_FDMAX)
-		last = SC_FDMAX - 1;
+	if (last > INT_MAX)
+		last = INT_MAX;
 	for (unsigned fd = first; fd <= last; fd++) {
-		if (sc_fds[fd].kind == SC_FD_SOCKET && active())
+		struct sc_fd *f = sc_fd_slot((int)fd, 0);
+		if (!f) { /* no overflow block here: skip to the next one */
+			if (fd < SC_FDMAX || (fd - SC_FDMAX) / SC_FDHI_BLOCK >= SC_FDHI_NBLOCKS - 1)
+				break;
+			fd = SC_FDMAX + ((fd - SC_FDMAX) / SC_FDHI_BLOCK + 1) * SC_FDHI_BLOCK - 1;
+			continue;
+		}
+		if (f->kind == SC_FD_SOCKET && active())
 			simple_event(SC_OP_CLOSE, (int)fd, t, 0, 0, 0, 0);
 		sc_fd_forget((int)fd);
 	}
@@ -678,12 +684,13 @@ static void duped(int oldfd, int newfd, int implicit_close)
 	if (!sc_cfg.enabled || newfd < 0)
 		return;
 	int64_t t = sc_now();
-	if (implicit_close && newfd != oldfd && newfd < SC_FDMAX && sc_fds[newfd].kind == SC_FD_SOCKET && active())
+	struct sc_fd *nf = sc_fd_slot(newfd, 1);
+	if (implicit_close && newfd != oldfd && nf && nf->kind == SC_FD_SOCKET && active())
 		simple_event(SC_OP_CLOSE, newfd, t, 0, 0, SC_F_ARG, 2); /* arg 2: closed by dup2 */
 	struct sc_fd tmp, *o = sc_fd_get(oldfd, &tmp);
-	if (newfd < SC_FDMAX && newfd != oldfd) {
-		sc_fds[newfd] = *o;
-		sc_fds[newfd].emitted = 0;
+	if (nf && newfd != oldfd) {
+		*nf = *o;
+		nf->emitted = 0;
 	}
 	if (o->kind == SC_FD_SOCKET && active()) {
 		struct sc_event ev = {.op = SC_OP_DUP, .fd = oldfd, .fd2 = newfd, .ret = newfd,

@@ -49,7 +49,15 @@
  *                        under valgrind too (bench/capture-lines.py counts its cache lines) */
 
 /* ---- fdtable.c: per-fd state ---- */
+#ifndef SC_FDMAX /* a smaller one only in the test build of highfd (libsockcap/snippets_test.go) */
 #define SC_FDMAX 65536
+#endif
+/* fds from SC_FDMAX on (a proxy holding tens of thousands of connections)
+ * have their state in blocks of SC_FDHI_BLOCK entries mapped on first use,
+ * up to SC_FDMAX + SC_FDHI_BLOCK * SC_FDHI_NBLOCKS (16.8M fds); beyond, each
+ * call classifies the fd again (and the state does not last). */
+#define SC_FDHI_BLOCK 4096
+#define SC_FDHI_NBLOCKS 4096
 enum { SC_FD_UNKNOWN = 0, SC_FD_OTHER = 1, SC_FD_SOCKET = 2 };
 #define SC_FDF_CONNECTING 1 /* nonblocking connect in progress: refresh names at first I/O */
 #define SC_FDF_CONNECTED 2  /* connect/accept done or peer known */
@@ -470,6 +478,16 @@ static inline __attribute__((always_inline)) uint8_t *sc_raw_nn(uint8_t *q, int6
  * For fds >= SC_FDMAX it fills *tmp and returns tmp. */
 SC_HIDDEN SC_COLD struct sc_fd *sc_fd_get(int fd, struct sc_fd *tmp);
 SC_HIDDEN void sc_fd_forget(int fd);
+/* sc_fd_slot is where fd's state lives: the direct table below SC_FDMAX, a
+ * block of the overflow table above (mapped when create is set and it is
+ * missing), or NULL (fd < 0, or no block). */
+SC_HIDDEN SC_COLD struct sc_fd *sc_fd_hi(int fd, int create);
+static inline struct sc_fd *sc_fd_slot(int fd, int create)
+{
+	if (SC_LIKELY((unsigned)fd < SC_FDMAX))
+		return &sc_fds[fd];
+	return fd < 0 ? NULL : sc_fd_hi(fd, create);
+}
 /* sc_fd_set_socket marks fd as a socket created or accepted by the program. */
 SC_HIDDEN struct sc_fd *sc_fd_set_socket(int fd, int domain, int type);
 /* sc_fd_describe writes an SC_K_FD record for fd into the caller's chunk.
