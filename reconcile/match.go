@@ -206,7 +206,9 @@ type matcher struct {
 	logged  map[string]bool
 	logAddr map[netip.Addr]string
 	covered map[*Observer]bool
-	conns   map[connKey][]*conn
+	// conns: the instances of each connection key, by the key's hash
+	// (connIndex).
+	conns connIndex
 	// sigs finds the connections created by a client's or a server's end
 	// that are still lonely, by the sizes of their first messages (step 6).
 	sigs   sigIndex
@@ -243,7 +245,7 @@ func newMatcher(t *trace.Trace, opts Options) (*matcher, error) {
 		w = int64(DefaultWindow)
 	}
 	m := &matcher{opts: opts, window: w, t: t, names: newNamer(t, opts.Granularity),
-		conns: map[connKey][]*conn{}, hostAddr: map[string]netip.Addr{},
+		conns: connIndex{}, hostAddr: map[string]netip.Addr{},
 		logged: map[string]bool{}, logAddr: map[netip.Addr]string{}, covered: map[*Observer]bool{}}
 	m.dg.init()
 	for _, tr := range opts.NAT {
@@ -468,7 +470,8 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 		return nil
 	}
 	key, side := m.connKeyOf(ob)
-	list := m.conns[key]
+	h := key.hash()
+	list := m.conns.list(h, &key)
 	var c *conn
 	if ob.Op == OpOpen {
 		m.abandonUnanswered(list, side)
@@ -513,7 +516,7 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 		ce := &connEnd{conn: conn{key: key, first: m.now, serial: m.nconn}}
 		c, fresh = &ce.conn, &ce.end
 		c.calls, c.rets = c.call0[:0], c.ret0[:0]
-		m.conns[key] = append(list, c)
+		m.conns[h] = append(m.conns[h], c)
 		if ob.Role == RoleClient || ob.Role == RoleServer {
 			m.addLonely(c, ob.Role)
 		}
@@ -1181,9 +1184,9 @@ func (m *matcher) pairTranslated(c *conn) bool {
 	// Later packets of the other end find c under best's key.
 	c.aliases = append(c.aliases, best.key)
 	c.aliases = append(c.aliases, best.aliases...)
-	for i, x := range m.conns[best.key] {
+	for i, x := range m.conns[best.key.hash()] {
 		if x == best {
-			m.conns[best.key][i] = c
+			m.conns[best.key.hash()][i] = c // c has best.key among its aliases
 		}
 	}
 	m.paired(c)
@@ -1500,7 +1503,8 @@ func (m *matcher) retire(c *conn) {
 }
 
 func (m *matcher) dropConn(k connKey, c *conn) {
-	list, ok := m.conns[k]
+	h := k.hash()
+	list, ok := m.conns[h]
 	if !ok {
 		return
 	}
@@ -1511,9 +1515,9 @@ func (m *matcher) dropConn(k connKey, c *conn) {
 		}
 	}
 	if len(out) == 0 {
-		delete(m.conns, k)
+		delete(m.conns, h)
 	} else {
-		m.conns[k] = out
+		m.conns[h] = out
 	}
 }
 
