@@ -128,9 +128,14 @@ type connEnd struct {
 	end end
 }
 
-// sockTable finds an end by its source's socket id: ids are usually small
-// and dense (a counter), so a slice serves them; others go to a map.
+// sockTable finds an end by its source's socket id: ids are a counter of
+// the source, and the ends in use at a time are a narrow span of it, so a
+// slice serves the span from the oldest id still in use (base) on; others
+// (an id far from it, or below base) go to a map. The slice moves on as
+// its oldest ends are retired: its memory follows the ends in use, not
+// every socket the log ever opened (millions on a large set).
 type sockTable struct {
+	base   uint64 // dense[i] is socket base+i
 	dense  []*end
 	sparse map[uint64]*end
 }
@@ -138,24 +143,40 @@ type sockTable struct {
 const denseSockets = 1 << 20
 
 func (t *sockTable) get(id uint64) *end {
-	if id < denseSockets {
-		if id < uint64(len(t.dense)) {
-			return t.dense[id]
+	if i := id - t.base; id >= t.base && i < uint64(len(t.dense)) {
+		if e := t.dense[i]; e != nil || len(t.sparse) == 0 {
+			return e
 		}
-		return nil
 	}
 	return t.sparse[id]
 }
 
 func (t *sockTable) set(id uint64, e *end) {
+	if len(t.dense) == 0 && e != nil {
+		t.base = id // nothing in the span: it starts here
+	}
+	i := id - t.base
+	inSpan := id >= t.base && i < denseSockets
+	if inSpan && len(t.sparse) > 0 {
+		delete(t.sparse, id) // put there when out of the span
+	}
 	switch {
-	case id < denseSockets:
-		for uint64(len(t.dense)) <= id {
-			t.dense = append(t.dense, nil)
+	case inSpan && i < uint64(len(t.dense)):
+		t.dense[i] = e
+		if e == nil && i == 0 {
+			// The oldest went: move the span past every leading gap.
+			for len(t.dense) > 0 && t.dense[0] == nil {
+				t.dense = t.dense[1:]
+				t.base++
+			}
 		}
-		t.dense[id] = e
 	case e == nil:
 		delete(t.sparse, id)
+	case inSpan:
+		for uint64(len(t.dense)) < i {
+			t.dense = append(t.dense, nil)
+		}
+		t.dense = append(t.dense, e)
 	default:
 		if t.sparse == nil {
 			t.sparse = map[uint64]*end{}
