@@ -116,7 +116,7 @@ func openSealed(z []byte, mapped bool) (*sealedLog, []byte) {
 	if dec == nil {
 		return nil, nil
 	}
-	defer chunkDecoders.Put(dec)
+	defer putChunkDecoder(dec)
 	if mapped {
 		dropPages(z, mapped, dropped, len(z)) // the rest of the walk
 	}
@@ -138,22 +138,37 @@ func openSealed(z []byte, mapped bool) (*sealedLog, []byte) {
 // chunkDecoders are the zstd decoders of sealed logs, shared by every log
 // open: a decoder keeps its block buffers (over 100 KB once used), and a
 // reader of many logs (wap5 reconcile: 115 on a CoDeeN-sized set, read in
-// turns) needs one per goroutine decoding at a time, not one per log.
-// Decoders of one concurrency never start goroutines, so one dropped by the
-// pool leaks nothing.
-var chunkDecoders = sync.Pool{New: func() any {
+// turns) needs one per goroutine decoding at a time, not one per log. A
+// free list, not a sync.Pool: a pool drops its decoders at every
+// collection, and making one again costs its buffers again. Decoders of one
+// concurrency never start goroutines.
+var chunkDecoders struct {
+	sync.Mutex
+	free []*zstd.Decoder
+}
+
+// getChunkDecoder takes a decoder (nil if none can be made); putChunkDecoder
+// gives it back.
+func getChunkDecoder() *zstd.Decoder {
+	chunkDecoders.Lock()
+	if n := len(chunkDecoders.free); n > 0 {
+		dec := chunkDecoders.free[n-1]
+		chunkDecoders.free = chunkDecoders.free[:n-1]
+		chunkDecoders.Unlock()
+		return dec
+	}
+	chunkDecoders.Unlock()
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(sealedMaxMemory), zstd.WithDecoderMaxWindow(sealedMaxWindow))
 	if err != nil {
 		return nil
 	}
 	return dec
-}}
+}
 
-// getChunkDecoder takes a decoder from chunkDecoders (nil if none can be
-// made); put it back when done.
-func getChunkDecoder() *zstd.Decoder {
-	dec, _ := chunkDecoders.Get().(*zstd.Decoder)
-	return dec
+func putChunkDecoder(dec *zstd.Decoder) {
+	chunkDecoders.Lock()
+	chunkDecoders.free = append(chunkDecoders.free, dec)
+	chunkDecoders.Unlock()
 }
 
 // chunk decodes chunk k into dst. On damage it returns what decoded before
@@ -167,7 +182,7 @@ func (l *sealedLog) chunk(k int, dst []byte) ([]byte, error) {
 	if dec == nil {
 		return dst, errors.New("no zstd decoder")
 	}
-	defer chunkDecoders.Put(dec)
+	defer putChunkDecoder(dec)
 	out, err := dec.DecodeAll(f, dst)
 	if err == nil {
 		// Drop what lies behind in batches (each madvise costs a TLB

@@ -10,7 +10,7 @@ import (
 	"wap5/libsockcap"
 )
 
-// Sealed logs share their zstd decoders (chunkDecoders): logs of different
+// Sealed logs share their zstd decoders (chunkDecoders, a free list): logs of different
 // contents read in turns, and read at once from several goroutines, give
 // the events each gives read alone.
 func TestSealedSharedDecoders(t *testing.T) {
