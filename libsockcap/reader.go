@@ -742,9 +742,6 @@ func (s *Scanner) RecordBytes() int64 { return s.recBytes }
 
 // Close releases the log.
 func (s *Scanner) Close() error {
-	if s.lazy != nil {
-		s.lazy.dec.Close()
-	}
 	s.data, s.heap, s.cur, s.lazy, s.pending, s.free = nil, nil, nil, nil, nil, nil
 	if s.mapped != nil {
 		m := s.mapped

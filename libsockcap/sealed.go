@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"syscall"
 
 	"github.com/klauspost/compress/zstd"
@@ -50,7 +51,6 @@ type sealedLog struct {
 	frames    [][2]int // chunk k's frame: z[frames[k][0]:frames[k][1]]
 	heads     [][chunkHdrSize]byte
 	chunkSize int
-	dec       *zstd.Decoder
 	mapped    bool // z is a file mapping: drop pages once decoded
 	dropped   int  // z[:dropped] has been dropped (up to the last batch)
 }
@@ -112,28 +112,63 @@ func openSealed(z []byte, mapped bool) (*sealedLog, []byte) {
 	if count != len(frames)-2 || len(body) != count*chunkHdrSize || chunk < minChunkSize || chunk > maxChunkSize {
 		return nil, nil
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(sealedMaxMemory), zstd.WithDecoderMaxWindow(sealedMaxWindow))
-	if err != nil {
+	dec := getChunkDecoder()
+	if dec == nil {
 		return nil, nil
 	}
+	defer putChunkDecoder(dec)
 	if mapped {
 		dropPages(z, mapped, dropped, len(z)) // the rest of the walk
 	}
-	l := &sealedLog{z: z, frames: frames[1 : len(frames)-1], heads: make([][chunkHdrSize]byte, count), chunkSize: chunk, dec: dec, mapped: mapped}
+	l := &sealedLog{z: z, frames: frames[1 : len(frames)-1], heads: make([][chunkHdrSize]byte, count), chunkSize: chunk, mapped: mapped}
 	for k := range l.heads {
 		copy(l.heads[k][:], body[k*chunkHdrSize:])
 	}
 	hf := z[frames[0][0]:frames[0][1]]
 	if fcs := frameContentSize(hf); fcs < hdrStringsOff || fcs > 1<<20 {
-		dec.Close()
 		return nil, nil
 	}
 	hdr, err := dec.DecodeAll(hf, nil)
 	if err != nil {
-		dec.Close()
 		return nil, nil
 	}
 	return l, hdr
+}
+
+// chunkDecoders are the zstd decoders of sealed logs, shared by every log
+// open: a decoder keeps its block buffers (over 100 KB once used), and a
+// reader of many logs (wap5 reconcile: 115 on a CoDeeN-sized set, read in
+// turns) needs one per goroutine decoding at a time, not one per log. A
+// free list, not a sync.Pool: a pool drops its decoders at every
+// collection, and making one again costs its buffers again. Decoders of one
+// concurrency never start goroutines.
+var chunkDecoders struct {
+	sync.Mutex
+	free []*zstd.Decoder
+}
+
+// getChunkDecoder takes a decoder (nil if none can be made); putChunkDecoder
+// gives it back.
+func getChunkDecoder() *zstd.Decoder {
+	chunkDecoders.Lock()
+	if n := len(chunkDecoders.free); n > 0 {
+		dec := chunkDecoders.free[n-1]
+		chunkDecoders.free = chunkDecoders.free[:n-1]
+		chunkDecoders.Unlock()
+		return dec
+	}
+	chunkDecoders.Unlock()
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(sealedMaxMemory), zstd.WithDecoderMaxWindow(sealedMaxWindow))
+	if err != nil {
+		return nil
+	}
+	return dec
+}
+
+func putChunkDecoder(dec *zstd.Decoder) {
+	chunkDecoders.Lock()
+	chunkDecoders.free = append(chunkDecoders.free, dec)
+	chunkDecoders.Unlock()
 }
 
 // chunk decodes chunk k into dst. On damage it returns what decoded before
@@ -143,7 +178,12 @@ func (l *sealedLog) chunk(k int, dst []byte) ([]byte, error) {
 	if fcs := frameContentSize(f); fcs < 0 || fcs > int64(l.chunkSize) {
 		return dst, fmt.Errorf("frame states %d bytes, chunks have %d", fcs, l.chunkSize)
 	}
-	out, err := l.dec.DecodeAll(f, dst)
+	dec := getChunkDecoder()
+	if dec == nil {
+		return dst, errors.New("no zstd decoder")
+	}
+	defer putChunkDecoder(dec)
+	out, err := dec.DecodeAll(f, dst)
 	if err == nil {
 		// Drop what lies behind in batches (each madvise costs a TLB
 		// shootdown): a page of a frame not decoded yet (another thread's
@@ -157,11 +197,11 @@ func (l *sealedLog) chunk(k int, dst []byte) ([]byte, error) {
 	// salvage the blocks before the damage with the streaming decoder
 	var r bytes.Reader
 	r.Reset(f)
-	if rerr := l.dec.Reset(&r); rerr != nil {
+	if rerr := dec.Reset(&r); rerr != nil {
 		return dst, err
 	}
-	out, _ = readAllInto(l.dec, dst[:0])
-	l.dec.Reset(nil)
+	out, _ = readAllInto(dec, dst[:0])
+	dec.Reset(nil)
 	return out, err
 }
 

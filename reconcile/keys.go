@@ -2,6 +2,8 @@ package reconcile
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -117,6 +119,67 @@ func (ks *keyStrings) pathScope(path string, o *Observer) int32 {
 type connKey struct {
 	proto libsockcap.Proto
 	a, b  epKey
+}
+
+// hash mixes the key's fields into 64 bits: the connection table's key
+// (connIndex). Keys of one hash are told apart by comparing the whole key.
+func (k *connKey) hash() uint64 {
+	h := uint64(k.proto) + 0x9e3779b97f4a7c15
+	for _, e := range [2]*epKey{&k.a, &k.b} {
+		h = mix(h, binary.LittleEndian.Uint64(e.addr[:8]))
+		h = mix(h, binary.LittleEndian.Uint64(e.addr[8:]))
+		h = mix(h, e.inode)
+		h = mix(h, uint64(uint32(e.zone))|uint64(uint32(e.path))<<32)
+		h = mix(h, uint64(uint32(e.scope))|uint64(e.port)<<32|uint64(e.bits)<<48)
+	}
+	return h
+}
+
+// mix folds v into h (a multiply-xorshift step: every input bit reaches
+// the high and the low bits).
+func mix(h, v uint64) uint64 {
+	hi, lo := bits.Mul64(h^v, 0xbf58476d1ce4e5b9)
+	return hi ^ lo
+}
+
+// connIndex lists the instances (lifetimes) of each connection key, in
+// creation order, under the key's 64-bit hash: an 8-byte map key hashes
+// and probes faster, and a table entry takes 32 bytes instead of 112 (an
+// entry per connection in flight on a large set). A list may also hold
+// connections of other keys of the same hash (in practice none); readers
+// take the key's own with list.
+type connIndex map[uint64][]*conn
+
+// list is the instances of key (hash h), in creation order: the table's
+// list itself unless it holds another key's connection.
+func (t connIndex) list(h uint64, key *connKey) []*conn {
+	l := t[h]
+	for i, x := range l {
+		if !x.hasKey(key) {
+			out := append([]*conn(nil), l[:i]...)
+			for _, y := range l[i+1:] {
+				if y.hasKey(key) {
+					out = append(out, y)
+				}
+			}
+			return out
+		}
+	}
+	return l
+}
+
+// hasKey reports whether c is an instance of key: its own, or one of the
+// keys of ends merged into it (step 6).
+func (c *conn) hasKey(key *connKey) bool {
+	if c.key == *key {
+		return true
+	}
+	for i := range c.aliases {
+		if c.aliases[i] == *key {
+			return true
+		}
+	}
+	return false
 }
 
 // hostScope is the host a Unix path means something on (its file system),

@@ -31,10 +31,15 @@ type fdState struct {
 }
 
 // fdTable maps a process's descriptors to their state: small descriptors
-// (nearly all) in a slice, others in a map.
+// (nearly all) in a slice, others in a map. A state no descriptor names
+// any more goes to free, for newState to use again: a log's states take
+// the memory of the descriptors open at once, not of every socket it
+// opened (states come from slabs, and one state still in use kept its
+// whole slab alive).
 type fdTable struct {
 	dense  []*fdState
 	sparse map[int32]*fdState
+	free   []*fdState
 }
 
 const denseFds = 1 << 16
@@ -51,11 +56,13 @@ func (t *fdTable) get(fd int32) *fdState {
 
 // set points fd at st (nil: closes fd), keeping the states' counts.
 func (t *fdTable) set(fd int32, st *fdState) {
-	if old := t.get(fd); old != nil {
-		old.refs--
-	}
 	if st != nil {
 		st.refs++
+	}
+	if old := t.get(fd); old != nil {
+		if old.refs--; old.refs == 0 {
+			t.free = append(t.free, old)
+		}
 	}
 	if uint32(fd) < denseFds {
 		for int(fd) >= len(t.dense) {
@@ -127,9 +134,16 @@ type logSource struct {
 	started   bool // Next was called
 }
 
-// newState makes a descriptor's state, from a slab: one object per 128
-// states instead of one each (a state per connection on a large set).
+// newState makes a descriptor's state: one no descriptor names any more
+// (fdTable.free), else from a slab: one object per 128 states instead of
+// one each (a state per connection on a large set).
 func (s *logSource) newState(st fdState) *fdState {
+	if n := len(s.fds.free); n > 0 {
+		p := s.fds.free[n-1]
+		s.fds.free = s.fds.free[:n-1]
+		*p = st
+		return p
+	}
 	if len(s.slab) == cap(s.slab) {
 		s.slab = make([]fdState, 0, 128)
 	}

@@ -128,9 +128,14 @@ type connEnd struct {
 	end end
 }
 
-// sockTable finds an end by its source's socket id: ids are usually small
-// and dense (a counter), so a slice serves them; others go to a map.
+// sockTable finds an end by its source's socket id: ids are a counter of
+// the source, and the ends in use at a time are a narrow span of it, so a
+// slice serves the span from the oldest id still in use (base) on; others
+// (an id far from it, or below base) go to a map. The slice moves on as
+// its oldest ends are retired: its memory follows the ends in use, not
+// every socket the log ever opened (millions on a large set).
 type sockTable struct {
+	base   uint64 // dense[i] is socket base+i
 	dense  []*end
 	sparse map[uint64]*end
 }
@@ -138,24 +143,40 @@ type sockTable struct {
 const denseSockets = 1 << 20
 
 func (t *sockTable) get(id uint64) *end {
-	if id < denseSockets {
-		if id < uint64(len(t.dense)) {
-			return t.dense[id]
+	if i := id - t.base; id >= t.base && i < uint64(len(t.dense)) {
+		if e := t.dense[i]; e != nil || len(t.sparse) == 0 {
+			return e
 		}
-		return nil
 	}
 	return t.sparse[id]
 }
 
 func (t *sockTable) set(id uint64, e *end) {
+	if len(t.dense) == 0 && e != nil {
+		t.base = id // nothing in the span: it starts here
+	}
+	i := id - t.base
+	inSpan := id >= t.base && i < denseSockets
+	if inSpan && len(t.sparse) > 0 {
+		delete(t.sparse, id) // put there when out of the span
+	}
 	switch {
-	case id < denseSockets:
-		for uint64(len(t.dense)) <= id {
-			t.dense = append(t.dense, nil)
+	case inSpan && i < uint64(len(t.dense)):
+		t.dense[i] = e
+		if e == nil && i == 0 {
+			// The oldest went: move the span past every leading gap.
+			for len(t.dense) > 0 && t.dense[0] == nil {
+				t.dense = t.dense[1:]
+				t.base++
+			}
 		}
-		t.dense[id] = e
 	case e == nil:
 		delete(t.sparse, id)
+	case inSpan:
+		for uint64(len(t.dense)) < i {
+			t.dense = append(t.dense, nil)
+		}
+		t.dense = append(t.dense, e)
 	default:
 		if t.sparse == nil {
 			t.sparse = map[uint64]*end{}
@@ -206,7 +227,9 @@ type matcher struct {
 	logged  map[string]bool
 	logAddr map[netip.Addr]string
 	covered map[*Observer]bool
-	conns   map[connKey][]*conn
+	// conns: the instances of each connection key, by the key's hash
+	// (connIndex).
+	conns connIndex
 	// sigs finds the connections created by a client's or a server's end
 	// that are still lonely, by the sizes of their first messages (step 6).
 	sigs   sigIndex
@@ -243,7 +266,7 @@ func newMatcher(t *trace.Trace, opts Options) (*matcher, error) {
 		w = int64(DefaultWindow)
 	}
 	m := &matcher{opts: opts, window: w, t: t, names: newNamer(t, opts.Granularity),
-		conns: map[connKey][]*conn{}, hostAddr: map[string]netip.Addr{},
+		conns: connIndex{}, hostAddr: map[string]netip.Addr{},
 		logged: map[string]bool{}, logAddr: map[netip.Addr]string{}, covered: map[*Observer]bool{}}
 	m.dg.init()
 	for _, tr := range opts.NAT {
@@ -468,7 +491,8 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 		return nil
 	}
 	key, side := m.connKeyOf(ob)
-	list := m.conns[key]
+	h := key.hash()
+	list := m.conns.list(h, &key)
 	var c *conn
 	if ob.Op == OpOpen {
 		m.abandonUnanswered(list, side)
@@ -513,7 +537,7 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 		ce := &connEnd{conn: conn{key: key, first: m.now, serial: m.nconn}}
 		c, fresh = &ce.conn, &ce.end
 		c.calls, c.rets = c.call0[:0], c.ret0[:0]
-		m.conns[key] = append(list, c)
+		m.conns[h] = append(m.conns[h], c)
 		if ob.Role == RoleClient || ob.Role == RoleServer {
 			m.addLonely(c, ob.Role)
 		}
@@ -1181,9 +1205,9 @@ func (m *matcher) pairTranslated(c *conn) bool {
 	// Later packets of the other end find c under best's key.
 	c.aliases = append(c.aliases, best.key)
 	c.aliases = append(c.aliases, best.aliases...)
-	for i, x := range m.conns[best.key] {
+	for i, x := range m.conns[best.key.hash()] {
 		if x == best {
-			m.conns[best.key][i] = c
+			m.conns[best.key.hash()][i] = c // c has best.key among its aliases
 		}
 	}
 	m.paired(c)
@@ -1500,7 +1524,8 @@ func (m *matcher) retire(c *conn) {
 }
 
 func (m *matcher) dropConn(k connKey, c *conn) {
-	list, ok := m.conns[k]
+	h := k.hash()
+	list, ok := m.conns[h]
 	if !ok {
 		return
 	}
@@ -1511,9 +1536,9 @@ func (m *matcher) dropConn(k connKey, c *conn) {
 		}
 	}
 	if len(out) == 0 {
-		delete(m.conns, k)
+		delete(m.conns, h)
 	} else {
-		m.conns[k] = out
+		m.conns[h] = out
 	}
 }
 

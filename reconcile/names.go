@@ -23,8 +23,8 @@ type namer struct {
 	// ipEps: IP endpoints (without a zone) by address (its index in ips)
 	// and port, in a key of 8 bytes: one entry per connection's ephemeral
 	// port adds up to millions (the largest table of a large set), which
-	// the collector then need not scan.
-	ipEps map[uint64]trace.EndpointID
+	// the collector then need not scan (epTable).
+	ipEps epTable
 	ips   map[ipAddrKey]uint32
 	// last: the address looked up last, and its index.
 	last    ipAddrKey
@@ -207,14 +207,11 @@ func (n *namer) endpoint(e libsockcap.Endpoint) trace.EndpointID {
 		// only here, and no other name has their form (unix:..., a zone),
 		// so a new one is new to the trace too: no lookup by name.
 		k := n.ipEpKey(a, e.Addr.Port())
-		if id, ok := n.ipEps[k]; ok {
+		if id, ok := n.ipEps.get(k); ok {
 			return id
 		}
 		id := n.t.NewEndpoint(n.ipName(e.Addr))
-		if n.ipEps == nil {
-			n.ipEps = map[uint64]trace.EndpointID{}
-		}
-		n.ipEps[k] = id
+		n.ipEps.put(k, id)
 		return id
 	}
 	if id, ok := n.eps[e]; ok {
@@ -237,4 +234,91 @@ func (n *namer) endpoint(e libsockcap.Endpoint) trace.EndpointID {
 	id := n.t.Endpoint(s)
 	n.eps[e] = id
 	return id
+}
+
+// epTable maps ipEpKeys to endpoint ids: each key and its id packed in one
+// 8-byte slot of an open-addressing table (linear probing), split into
+// segments by the key's hash that grow one at a time. A Go map of the same
+// entries takes about twice the memory (16-byte slots, control bytes,
+// emptier tables), and all of a segment's probes for a key are in one or
+// two cache lines. Keys or ids too large to pack (an address index of 2^26
+// or more, an id of 2^22 − 1 or more) go to a map.
+type epTable struct {
+	segs [epSegs]epSeg
+	over map[uint64]trace.EndpointID
+}
+
+type epSeg struct {
+	slots []uint64 // 0: empty; else key<<epIDBits | id+1
+	n     int
+}
+
+const (
+	epSegs    = 64
+	epIDBits  = 22
+	epIDMask  = 1<<epIDBits - 1
+	epKeyBits = 64 - epIDBits
+)
+
+func epHash(k uint64) uint64 { return mix(k, 0x9e3779b97f4a7c15) }
+
+func (t *epTable) get(k uint64) (trace.EndpointID, bool) {
+	if k < 1<<epKeyBits {
+		h := epHash(k)
+		s := &t.segs[h>>58]
+		if len(s.slots) > 0 {
+			mask := uint64(len(s.slots) - 1)
+			for i := h & mask; ; i = (i + 1) & mask {
+				v := s.slots[i]
+				if v == 0 {
+					break
+				}
+				if v>>epIDBits == k {
+					return trace.EndpointID(v&epIDMask) - 1, true
+				}
+			}
+		}
+	}
+	if len(t.over) > 0 {
+		id, ok := t.over[k]
+		return id, ok
+	}
+	return 0, false
+}
+
+// put adds k (not in the table) with id.
+func (t *epTable) put(k uint64, id trace.EndpointID) {
+	if k >= 1<<epKeyBits || id < 0 || int64(id)+1 > epIDMask {
+		if t.over == nil {
+			t.over = map[uint64]trace.EndpointID{}
+		}
+		t.over[k] = id
+		return
+	}
+	h := epHash(k)
+	s := &t.segs[h>>58]
+	if (s.n+1)*4 > len(s.slots)*3 { // at most 3/4 full
+		s.grow()
+	}
+	s.insert(h, k<<epIDBits|uint64(id+1))
+	s.n++
+}
+
+func (s *epSeg) insert(h, v uint64) {
+	mask := uint64(len(s.slots) - 1)
+	i := h & mask
+	for s.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	s.slots[i] = v
+}
+
+func (s *epSeg) grow() {
+	old := s.slots
+	s.slots = make([]uint64, max(64, 2*len(old)))
+	for _, v := range old {
+		if v != 0 {
+			s.insert(epHash(v>>epIDBits), v)
+		}
+	}
 }
