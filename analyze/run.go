@@ -220,7 +220,7 @@ func nodeClocks(paths []string, g reconcile.Granularity) map[string]string {
 		if host == "" {
 			host = p.Host
 		}
-		name := reconcile.NodeName(&reconcile.Observer{Host: host, Exe: p.Exe, Pid: p.Pid}, g)
+		name := reconcile.NodeName(&reconcile.Observer{Host: host, Exe: p.Program(), Pid: p.Pid}, g)
 		clk := clockKey(p)
 		sc.Close()
 		if old, ok := clocks[name]; ok && old != clk {

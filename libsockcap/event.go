@@ -6,6 +6,7 @@ package libsockcap
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 )
 
 // Op is the kind of socket call an event records.
@@ -103,6 +104,34 @@ type Process struct {
 	Clock       uint32 // clock id of record timestamps (FORMAT.md): 0 CLOCK_REALTIME, 1 CLOCK_MONOTONIC
 	Dropped     int64  // events the library could not record (full disk, ...), from the header
 	Sealed      bool   // read from a zstd-sealed file
+}
+
+// Program is the name the process's program goes by: the base name of
+// Exe, or of argv[0] where Exe is a multi-call binary started under another
+// name (redis-server is a link to redis-check-rdb, sh to dash, busybox's
+// applets), so that nodes are named as their users call them. argv[0] counts
+// only as a plain word that is neither a prefix of Exe's base name nor
+// starts with it (python3 running python3.11 stays python3.11), and not a
+// process title a program wrote over its arguments ("nginx: worker process")
+// or a login shell's "-bash".
+func (p *Process) Program() string {
+	exe := baseName(p.Exe)
+	if len(p.Argv) == 0 || exe == "" {
+		return exe
+	}
+	a := baseName(p.Argv[0])
+	if a == "" || a == exe || a[0] == '-' || strings.ContainsAny(a, " :\t") ||
+		strings.HasPrefix(exe, a) || strings.HasPrefix(a, exe) {
+		return exe
+	}
+	return a
+}
+
+func baseName(s string) string {
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
 }
 
 // Event is one recorded socket call. Time is wall-clock nanoseconds since the

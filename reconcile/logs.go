@@ -207,7 +207,7 @@ func newLogSource(sc eventScanner, name string) *logSource {
 		name = p.File
 	}
 	return &logSource{sc: sc, name: name,
-		obs: &Observer{Host: host, Exe: p.Exe, Pid: p.Pid, BootID: p.BootID, NetNS: p.NetNS, File: name,
+		obs: &Observer{Host: host, Exe: p.Program(), Pid: p.Pid, BootID: p.BootID, NetNS: p.NetNS, File: name,
 			ppid: p.Ppid, start: p.StartWall}}
 }
 

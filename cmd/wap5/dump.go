@@ -403,10 +403,7 @@ func (s *procSummary) add(ev *libsockcap.Event) {
 }
 
 func (s *procSummary) appendLine(b []byte, p *libsockcap.Process) []byte {
-	exe := p.Exe
-	if i := strings.LastIndexByte(exe, '/'); i >= 0 {
-		exe = exe[i+1:]
-	}
+	exe := p.Program()
 	span := time.Duration(0)
 	if s.last > s.first {
 		span = time.Duration(s.last - s.first).Round(time.Microsecond)
