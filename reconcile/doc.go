@@ -131,7 +131,8 @@
 //     "nat: KIND PROTO BEFORE -> AFTER (N flows)". With logs and captures
 //     mixed, the logs are reconciled once first to learn their translations.
 //  7. Name nodes at Options.Granularity: HOST, HOST/EXE or HOST/EXE/PID (EXE
-//     is the program's base name; spaces become '_'); untraced peers by their
+//     is the program's base name, libsockcap.Process.Program: argv[0]'s for
+//     a multi-call binary such as redis-server; spaces become '_'); untraced peers by their
 //     IP address (or Unix endpoint). With Options.AggregateClients, ports
 //     that accept connections, talk to three or more peer ports, or lie
 //     below the ephemeral range (32768) are fixed, others ephemeral (printed
