@@ -126,6 +126,10 @@ func Run(in reconcile.Inputs, o Options) (*Report, error) {
 			if o.Skew == SkewAuto {
 				r.Clocks = nodeClocks(in.Logs, o.Reconcile.Granularity)
 			}
+			if !skew.Comparable(t) {
+				r.SkewNote = "no message between two traced nodes: no clocks to compare"
+				return nil
+			}
 			res, err := skew.Estimate(t, o.SkewOpts)
 			if err != nil {
 				r.warn("skew", []string{err.Error() + "; clock offsets not corrected"})

@@ -531,3 +531,18 @@ func (u *union) find(k uint64) uint64 {
 }
 
 func (u *union) join(a, b uint64) { u.parent[u.find(a)] = u.find(b) }
+
+// Comparable reports whether t holds anything Estimate could relate: a
+// message between two different nodes with both its send and its receive
+// time known. A trace of one node (one host at host granularity), or whose
+// only other nodes are untraced peers, has no second clock to compare, and
+// its net delays need no correction.
+func Comparable(t *trace.Trace) bool {
+	for i := range t.Messages {
+		m := &t.Messages[i]
+		if m.Src != m.Dst && m.Send != trace.Unknown && m.Recv != trace.Unknown {
+			return true
+		}
+	}
+	return false
+}

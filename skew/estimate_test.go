@@ -193,3 +193,23 @@ func TestAddAllMatchesAdd(t *testing.T) {
 		}
 	}
 }
+
+func TestComparable(t *testing.T) {
+	u := trace.Unknown
+	cases := []struct {
+		name string
+		msgs []trace.Message
+		want bool
+	}{
+		{"empty", nil, false},
+		{"within one node", []trace.Message{{Send: 1, Recv: 2, Src: 0, Dst: 0}}, false},
+		{"untraced receiver", []trace.Message{{Send: 1, Recv: u, Src: 0, Dst: 1}}, false},
+		{"untraced sender", []trace.Message{{Send: u, Recv: 2, Src: 1, Dst: 0}}, false},
+		{"two traced nodes", []trace.Message{{Send: 1, Recv: 2, Src: 0, Dst: 0}, {Send: 1, Recv: 2, Src: 0, Dst: 1}}, true},
+	}
+	for _, c := range cases {
+		if got := Comparable(&trace.Trace{Messages: c.msgs}); got != c.want {
+			t.Errorf("%s: Comparable %v, want %v", c.name, got, c.want)
+		}
+	}
+}

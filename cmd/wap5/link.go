@@ -330,9 +330,11 @@ func linkStreaming(path string, o linking.Options) (*trace.Trace, *linking.Resul
 // corrections, so that network delays (net_s) are offset-corrected by
 // default (issue 5). Only offsets larger than their error bound are recorded:
 // nodes that share one clock (one host, or namespaces of one kernel) then
-// keep their raw timestamps instead of gaining a spurious offset.
+// keep their raw timestamps instead of gaining a spurious offset. A trace
+// with no second clock to compare (skew.Comparable) is left as it is, without
+// a warning.
 func correctClocks(t *trace.Trace) []string {
-	if len(t.Clock) > 0 {
+	if len(t.Clock) > 0 || !skew.Comparable(t) {
 		return nil
 	}
 	res, err := skew.Estimate(t, skew.Options{})

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -319,5 +320,54 @@ func TestLinkCorrectsClocks(t *testing.T) {
 	}
 	if w := worst("--no-skew", tr); w < 1.9 {
 		t.Errorf("--no-skew: worst |net_s| on DB's edges %.6f s, want the raw 2 s offset", w)
+	}
+}
+
+// TestLinkSkewWarningOnlyWithClocksToCompare: a trace with no message
+// between two traced nodes (one host at host granularity, or a host and its
+// untraced peers) has no second clock, so `wap5 link` says nothing about
+// skew; two traced nodes that talk one way only still get the warning.
+func TestLinkSkewWarningOnlyWithClocksToCompare(t *testing.T) {
+	const head = "# wap5 message trace v1\n"
+	lines := func(f func(i int) string) string {
+		s := head
+		for i := 0; i < 20; i++ {
+			s += f(i)
+		}
+		return s
+	}
+	cases := []struct {
+		name, trace string
+		warn        bool
+	}{
+		{"one node", lines(func(i int) string {
+			t0 := 100 + float64(i)
+			return fmt.Sprintf("%.6f vm 127.0.0.1:4%03d %.6f vm 127.0.0.1:80 100\n%.6f vm 127.0.0.1:80 %.6f vm 127.0.0.1:4%03d 900\n",
+				t0, i, t0+0.0001, t0+0.002, t0+0.0021, i)
+		}), false},
+		{"untraced peer", lines(func(i int) string {
+			t0 := 100 + float64(i)
+			return fmt.Sprintf("%.6f web 10.0.0.1:4%03d - 10.0.0.9 10.0.0.9:5432 100\n- 10.0.0.9 10.0.0.9:5432 %.6f web 10.0.0.1:4%03d 900\n",
+				t0, i, t0+0.002, i)
+		}), false},
+		{"two nodes one way", lines(func(i int) string {
+			t0 := 100 + float64(i)
+			return fmt.Sprintf("%.6f a 10.0.0.1:4%03d %.6f b 10.0.0.2:80 100\n", t0, i, t0+0.0003)
+		}), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "t.txt")
+			if err := os.WriteFile(p, []byte(c.trace), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := runCLI(t, "", "link", p)
+			if code != 0 {
+				t.Fatalf("link: %d %s", code, stderr)
+			}
+			if got := strings.Contains(stderr, "skew:"); got != c.warn {
+				t.Errorf("skew warning %v, want %v; stderr:\n%s", got, c.warn, stderr)
+			}
+		})
 	}
 }
