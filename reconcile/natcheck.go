@@ -1,0 +1,266 @@
+package reconcile
+
+import (
+	"net/netip"
+	"time"
+
+	"wap5/libsockcap"
+)
+
+// Step 6's evidence beyond the sizes of the first messages (doc.go, item
+// 6): the timing of the two ends on clocks step 0 has related (clockRel,
+// timely), and the untraced peers that lonely connections have shown
+// (peerTable, untracedPeer).
+
+// clockRel is what step 0 knows of the sources' clocks: each source's
+// offset (off; nil: all 0), the clock tree it is in (sources of one tree
+// have offsets related by handshake samples, or share one host's clock;
+// sources of different trees are not related at all), and a bound on the
+// error of its offset against the tree's root (err: the sum of the errors
+// of the tree's edges on the way, see clockEdge); sampled when that way
+// crosses an edge estimated from samples, which drifts away from its
+// estimate with time, taken between from and to (raw times).
+type clockRel struct {
+	off      []int64
+	tree     []int32
+	err      []int64
+	sampled  []bool
+	from, to int64
+}
+
+// maxClockDrift is the rate at which two clocks are taken to drift apart
+// at most: twice the ±50 ppm of common crystal oscillators, for clocks
+// without NTP.
+const maxClockDrift = 200e-6
+
+// sameHostClocks is the relation when step 0 estimated nothing (one host's
+// logs, captures alone, no handshake between the hosts, Options.SyncedClocks,
+// which says only that the clocks agree within the window): the logs of
+// one host (one boot of one kernel) share its clock, every other source is
+// on its own.
+func sameHostClocks(hosts []string) clockRel {
+	rel := clockRel{tree: make([]int32, len(hosts)), err: make([]int64, len(hosts)), sampled: make([]bool, len(hosts))}
+	first := map[string]int32{}
+	for i, h := range hosts {
+		rel.tree[i] = int32(i)
+		if h == "" {
+			continue
+		}
+		if f, ok := first[h]; ok {
+			rel.tree[i] = f
+		} else {
+			first[h] = int32(i)
+		}
+	}
+	return rel
+}
+
+// sourceHosts is the host (hostScope) of each log source, "" for others.
+func sourceHosts(sources []Source) []string {
+	hosts := make([]string, len(sources))
+	for i, s := range sources {
+		if s, ok := s.(*logSource); ok {
+			hosts[i] = hostScope(s.obs)
+		}
+	}
+	return hosts
+}
+
+// corr is source i's offset.
+func (r *clockRel) corr(i int32) int64 {
+	if r.off == nil || i < 0 || int(i) >= len(r.off) {
+		return 0
+	}
+	return r.off[i]
+}
+
+// bound is how far the offset-corrected times of sources a and b may be
+// apart at time t for one instant, when step 0 related their clocks: the
+// errors of both offsets against their root, and the drift since the
+// samples (ok false: their clocks are not related).
+func (r *clockRel) bound(a, b int32, t int64) (int64, bool) {
+	if a < 0 || b < 0 || int(a) >= len(r.tree) || int(b) >= len(r.tree) || r.tree[a] != r.tree[b] {
+		return 0, false
+	}
+	eps := r.err[a] + r.err[b]
+	if r.sampled[a] || r.sampled[b] {
+		eps += int64(maxClockDrift * float64(max(t-r.from, r.to-t, 0)))
+	}
+	return eps, true
+}
+
+// timely reports whether the lonely ends e (of c) and oe (of o), whose
+// first messages agree, can be one connection as far as their times go on
+// clocks step 0 related: the client's first message is written before the
+// server reads it, and the server's first message is written before the
+// client reads it, in offset-corrected time, within the error the offsets
+// may have (clockRel.bound) and causalSlack. Ends of unrelated clocks are
+// not tested here (causal is, whatever the clocks).
+func (m *matcher) timely(c *conn, e *end, o *conn, oe *end) bool {
+	eps, ok := m.clk.bound(c.lsrc, o.lsrc, m.now)
+	if !ok {
+		return true
+	}
+	eps += causalSlack
+	ce, se := e, oe
+	cc, sc := m.clk.corr(c.lsrc), m.clk.corr(o.lsrc)
+	if e.role == RoleServer {
+		ce, se, cc, sc = oe, e, sc, cc
+	}
+	if len(ce.runs) > 0 && len(se.rruns) > 0 && ce.runs[0].t-cc > se.rruns[0].t-sc+eps {
+		return false // the server read the request before the client wrote it
+	}
+	if len(se.runs) > 0 && len(ce.rruns) > 0 && se.runs[0].t-sc > ce.rruns[0].t-cc+eps {
+		return false // the client read the response before the server wrote it
+	}
+	return true
+}
+
+// Untraced peers: a lonely end's peer address (a client's destination as it
+// wrote it, ip:port; a server's client as it saw it, ip) is an untraced
+// peer when at least peerFlows lonely connections of traced processes with
+// known first sizes used it, each within peerRecent of the one before and
+// the last within peerRecent, none was found translated, and it is no
+// traced host's own address. Such an address names a host that is not
+// traced; a virtual address in front of traced servers has its flows paired.
+const (
+	peerFlows  = 3
+	peerRecent = int64(5 * time.Minute)
+)
+
+// peerTable counts the lonely connections by peer address.
+type peerTable struct {
+	v4    map[uint64]*peerStat
+	v6    map[peerKey6]*peerStat
+	local map[netip.Addr]bool // addresses captured ends used locally
+}
+
+type peerStat struct {
+	last       int64 // when the latest was declared untraced (merged clock)
+	n          int32 // lonely connections in a row (see peerRecent)
+	translated bool
+}
+
+type peerKey6 struct {
+	a    [16]byte
+	port uint16
+	dst  bool
+}
+
+// peerAddr is what a lonely end's peer is counted under: for a client its
+// destination (address and port), for a server its client's address. Loopback,
+// unspecified and Unix addresses are not counted (ok false).
+func peerAddr(e *end) (netip.Addr, uint16, bool) {
+	if e.remote.Unix || !e.remote.Addr.IsValid() || (e.role != RoleClient && e.role != RoleServer) {
+		return netip.Addr{}, 0, false
+	}
+	a := e.remote.Addr.Addr().Unmap()
+	if a.IsLoopback() || a.IsUnspecified() {
+		return netip.Addr{}, 0, false
+	}
+	if e.role == RoleServer {
+		return a, 0, true
+	}
+	return a, e.remote.Addr.Port(), true
+}
+
+// stat finds (add: or adds) the entry of address a, port (a
+// destination's) or none (0 and !dst: a client's address).
+func (x *peerTable) stat(a netip.Addr, port uint16, dst bool, add bool) *peerStat {
+	if a.Is4() {
+		b := a.As4()
+		k := uint64(b[0])<<40 | uint64(b[1])<<32 | uint64(b[2])<<24 | uint64(b[3])<<16 | uint64(port)
+		if dst {
+			k |= 1 << 63
+		}
+		st := x.v4[k]
+		if st == nil && add {
+			if x.v4 == nil {
+				x.v4 = map[uint64]*peerStat{}
+			}
+			st = &peerStat{}
+			x.v4[k] = st
+		}
+		return st
+	}
+	k := peerKey6{a: a.As16(), port: port, dst: dst}
+	st := x.v6[k]
+	if st == nil && add {
+		if x.v6 == nil {
+			x.v6 = map[peerKey6]*peerStat{}
+		}
+		st = &peerStat{}
+		x.v6[k] = st
+	}
+	return st
+}
+
+// noteLocal remembers an address a captured end used locally: a traced
+// host's, never an untraced peer (the logs' are in matcher.logAddr).
+func (x *peerTable) noteLocal(ep libsockcap.Endpoint) {
+	if ep.Unix || !ep.Addr.IsValid() {
+		return
+	}
+	a := ep.Addr.Addr().Unmap()
+	if !x.local[a] {
+		if x.local == nil {
+			x.local = map[netip.Addr]bool{}
+		}
+		x.local[a] = true
+	}
+}
+
+// noteLonely counts c, declared untraced, under its end's peer address, if
+// its first sizes were known (it could have been paired).
+func (m *matcher) noteLonely(c *conn) {
+	e := lonelyEnd(c)
+	if e == nil || !signature(e).listed() {
+		return
+	}
+	a, port, ok := peerAddr(e)
+	if !ok {
+		return
+	}
+	st := m.peers.stat(a, port, e.role == RoleClient, true)
+	if m.now-st.last > peerRecent {
+		st.n = 0
+	}
+	st.n++
+	st.last = m.now
+}
+
+// noteTranslated: a translation through e's peer address was found; it is
+// no untraced peer.
+func (m *matcher) noteTranslated(e *end) {
+	if a, port, ok := peerAddr(e); ok {
+		m.peers.stat(a, port, e.role == RoleClient, true).translated = true
+	}
+}
+
+// untracedPeer reports whether the lonely end e's peer address is an
+// untraced peer now.
+func (m *matcher) untracedPeer(e *end) bool {
+	a, port, ok := peerAddr(e)
+	if !ok {
+		return false
+	}
+	st := m.peers.stat(a, port, e.role == RoleClient, false)
+	if st == nil || st.n < peerFlows || st.translated || m.now-st.last > peerRecent {
+		return false
+	}
+	if _, ok := m.logAddr[a]; ok || m.peers.local[a] {
+		return false
+	}
+	return true
+}
+
+// lonelyEnd is the end a lonely connection has.
+func lonelyEnd(c *conn) *end {
+	var e *end
+	for _, x := range c.ends {
+		if x != nil {
+			e = x
+		}
+	}
+	return e
+}
