@@ -457,13 +457,13 @@ func lowInDensest(s []int64) int64 {
 	return s[best]
 }
 
-// clockEdge is an estimate of offset(b) − offset(a) from n handshakes,
-// within err of the true value (clockRel).
+// clockEdge is an estimate of offset(b) − offset(a) from n handshakes;
+// the true value less d lies in [lo, hi] (clockRel).
 type clockEdge struct {
-	a, b int
-	d    int64
-	n    int
-	err  int64
+	a, b   int
+	d      int64
+	n      int
+	lo, hi int64
 }
 
 // estimateOffsets runs the offset pass over sources (step 0) and returns
@@ -551,17 +551,19 @@ func estimateClocks(sources []Source, opts Options) (clockRel, []string) {
 				continue // handled from the other side
 			}
 			hi, lo := lowInDensest(s), -lowInDensest(back)
-			d, err := hi, lo-hi
 			if lo <= hi {
-				d = lo + (hi-lo)/2
-				err = hi - d
+				d := lo + (hi-lo)/2
+				edges = append(edges, clockEdge{a, b, d, len(s) + len(back), lo - d, hi - d})
+			} else {
+				// The bounds disagree (drift, or a mispaired
+				// cluster): as far off as they are apart.
+				edges = append(edges, clockEdge{a, b, hi, len(s) + len(back), hi - lo, lo - hi})
 			}
-			edges = append(edges, clockEdge{a, b, d, len(s) + len(back), err})
 			continue
 		}
 		// One bound only: the true offset lies below it by the
 		// quickest handshake's delay, taken to be under clockNear.
-		edges = append(edges, clockEdge{a, b, lowInDensest(s), len(s), clockNear})
+		edges = append(edges, clockEdge{a, b, lowInDensest(s), len(s), -clockNear, 0})
 	}
 	// Sources of one host share its clock where no handshake says better.
 	first := map[string]int{}
@@ -570,7 +572,7 @@ func estimateClocks(sources []Source, opts Options) (clockRel, []string) {
 			continue
 		}
 		if f, ok := first[h]; ok {
-			edges = append(edges, clockEdge{f, i, 0, 0, 0})
+			edges = append(edges, clockEdge{f, i, 0, 0, 0, 0})
 		} else {
 			first[h] = i
 		}
@@ -608,11 +610,11 @@ func estimateClocks(sources []Source, opts Options) (clockRel, []string) {
 		}
 		parent[ra] = rb
 		adj[e.a] = append(adj[e.a], e)
-		adj[e.b] = append(adj[e.b], clockEdge{e.b, e.a, -e.d, e.n, e.err})
+		adj[e.b] = append(adj[e.b], clockEdge{e.b, e.a, -e.d, e.n, -e.hi, -e.lo})
 	}
 	off := make([]int64, len(sources))
-	rel := clockRel{off: off, tree: make([]int32, len(sources)), err: make([]int64, len(sources)), sampled: make([]bool, len(sources)),
-		from: p.from, to: p.to}
+	rel := newClockRel(len(sources))
+	rel.off, rel.from, rel.to = off, p.from, p.to
 	seen := make([]bool, len(sources))
 	var warns []string
 	warned := map[string]bool{}
@@ -632,7 +634,8 @@ func estimateClocks(sources []Source, opts Options) (clockRel, []string) {
 				}
 				seen[e.b] = true
 				off[e.b] = off[x] + e.d
-				rel.tree[e.b], rel.err[e.b], rel.sampled[e.b] = int32(root), rel.err[x]+e.err, rel.sampled[x] || e.n > 0
+				rel.tree[e.b], rel.sampled[e.b] = int32(root), rel.sampled[x] || e.n > 0
+				rel.lo[e.b], rel.hi[e.b] = rel.lo[x]+e.lo, rel.hi[x]+e.hi
 				queue = append(queue, e.b)
 				if e.n > 0 && math.Abs(float64(off[e.b]-off[root])) >= float64(time.Second) && (hosts[e.b] == "" || !warned[hosts[e.b]]) {
 					warned[hosts[e.b]] = true

@@ -15,17 +15,28 @@ import (
 // clockRel is what step 0 knows of the sources' clocks: each source's
 // offset (off; nil: all 0), the clock tree it is in (sources of one tree
 // have offsets related by handshake samples, or share one host's clock;
-// sources of different trees are not related at all), and a bound on the
-// error of its offset against the tree's root (err: the sum of the errors
-// of the tree's edges on the way, see clockEdge); sampled when that way
-// crosses an edge estimated from samples, which drifts away from its
-// estimate with time, taken between from and to (raw times).
+// sources of different trees are not related at all), and the interval
+// [lo, hi] that its true offset less the estimate lies in, both against
+// the tree's root: the sum of the intervals of the tree's edges on the way
+// (clockEdge: between the two bounds the samples of both directions give,
+// or below the one bound of one direction by at most clockNear). sampled:
+// that way crosses an edge estimated from samples, which drifts away from
+// its estimate with time; the samples were taken between from and to (raw
+// times).
 type clockRel struct {
 	off      []int64
 	tree     []int32
-	err      []int64
+	lo, hi   []int64
 	sampled  []bool
 	from, to int64
+}
+
+func newClockRel(n int) clockRel {
+	rel := clockRel{tree: make([]int32, n), lo: make([]int64, n), hi: make([]int64, n), sampled: make([]bool, n)}
+	for i := range rel.tree {
+		rel.tree[i] = int32(i)
+	}
+	return rel
 }
 
 // maxClockDrift is the rate at which two clocks are taken to drift apart
@@ -39,10 +50,9 @@ const maxClockDrift = 200e-6
 // one host (one boot of one kernel) share its clock, every other source is
 // on its own.
 func sameHostClocks(hosts []string) clockRel {
-	rel := clockRel{tree: make([]int32, len(hosts)), err: make([]int64, len(hosts)), sampled: make([]bool, len(hosts))}
+	rel := newClockRel(len(hosts))
 	first := map[string]int32{}
 	for i, h := range hosts {
-		rel.tree[i] = int32(i)
 		if h == "" {
 			continue
 		}
@@ -74,43 +84,50 @@ func (r *clockRel) corr(i int32) int64 {
 	return r.off[i]
 }
 
-// bound is how far the offset-corrected times of sources a and b may be
-// apart at time t for one instant, when step 0 related their clocks: the
-// errors of both offsets against their root, and the drift since the
-// samples (ok false: their clocks are not related).
-func (r *clockRel) bound(a, b int32, t int64) (int64, bool) {
-	if a < 0 || b < 0 || int(a) >= len(r.tree) || int(b) >= len(r.tree) || r.tree[a] != r.tree[b] {
-		return 0, false
+// related reports whether step 0 related the clocks of sources a and b.
+func (r *clockRel) related(a, b int32) bool {
+	return a >= 0 && b >= 0 && int(a) < len(r.tree) && int(b) < len(r.tree) && r.tree[a] == r.tree[b]
+}
+
+// drift is what the clocks of a and b may have drifted from their
+// estimates at time t.
+func (r *clockRel) drift(a, b int32, t int64) int64 {
+	if !r.sampled[a] && !r.sampled[b] {
+		return 0 // one host's clock
 	}
-	eps := r.err[a] + r.err[b]
-	if r.sampled[a] || r.sampled[b] {
-		eps += int64(maxClockDrift * float64(max(t-r.from, r.to-t, 0)))
-	}
-	return eps, true
+	return int64(maxClockDrift * float64(max(t-r.from, r.to-t, 0)))
+}
+
+// before reports whether an event of source a at offset-corrected time ta
+// can have happened before one of source b at tb, whatever the errors of
+// their offsets: the true times are ta − ea and tb − eb, the errors ea and
+// eb within [lo, hi] of their source, up to drift and causalSlack.
+func (r *clockRel) before(a int32, ta int64, b int32, tb int64, drift int64) bool {
+	return tb-ta >= r.lo[b]-r.hi[a]-drift-causalSlack
 }
 
 // timely reports whether the lonely ends e (of c) and oe (of o), whose
 // first messages agree, can be one connection as far as their times go on
 // clocks step 0 related: the client's first message is written before the
 // server reads it, and the server's first message is written before the
-// client reads it, in offset-corrected time, within the error the offsets
-// may have (clockRel.bound) and causalSlack. Ends of unrelated clocks are
-// not tested here (causal is, whatever the clocks).
+// client reads it, in offset-corrected time, within the errors the offsets
+// may have (clockRel.before). Ends of unrelated clocks are not tested here
+// (causal is, whatever the clocks).
 func (m *matcher) timely(c *conn, e *end, o *conn, oe *end) bool {
-	eps, ok := m.clk.bound(c.lsrc, o.lsrc, m.now)
-	if !ok {
+	r := &m.clk
+	if !r.related(c.lsrc, o.lsrc) {
 		return true
 	}
-	eps += causalSlack
-	ce, se := e, oe
-	cc, sc := m.clk.corr(c.lsrc), m.clk.corr(o.lsrc)
+	ce, se, cs, ss := e, oe, c.lsrc, o.lsrc
 	if e.role == RoleServer {
-		ce, se, cc, sc = oe, e, sc, cc
+		ce, se, cs, ss = oe, e, ss, cs
 	}
-	if len(ce.runs) > 0 && len(se.rruns) > 0 && ce.runs[0].t-cc > se.rruns[0].t-sc+eps {
+	cc, sc := r.corr(cs), r.corr(ss)
+	d := r.drift(cs, ss, m.now)
+	if len(ce.runs) > 0 && len(se.rruns) > 0 && !r.before(cs, ce.runs[0].t-cc, ss, se.rruns[0].t-sc, d) {
 		return false // the server read the request before the client wrote it
 	}
-	if len(se.runs) > 0 && len(ce.rruns) > 0 && se.runs[0].t-sc > ce.rruns[0].t-cc+eps {
+	if len(se.runs) > 0 && len(ce.rruns) > 0 && !r.before(ss, se.runs[0].t-sc, cs, ce.rruns[0].t-cc, d) {
 		return false // the client read the response before the server wrote it
 	}
 	return true
@@ -119,10 +136,13 @@ func (m *matcher) timely(c *conn, e *end, o *conn, oe *end) bool {
 // Untraced peers: a lonely end's peer address (a client's destination as it
 // wrote it, ip:port; a server's client as it saw it, ip) is an untraced
 // peer when at least peerFlows lonely connections of traced processes with
-// known first sizes used it, each within peerRecent of the one before and
-// the last within peerRecent, none was found translated, and it is no
+// known first sizes (which could have been paired) used it, more than the
+// translations found through it, counting each only if it came within
+// peerRecent of the one before, the last within peerRecent; and it is no
 // traced host's own address. Such an address names a host that is not
-// traced; a virtual address in front of traced servers has its flows paired.
+// traced: a virtual address in front of traced servers has its flows
+// paired, and a chance pair through an untraced peer is outnumbered by
+// its lonely flows again at once.
 const (
 	peerFlows  = 3
 	peerRecent = int64(5 * time.Minute)
@@ -136,9 +156,21 @@ type peerTable struct {
 }
 
 type peerStat struct {
-	last       int64 // when the latest was declared untraced (merged clock)
-	n          int32 // lonely connections in a row (see peerRecent)
-	translated bool
+	last int64 // the latest lonely connection or translation (merged clock)
+	n, t int32 // lonely connections and translations (see peerRecent)
+}
+
+// add counts a lonely connection (or a translation) at time now.
+func (st *peerStat) add(now int64, translated bool) {
+	if now-st.last > peerRecent {
+		st.n, st.t = 0, 0
+	}
+	st.last = now
+	if translated {
+		st.t++
+	} else {
+		st.n++
+	}
 }
 
 type peerKey6 struct {
@@ -221,19 +253,13 @@ func (m *matcher) noteLonely(c *conn) {
 	if !ok {
 		return
 	}
-	st := m.peers.stat(a, port, e.role == RoleClient, true)
-	if m.now-st.last > peerRecent {
-		st.n = 0
-	}
-	st.n++
-	st.last = m.now
+	m.peers.stat(a, port, e.role == RoleClient, true).add(m.now, false)
 }
 
-// noteTranslated: a translation through e's peer address was found; it is
-// no untraced peer.
+// noteTranslated counts a translation found through e's peer address.
 func (m *matcher) noteTranslated(e *end) {
 	if a, port, ok := peerAddr(e); ok {
-		m.peers.stat(a, port, e.role == RoleClient, true).translated = true
+		m.peers.stat(a, port, e.role == RoleClient, true).add(m.now, true)
 	}
 }
 
@@ -245,7 +271,7 @@ func (m *matcher) untracedPeer(e *end) bool {
 		return false
 	}
 	st := m.peers.stat(a, port, e.role == RoleClient, false)
-	if st == nil || st.n < peerFlows || st.translated || m.now-st.last > peerRecent {
+	if st == nil || st.n < peerFlows || st.n <= st.t || m.now-st.last > peerRecent {
 		return false
 	}
 	if _, ok := m.logAddr[a]; ok || m.peers.local[a] {
