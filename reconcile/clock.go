@@ -635,6 +635,7 @@ func estimateClocks(sources []Source, opts Options) (clockRel, []string) {
 				seen[e.b] = true
 				off[e.b] = off[x] + e.d
 				rel.tree[e.b], rel.sampled[e.b] = int32(root), rel.sampled[x] || e.n > 0
+				rel.parent[e.b], rel.depth[e.b] = int32(x), rel.depth[x]+1
 				rel.lo[e.b], rel.hi[e.b] = rel.lo[x]+e.lo, rel.hi[x]+e.hi
 				queue = append(queue, e.b)
 				if e.n > 0 && math.Abs(float64(off[e.b]-off[root])) >= float64(time.Second) && (hosts[e.b] == "" || !warned[hosts[e.b]]) {

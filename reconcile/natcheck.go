@@ -19,22 +19,27 @@ import (
 // [lo, hi] that its true offset less the estimate lies in, both against
 // the tree's root: the sum of the intervals of the tree's edges on the way
 // (clockEdge: between the two bounds the samples of both directions give,
-// or below the one bound of one direction by at most clockNear). sampled:
+// or below the one bound of one direction by at most clockNear); parent
+// and depth in the tree, so that two sources compare over the edges
+// between them only (the way above their lowest common ancestor adds the
+// same error to both). sampled:
 // that way crosses an edge estimated from samples, which drifts away from
 // its estimate with time; the samples were taken between from and to (raw
 // times).
 type clockRel struct {
-	off      []int64
-	tree     []int32
-	lo, hi   []int64
-	sampled  []bool
-	from, to int64
+	off           []int64
+	tree          []int32
+	parent, depth []int32 // parent −1: a root
+	lo, hi        []int64
+	sampled       []bool
+	from, to      int64
 }
 
 func newClockRel(n int) clockRel {
-	rel := clockRel{tree: make([]int32, n), lo: make([]int64, n), hi: make([]int64, n), sampled: make([]bool, n)}
+	rel := clockRel{tree: make([]int32, n), parent: make([]int32, n), depth: make([]int32, n),
+		lo: make([]int64, n), hi: make([]int64, n), sampled: make([]bool, n)}
 	for i := range rel.tree {
-		rel.tree[i] = int32(i)
+		rel.tree[i], rel.parent[i] = int32(i), -1
 	}
 	return rel
 }
@@ -57,7 +62,7 @@ func sameHostClocks(hosts []string) clockRel {
 			continue
 		}
 		if f, ok := first[h]; ok {
-			rel.tree[i] = f
+			rel.tree[i], rel.parent[i], rel.depth[i] = f, f, 1
 		} else {
 			first[h] = int32(i)
 		}
@@ -100,10 +105,27 @@ func (r *clockRel) drift(a, b int32, t int64) int64 {
 
 // before reports whether an event of source a at offset-corrected time ta
 // can have happened before one of source b at tb, whatever the errors of
-// their offsets: the true times are ta − ea and tb − eb, the errors ea and
-// eb within [lo, hi] of their source, up to drift and causalSlack.
+// their offsets: the true times are ta − ea and tb − eb, and eb − ea is
+// the error of the edges from their lowest common ancestor l down to b
+// less that of those down to a, at least (lo[b] − lo[l]) − (hi[a] −
+// hi[l]); up to drift and causalSlack.
 func (r *clockRel) before(a int32, ta int64, b int32, tb int64, drift int64) bool {
-	return tb-ta >= r.lo[b]-r.hi[a]-drift-causalSlack
+	l := r.ancestor(a, b)
+	return tb-ta >= (r.lo[b]-r.lo[l])-(r.hi[a]-r.hi[l])-drift-causalSlack
+}
+
+// ancestor is the lowest common ancestor of a and b (of one tree).
+func (r *clockRel) ancestor(a, b int32) int32 {
+	for r.depth[a] > r.depth[b] {
+		a = r.parent[a]
+	}
+	for r.depth[b] > r.depth[a] {
+		b = r.parent[b]
+	}
+	for a != b {
+		a, b = r.parent[a], r.parent[b]
+	}
+	return a
 }
 
 // timely reports whether the lonely ends e (of c) and oe (of o), whose
