@@ -102,7 +102,7 @@ type clockPass struct {
 	now     int64 // latest raw time seen
 	pruneAt int
 	// from, to: the first and the last time (raw) a sample was taken,
-	// for the drift allowance of clockRel.bound.
+	// for the drift allowance of clockRel.drift.
 	from, to int64
 	// Opens whose peer's address no source has used as its local address
 	// (yet) are parked by that address (see park), not in waiting: on a

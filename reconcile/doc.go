@@ -128,12 +128,12 @@
 //     logs share its clock), the server's first read must come after the
 //     client's first write, and the client's first read after the
 //     server's first write, in offset-corrected time, within what the
-//     offsets may be off: per source an interval against its tree's
-//     root, summed over the tree's edges (between the bounds samples of
-//     both directions give; below a one-direction bound by up to
-//     clockNear), plus 200 ppm of drift from the samples' times and the
-//     1 ms slack — a chance candidate seconds away fails, a real one
-//     nests. Untraced peers: an end whose peer address (a client's
+//     offsets may be off: the intervals of the spanning tree's edges
+//     between the two sources, summed (an edge's true offset lies between
+//     the bounds samples of both directions give, or below a
+//     one-direction bound by up to clockNear), plus 200 ppm of drift from
+//     the samples' times and the 1 ms slack — a chance candidate seconds
+//     away fails, a real one nests. Untraced peers: an end whose peer address (a client's
 //     destination as written, ip:port; a server's client as seen, ip; not
 //     loopback) at least 3 lonely connections with known first sizes used,
 //     more than the translations found through it, each within 5 minutes
