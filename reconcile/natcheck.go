@@ -175,6 +175,26 @@ type peerTable struct {
 	v4    map[uint64]*peerStat
 	v6    map[peerKey6]*peerStat
 	local map[netip.Addr]bool // addresses captured ends used locally
+	// pruneAt: the entries at which those idle for peerRecent are
+	// dropped (they count as nothing any more), so that the table
+	// follows the peers of the last minutes, not every address the set
+	// ever saw.
+	pruneAt int
+}
+
+// prune drops the entries idle for more than peerRecent at now.
+func (x *peerTable) prune(now int64) {
+	for k, st := range x.v4 {
+		if now-st.last > peerRecent {
+			delete(x.v4, k)
+		}
+	}
+	for k, st := range x.v6 {
+		if now-st.last > peerRecent {
+			delete(x.v6, k)
+		}
+	}
+	x.pruneAt = max(4096, 2*(len(x.v4)+len(x.v6)))
 }
 
 type peerStat struct {
@@ -276,6 +296,9 @@ func (m *matcher) noteLonely(c *conn) {
 		return
 	}
 	m.peers.stat(a, port, e.role == RoleClient, true).add(m.now, false)
+	if x := &m.peers; len(x.v4)+len(x.v6) >= max(x.pruneAt, 4096) {
+		x.prune(m.now)
+	}
 }
 
 // noteTranslated counts a translation found through e's peer address.

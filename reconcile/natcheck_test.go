@@ -259,3 +259,57 @@ func TestClockRelBounds(t *testing.T) {
 		t.Errorf("same-host relation: tree %v", one.tree)
 	}
 }
+
+// TestPeerTablePrune: entries idle for peerRecent are dropped once the
+// table has grown, and dropping them changes no answer.
+func TestPeerTablePrune(t *testing.T) {
+	m := &matcher{logAddr: map[netip.Addr]string{}}
+	cli := func(i int) *end {
+		return &end{role: RoleClient, remote: libsockcap.Endpoint{Addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, byte(i >> 8), byte(i)}), 80)}}
+	}
+	// 5000 destinations, 3 lonely connections each, at time 0: all
+	// untraced peers.
+	for i := range 5000 {
+		for range peerFlows {
+			m.peers.stat(netip.AddrFrom4([4]byte{198, 51, byte(i >> 8), byte(i)}), 80, true, true).add(m.now, false)
+		}
+	}
+	if !m.untracedPeer(cli(7)) {
+		t.Fatal("3 lonely connections: not an untraced peer")
+	}
+	// Much later, other destinations: the old entries go.
+	m.now = 2 * peerRecent
+	for i := range 5000 {
+		e := &end{role: RoleServer, remote: libsockcap.Endpoint{Addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 16, byte(i >> 8), byte(i)}), 40000)}}
+		c := &conn{ends: [2]*end{e}}
+		e.runs = []run{{n: 300, done: true}}
+		m.noteLonely(c)
+	}
+	if n := len(m.peers.v4); n > 5000+peerFlows {
+		t.Errorf("%d entries left, want the 5000 recent ones", n)
+	}
+	if m.untracedPeer(cli(7)) {
+		t.Error("an idle entry still counts")
+	}
+	// A translation through an address outnumbers nothing: 3 lonely
+	// connections and 3 translations are no untraced peer, a fourth
+	// lonely one makes it one.
+	a := netip.MustParseAddr("203.0.113.9")
+	st := m.peers.stat(a, 443, true, true)
+	for range 3 {
+		st.add(m.now, false)
+		st.add(m.now, true)
+	}
+	e := &end{role: RoleClient, remote: libsockcap.Endpoint{Addr: netip.AddrPortFrom(a, 443)}}
+	if m.untracedPeer(e) {
+		t.Error("as many translations as lonely connections: an untraced peer")
+	}
+	st.add(m.now, false)
+	if !m.untracedPeer(e) {
+		t.Error("more lonely connections than translations: not an untraced peer")
+	}
+	m.logAddr[a] = "h"
+	if m.untracedPeer(e) {
+		t.Error("a traced host's address: an untraced peer")
+	}
+}
