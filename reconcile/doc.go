@@ -141,7 +141,8 @@
 //     nor searched, unless a traced host uses that address (a log's local
 //     address, or a captured end's): that peer is an untraced host, as a
 //     virtual address in front of traced servers has its flows paired. Such
-//     an end leaves the index when its sizes become known. Timing says
+//     an end leaves the index when its sizes become known. (The counts
+//     idle for 5 minutes are dropped as the table grows.) Timing says
 //     nothing between clocks step 0 could not relate, and untraced peers
 //     are known only once their first lonely connections were declared (a
 //     window in): there a chance pair remains possible. A virtual address
