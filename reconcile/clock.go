@@ -101,6 +101,9 @@ type clockPass struct {
 	samples map[srcPair][]int64
 	now     int64 // latest raw time seen
 	pruneAt int
+	// from, to: the first and the last time (raw) a sample was taken,
+	// for the drift allowance of clockRel.drift.
+	from, to int64
 	// Opens whose peer's address no source has used as its local address
 	// (yet) are parked by that address (see park), not in waiting: on a
 	// large set nearly every open is one of an untraced client or server.
@@ -311,6 +314,10 @@ func (p *clockPass) pair(k hsKey, second bool, me hsOpen) {
 			cand[nc] = last.t
 			nc++
 		}
+		if len(p.samples) == 0 || me.t < p.from {
+			p.from = me.t
+		}
+		p.to = max(p.to, me.t)
 		s := p.samples[pair]
 		for _, t := range cand[:nc] {
 			if len(s) < maxClockSamples {
@@ -450,17 +457,26 @@ func lowInDensest(s []int64) int64 {
 	return s[best]
 }
 
-// clockEdge is an estimate of offset(b) − offset(a) from n handshakes.
+// clockEdge is an estimate of offset(b) − offset(a) from n handshakes;
+// the true value less d lies in [lo, hi] (clockRel).
 type clockEdge struct {
-	a, b int
-	d    int64
-	n    int
+	a, b   int
+	d      int64
+	n      int
+	lo, hi int64
 }
 
 // estimateOffsets runs the offset pass over sources (step 0) and returns
 // each source's offset against the reference (nil when nothing was
 // estimated), with warnings about large offsets.
 func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
+	rel, warns := estimateClocks(sources, opts)
+	return rel.off, warns
+}
+
+// estimateClocks is estimateOffsets with what step 6 needs to know of the
+// estimates (clockRel): which sources' offsets are related, and how well.
+func estimateClocks(sources []Source, opts Options) (clockRel, []string) {
 	hosts := make([]string, len(sources))
 	distinct := map[string]bool{}
 	captures := 0
@@ -474,7 +490,7 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 		}
 	}
 	if len(distinct)+min(captures, 1) < 2 {
-		return nil, nil // one host's logs, or captures alone: one clock per host already
+		return sameHostClocks(hosts), nil // one host's logs, or captures alone: one clock per host already
 	}
 	var re []Source
 	var idx []int
@@ -487,7 +503,7 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 		}
 	}
 	if len(re) < 2 {
-		return nil, nil
+		return sameHostClocks(hosts), nil
 	}
 	p := &clockPass{nat: &natTable{}, waiting: map[hsKey]*hsQueue{}, samples: map[srcPair][]int64{}, pruneAt: 4096}
 	for _, tr := range opts.NAT {
@@ -535,14 +551,19 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 				continue // handled from the other side
 			}
 			hi, lo := lowInDensest(s), -lowInDensest(back)
-			d := hi
 			if lo <= hi {
-				d = lo + (hi-lo)/2
+				d := lo + (hi-lo)/2
+				edges = append(edges, clockEdge{a, b, d, len(s) + len(back), lo - d, hi - d})
+			} else {
+				// The bounds disagree (drift, or a mispaired
+				// cluster): as far off as they are apart.
+				edges = append(edges, clockEdge{a, b, hi, len(s) + len(back), hi - lo, lo - hi})
 			}
-			edges = append(edges, clockEdge{a, b, d, len(s) + len(back)})
 			continue
 		}
-		edges = append(edges, clockEdge{a, b, lowInDensest(s), len(s)})
+		// One bound only: the true offset lies below it by the
+		// quickest handshake's delay, taken to be under clockNear.
+		edges = append(edges, clockEdge{a, b, lowInDensest(s), len(s), -clockNear, 0})
 	}
 	// Sources of one host share its clock where no handshake says better.
 	first := map[string]int{}
@@ -551,13 +572,13 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 			continue
 		}
 		if f, ok := first[h]; ok {
-			edges = append(edges, clockEdge{f, i, 0, 0})
+			edges = append(edges, clockEdge{f, i, 0, 0, 0, 0})
 		} else {
 			first[h] = i
 		}
 	}
 	if len(p.samples) == 0 {
-		return nil, nil
+		return sameHostClocks(hosts), nil
 	}
 	slices.SortStableFunc(edges, func(x, y clockEdge) int {
 		if x.n != y.n {
@@ -589,9 +610,11 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 		}
 		parent[ra] = rb
 		adj[e.a] = append(adj[e.a], e)
-		adj[e.b] = append(adj[e.b], clockEdge{e.b, e.a, -e.d, e.n})
+		adj[e.b] = append(adj[e.b], clockEdge{e.b, e.a, -e.d, e.n, -e.hi, -e.lo})
 	}
 	off := make([]int64, len(sources))
+	rel := newClockRel(len(sources))
+	rel.off, rel.from, rel.to = off, p.from, p.to
 	seen := make([]bool, len(sources))
 	var warns []string
 	warned := map[string]bool{}
@@ -600,6 +623,7 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 			continue
 		}
 		seen[root] = true
+		rel.tree[root] = int32(root)
 		queue := []int{root}
 		for len(queue) > 0 {
 			x := queue[0]
@@ -610,6 +634,9 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 				}
 				seen[e.b] = true
 				off[e.b] = off[x] + e.d
+				rel.tree[e.b], rel.sampled[e.b] = int32(root), rel.sampled[x] || e.n > 0
+				rel.parent[e.b], rel.depth[e.b] = int32(x), rel.depth[x]+1
+				rel.lo[e.b], rel.hi[e.b] = rel.lo[x]+e.lo, rel.hi[x]+e.hi
 				queue = append(queue, e.b)
 				if e.n > 0 && math.Abs(float64(off[e.b]-off[root])) >= float64(time.Second) && (hosts[e.b] == "" || !warned[hosts[e.b]]) {
 					warned[hosts[e.b]] = true
@@ -619,5 +646,5 @@ func estimateOffsets(sources []Source, opts Options) ([]int64, []string) {
 			}
 		}
 	}
-	return off, warns
+	return rel, warns
 }

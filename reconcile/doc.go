@@ -121,7 +121,33 @@
 //     time: a search costs about the candidates with its sizes near it in
 //     time, not all lonely connections. Sizes alone cannot tell every
 //     untraced flow from a translated one: among thousands of untraced
-//     connections within the window, some agree in both sizes by chance.
+//     connections within the window, some agree in both sizes by chance
+//     (hundreds on a CoDeeN-sized set without any translation). Two more
+//     rules hold them apart (natcheck.go). Timing: where step 0 has related
+//     the two sources' clocks (handshake samples link them, or one host's
+//     logs share its clock), the server's first read must come after the
+//     client's first write, and the client's first read after the
+//     server's first write, in offset-corrected time, within what the
+//     offsets may be off: the intervals of the spanning tree's edges
+//     between the two sources, summed (an edge's true offset lies between
+//     the bounds samples of both directions give, or below a
+//     one-direction bound by up to clockNear), plus 200 ppm of drift from
+//     the samples' times and the 1 ms slack — a chance candidate seconds
+//     away fails, a real one nests. Untraced peers: an end whose peer address (a client's
+//     destination as written, ip:port; a server's client as seen, ip; not
+//     loopback) at least 3 lonely connections with known first sizes used,
+//     more than the translations found through it, each within 5 minutes
+//     of the one before and the last within 5 minutes, is neither paired
+//     nor searched, unless a traced host uses that address (a log's local
+//     address, or a captured end's): that peer is an untraced host, as a
+//     virtual address in front of traced servers has its flows paired. Such
+//     an end leaves the index when its sizes become known. (The counts
+//     idle for 5 minutes are dropped as the table grows.) Timing says
+//     nothing between clocks step 0 could not relate, and untraced peers
+//     are known only once their first lonely connections were declared (a
+//     window in): there a chance pair remains possible. A virtual address
+//     most of whose flows go to untraced servers counts as an untraced
+//     peer too.
 //     Datagrams still unmatched after the window are paired with
 //     an unmatched datagram of the same length and checksum. A match pairs
 //     them and records the translation (DNAT: destination as the sender

@@ -105,9 +105,12 @@ type conn struct {
 	gone     bool
 	serial   int32 // creation order
 	// Step 6: the role of the end that created it when that was a client's
-	// or a server's (0 otherwise), the signature it is indexed under in
-	// matcher.sigs, and the last search that looked at it.
+	// or a server's (0 otherwise, or once its peer turned out to be an
+	// untraced peer: no candidate), the source of that end (its clock),
+	// the signature it is indexed under in matcher.sigs, and the last
+	// search that looked at it.
 	lrole Role
+	lsrc  int32
 	sig   sizes
 	visit uint32
 	// Step 8: calls not yet answered and returns whose call is not yet
@@ -232,7 +235,11 @@ type matcher struct {
 	conns connIndex
 	// sigs finds the connections created by a client's or a server's end
 	// that are still lonely, by the sizes of their first messages (step 6).
-	sigs   sigIndex
+	sigs sigIndex
+	// clk: what step 0 knows of the sources' clocks; peers: the lonely
+	// connections by peer address (step 6, natcheck.go).
+	clk    clockRel
+	peers  peerTable
 	timers []deadline // FIFO: deadlines are pushed in nondecreasing order
 	thead  int
 	// pend: the ends that may have runs not yet emitted (every end that
@@ -341,6 +348,8 @@ func (m *matcher) observe(src int, ob *Observation, corr int64) {
 	}
 	if ob.Origin == OriginLog && ob.Op == OpOpen {
 		m.noteLogAddr(ob)
+	} else if ob.Op == OpOpen && !m.opts.DisableNATDetection {
+		m.peers.noteLocal(ob.Local) // a captured end: a traced host's address (step 6)
 	}
 	if !ob.Stream {
 		m.observeDgram(ob)
@@ -539,7 +548,7 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 		c.calls, c.rets = c.call0[:0], c.ret0[:0]
 		m.conns[h] = append(m.conns[h], c)
 		if ob.Role == RoleClient || ob.Role == RoleServer {
-			m.addLonely(c, ob.Role)
+			m.addLonely(c, ob.Role, src)
 		}
 		m.schedule(deadline{at: m.now + m.window, c: c, kind: dlResolve})
 	}
@@ -592,11 +601,11 @@ func (m *matcher) abandonUnanswered(list []*conn, side int) {
 
 // addLonely makes a new connection created by a client's or a server's
 // end (role r) a candidate for step 6.
-func (m *matcher) addLonely(c *conn, r Role) {
+func (m *matcher) addLonely(c *conn, r Role, src int) {
 	if m.opts.DisableNATDetection {
 		return // no step 6: no index of candidates
 	}
-	c.lrole = r
+	c.lrole, c.lsrc = r, int32(src)
 }
 
 // paired is called when a connection has both ends: the receiver-cut runs
@@ -1077,8 +1086,11 @@ func (m *matcher) resolve(c *conn) {
 	if c.resolved {
 		return
 	}
-	if !m.opts.DisableNATDetection && m.pairTranslated(c) {
-		return
+	if !m.opts.DisableNATDetection {
+		if m.pairTranslated(c) {
+			return
+		}
+		m.noteLonely(c)
 	}
 	c.resolved = true
 	for _, e := range c.ends {
@@ -1111,6 +1123,9 @@ func (m *matcher) pairTranslated(c *conn) bool {
 	if sig.up < 0 || sig.down < 0 {
 		return false // agrees with nothing
 	}
+	if m.untracedPeer(e) {
+		return false
+	}
 	want := RoleServer
 	if e.role == RoleServer {
 		want = RoleClient
@@ -1140,7 +1155,7 @@ func (m *matcher) pairTranslated(c *conn) bool {
 		if oe == nil || oe.role == RoleUnknown || oe.role == e.role || oe.role == RolePair {
 			return
 		}
-		if !sig.agrees(signature(oe)) || relay(e.obs, oe.obs) || !causal(e, oe) {
+		if !sig.agrees(signature(oe)) || relay(e.obs, oe.obs) || !causal(e, oe) || !m.timely(c, e, o, oe) || m.untracedPeer(oe) {
 			return
 		}
 		// The closest in time; on a tie the earliest created.
@@ -1218,8 +1233,12 @@ func (m *matcher) pairTranslated(c *conn) bool {
 	proto := c.key.proto.String()
 	if !client.remote.Unix && client.remote.Addr != server.local.Addr {
 		m.nat.add("dnat", proto, client.remote.Addr, server.local.Addr, true)
+		m.noteTranslated(client)
 	}
 	if cl, sr := client.local.Addr, server.remote.Addr; !client.local.Unix && cl.IsValid() && sr.IsValid() && cl != sr {
+		if cl.Addr() != sr.Addr() {
+			m.noteTranslated(server)
+		}
 		if cl.Port() == sr.Port() {
 			// Ports kept: the whole address is translated, and later
 			// connections are keyed directly.
@@ -1399,6 +1418,16 @@ func (m *matcher) indexSig(c *conn) {
 		return
 	}
 	x := &m.sigs
+	if s.listed() && m.untracedPeer(e) {
+		// No candidate from now on (and no search: pairTranslated).
+		if old := c.sig; old.listed() {
+			b := x.bucket(c.lrole, old)
+			*b = removeConn(*b, c)
+			x.entries--
+		}
+		c.lrole, c.sig = RoleUnknown, sizes{}
+		return
+	}
 	if old := c.sig; old.listed() {
 		b := x.bucket(c.lrole, old)
 		*b = removeConn(*b, c)

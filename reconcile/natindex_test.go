@@ -53,7 +53,7 @@ func bruteForcePair(m *matcher, c *conn) *conn {
 			if dt < 0 {
 				dt = -dt
 			}
-			if dt > m.window || !sig.agrees(signature(oe)) || relay(e.obs, oe.obs) || !causal(e, oe) {
+			if dt > m.window || !sig.agrees(signature(oe)) || relay(e.obs, oe.obs) || !causal(e, oe) || !m.timely(c, e, o, oe) || m.untracedPeer(oe) {
 				continue
 			}
 			if best == nil || dt < bestDT || dt == bestDT && o.serial < best.serial {

@@ -156,12 +156,16 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 			m.registerLog(ls.obs)
 		}
 	}
-	// 0. Clock offsets between the sources, for matching only.
+	// 0. Clock offsets between the sources, for matching only (and what
+	// step 6 may rely on of them).
 	var offsets []int64
 	if !opts.SyncedClocks {
 		var warns []string
-		offsets, warns = estimateOffsets(sources, opts)
+		m.clk, warns = estimateClocks(sources, opts)
+		offsets = m.clk.off
 		t.Warnings = append(t.Warnings, warns...)
+	} else {
+		m.clk = sameHostClocks(sourceHosts(sources))
 	}
 	// Streaming (emit.go): messages go out as the window lets them,
 	// unless aggregation needs the whole trace first.
