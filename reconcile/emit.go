@@ -210,12 +210,16 @@ func (m *matcher) releaseMsgs(final bool) error {
 func (m *matcher) oldestPending() int64 {
 	t := int64(math.MaxInt64)
 	keep := m.pend[:0]
-	for _, e := range m.pend {
+	for _, r := range m.pend {
+		if !r.live() {
+			continue // retired: its record is another end's now, or garbage
+		}
+		e := r.e
 		if e.c.gone || len(e.runs) == 0 && len(e.rruns) == 0 {
 			e.inPend = false
 			continue
 		}
-		keep = append(keep, e)
+		keep = append(keep, r)
 		if len(e.runs) > 0 {
 			t = min(t, e.runs[0].t)
 		}

@@ -29,8 +29,8 @@ const forkSlack = int64(1e9)
 type proc struct {
 	ppid   int32
 	exited bool
-	held   []*end // ends it holds or held (pruned lazily)
-	kept   int    // len(held) after the last pruning
+	held   []endRef // ends it holds or held (pruned lazily)
+	kept   int      // len(held) after the last pruning
 }
 
 // holder is one process's hold on an end.
@@ -92,9 +92,9 @@ func (m *matcher) hold(e *end, o *Observer) {
 
 func (m *matcher) addHolder(e *end, p *proc) {
 	e.holders = append(e.holders, holder{p: p, held: true})
-	p.held = append(p.held, e)
+	p.held = append(p.held, e.ref())
 	if len(p.held) >= 2*p.kept+64 {
-		p.held = slices.DeleteFunc(p.held, func(x *end) bool { return x.c.gone || !x.heldBy(p) })
+		p.held = slices.DeleteFunc(p.held, func(x endRef) bool { return !x.live() || x.e.c.gone || !x.e.heldBy(p) })
 		p.kept = len(p.held)
 	}
 }
@@ -145,8 +145,9 @@ func (m *matcher) fork(ob *Observation) {
 	if cp.exited {
 		return // the child ran first and is gone already
 	}
-	for _, e := range parent.held {
-		if e.c.gone || !e.heldBy(parent) {
+	for _, r := range parent.held {
+		e := r.e
+		if !r.live() || e.c.gone || !e.heldBy(parent) {
 			continue
 		}
 		present := false
@@ -186,8 +187,9 @@ func (m *matcher) exit(ob *Observation) {
 	p.exited = true
 	held := p.held
 	p.held = nil
-	for _, e := range held {
-		if e.c.gone || !e.heldBy(p) {
+	for _, r := range held {
+		e := r.e
+		if !r.live() || e.c.gone || !e.heldBy(p) {
 			continue
 		}
 		if !m.releaseProc(e, p) {

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sort"
+	"unsafe"
 
 	"wap5/libsockcap"
 	"wap5/trace"
@@ -78,7 +79,22 @@ type end struct {
 	// inPend: listed in matcher.pend (it has had a run since the last
 	// look there).
 	inPend bool
+	// gen counts the retirements of this record: a reference kept past
+	// its connection's retirement (matcher.pend, proc.held) is stale once
+	// gen moved on, whether the record was reused since or not.
+	gen uint32
 }
+
+// endRef is an end as listed somewhere that its retirement does not visit.
+type endRef struct {
+	e   *end
+	gen uint32
+}
+
+func (e *end) ref() endRef { return endRef{e, e.gen} }
+
+// live: the end is not retired since the reference was taken.
+func (r endRef) live() bool { return r.e.gen == r.gen }
 
 func (m *matcher) localEP(e *end) trace.EndpointID {
 	if e.epOK&1 == 0 {
@@ -118,6 +134,9 @@ type conn struct {
 	// them): no allocation for a connection's usual one call and return.
 	call0 [1]pendingCall
 	ret0  [1]pendingRet
+	// gen counts the retirements of this record (see end.gen): a timer
+	// of an earlier life does not fire on a reused one.
+	gen uint32
 }
 
 // connEnd is a connection allocated with the end that made it (one object
@@ -126,6 +145,25 @@ type conn struct {
 type connEnd struct {
 	conn
 	end end
+}
+
+// newConnEnd takes a record of a retired connection (the most recently
+// retired first: its lines are likely still cached) or allocates one. A
+// short connection's record is otherwise its largest allocation, and the
+// records of millions of connections were most of what the collector had
+// to make room for.
+func (m *matcher) newConnEnd() *connEnd {
+	n := len(m.free)
+	if n == 0 {
+		return &connEnd{}
+	}
+	ce := m.free[n-1]
+	m.free[n-1] = nil
+	m.free = m.free[:n-1]
+	cg, eg := ce.conn.gen, ce.end.gen
+	*ce = connEnd{}
+	ce.conn.gen, ce.end.gen = cg, eg
+	return ce
 }
 
 // sockTable finds an end by its source's socket id: ids are a counter of
@@ -196,6 +234,7 @@ type deadline struct {
 	at   int64
 	c    *conn
 	dg   *dgram
+	gen  uint32 // c.gen when scheduled
 	kind uint8
 }
 
@@ -237,7 +276,9 @@ type matcher struct {
 	thead  int
 	// pend: the ends that may have runs not yet emitted (every end that
 	// has one is listed), for oldestPending.
-	pend []*end
+	pend []endRef
+	// free: records of retired connections, for newConnEnd.
+	free []*connEnd
 
 	dg dgramState
 
@@ -295,18 +336,23 @@ func (m *matcher) advance(t int64) {
 	}
 }
 
-func (m *matcher) schedule(d deadline) { m.timers = append(m.timers, d) }
+func (m *matcher) schedule(d deadline) {
+	if d.c != nil {
+		d.gen = d.c.gen
+	}
+	m.timers = append(m.timers, d)
+}
 
 func (m *matcher) fire(d deadline) {
 	switch d.kind {
 	case dlResolve:
-		if !d.c.gone && !d.c.resolved {
+		if d.c.gen == d.gen && !d.c.gone && !d.c.resolved {
 			m.resolve(d.c)
 			m.pump(d.c, false)
 		}
 	case dlRetire:
 		c := d.c
-		if c.gone {
+		if c.gen != d.gen || c.gone {
 			return
 		}
 		c.retiring = false
@@ -534,7 +580,8 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 	var fresh *end // c's first end, made with it
 	if c == nil {
 		m.nconn++
-		ce := &connEnd{conn: conn{key: key, first: m.now, serial: m.nconn}}
+		ce := m.newConnEnd()
+		ce.key, ce.first, ce.serial = key, m.now, m.nconn
 		c, fresh = &ce.conn, &ce.end
 		c.calls, c.rets = c.call0[:0], c.ret0[:0]
 		m.conns[h] = append(m.conns[h], c)
@@ -699,7 +746,7 @@ func (m *matcher) recv(e *end, ob *Observation, act trace.ActorID) {
 func (m *matcher) pending(e *end) {
 	if !e.inPend && m.st != nil {
 		e.inPend = true
-		m.pend = append(m.pend, e)
+		m.pend = append(m.pend, e.ref())
 	}
 }
 
@@ -1521,6 +1568,31 @@ func (m *matcher) retire(c *conn) {
 	for _, k := range c.aliases {
 		m.dropConn(k, c)
 	}
+	m.free1(c)
+}
+
+// free1 makes a retired connection's record reusable: every reference
+// to it that is left is told stale by the generations, but for step 6's
+// index, which drops it here.
+func (m *matcher) free1(c *conn) {
+	for _, e := range c.ends {
+		if e != nil {
+			e.gen++
+		}
+	}
+	c.gen++
+	if c.lrole != RoleUnknown && c.sig.listed() {
+		b := m.sigs.bucket(c.lrole, c.sig)
+		if n := len(*b); n > 0 {
+			if *b = removeConn(*b, c); len(*b) < n {
+				m.sigs.entries--
+			}
+		}
+	}
+	// c is the conn of a connEnd (endOf makes no other), whose end is
+	// one of c's: a connection merged into another in step 6 (gone
+	// without retiring) lends its end to the other and is never freed.
+	m.free = append(m.free, (*connEnd)(unsafe.Pointer(c)))
 }
 
 func (m *matcher) dropConn(k connKey, c *conn) {
