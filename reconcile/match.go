@@ -79,6 +79,9 @@ type end struct {
 	// inPend: listed in matcher.pend (it has had a run since the last
 	// look there).
 	inPend bool
+	// alone: allocated on its own (a connection's second end), not as
+	// the end of a connEnd; reused on its own too.
+	alone bool
 	// gen counts the retirements of this record: a reference kept past
 	// its connection's retirement (matcher.pend, proc.held) is stale once
 	// gen moved on, whether the record was reused since or not.
@@ -164,6 +167,20 @@ func (m *matcher) newConnEnd() *connEnd {
 	*ce = connEnd{}
 	ce.conn.gen, ce.end.gen = cg, eg
 	return ce
+}
+
+// newEnd is newConnEnd for a connection's second end.
+func (m *matcher) newEnd() *end {
+	n := len(m.freeEnds)
+	if n == 0 {
+		return &end{alone: true}
+	}
+	e := m.freeEnds[n-1]
+	m.freeEnds[n-1] = nil
+	m.freeEnds = m.freeEnds[:n-1]
+	g := e.gen
+	*e = end{alone: true, gen: g}
+	return e
 }
 
 // sockTable finds an end by its source's socket id: ids are a counter of
@@ -277,8 +294,10 @@ type matcher struct {
 	// pend: the ends that may have runs not yet emitted (every end that
 	// has one is listed), for oldestPending.
 	pend []endRef
-	// free: records of retired connections, for newConnEnd.
-	free []*connEnd
+	// free, freeEnds: records of retired connections, for newConnEnd
+	// and newEnd.
+	free     []*connEnd
+	freeEnds []*end
 
 	dg dgramState
 
@@ -593,7 +612,7 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 	e := c.ends[side]
 	if e == nil {
 		if e = fresh; e == nil {
-			e = &end{}
+			e = m.newEnd()
 		}
 		e.c, e.side, e.local, e.remote, e.role = c, int32(side), ob.Local, ob.Remote, ob.Role
 		e.socks, e.holders = e.sock0[:0], e.hold0[:0]
@@ -1578,6 +1597,9 @@ func (m *matcher) free1(c *conn) {
 	for _, e := range c.ends {
 		if e != nil {
 			e.gen++
+			if e.alone {
+				m.freeEnds = append(m.freeEnds, e)
+			}
 		}
 	}
 	c.gen++
