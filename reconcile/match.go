@@ -68,10 +68,10 @@ type end struct {
 	run0  [1]run
 	read0 [1]read
 	rrun0 [1]run
-	side  int32
 	node  trace.NodeID // node of the latest observer
 	// Interned names of local and remote, once known (epOK bits).
 	lep, rep trace.EndpointID
+	side     uint8 // c.ends[side] is this end
 	role     Role
 	hasLog   bool
 	closed   bool
@@ -129,6 +129,9 @@ type conn struct {
 	lrole Role
 	sig   sizes
 	visit uint32
+	// gen counts the retirements of this record (see end.gen): a timer
+	// of an earlier life does not fire on a reused one.
+	gen uint32
 	// Step 8: calls not yet answered and returns whose call is not yet
 	// emitted, in stream order.
 	calls []pendingCall
@@ -137,9 +140,6 @@ type conn struct {
 	// them): no allocation for a connection's usual one call and return.
 	call0 [1]pendingCall
 	ret0  [1]pendingRet
-	// gen counts the retirements of this record (see end.gen): a timer
-	// of an earlier life does not fire on a reused one.
-	gen uint32
 }
 
 // connEnd is a connection allocated with the end that made it (one object
@@ -614,7 +614,7 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 		if e = fresh; e == nil {
 			e = m.newEnd()
 		}
-		e.c, e.side, e.local, e.remote, e.role = c, int32(side), ob.Local, ob.Remote, ob.Role
+		e.c, e.side, e.local, e.remote, e.role = c, uint8(side), ob.Local, ob.Remote, ob.Role
 		e.socks, e.holders = e.sock0[:0], e.hold0[:0]
 		e.runs, e.reads, e.rruns = e.run0[:0], e.read0[:0], e.rrun0[:0]
 		c.ends[side] = e
