@@ -346,6 +346,14 @@ func (m *matcher) advance(t int64) {
 		d := m.timers[m.thead]
 		m.timers[m.thead] = deadline{}
 		m.thead++
+		if i := m.thead + timerAhead; i < len(m.timers) {
+			// The record a later timer will read, a window after it was
+			// last touched: it is out of the caches by now, and fetching
+			// it from memory while this one fires overlaps the two.
+			if c := m.timers[i].c; c != nil {
+				prefetchLines(uintptr(unsafe.Pointer(c)), unsafe.Sizeof(connEnd{}))
+			}
+		}
 		m.fire(d)
 	}
 	if m.thead > 4096 && m.thead*2 > len(m.timers) {
@@ -354,6 +362,25 @@ func (m *matcher) advance(t int64) {
 		m.thead = 0
 	}
 }
+
+// prefetchObs fetches the record of the end that an observation just read
+// from a source will find by its socket id: the observation is handled
+// once the merge (step 1) comes to it, after those of the other sources
+// that are earlier, which leaves the fetch time to complete. The end's
+// connection is usually the record it lives in (a connEnd), so that is
+// fetched whole; for an end allocated alone the lines before it are some
+// other object's, which costs only the fetch.
+func (m *matcher) prefetchObs(src int, ob *Observation) {
+	if ob.Socket == 0 || ob.Op == OpOpen || src >= len(m.socks) {
+		return
+	}
+	if e := m.socks[src].get(ob.Socket); e != nil {
+		prefetchLines(uintptr(unsafe.Pointer(e))-unsafe.Offsetof(connEnd{}.end), unsafe.Sizeof(connEnd{}))
+	}
+}
+
+// timerAhead is how many timers ahead advance prefetches.
+var timerAhead = 8
 
 func (m *matcher) schedule(d deadline) {
 	if d.c != nil {
