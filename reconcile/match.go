@@ -354,6 +354,18 @@ func (m *matcher) advance(t int64) {
 				prefetchLines(uintptr(unsafe.Pointer(c)), unsafe.Sizeof(connEnd{}))
 			}
 		}
+		if i := m.thead + timerAhead/2; i < len(m.timers) {
+			// Its record is in by now: the slots of its endpoints' names,
+			// which it will look up when it emits.
+			if c := m.timers[i].c; c != nil && !c.gone {
+				for _, e := range c.ends {
+					if e != nil {
+						m.names.prefetch(e.local, e.epOK&1 == 0)
+						m.names.prefetch(e.remote, e.epOK&2 == 0)
+					}
+				}
+			}
+		}
 		m.fire(d)
 	}
 	if m.thead > 4096 && m.thead*2 > len(m.timers) {
