@@ -16,7 +16,7 @@ package reconcile
 // again from its first use). The end is closed when nobody holds it any
 // more.
 
-import "slices"
+import "unsafe"
 
 // forkSlack bounds how much earlier than its parent's fork record a child's
 // log may start (the child can run first); a log of the same pid that
@@ -94,7 +94,20 @@ func (m *matcher) addHolder(e *end, p *proc) {
 	e.holders = append(e.holders, holder{p: p, held: true})
 	p.held = append(p.held, e.ref())
 	if len(p.held) >= 2*p.kept+64 {
-		p.held = slices.DeleteFunc(p.held, func(x endRef) bool { return !x.live() || x.e.c.gone || !x.e.heldBy(p) })
+		const ahead = 8
+		keep := p.held[:0]
+		for i, x := range p.held {
+			if i+ahead < len(p.held) {
+				// A pruning reads every end the process held since the
+				// last: fetch ahead (end.gen is at its end).
+				prefetchLines(uintptr(unsafe.Pointer(p.held[i+ahead].e)), unsafe.Sizeof(end{}))
+			}
+			if x.live() && !x.e.c.gone && x.e.heldBy(p) {
+				keep = append(keep, x)
+			}
+		}
+		clear(p.held[len(keep):])
+		p.held = keep
 		p.kept = len(p.held)
 	}
 }
