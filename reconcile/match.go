@@ -161,6 +161,7 @@ func (m *matcher) newConnEnd() *connEnd {
 		return &connEnd{}
 	}
 	ce := m.free[n-1]
+	m.reused++
 	m.free[n-1] = nil
 	m.free = m.free[:n-1]
 	cg, eg := ce.conn.gen, ce.end.gen
@@ -176,6 +177,7 @@ func (m *matcher) newEnd() *end {
 		return &end{alone: true}
 	}
 	e := m.freeEnds[n-1]
+	m.reused++
 	m.freeEnds[n-1] = nil
 	m.freeEnds = m.freeEnds[:n-1]
 	g := e.gen
@@ -298,6 +300,7 @@ type matcher struct {
 	// and newEnd.
 	free     []*connEnd
 	freeEnds []*end
+	reused   int // records taken from them
 
 	dg dgramState
 
@@ -390,6 +393,10 @@ func (m *matcher) prefetchObs(src int, ob *Observation) {
 		prefetchLines(uintptr(unsafe.Pointer(e))-unsafe.Offsetof(connEnd{}.end), unsafe.Sizeof(connEnd{}))
 	}
 }
+
+// reuseRecords: retired connections' records are reused (a variable for
+// tests, which compare with a run that never reuses one).
+var reuseRecords = true
 
 // timerAhead is how many timers ahead advance prefetches.
 var timerAhead = 8
@@ -1636,12 +1643,15 @@ func (m *matcher) free1(c *conn) {
 	for _, e := range c.ends {
 		if e != nil {
 			e.gen++
-			if e.alone {
+			if e.alone && reuseRecords {
 				m.freeEnds = append(m.freeEnds, e)
 			}
 		}
 	}
 	c.gen++
+	if !reuseRecords {
+		return
+	}
 	if c.lrole != RoleUnknown && c.sig.listed() {
 		b := m.sigs.bucket(c.lrole, c.sig)
 		if n := len(*b); n > 0 {
