@@ -301,6 +301,10 @@ type matcher struct {
 	free     []*connEnd
 	freeEnds []*end
 	reused   int // records taken from them
+	// inFlight counts the connections made and not retired yet (those
+	// merged in step 6 included): below prefetchFrom their records stay
+	// cached, and prefetching them would only cost its calls.
+	inFlight int
 
 	dg dgramState
 
@@ -349,25 +353,8 @@ func (m *matcher) advance(t int64) {
 		d := m.timers[m.thead]
 		m.timers[m.thead] = deadline{}
 		m.thead++
-		if i := m.thead + timerAhead; i < len(m.timers) {
-			// The record a later timer will read, a window after it was
-			// last touched: it is out of the caches by now, and fetching
-			// it from memory while this one fires overlaps the two.
-			if c := m.timers[i].c; c != nil {
-				prefetchLines(uintptr(unsafe.Pointer(c)), unsafe.Sizeof(connEnd{}))
-			}
-		}
-		if i := m.thead + timerAhead/2; i < len(m.timers) {
-			// Its record is in by now: the slots of its endpoints' names,
-			// which it will look up when it emits.
-			if c := m.timers[i].c; c != nil && !c.gone {
-				for _, e := range c.ends {
-					if e != nil {
-						m.names.prefetch(e.local, e.epOK&1 == 0)
-						m.names.prefetch(e.remote, e.epOK&2 == 0)
-					}
-				}
-			}
+		if m.inFlight >= prefetchFrom {
+			m.prefetchTimers()
 		}
 		m.fire(d)
 	}
@@ -386,7 +373,7 @@ func (m *matcher) advance(t int64) {
 // fetched whole; for an end allocated alone the lines before it are some
 // other object's, which costs only the fetch.
 func (m *matcher) prefetchObs(src int, ob *Observation) {
-	if ob.Socket == 0 || ob.Op == OpOpen || src >= len(m.socks) {
+	if ob.Socket == 0 || ob.Op == OpOpen || src >= len(m.socks) || m.inFlight < prefetchFrom {
 		return
 	}
 	if e := m.socks[src].get(ob.Socket); e != nil {
@@ -397,6 +384,35 @@ func (m *matcher) prefetchObs(src int, ob *Observation) {
 // reuseRecords: retired connections' records are reused (a variable for
 // tests, which compare with a run that never reuses one).
 var reuseRecords = true
+
+// prefetchTimers prefetches for the timers after the one firing now:
+// the record of the one timerAhead on, a window after it was last
+// touched (out of the caches by now: fetching it from memory while this
+// one fires overlaps the two); for the one timerAhead/2 on, whose record
+// is in by now, the slots of its endpoints' names, which it will look up
+// when it emits.
+func (m *matcher) prefetchTimers() {
+	if i := m.thead + timerAhead; i < len(m.timers) {
+		if c := m.timers[i].c; c != nil {
+			prefetchLines(uintptr(unsafe.Pointer(c)), unsafe.Sizeof(connEnd{}))
+		}
+	}
+	if i := m.thead + timerAhead/2; i < len(m.timers) {
+		if c := m.timers[i].c; c != nil && !c.gone {
+			for _, e := range c.ends {
+				if e != nil {
+					m.names.prefetch(e.local, e.epOK&1 == 0)
+					m.names.prefetch(e.remote, e.epOK&2 == 0)
+				}
+			}
+		}
+	}
+}
+
+// prefetchFrom is how many connections in flight make advance and
+// prefetchObs prefetch their records: 2048 records are 1.5 MB, about
+// what a core's own caches hold.
+const prefetchFrom = 2048
 
 // timerAhead is how many timers ahead advance prefetches.
 var timerAhead = 8
@@ -645,6 +661,7 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 	var fresh *end // c's first end, made with it
 	if c == nil {
 		m.nconn++
+		m.inFlight++
 		ce := m.newConnEnd()
 		ce.key, ce.first, ce.serial = key, m.now, m.nconn
 		c, fresh = &ce.conn, &ce.end
@@ -1649,6 +1666,7 @@ func (m *matcher) free1(c *conn) {
 		}
 	}
 	c.gen++
+	m.inFlight--
 	if !reuseRecords {
 		return
 	}
