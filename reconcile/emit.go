@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"wap5/trace"
 )
@@ -208,14 +209,23 @@ func (m *matcher) releaseMsgs(final bool) error {
 // ends have emitted everything, and a connection merged into another in
 // step 6 hands its end over); an end with nothing left leaves the list.
 func (m *matcher) oldestPending() int64 {
+	const pendAhead = 8
 	t := int64(math.MaxInt64)
 	keep := m.pend[:0]
-	for _, e := range m.pend {
+	for i, r := range m.pend {
+		if i+pendAhead < len(m.pend) {
+			// Each end is read once here since its last run: fetch ahead.
+			prefetchLines(uintptr(unsafe.Pointer(m.pend[i+pendAhead].e)), unsafe.Sizeof(end{}))
+		}
+		if !r.live() {
+			continue // retired: its record is another end's now, or garbage
+		}
+		e := r.e
 		if e.c.gone || len(e.runs) == 0 && len(e.rruns) == 0 {
 			e.inPend = false
 			continue
 		}
-		keep = append(keep, e)
+		keep = append(keep, r)
 		if len(e.runs) > 0 {
 			t = min(t, e.runs[0].t)
 		}

@@ -16,7 +16,7 @@ package reconcile
 // again from its first use). The end is closed when nobody holds it any
 // more.
 
-import "slices"
+import "unsafe"
 
 // forkSlack bounds how much earlier than its parent's fork record a child's
 // log may start (the child can run first); a log of the same pid that
@@ -29,8 +29,8 @@ const forkSlack = int64(1e9)
 type proc struct {
 	ppid   int32
 	exited bool
-	held   []*end // ends it holds or held (pruned lazily)
-	kept   int    // len(held) after the last pruning
+	held   []endRef // ends it holds or held (pruned lazily)
+	kept   int      // len(held) after the last pruning
 }
 
 // holder is one process's hold on an end.
@@ -92,9 +92,22 @@ func (m *matcher) hold(e *end, o *Observer) {
 
 func (m *matcher) addHolder(e *end, p *proc) {
 	e.holders = append(e.holders, holder{p: p, held: true})
-	p.held = append(p.held, e)
+	p.held = append(p.held, e.ref())
 	if len(p.held) >= 2*p.kept+64 {
-		p.held = slices.DeleteFunc(p.held, func(x *end) bool { return x.c.gone || !x.heldBy(p) })
+		const ahead = 8
+		keep := p.held[:0]
+		for i, x := range p.held {
+			if i+ahead < len(p.held) {
+				// A pruning reads every end the process held since the
+				// last: fetch ahead (end.gen is at its end).
+				prefetchLines(uintptr(unsafe.Pointer(p.held[i+ahead].e)), unsafe.Sizeof(end{}))
+			}
+			if x.live() && !x.e.c.gone && x.e.heldBy(p) {
+				keep = append(keep, x)
+			}
+		}
+		clear(p.held[len(keep):])
+		p.held = keep
 		p.kept = len(p.held)
 	}
 }
@@ -145,8 +158,9 @@ func (m *matcher) fork(ob *Observation) {
 	if cp.exited {
 		return // the child ran first and is gone already
 	}
-	for _, e := range parent.held {
-		if e.c.gone || !e.heldBy(parent) {
+	for _, r := range parent.held {
+		e := r.e
+		if !r.live() || e.c.gone || !e.heldBy(parent) {
 			continue
 		}
 		present := false
@@ -186,8 +200,9 @@ func (m *matcher) exit(ob *Observation) {
 	p.exited = true
 	held := p.held
 	p.held = nil
-	for _, e := range held {
-		if e.c.gone || !e.heldBy(p) {
+	for _, r := range held {
+		e := r.e
+		if !r.live() || e.c.gone || !e.heldBy(p) {
 			continue
 		}
 		if !m.releaseProc(e, p) {

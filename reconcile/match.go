@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sort"
+	"unsafe"
 
 	"wap5/libsockcap"
 	"wap5/trace"
@@ -67,10 +68,10 @@ type end struct {
 	run0  [1]run
 	read0 [1]read
 	rrun0 [1]run
-	side  int32
 	node  trace.NodeID // node of the latest observer
 	// Interned names of local and remote, once known (epOK bits).
 	lep, rep trace.EndpointID
+	side     uint8 // c.ends[side] is this end
 	role     Role
 	hasLog   bool
 	closed   bool
@@ -78,7 +79,25 @@ type end struct {
 	// inPend: listed in matcher.pend (it has had a run since the last
 	// look there).
 	inPend bool
+	// alone: allocated on its own (a connection's second end), not as
+	// the end of a connEnd; reused on its own too.
+	alone bool
+	// gen counts the retirements of this record: a reference kept past
+	// its connection's retirement (matcher.pend, proc.held) is stale once
+	// gen moved on, whether the record was reused since or not.
+	gen uint32
 }
+
+// endRef is an end as listed somewhere that its retirement does not visit.
+type endRef struct {
+	e   *end
+	gen uint32
+}
+
+func (e *end) ref() endRef { return endRef{e, e.gen} }
+
+// live: the end is not retired since the reference was taken.
+func (r endRef) live() bool { return r.e.gen == r.gen }
 
 func (m *matcher) localEP(e *end) trace.EndpointID {
 	if e.epOK&1 == 0 {
@@ -113,6 +132,9 @@ type conn struct {
 	lsrc  int32
 	sig   sizes
 	visit uint32
+	// gen counts the retirements of this record (see end.gen): a timer
+	// of an earlier life does not fire on a reused one.
+	gen uint32
 	// Step 8: calls not yet answered and returns whose call is not yet
 	// emitted, in stream order.
 	calls []pendingCall
@@ -129,6 +151,41 @@ type conn struct {
 type connEnd struct {
 	conn
 	end end
+}
+
+// newConnEnd takes a record of a retired connection (the most recently
+// retired first: its lines are likely still cached) or allocates one. A
+// short connection's record is otherwise its largest allocation, and the
+// records of millions of connections were most of what the collector had
+// to make room for.
+func (m *matcher) newConnEnd() *connEnd {
+	n := len(m.free)
+	if n == 0 {
+		return &connEnd{}
+	}
+	ce := m.free[n-1]
+	m.reused++
+	m.free[n-1] = nil
+	m.free = m.free[:n-1]
+	cg, eg := ce.conn.gen, ce.end.gen
+	*ce = connEnd{}
+	ce.conn.gen, ce.end.gen = cg, eg
+	return ce
+}
+
+// newEnd is newConnEnd for a connection's second end.
+func (m *matcher) newEnd() *end {
+	n := len(m.freeEnds)
+	if n == 0 {
+		return &end{alone: true}
+	}
+	e := m.freeEnds[n-1]
+	m.reused++
+	m.freeEnds[n-1] = nil
+	m.freeEnds = m.freeEnds[:n-1]
+	g := e.gen
+	*e = end{alone: true, gen: g}
+	return e
 }
 
 // sockTable finds an end by its source's socket id: ids are a counter of
@@ -199,6 +256,7 @@ type deadline struct {
 	at   int64
 	c    *conn
 	dg   *dgram
+	gen  uint32 // c.gen when scheduled
 	kind uint8
 }
 
@@ -244,7 +302,16 @@ type matcher struct {
 	thead  int
 	// pend: the ends that may have runs not yet emitted (every end that
 	// has one is listed), for oldestPending.
-	pend []*end
+	pend []endRef
+	// free, freeEnds: records of retired connections, for newConnEnd
+	// and newEnd.
+	free     []*connEnd
+	freeEnds []*end
+	reused   int // records taken from them
+	// inFlight counts the connections made and not retired yet (those
+	// merged in step 6 included): below prefetchFrom their records stay
+	// cached, and prefetching them would only cost its calls.
+	inFlight int
 
 	dg dgramState
 
@@ -293,6 +360,9 @@ func (m *matcher) advance(t int64) {
 		d := m.timers[m.thead]
 		m.timers[m.thead] = deadline{}
 		m.thead++
+		if m.inFlight >= prefetchFrom {
+			m.prefetchTimers()
+		}
 		m.fire(d)
 	}
 	if m.thead > 4096 && m.thead*2 > len(m.timers) {
@@ -302,18 +372,75 @@ func (m *matcher) advance(t int64) {
 	}
 }
 
-func (m *matcher) schedule(d deadline) { m.timers = append(m.timers, d) }
+// prefetchObs fetches the record of the end that an observation just read
+// from a source will find by its socket id: the observation is handled
+// once the merge (step 1) comes to it, after those of the other sources
+// that are earlier, which leaves the fetch time to complete. The end's
+// connection is usually the record it lives in (a connEnd), so that is
+// fetched whole; for an end allocated alone the lines before it are some
+// other object's, which costs only the fetch.
+func (m *matcher) prefetchObs(src int, ob *Observation) {
+	if ob.Socket == 0 || ob.Op == OpOpen || src >= len(m.socks) || m.inFlight < prefetchFrom {
+		return
+	}
+	if e := m.socks[src].get(ob.Socket); e != nil {
+		prefetchLines(uintptr(unsafe.Pointer(e))-unsafe.Offsetof(connEnd{}.end), unsafe.Sizeof(connEnd{}))
+	}
+}
+
+// reuseRecords: retired connections' records are reused (a variable for
+// tests, which compare with a run that never reuses one).
+var reuseRecords = true
+
+// prefetchTimers prefetches for the timers after the one firing now:
+// the record of the one timerAhead on, a window after it was last
+// touched (out of the caches by now: fetching it from memory while this
+// one fires overlaps the two); for the one timerAhead/2 on, whose record
+// is in by now, the slots of its endpoints' names, which it will look up
+// when it emits.
+func (m *matcher) prefetchTimers() {
+	if i := m.thead + timerAhead; i < len(m.timers) {
+		if c := m.timers[i].c; c != nil {
+			prefetchLines(uintptr(unsafe.Pointer(c)), unsafe.Sizeof(connEnd{}))
+		}
+	}
+	if i := m.thead + timerAhead/2; i < len(m.timers) {
+		if c := m.timers[i].c; c != nil && !c.gone {
+			for _, e := range c.ends {
+				if e != nil {
+					m.names.prefetch(e.local, e.epOK&1 == 0)
+					m.names.prefetch(e.remote, e.epOK&2 == 0)
+				}
+			}
+		}
+	}
+}
+
+// prefetchFrom is how many connections in flight make advance and
+// prefetchObs prefetch their records: 2048 records are 1.5 MB, about
+// what a core's own caches hold.
+const prefetchFrom = 2048
+
+// timerAhead is how many timers ahead advance prefetches.
+var timerAhead = 8
+
+func (m *matcher) schedule(d deadline) {
+	if d.c != nil {
+		d.gen = d.c.gen
+	}
+	m.timers = append(m.timers, d)
+}
 
 func (m *matcher) fire(d deadline) {
 	switch d.kind {
 	case dlResolve:
-		if !d.c.gone && !d.c.resolved {
+		if d.c.gen == d.gen && !d.c.gone && !d.c.resolved {
 			m.resolve(d.c)
 			m.pump(d.c, false)
 		}
 	case dlRetire:
 		c := d.c
-		if c.gone {
+		if c.gen != d.gen || c.gone {
 			return
 		}
 		c.retiring = false
@@ -543,7 +670,9 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 	var fresh *end // c's first end, made with it
 	if c == nil {
 		m.nconn++
-		ce := &connEnd{conn: conn{key: key, first: m.now, serial: m.nconn}}
+		m.inFlight++
+		ce := m.newConnEnd()
+		ce.key, ce.first, ce.serial = key, m.now, m.nconn
 		c, fresh = &ce.conn, &ce.end
 		c.calls, c.rets = c.call0[:0], c.ret0[:0]
 		m.conns[h] = append(m.conns[h], c)
@@ -555,9 +684,9 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 	e := c.ends[side]
 	if e == nil {
 		if e = fresh; e == nil {
-			e = &end{}
+			e = m.newEnd()
 		}
-		e.c, e.side, e.local, e.remote, e.role = c, int32(side), ob.Local, ob.Remote, ob.Role
+		e.c, e.side, e.local, e.remote, e.role = c, uint8(side), ob.Local, ob.Remote, ob.Role
 		e.socks, e.holders = e.sock0[:0], e.hold0[:0]
 		e.runs, e.reads, e.rruns = e.run0[:0], e.read0[:0], e.rrun0[:0]
 		c.ends[side] = e
@@ -708,7 +837,7 @@ func (m *matcher) recv(e *end, ob *Observation, act trace.ActorID) {
 func (m *matcher) pending(e *end) {
 	if !e.inPend && m.st != nil {
 		e.inPend = true
-		m.pend = append(m.pend, e)
+		m.pend = append(m.pend, e.ref())
 	}
 }
 
@@ -1550,6 +1679,38 @@ func (m *matcher) retire(c *conn) {
 	for _, k := range c.aliases {
 		m.dropConn(k, c)
 	}
+	m.free1(c)
+}
+
+// free1 makes a retired connection's record reusable: every reference
+// to it that is left is told stale by the generations, but for step 6's
+// index, which drops it here.
+func (m *matcher) free1(c *conn) {
+	for _, e := range c.ends {
+		if e != nil {
+			e.gen++
+			if e.alone && reuseRecords {
+				m.freeEnds = append(m.freeEnds, e)
+			}
+		}
+	}
+	c.gen++
+	m.inFlight--
+	if !reuseRecords {
+		return
+	}
+	if c.lrole != RoleUnknown && c.sig.listed() {
+		b := m.sigs.bucket(c.lrole, c.sig)
+		if n := len(*b); n > 0 {
+			if *b = removeConn(*b, c); len(*b) < n {
+				m.sigs.entries--
+			}
+		}
+	}
+	// c is the conn of a connEnd (endOf makes no other), whose end is
+	// one of c's: a connection merged into another in step 6 (gone
+	// without retiring) lends its end to the other and is never freed.
+	m.free = append(m.free, (*connEnd)(unsafe.Pointer(c)))
 }
 
 func (m *matcher) dropConn(k connKey, c *conn) {

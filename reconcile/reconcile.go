@@ -202,6 +202,7 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 		}
 		if c.src.Next(&c.ob) {
 			c.at = c.ob.Time - c.corr
+			m.prefetchObs(c.idx, &c.ob)
 			h.down(0)
 		} else {
 			ended = append(ended, c)
