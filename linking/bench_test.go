@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/metrics"
+	"strconv"
 	"syscall"
 	"testing"
 
@@ -41,14 +42,14 @@ func BenchmarkLinkGen(b *testing.B) {
 	}
 }
 
-// cpuAndPeak is cpuSeconds and the peak RSS so far in MB, from one
-// getrusage.
-func cpuAndPeak() (cpu, peakMB float64) {
+// cpuAndPeak is cpuSeconds, the system CPU seconds alone, the minor page
+// faults so far and the peak RSS so far in MB, from one getrusage.
+func cpuAndPeak() (cpu, sys, faults, peakMB float64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, 0
+		return 0, 0, 0, 0
 	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9, float64(ru.Maxrss) / 1024
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9, float64(ru.Stime.Nano()) / 1e9, float64(ru.Minflt), float64(ru.Maxrss) / 1024
 }
 
 func cpuSeconds() float64 {
@@ -77,8 +78,17 @@ func BenchmarkLinkPhases(b *testing.B) {
 			tracelets: multiTier(10, false), seed: 3, clientName: "CLIENT"})
 	}
 	read := cpuSeconds() - cpu0
+	// WAP5_BENCH_TOP: the patterns built (default 100; 0: every pattern,
+	// as wap5 link without --top).
+	top := 100
+	if s := os.Getenv("WAP5_BENCH_TOP"); s != "" {
+		var err error
+		if top, err = strconv.Atoi(s); err != nil {
+			b.Fatal(err)
+		}
+	}
 	var order []string
-	sums := map[string]float64{}
+	sums, sysSums, faultSums := map[string]float64{}, map[string]float64{}, map[string]float64{}
 	// The peak RSS (getrusage's maxrss), the Go heap's share of the RSS
 	// (its memory less what it gave back) and the heap allocated so far, in
 	// MB, at the end of each step (its last end, first run only): where
@@ -88,9 +98,9 @@ func BenchmarkLinkPhases(b *testing.B) {
 	first := true
 	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"},
 		{Name: "/memory/classes/heap/free:bytes"}, {Name: "/gc/heap/allocs:bytes"}}
-	cur, at := "", 0.0
+	cur, at, sysAt, faultsAt := "", 0.0, 0.0, 0.0
 	phaseHook = func(name string) {
-		now, maxrss := cpuAndPeak()
+		now, sys, faults, maxrss := cpuAndPeak()
 		if cur != "" {
 			if _, ok := sums[cur]; !ok {
 				order = append(order, cur)
@@ -102,24 +112,27 @@ func BenchmarkLinkPhases(b *testing.B) {
 				alloc[cur] = float64(samples[3].Value.Uint64()) / (1 << 20)
 			}
 			sums[cur] += now - at
+			sysSums[cur] += sys - sysAt
+			faultSums[cur] += faults - faultsAt
 		}
-		cur, at = name, now
+		cur, at, sysAt, faultsAt = name, now, sys, faults
 	}
 	defer func() { phaseHook = nil }()
 	b.ResetTimer()
 	cpu1 := cpuSeconds()
 	for i := 0; i < b.N; i++ {
 		cur, first = "", i == 0
-		if _, err := Link(t, Options{NoInstances: true, Top: 100}); err != nil {
+		if _, err := Link(t, Options{NoInstances: true, Top: top}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	total := cpuSeconds() - cpu1
 	b.StopTimer()
 	fmt.Printf("messages %d, runs %d; CPU-s per run (process CPU, GC included)\n", len(t.Messages), b.N)
-	fmt.Printf("%-32s %8.3f %12s %8s %9s\n", "reading (once)", read, "peak RSS MB", "heap MB", "alloc MB")
+	fmt.Printf("%-32s %8.3f %8s %9s %12s %8s %9s\n", "reading (once)", read, "sys", "faults", "peak RSS MB", "heap MB", "alloc MB")
 	for _, name := range order {
-		fmt.Printf("%-32s %8.3f %12.0f %8.0f %9.0f\n", name, sums[name]/float64(b.N), hwm[name], heap[name], alloc[name])
+		fmt.Printf("%-32s %8.3f %8.3f %9.0f %12.0f %8.0f %9.0f\n", name, sums[name]/float64(b.N), sysSums[name]/float64(b.N),
+			faultSums[name]/float64(b.N), hwm[name], heap[name], alloc[name])
 	}
 	fmt.Printf("%-32s %8.3f\n", "linking total", total/float64(b.N))
 	b.ReportMetric(float64(len(t.Messages))*float64(b.N)/total, "msgs/cpu-s")

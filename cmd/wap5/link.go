@@ -108,6 +108,47 @@ func linkAction(c *cli.Context) error {
 		res *linking.Result
 		err error
 	)
+	// What goes to stderr once the trace is linked, before the patterns.
+	report := func(res *linking.Result) {
+		for _, w := range res.Warnings {
+			fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
+		}
+		if f := res.Fit; f.Samples > 0 {
+			fmt.Fprintf(c.App.ErrWriter, "wap5: link: delay models over %d links (log-likelihood): exp %.1f, gamma %.1f, fit %.1f; best %s; %d iterations\n",
+				f.Samples, f.LogLik[linking.DelayExp], f.LogLik[linking.DelayGamma], f.LogLik[linking.DelayFit], f.Best, res.Iterations)
+		}
+		for _, a := range res.Actors {
+			fmt.Fprintf(c.App.ErrWriter, "wap5: link: actors at %s: %s\n", t.NodeName(a.Node), a)
+		}
+	}
+	// A whole trace's patterns are taken as the linker builds them
+	// (Options.OnPattern), so that they are not all held at once: with
+	// --json each is written and dropped; as text, the shown ones are
+	// kept and the others only for their counts (the table's first line).
+	streamed := o.Stream == 0
+	var (
+		pw   *render.PathsWriter
+		kept []*trace.Pattern
+	)
+	if streamed {
+		o.BeforePatterns = report
+		if c.Bool("json") {
+			pw = render.NewPathsWriter(c.App.Writer, "linking")
+			o.OnPattern = pw.Pattern
+		} else {
+			shown := c.Int("top")
+			if shown == 0 {
+				shown = 20
+			}
+			o.OnPattern = func(p *trace.Pattern) error {
+				if len(kept) >= shown {
+					p = &trace.Pattern{Rank: p.Rank, Count: p.Count, Expected: p.Expected, MaxProb: p.MaxProb}
+				}
+				kept = append(kept, p)
+				return nil
+			}
+		}
+	}
 	if o.Stream > 0 {
 		t, res, err = linkStreaming(path, o)
 	} else {
@@ -124,15 +165,8 @@ func linkAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
-	}
-	if f := res.Fit; f.Samples > 0 {
-		fmt.Fprintf(c.App.ErrWriter, "wap5: link: delay models over %d links (log-likelihood): exp %.1f, gamma %.1f, fit %.1f; best %s; %d iterations\n",
-			f.Samples, f.LogLik[linking.DelayExp], f.LogLik[linking.DelayGamma], f.LogLik[linking.DelayFit], f.Best, res.Iterations)
-	}
-	for _, a := range res.Actors {
-		fmt.Fprintf(c.App.ErrWriter, "wap5: link: actors at %s: %s\n", t.NodeName(a.Node), a)
+	if !streamed {
+		report(res)
 	}
 	if p := c.String("instances"); p != "" {
 		if spool != nil {
@@ -143,6 +177,12 @@ func linkAction(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+	}
+	if streamed {
+		if pw != nil {
+			return pw.Close(res.Warnings)
+		}
+		res.Paths.Patterns = kept
 	}
 	return writePaths(c, res.Paths, func(w io.Writer, p *trace.Paths, top int) error {
 		return render.LinkText(w, p, &render.LinkTextOptions{Top: top, Histograms: c.Bool("histograms")})
