@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"wap5/internal/hugemem"
 	"wap5/trace"
 )
 
@@ -66,6 +67,16 @@ func cpuSeconds() float64 {
 // collected while it runs) spent in every step (phaseHook), summed over the
 // runs, with reading the trace as its own line.
 func BenchmarkLinkPhases(b *testing.B) {
+	// WAP5_BENCH_RESERVE: MB of heap reserved in huge pages before the
+	// trace is read (hugemem.Reserve), as wap5 link does (9 times a binary
+	// trace's size).
+	if s := os.Getenv("WAP5_BENCH_RESERVE"); s != "" {
+		mb, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		hugemem.Reserve(mb << 20)
+	}
 	cpu0 := cpuSeconds()
 	var t *trace.Trace
 	if p := os.Getenv("WAP5_BENCH_TRACE"); p != "" {
@@ -79,7 +90,7 @@ func BenchmarkLinkPhases(b *testing.B) {
 	}
 	read := cpuSeconds() - cpu0
 	// WAP5_BENCH_TOP: the patterns built (default 100; 0: every pattern,
-	// as wap5 link without --top).
+	// as wap5 link without --top: handed over one at a time and dropped).
 	top := 100
 	if s := os.Getenv("WAP5_BENCH_TOP"); s != "" {
 		var err error
@@ -122,7 +133,11 @@ func BenchmarkLinkPhases(b *testing.B) {
 	cpu1 := cpuSeconds()
 	for i := 0; i < b.N; i++ {
 		cur, first = "", i == 0
-		if _, err := Link(t, Options{NoInstances: true, Top: top}); err != nil {
+		o := Options{NoInstances: true, Top: top}
+		if top == 0 {
+			o.OnPattern = func(*trace.Pattern) error { return nil }
+		}
+		if _, err := Link(t, o); err != nil {
 			b.Fatal(err)
 		}
 	}
