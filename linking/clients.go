@@ -89,7 +89,12 @@ func (l *linker) run() (*Result, error) {
 	}
 	phase("steps 4-5 aggregate")
 	res := &Result{Fit: fit, Iterations: iters, Actors: l.actorHabits}
+	restore := func() {}
+	if len(l.msgs) >= lowGCMessages {
+		restore = collectOften(false)
+	}
 	err := l.aggregate(in, res)
+	restore()
 	phase("end")
 	if err != nil {
 		return nil, err
