@@ -69,6 +69,16 @@ func newPatAcc(n int, hist bool) *patAcc {
 	return a
 }
 
+// reset returns a with room for n positions of each delay, all zero (no
+// histograms).
+func (a *patAcc) reset(n int) *patAcc {
+	for _, s := range []*[]trace.Accumulator{&a.net, &a.wait, &a.lat, &a.off} {
+		*s = slices.Grow((*s)[:0], n)[:n]
+		clear(*s)
+	}
+	return a
+}
+
 // aggregator turns instances into ranked patterns with delays (steps 3–4).
 type aggregator struct {
 	names   []string
@@ -258,8 +268,11 @@ func (a *aggregator) linkerLabels(l *linker) []int32 {
 	return labels
 }
 
-// aggregate builds the result paths from the instances of one linker.
-func (l *linker) aggregate(in *instances) trace.Paths {
+// aggregate builds the result paths (res.Paths) from the instances of one
+// linker, the linker's and the trace's warnings first; with
+// Options.OnPattern, it hands each pattern over as it is built and keeps
+// none (the error is OnPattern's).
+func (l *linker) aggregate(in *instances, res *Result) error {
 	a := newAggregator(l.o.HistTop)
 	a.clock = trace.NewClockMap(l.t)
 	labels := a.linkerLabels(l)
@@ -287,6 +300,7 @@ func (l *linker) aggregate(in *instances) trace.Paths {
 	for r, p := range ranked[:built] {
 		rank[p.idx] = int32(r)
 	}
+	scratch := &patAcc{}
 	byRank := make([]int32, built+1)
 	for _, pi := range instPat {
 		if r := rank[pi]; r >= 0 {
@@ -304,21 +318,45 @@ func (l *linker) aggregate(in *instances) trace.Paths {
 			fill[r]++
 		}
 	}
-	out := trace.Paths{Algorithm: "linking", Patterns: make([]*trace.Pattern, 0, built)}
+	out := trace.Paths{Algorithm: "linking"}
+	if l.o.OnPattern == nil {
+		out.Patterns = make([]*trace.Pattern, 0, built)
+	}
+	out.Warnings = append(append([]string(nil), l.t.Warnings...), l.warnings...)
 	if built < len(ranked) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d more patterns not built (top %d)", len(ranked)-built, l.o.Top))
+	}
+	if l.o.OnPattern != nil && l.o.BeforePatterns != nil {
+		res.Paths = out
+		l.o.BeforePatterns(res)
 	}
 	for r, p := range ranked[:built] {
 		msgs, par := in.get(int(p.first))
 		a.canon(l.msgs, labels, msgs, par, order[in.start[p.first]:in.start[p.first]], true)
-		p.acc = newPatAcc(len(p.par), r < l.o.HistTop)
+		// The delays' accumulators: new ones where they fill histograms
+		// (the steps' Stats keep them), else the previous pattern's,
+		// cleared.
+		if r < l.o.HistTop {
+			p.acc = newPatAcc(len(p.par), true)
+		} else {
+			p.acc = scratch.reset(len(p.par))
+		}
 		pinsts := insts[byRank[r]:byRank[r+1]]
 		for _, ii := range pinsts {
 			a.accumulate(p, l.msgs, order[in.start[ii]:in.start[ii+1]], in.prob[ii])
 		}
 		tp, perm := a.build(p)
 		tp.Rank = r + 1
-		out.Patterns = append(out.Patterns, tp)
+		// The pattern's shape and delays are no longer needed (its
+		// instances keep only its rank).
+		p.acc, p.par, p.from, p.to, p.kind, p.closer = nil, nil, nil, nil, nil, nil
+		if l.o.OnPattern != nil {
+			if err := l.o.OnPattern(tp); err != nil {
+				return err
+			}
+		} else {
+			out.Patterns = append(out.Patterns, tp)
+		}
 		if l.o.NoInstances {
 			continue
 		}
@@ -338,7 +376,8 @@ func (l *linker) aggregate(in *instances) trace.Paths {
 	sort.SliceStable(out.Instances, func(x, y int) bool {
 		return out.Instances[x].Messages[0] < out.Instances[y].Messages[0]
 	})
-	return out
+	res.Paths = out
+	return nil
 }
 
 func cmpTime(a, b int64) int {

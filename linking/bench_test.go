@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"runtime/metrics"
+	"strconv"
 	"syscall"
 	"testing"
 
+	"wap5/internal/hugemem"
 	"wap5/trace"
 )
 
@@ -41,14 +43,14 @@ func BenchmarkLinkGen(b *testing.B) {
 	}
 }
 
-// cpuAndPeak is cpuSeconds and the peak RSS so far in MB, from one
-// getrusage.
-func cpuAndPeak() (cpu, peakMB float64) {
+// cpuAndPeak is cpuSeconds, the system CPU seconds alone, the minor page
+// faults so far and the peak RSS so far in MB, from one getrusage.
+func cpuAndPeak() (cpu, sys, faults, peakMB float64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, 0
+		return 0, 0, 0, 0
 	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9, float64(ru.Maxrss) / 1024
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9, float64(ru.Stime.Nano()) / 1e9, float64(ru.Minflt), float64(ru.Maxrss) / 1024
 }
 
 func cpuSeconds() float64 {
@@ -65,6 +67,16 @@ func cpuSeconds() float64 {
 // collected while it runs) spent in every step (phaseHook), summed over the
 // runs, with reading the trace as its own line.
 func BenchmarkLinkPhases(b *testing.B) {
+	// WAP5_BENCH_RESERVE: MB of heap reserved in huge pages before the
+	// trace is read (hugemem.Reserve), as wap5 link does (9 times a binary
+	// trace's size).
+	if s := os.Getenv("WAP5_BENCH_RESERVE"); s != "" {
+		mb, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		hugemem.Reserve(mb << 20)
+	}
 	cpu0 := cpuSeconds()
 	var t *trace.Trace
 	if p := os.Getenv("WAP5_BENCH_TRACE"); p != "" {
@@ -77,8 +89,17 @@ func BenchmarkLinkPhases(b *testing.B) {
 			tracelets: multiTier(10, false), seed: 3, clientName: "CLIENT"})
 	}
 	read := cpuSeconds() - cpu0
+	// WAP5_BENCH_TOP: the patterns built (default 100; 0: every pattern,
+	// as wap5 link without --top: handed over one at a time and dropped).
+	top := 100
+	if s := os.Getenv("WAP5_BENCH_TOP"); s != "" {
+		var err error
+		if top, err = strconv.Atoi(s); err != nil {
+			b.Fatal(err)
+		}
+	}
 	var order []string
-	sums := map[string]float64{}
+	sums, sysSums, faultSums := map[string]float64{}, map[string]float64{}, map[string]float64{}
 	// The peak RSS (getrusage's maxrss), the Go heap's share of the RSS
 	// (its memory less what it gave back) and the heap allocated so far, in
 	// MB, at the end of each step (its last end, first run only): where
@@ -88,9 +109,9 @@ func BenchmarkLinkPhases(b *testing.B) {
 	first := true
 	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"},
 		{Name: "/memory/classes/heap/free:bytes"}, {Name: "/gc/heap/allocs:bytes"}}
-	cur, at := "", 0.0
+	cur, at, sysAt, faultsAt := "", 0.0, 0.0, 0.0
 	phaseHook = func(name string) {
-		now, maxrss := cpuAndPeak()
+		now, sys, faults, maxrss := cpuAndPeak()
 		if cur != "" {
 			if _, ok := sums[cur]; !ok {
 				order = append(order, cur)
@@ -102,24 +123,31 @@ func BenchmarkLinkPhases(b *testing.B) {
 				alloc[cur] = float64(samples[3].Value.Uint64()) / (1 << 20)
 			}
 			sums[cur] += now - at
+			sysSums[cur] += sys - sysAt
+			faultSums[cur] += faults - faultsAt
 		}
-		cur, at = name, now
+		cur, at, sysAt, faultsAt = name, now, sys, faults
 	}
 	defer func() { phaseHook = nil }()
 	b.ResetTimer()
 	cpu1 := cpuSeconds()
 	for i := 0; i < b.N; i++ {
 		cur, first = "", i == 0
-		if _, err := Link(t, Options{NoInstances: true, Top: 100}); err != nil {
+		o := Options{NoInstances: true, Top: top}
+		if top == 0 {
+			o.OnPattern = func(*trace.Pattern) error { return nil }
+		}
+		if _, err := Link(t, o); err != nil {
 			b.Fatal(err)
 		}
 	}
 	total := cpuSeconds() - cpu1
 	b.StopTimer()
 	fmt.Printf("messages %d, runs %d; CPU-s per run (process CPU, GC included)\n", len(t.Messages), b.N)
-	fmt.Printf("%-32s %8.3f %12s %8s %9s\n", "reading (once)", read, "peak RSS MB", "heap MB", "alloc MB")
+	fmt.Printf("%-32s %8.3f %8s %9s %12s %8s %9s\n", "reading (once)", read, "sys", "faults", "peak RSS MB", "heap MB", "alloc MB")
 	for _, name := range order {
-		fmt.Printf("%-32s %8.3f %12.0f %8.0f %9.0f\n", name, sums[name]/float64(b.N), hwm[name], heap[name], alloc[name])
+		fmt.Printf("%-32s %8.3f %8.3f %9.0f %12.0f %8.0f %9.0f\n", name, sums[name]/float64(b.N), sysSums[name]/float64(b.N),
+			faultSums[name]/float64(b.N), hwm[name], heap[name], alloc[name])
 	}
 	fmt.Printf("%-32s %8.3f\n", "linking total", total/float64(b.N))
 	b.ReportMetric(float64(len(t.Messages))*float64(b.N)/total, "msgs/cpu-s")

@@ -78,7 +78,7 @@ func AggregateEndpoint(name string, fixed bool) string {
 }
 
 // run links the whole trace (or chunk) with the chosen method.
-func (l *linker) run() *Result {
+func (l *linker) run() (*Result, error) {
 	var in *instances
 	var fit Fit
 	var iters int
@@ -88,8 +88,16 @@ func (l *linker) run() *Result {
 		in, fit, iters = l.runJoint()
 	}
 	phase("steps 4-5 aggregate")
-	paths := l.aggregate(in)
+	res := &Result{Fit: fit, Iterations: iters, Actors: l.actorHabits}
+	restore := func() {}
+	if len(l.msgs) >= lowGCMessages {
+		restore = collectOften(false)
+	}
+	err := l.aggregate(in, res)
+	restore()
 	phase("end")
-	paths.Warnings = append(append(append([]string(nil), l.t.Warnings...), l.warnings...), paths.Warnings...)
-	return &Result{Paths: paths, Fit: fit, Iterations: iters, Actors: l.actorHabits}
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }

@@ -117,6 +117,11 @@
 //	    under the parentless messages; an instance's probability is the product
 //	    of its choices' probabilities.
 //
+// Steps 3–4 build the patterns in rank order after every instance is
+// counted; Options.OnPattern takes each one as it is built instead of
+// Paths.Patterns, so that a caller writing them out (wap5 link --json)
+// holds one at a time: a large noisy trace has hundreds of thousands.
+//
 // The windowed mode (Options.Stream) runs the same algorithm over time chunks
 // with an overlap of the window x, carrying the delay models from chunk to
 // chunk, so memory is bounded by the chunk rather than the trace; instances

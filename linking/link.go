@@ -65,6 +65,20 @@ type Options struct {
 	// instances): ranking still counts every pattern, but delays and steps
 	// are computed for these alone.
 	Top int
+	// OnPattern, when set, receives every built pattern in rank order as
+	// soon as it is built, instead of Paths.Patterns (which stays empty):
+	// the linker keeps nothing of the pattern, so a caller that writes each
+	// one out and drops it holds one pattern at a time rather than all of
+	// them (hundreds of thousands on a large noisy trace). An error it
+	// returns stops the aggregation, and Link returns it. Whole traces
+	// only: ignored with Stream.
+	OnPattern func(*trace.Pattern) error
+	// BeforePatterns, when set with OnPattern, is called once before the
+	// first pattern is handed over (or before Link returns, when there is
+	// none) with the result as it will be returned but for the patterns
+	// and instances: what a caller reports before the patterns (the
+	// warnings, the fit) in the order it did when Link returned them all.
+	BeforePatterns func(*Result)
 	// Stream links in time chunks of this length (plus the window on both
 	// sides) so memory is bounded by a chunk; 0 links the trace at once.
 	Stream time.Duration
@@ -192,5 +206,5 @@ func Link(t *trace.Trace, opts Options) (*Result, error) {
 		return linkStream(t, opts)
 	}
 	l := newLinker(t, opts, nil)
-	return l.run(), nil
+	return l.run()
 }

@@ -107,7 +107,13 @@ var lowGCState struct {
 // heap (offHeap) and allocate little in it; at GOGC 100 the heap would
 // stay at twice the trace. Where GOGC is off or lower already, only the
 // free memory is given back.
-func lowGC() (restore func()) {
+func lowGC() (restore func()) { return collectOften(true) }
+
+// collectOften is lowGC, with the heap's free memory given back first only
+// where free is set: the aggregation of a large trace (steps 4–5), whose
+// garbage (every pattern's steps, handed over and dropped) would grow the
+// heap at GOGC 100 into memory it has not touched yet, by hundreds of MB.
+func collectOften(free bool) (restore func()) {
 	st := &lowGCState
 	st.Lock()
 	if st.runs == 0 {
@@ -118,7 +124,9 @@ func lowGC() (restore func()) {
 	}
 	st.runs++
 	st.Unlock()
-	debug.FreeOSMemory()
+	if free {
+		debug.FreeOSMemory()
+	}
 	return func() {
 		st.Lock()
 		if st.runs--; st.runs == 0 {

@@ -418,6 +418,9 @@ func truthPaths(t *trace.Trace) *trace.Paths {
 			in.add(ms, par, 1)
 		}
 	}
-	p := l.aggregate(in)
-	return &p
+	var res Result
+	if err := l.aggregate(in, &res); err != nil {
+		panic(err)
+	}
+	return &res.Paths
 }

@@ -14,72 +14,130 @@ import (
 // JSON writes paths in the contract's JSON form for their algorithm
 // (`wap5 link --json`, `wap5 nest --json`, `wap5 convolve --json`).
 func JSON(w io.Writer, p *trace.Paths) error {
-	out := jsonPaths{Algorithm: p.Algorithm, Warnings: p.Warnings}
+	pw := NewPathsWriter(w, p.Algorithm)
+	for _, pat := range p.Patterns {
+		if err := pw.Pattern(pat); err != nil {
+			return err
+		}
+	}
+	return pw.Close(p.Warnings)
+}
+
+// PathsWriter writes the document JSON writes a pattern at a time, for a
+// caller that makes the patterns one by one (wap5 link hands each over as
+// it is built): Pattern for every pattern in rank order, then Close with
+// the warnings (they follow the patterns in the document). The bytes are
+// JSON's for the same paths.
+type PathsWriter struct {
+	bw        *bufio.Writer
+	algorithm string
+	n         int // patterns written
+	one       bytes.Buffer
+	pe        *json.Encoder
+	nj        nestJSON
+	err       error
+}
+
+// NewPathsWriter starts a document for patterns of algorithm on w; nothing
+// is written before the first pattern (or Close).
+func NewPathsWriter(w io.Writer, algorithm string) *PathsWriter {
+	pw := &PathsWriter{bw: bufio.NewWriterSize(w, 64<<10), algorithm: algorithm}
+	pw.pe = json.NewEncoder(&pw.one)
+	pw.pe.SetIndent("  ", " ")
+	return pw
+}
+
+// frame is the document without patterns (what one Encode of it with every
+// pattern gives is this frame with the patterns where its empty pattern
+// list is) and the position of that list's closing bracket.
+func (pw *PathsWriter) frame(warnings []string) ([]byte, int, error) {
+	out := jsonPaths{Algorithm: pw.algorithm, Patterns: []any{}, Warnings: warnings}
 	if out.Warnings == nil {
 		out.Warnings = []string{}
 	}
-	// The document is what one Encode of out with every pattern in it
-	// gives, written a pattern at a time: the frame (out without patterns)
-	// is cut where its empty pattern list is, and each pattern, encoded at
-	// its depth, goes in between. No buffer holds the whole document (it
-	// can be megabytes, each a page fault away).
-	out.Patterns = []any{}
 	var frame bytes.Buffer
 	fe := json.NewEncoder(&frame)
 	fe.SetIndent("", " ")
 	if err := fe.Encode(out); err != nil {
-		return err
+		return nil, 0, err
 	}
 	const empty = "\n \"patterns\": []"
 	cut := bytes.Index(frame.Bytes(), []byte(empty))
 	if cut < 0 {
-		return fmt.Errorf("render: JSON frame without its pattern list")
+		return nil, 0, fmt.Errorf("render: JSON frame without its pattern list")
 	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	if len(p.Patterns) == 0 {
-		bw.Write(frame.Bytes())
-		return bw.Flush()
+	return frame.Bytes(), cut + len(empty) - 1, nil
+}
+
+// Pattern writes the next pattern.
+func (pw *PathsWriter) Pattern(pat *trace.Pattern) error {
+	if pw.err != nil {
+		return pw.err
 	}
-	bw.Write(frame.Bytes()[:cut+len(empty)-1])
-	var one bytes.Buffer
-	pe := json.NewEncoder(&one)
-	pe.SetIndent("  ", " ")
-	var nj nestJSON
-	for i, pat := range p.Patterns {
-		var v any
-		switch p.Algorithm {
-		case "convolution":
-			v = convolutionPattern(pat)
-		case "nesting":
-			// The same bytes as encoding/json's, written directly; a NaN or
-			// an infinity goes to encoding/json for its error.
-			nj.b, nj.bad = nj.b[:0], false
-			if nj.pattern(pat); !nj.bad {
-				if i > 0 {
-					bw.WriteByte(',')
-				}
-				bw.WriteString("\n  ")
-				bw.Write(nj.b)
-				continue
-			}
-			v = jsonNestPattern{Rank: pat.Rank, Count: pat.Count, Root: nestStep(pat.Root), Metrics: pat.Metrics}
-		default:
-			v = jsonLinkPattern{Rank: pat.Rank, Count: pat.Count, Expected: pat.Expected,
-				MaxProb: pat.MaxProb, Root: linkStep(pat.Root, true), Metrics: pat.Metrics}
-		}
-		one.Reset()
-		if err := pe.Encode(v); err != nil {
+	if pw.n == 0 {
+		// The frame up to its pattern list (the warnings come after).
+		frame, cut, err := pw.frame(nil)
+		if err != nil {
+			pw.err = err
 			return err
 		}
-		if i > 0 {
-			bw.WriteByte(',')
-		}
-		bw.WriteString("\n  ")
-		bw.Write(bytes.TrimSuffix(one.Bytes(), []byte("\n")))
+		pw.bw.Write(frame[:cut])
 	}
-	bw.WriteString("\n ]")
-	bw.Write(frame.Bytes()[cut+len(empty):])
-	return bw.Flush()
+	var v any
+	switch pw.algorithm {
+	case "convolution":
+		v = convolutionPattern(pat)
+	case "nesting":
+		// The same bytes as encoding/json's, written directly; a NaN or
+		// an infinity goes to encoding/json for its error.
+		nj := &pw.nj
+		nj.b, nj.bad = nj.b[:0], false
+		if nj.pattern(pat); !nj.bad {
+			if pw.n > 0 {
+				pw.bw.WriteByte(',')
+			}
+			pw.n++
+			pw.bw.WriteString("\n  ")
+			_, err := pw.bw.Write(nj.b)
+			pw.err = err
+			return err
+		}
+		v = jsonNestPattern{Rank: pat.Rank, Count: pat.Count, Root: nestStep(pat.Root), Metrics: pat.Metrics}
+	default:
+		v = jsonLinkPattern{Rank: pat.Rank, Count: pat.Count, Expected: pat.Expected,
+			MaxProb: pat.MaxProb, Root: linkStep(pat.Root, true), Metrics: pat.Metrics}
+	}
+	pw.one.Reset()
+	if err := pw.pe.Encode(v); err != nil {
+		pw.err = err
+		return err
+	}
+	if pw.n > 0 {
+		pw.bw.WriteByte(',')
+	}
+	pw.n++
+	pw.bw.WriteString("\n  ")
+	_, err := pw.bw.Write(bytes.TrimSuffix(pw.one.Bytes(), []byte("\n")))
+	pw.err = err
+	return err
+}
+
+// Close ends the document with the warnings and flushes it.
+func (pw *PathsWriter) Close(warnings []string) error {
+	if pw.err != nil {
+		return pw.err
+	}
+	frame, cut, err := pw.frame(warnings)
+	if err != nil {
+		return err
+	}
+	if pw.n == 0 {
+		pw.bw.Write(frame)
+	} else {
+		pw.bw.WriteString("\n ")
+		pw.bw.Write(frame[cut:])
+	}
+	return pw.bw.Flush()
 }
 
 // Instances writes one JSON object per instance:

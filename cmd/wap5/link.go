@@ -17,6 +17,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"wap5/internal/hugemem"
 	"wap5/linking"
 	"wap5/render"
 	"wap5/trace"
@@ -108,9 +109,51 @@ func linkAction(c *cli.Context) error {
 		res *linking.Result
 		err error
 	)
+	// What goes to stderr once the trace is linked, before the patterns.
+	report := func(res *linking.Result) {
+		for _, w := range res.Warnings {
+			fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
+		}
+		if f := res.Fit; f.Samples > 0 {
+			fmt.Fprintf(c.App.ErrWriter, "wap5: link: delay models over %d links (log-likelihood): exp %.1f, gamma %.1f, fit %.1f; best %s; %d iterations\n",
+				f.Samples, f.LogLik[linking.DelayExp], f.LogLik[linking.DelayGamma], f.LogLik[linking.DelayFit], f.Best, res.Iterations)
+		}
+		for _, a := range res.Actors {
+			fmt.Fprintf(c.App.ErrWriter, "wap5: link: actors at %s: %s\n", t.NodeName(a.Node), a)
+		}
+	}
+	// A whole trace's patterns are taken as the linker builds them
+	// (Options.OnPattern), so that they are not all held at once: with
+	// --json each is written and dropped; as text, the shown ones are
+	// kept and the others only for their counts (the table's first line).
+	streamed := o.Stream == 0
+	var (
+		pw   *render.PathsWriter
+		kept []*trace.Pattern
+	)
+	if streamed {
+		o.BeforePatterns = report
+		if c.Bool("json") {
+			pw = render.NewPathsWriter(c.App.Writer, "linking")
+			o.OnPattern = pw.Pattern
+		} else {
+			shown := c.Int("top")
+			if shown == 0 {
+				shown = 20
+			}
+			o.OnPattern = func(p *trace.Pattern) error {
+				if len(kept) >= shown {
+					p = &trace.Pattern{Rank: p.Rank, Count: p.Count, Expected: p.Expected, MaxProb: p.MaxProb}
+				}
+				kept = append(kept, p)
+				return nil
+			}
+		}
+	}
 	if o.Stream > 0 {
 		t, res, err = linkStreaming(path, o)
 	} else {
+		hugemem.Reserve(linkReserve(path))
 		if t, err = trace.ReadFile(path); err != nil {
 			return err
 		}
@@ -124,15 +167,8 @@ func linkAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(c.App.ErrWriter, "wap5: warning: %s\n", w)
-	}
-	if f := res.Fit; f.Samples > 0 {
-		fmt.Fprintf(c.App.ErrWriter, "wap5: link: delay models over %d links (log-likelihood): exp %.1f, gamma %.1f, fit %.1f; best %s; %d iterations\n",
-			f.Samples, f.LogLik[linking.DelayExp], f.LogLik[linking.DelayGamma], f.LogLik[linking.DelayFit], f.Best, res.Iterations)
-	}
-	for _, a := range res.Actors {
-		fmt.Fprintf(c.App.ErrWriter, "wap5: link: actors at %s: %s\n", t.NodeName(a.Node), a)
+	if !streamed {
+		report(res)
 	}
 	if p := c.String("instances"); p != "" {
 		if spool != nil {
@@ -144,9 +180,43 @@ func linkAction(c *cli.Context) error {
 			return err
 		}
 	}
+	if streamed {
+		if pw != nil {
+			return pw.Close(res.Warnings)
+		}
+		res.Paths.Patterns = kept
+	}
 	return writePaths(c, res.Paths, func(w io.Writer, p *trace.Paths, top int) error {
 		return render.LinkText(w, p, &render.LinkTextOptions{Top: top, Histograms: c.Bool("histograms")})
 	})
+}
+
+// linkReserve is how much heap to reserve in huge pages (hugemem.Reserve)
+// before reading the trace at path and linking it whole: the heap grows to
+// ~5.5 times a binary trace's size by the joint linker's passes (the
+// messages, J1's tables, the clients' endpoint sets, the instances) and to
+// ~8 times with every pattern built (the CoDeeN-sized trace: 111 MB, 600
+// MB of heap at J2, more while the patterns are built and written), which
+// 4 KB page faults would touch in 150,000 faults or more; a text trace is
+// ~5 times larger per message. So 9 times a binary trace and once a text
+// one, at most 4 GB (Reserve takes at most half the memory available;
+// untouched, the reserve costs address space only).
+func linkReserve(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return 0
+	}
+	var head [len(trace.BinaryMagic)]byte
+	size := st.Size()
+	if _, err := io.ReadFull(f, head[:]); err == nil && string(head[:]) == trace.BinaryMagic {
+		size *= 9
+	}
+	return int(min(size, 4<<30))
 }
 
 func writeInstances(path string, t *trace.Trace, p *trace.Paths) error {
