@@ -60,15 +60,10 @@ func (w *walker) visit(ci int32) {
 // aggregated into patterns ranked by count.
 func (s *state) findCallPaths(out *trace.Paths) {
 	calls, ties := s.calls, s.ties
-	n := 0
-	for i := range ties {
-		if ties[i].parent < 0 {
-			n++
-		}
-	}
 	scratch := s.ar.mark()
 	defer s.ar.release(scratch)
-	roots := grabDirty[int32](&s.ar, n)[:0]
+	// One pass over the ties (room for every call to be a root).
+	roots := grabDirty[int32](&s.ar, len(ties))[:0]
 	for i := range ties {
 		if ties[i].parent < 0 {
 			roots = append(roots, int32(i))
