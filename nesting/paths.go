@@ -149,8 +149,14 @@ func (s *state) findCallPaths(out *trace.Paths) {
 	}
 	s.histograms(pats[:min(max(s.opt.HistPatterns, 0), len(pats))], byID, walkPat, bins)
 	out.Patterns = make([]*trace.Pattern, len(pats))
+	// The patterns' steps and their children lists in two allocations.
+	nsteps := 0
+	for _, p := range pats {
+		nsteps += len(p.shape)
+	}
+	sa := stepAlloc{steps: make([]trace.Step, nsteps), kids: make([]*trace.Step, nsteps-len(pats))}
 	for i, p := range pats {
-		out.Patterns[i] = p.export(s.t)
+		out.Patterns[i] = p.export(s.t, &sa)
 	}
 	if !s.opt.NoInstances {
 		out.Instances = make([]trace.Instance, len(instPat))
@@ -219,19 +225,31 @@ func (s *state) histograms(top []*pattern, byID []*pattern, walkPat []int32, bin
 	}
 }
 
-// export builds the pattern's step tree.
-func (p *pattern) export(t *trace.Trace) *trace.Pattern {
+// stepAlloc holds the steps and children lists export hands out.
+type stepAlloc struct {
+	steps []trace.Step
+	kids  []*trace.Step
+}
+
+// export builds the pattern's step tree, its steps from sa.
+func (p *pattern) export(t *trace.Trace, sa *stepAlloc) *trace.Pattern {
 	k := 0
 	depth := 0
 	var build func(d int) *trace.Step
 	build = func(d int) *trace.Step {
 		sh := p.shape[k]
-		st := &trace.Step{From: t.NodeName(sh.caller), To: t.NodeName(sh.callee), Kind: trace.KindCall, Count: p.count,
+		st := &sa.steps[0]
+		sa.steps = sa.steps[1:]
+		*st = trace.Step{From: t.NodeName(sh.caller), To: t.NodeName(sh.callee), Kind: trace.KindCall, Count: p.count,
 			Wait: p.wait[k].Stats(), Latency: p.lat[k].Stats()}
 		depth = max(depth, d)
 		k++
-		for range sh.children {
-			st.Children = append(st.Children, build(d+1))
+		if n := int(sh.children); n > 0 {
+			st.Children = sa.kids[:0:n]
+			sa.kids = sa.kids[n:]
+			for range n {
+				st.Children = append(st.Children, build(d+1))
+			}
 		}
 		return st
 	}
