@@ -16,8 +16,9 @@ import (
 type pattern struct {
 	shape      []shapeStep
 	wait, lat  []trace.Accumulator
-	id         int32 // index in order of creation
-	h0         int   // step 4d: index of its first histogram (−1: none)
+	id         int32  // index in order of creation
+	hash       uint64 // of its shape (walker.hash)
+	h0         int    // step 4d: index of its first histogram (−1: none)
 	count      int
 	rank       int
 	sig        string
@@ -77,6 +78,7 @@ func (s *state) findCallPaths(out *trace.Paths) {
 	}
 	sortKeyed(roots, ks)
 	table := make(map[uint64][]*pattern)
+	var recent [256]*pattern
 	var pats []*pattern
 	w := &walker{calls: calls, ties: ties}
 	// The bins of each walked call's call delay and latency, and each
@@ -94,17 +96,23 @@ func (s *state) findCallPaths(out *trace.Paths) {
 	for wi, r := range roots {
 		// 4a. Walk the tree and find (or start) its pattern.
 		w.walk(r)
-		var pat *pattern
-		for _, p := range table[w.hash] {
-			if slices.Equal(p.shape, w.shape) {
-				pat = p
-				break
+		// The last pattern seen with each of 256 hashes, in front of the
+		// table (a pattern's shape is its alone: one found is the one).
+		pat := recent[w.hash&255]
+		if pat == nil || pat.hash != w.hash || !slices.Equal(pat.shape, w.shape) {
+			pat = nil
+			for _, p := range table[w.hash] {
+				if slices.Equal(p.shape, w.shape) {
+					pat = p
+					break
+				}
 			}
-		}
-		if pat == nil {
-			pat = &pattern{shape: slices.Clone(w.shape), wait: make([]trace.Accumulator, len(w.shape)), lat: make([]trace.Accumulator, len(w.shape)), id: int32(len(pats)), h0: -1}
-			table[w.hash] = append(table[w.hash], pat)
-			pats = append(pats, pat)
+			if pat == nil {
+				pat = &pattern{shape: slices.Clone(w.shape), wait: make([]trace.Accumulator, len(w.shape)), lat: make([]trace.Accumulator, len(w.shape)), id: int32(len(pats)), h0: -1, hash: w.hash}
+				table[w.hash] = append(table[w.hash], pat)
+				pats = append(pats, pat)
+			}
+			recent[w.hash&255] = pat
 		}
 		// 4b. Call delays and latencies of every step.
 		pat.count++
