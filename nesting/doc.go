@@ -59,6 +59,13 @@
 //
 // Cost is linear in the number of messages times the mean per-node
 // parallelism (§5.1.2), plus sorting when the input is not in time order.
+// Step 1 takes the messages in the callee's clock order through a small
+// queue (a message leaves it once no later one can come before it: the
+// least lead of a call's arrival over its sending bounds that), not by
+// sorting them all, and on the guess that the input is in time order,
+// checked as it goes (else it starts over after a pass that finds the
+// order and the lead).
+// Only nodes with calls both in and out get steps 2 and 3's records.
 // Steps 2 and 3 run node by node on compact records of each node's calls
 // in time order, written in one pass over the calls; all scratch memory
 // comes from an arena outside the Go heap in transparent huge pages

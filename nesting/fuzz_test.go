@@ -2,6 +2,7 @@ package nesting
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"wap5/trace"
@@ -47,6 +48,21 @@ func FuzzNest(f *testing.F) {
 			}
 			if e := NestEnvelopesScratch(tr, trace.Envelopes(tr.Messages), o); !reflect.DeepEqual(r, e) {
 				t.Fatalf("Nest and NestEnvelopesScratch differ:\n%+v\n%+v", r, e)
+			}
+			// Step 1a against the keyed stable sort it replaced.
+			st := &state{t: tr, msgs: trace.Envelopes(tr.Messages), opt: o}
+			want, wantUn := refPairKinds(st)
+			st.calls, st.pairs = make([]call, 0, len(tr.Messages)/2), make([]msgPair, 0, len(tr.Messages)/2)
+			st.findCallPairs()
+			st.ar.free()
+			var got []msgPair
+			for _, p := range st.pairs { // without the pairs by connection
+				if st.msgs[p.call].Kind == trace.KindCall {
+					got = append(got, p)
+				}
+			}
+			if !slices.Equal(got, want) || wantUn > st.unpaired {
+				t.Fatalf("step 1a: %v, %d unpaired; want %v, %d", got, st.unpaired, want, wantUn)
 			}
 			if 2*r.CallPairs+r.Unpaired != len(tr.Messages) {
 				t.Fatalf("%d pairs + %d unpaired ≠ %d messages", r.CallPairs, r.Unpaired, len(tr.Messages))

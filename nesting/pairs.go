@@ -2,6 +2,7 @@ package nesting
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,37 +22,49 @@ func (s *state) findCallPairs() {
 	if !s.opt.NoInstances {
 		s.pairs = grabDirty[msgPair](&s.ar, n/2)[:0]
 	}
-	s.ar.reserve(scratchWords(n))
+	s.ar.reserve(scratchWords)
 	scratch := s.ar.mark()
 	defer s.ar.release(scratch)
-	order := s.timeOrder()
-	none := 0
 	// 1a. Messages marked call/return, matched on (caller, callee, call id);
 	// open calls with the same key queue up and returns take the earliest.
-	po := s.pairingOrder(order)
-	if len(s.t.Nodes) <= 1<<16 {
-		none = pairKinds(s, po, func(a, b trace.NodeID, id int32) uint64 {
-			return uint64(a)<<48 | uint64(b)<<32 | uint64(uint32(id))
-		}, func(k uint64) uint64 { return k })
-	} else {
-		type key struct {
-			a, b trace.NodeID
-			id   int32
-		}
-		none = pairKinds(s, po, func(a, b trace.NodeID, id int32) key { return key{a, b, id} },
-			func(k key) uint64 { return uint64(k.a)<<40 ^ uint64(k.b)<<20 ^ uint64(uint32(k.id)) })
+	// First on the guess that the messages are in time order and that
+	// the least lead seen so far bounds the keys to come (pairKinds
+	// checks both); where that fails, again with the time order and the
+	// lead of all messages.
+	sp := pairSpec{guess: true, lead: math.MaxInt64}
+	none, ok := s.pairKinds(nil, sp)
+	var order []int32
+	if !ok {
+		s.calls, s.pairs, s.actors, s.unpaired = s.calls[:0], s.pairs[:0], nil, 0
+		s.ar.release(scratch)
+		order, sp = s.timeOrder()
+		none, _ = s.pairKinds(order, sp)
 	}
 	if none > 0 {
 		s.pairByConnection(order, none)
 	}
 }
 
+// pairKinds is pairKinds on keys of the trace's size.
+func (s *state) pairKinds(order []int32, sp pairSpec) (none int, ok bool) {
+	if len(s.t.Nodes) <= 1<<16 {
+		return pairKinds(s, order, sp, func(a, b trace.NodeID, id int32) uint64 {
+			return uint64(a)<<48 | uint64(b)<<32 | uint64(uint32(id))
+		}, func(k uint64) uint64 { return k })
+	}
+	type key struct {
+		a, b trace.NodeID
+		id   int32
+	}
+	return pairKinds(s, order, sp, func(a, b trace.NodeID, id int32) key { return key{a, b, id} },
+		func(k key) uint64 { return uint64(k.a)<<40 ^ uint64(k.b)<<20 ^ uint64(uint32(k.id)) })
+}
+
 // passWords is the arena the pass takes for n messages, in words: the
-// calls, their ties and message pairs (kept to the end), step 1's scratch
-// (reused by the later steps, which take the ties and theirs from the
-// envelopes' memory when they may: see arena.adopt) and room for what
-// those take beyond it.
-func passWords(n int) int { return n/2*(callWords+3+1) + scratchWords(n) }
+// calls, their ties and message pairs (kept to the end), and room for the
+// scratch of the steps after step 1 (which take the ties and theirs from
+// the envelopes' memory when they may: see arena.adopt).
+func passWords(n int) int { return n/2*(callWords+3+1) + 2*n + scratchWords }
 
 // callWords is the words of a call; pairWords of a msgPair if kept.
 const callWords = 5
@@ -63,11 +76,131 @@ func pairWords(o Options) int {
 	return 1
 }
 
-// scratchWords is the room for step 1's scratch (and what the later
-// steps take beyond it) for n messages, in words.
-func scratchWords(n int) int { return 4*n + 1<<16 }
+// scratchWords is the room step 1 reserves for its scratch, in words: the
+// open-call table and the pairing queue of the usual trace (what needs
+// more takes it as it goes).
+const scratchWords = 1 << 13
 
-func pairKinds[K comparable](s *state, order []pairKey, mk func(a, b trace.NodeID, id int32) K, hash func(K) uint64) (none int) {
+// pairKey is a call or return message in pairing order: its key there, its
+// place in time order and its kind (in the padding).
+type pairKey struct {
+	k    int64
+	j    int32
+	kind trace.Kind
+}
+
+// before is pairing order: by key, a call before a return at the same
+// time, else in time order (a stable sort by key and kind).
+func (a *pairKey) before(b *pairKey) bool {
+	return a.k < b.k || a.k == b.k && (a.kind < b.kind || a.kind == b.kind && a.j < b.j)
+}
+
+// pairingKey is m's key in pairing order: on the callee's clock, a call
+// when it reached the callee, a return when it left it, so clock offsets
+// between caller and callee cannot put a return before its call. With
+// sender times only, calls are moved earlier by the skew window instead.
+func (s *state) pairingKey(m *trace.Envelope) int64 {
+	switch {
+	case s.opt.Time == TimeSend:
+		if m.Kind == trace.KindCall {
+			return m.Time() - int64(s.opt.SkewWindow)
+		}
+		return m.Time()
+	case m.Kind == trace.KindCall:
+		return either(m.Recv, m.Send)
+	}
+	return either(m.Send, m.Recv)
+}
+
+// pairQueue is a binary heap of call and return messages in pairing
+// order (pairKey.before), its slice in the arena.
+type pairQueue struct {
+	h  []pairKey
+	ar *arena
+}
+
+func (q *pairQueue) push(x pairKey) {
+	if len(q.h) == cap(q.h) {
+		more := grabDirty[pairKey](q.ar, max(2*cap(q.h), 256))
+		q.h = more[:copy(more, q.h)]
+	}
+	h := append(q.h, x)
+	j := len(h) - 1
+	for j > 0 {
+		p := (j - 1) / 2
+		if !x.before(&h[p]) {
+			break
+		}
+		h[j] = h[p]
+		j = p
+	}
+	h[j] = x
+	q.h = h
+}
+
+func (q *pairQueue) pop() pairKey {
+	h := q.h
+	top := h[0]
+	n := len(h) - 1
+	x := h[n]
+	h = h[:n]
+	j := 0
+	for {
+		c := 2*j + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && h[c+1].before(&h[c]) {
+			c++
+		}
+		if !h[c].before(&x) {
+			break
+		}
+		h[j] = h[c]
+		j = c
+	}
+	if n > 0 {
+		h[j] = x
+	}
+	q.h = h
+	return top
+}
+
+// pairSpec says how pairKinds knows what it may pair before it has
+// seen every message: no pairing key is below its message's time plus
+// lead (bounded false: no such bound), or, with guess, lead is the least
+// seen so far (and the messages are guessed to be in time order), which
+// pairKinds checks.
+type pairSpec struct {
+	lead           int64
+	bounded, guess bool
+}
+
+// keyLead is pairingKey(m) − m.Time() for a call or return message; ok
+// is false on overflow.
+func (s *state) keyLead(m *trace.Envelope) (d int64, ok bool) {
+	switch {
+	case m.Kind != trace.KindCall:
+		return 0, true
+	case s.opt.Time == TimeSend:
+		return -int64(s.opt.SkewWindow), true
+	case m.Send != trace.Unknown && m.Recv != trace.Unknown:
+		d = m.Recv - m.Send
+		return d, (m.Recv^m.Send)&(m.Recv^d) >= 0
+	}
+	return 0, true
+}
+
+// pairKinds pairs the messages marked call and return (1a) and returns
+// how many have neither kind. It takes them in pairing order without
+// sorting them all: messages come in time order (order, or their own when
+// order is nil), and none's pairing key is below its time plus sp.lead,
+// so a message in the queue whose key is below the next message's time
+// plus sp.lead comes before every message not yet queued. With sp.guess
+// it returns ok false as soon as a message is out of time order or would
+// have had to come before one already paired (the lead seen so far was
+// too large): the caller starts over.
+func pairKinds[K comparable](s *state, order []int32, sp pairSpec, mk func(a, b trace.NodeID, id int32) K, hash func(K) uint64) (none int, ok bool) {
 	msgs := s.msgs
 	type queue struct{ head, tail int32 }
 	// Open calls by key: a direct-mapped table of slots in front of a map.
@@ -87,168 +220,184 @@ func pairKinds[K comparable](s *state, order []pairKey, mk func(a, b trace.NodeI
 	slots := grab[slot](&s.ar, size)
 	at := func(k K) *slot { return &slots[(hash(k)*0x9E3779B97F4A7C15)>>32&uint64(size-1)] }
 	open := make(map[K]queue)
+	// link[i] is the call queued after call i, set only when one is
+	// (queues of one call, the usual case, touch none of it).
 	var link []int32
-	for _, o := range order {
-		i := o.i
-		switch o.kind {
-		case trace.KindCall, trace.KindReturn:
-		default:
-			none++
-			continue
+	enqueue := func(tail, i int32) {
+		if link == nil {
+			link = grabDirty[int32](&s.ar, len(msgs)) // link[i] is set before it is read
 		}
-		m := &msgs[i]
-		switch o.kind {
-		case trace.KindCall:
-			if link == nil {
-				link = grabDirty[int32](&s.ar, len(msgs)) // link[i] is set before it is read
-			}
-			k := mk(m.Src, m.Dst, m.Call)
-			link[i] = -1
-			sl := at(k)
-			if sl.live && sl.k == k {
-				link[sl.q.tail] = i
-				sl.q.tail = i
-				continue
-			}
-			var q queue
-			ok := false
-			if len(open) > 0 {
-				q, ok = open[k]
-			}
-			if ok {
-				link[q.tail] = i
-				open[k] = queue{q.head, i}
-			} else if !sl.live {
-				*sl = slot{k, queue{i, i}, true}
-			} else {
-				open[k] = queue{i, i}
-			}
-		case trace.KindReturn:
-			k := mk(m.Dst, m.Src, m.Call)
-			if sl := at(k); sl.live && sl.k == k {
-				head := sl.q.head
-				if nx := link[head]; nx >= 0 {
-					sl.q.head = nx
-				} else {
-					sl.live = false
-				}
-				s.addCall(head, i)
-				continue
-			}
-			q, ok := open[k]
-			if !ok {
-				s.unpaired++
-				continue
-			}
-			if nx := link[q.head]; nx >= 0 {
-				open[k] = queue{nx, q.tail}
-			} else {
-				delete(open, k)
-			}
-			s.addCall(q.head, i)
-		}
+		link[tail] = i
 	}
-	for _, q := range open {
-		for j := q.head; j >= 0; j = link[j] {
-			s.unpaired++
-		}
-	}
-	for _, sl := range slots {
-		for j := sl.q.head; sl.live && j >= 0; j = link[j] {
-			s.unpaired++
-		}
-	}
-	return none
-}
-
-// pairKey is a message in pairing order: its index, its key there, and
-// its kind (in the padding: ties and non-RPC messages need no trip to the
-// message).
-type pairKey struct {
-	k    int64
-	i    int32
-	kind trace.Kind
-}
-
-// pairingOrder orders call and return messages on the callee's clock: a
-// call when it reached the callee, a return when it left it, so clock
-// offsets between caller and callee cannot put a return before its call.
-// With sender times only, calls are moved earlier by the skew window
-// instead. Other messages keep their place in order.
-func (s *state) pairingOrder(order []int32) []pairKey {
-	msgs := s.msgs
-	w := int64(s.opt.SkewWindow)
-	type keyed = pairKey
-	// order nil: the messages are in time order already.
-	n := len(order)
-	if order == nil {
-		n = len(msgs)
-	}
-	ks := grabDirty[keyed](&s.ar, n)
-	for j := range ks {
+	pq := pairQueue{ar: &s.ar}
+	lead, bounded := sp.lead, sp.bounded || sp.guess
+	prevT := int64(math.MinInt64)
+	var done pairKey // the last paired (with guess)
+	paired := false
+	n := len(msgs)
+	for j := 0; j < n; j++ {
 		i := int32(j)
 		if order != nil {
 			i = order[j]
 		}
 		m := &msgs[i]
-		k := m.Time()
-		switch {
-		case s.opt.Time == TimeSend:
-			if m.Kind == trace.KindCall {
-				k -= w
-			}
-		case m.Kind == trace.KindCall:
-			k = either(m.Recv, m.Send)
-		case m.Kind == trace.KindReturn:
-			k = either(m.Send, m.Recv)
+		var x pairKey
+		have := m.Kind == trace.KindCall || m.Kind == trace.KindReturn
+		if have {
+			x = pairKey{s.pairingKey(m), int32(j), m.Kind}
+		} else {
+			none++
 		}
-		ks[j] = keyed{k, i, m.Kind}
-	}
-	less := func(a, b keyed) bool {
-		return a.k < b.k || (a.k == b.k && a.kind < b.kind) // a call before a return at the same time
-	}
-	// Nearly sorted (keys differ from send times by network delays): an
-	// insertion sort with a budget, else a full sort.
-	moves, budget := 0, 16*len(ks)+64
-	for j := 1; j < len(ks) && moves <= budget; j++ {
-		x := ks[j]
-		k := j
-		for k > 0 && less(x, ks[k-1]) && moves <= budget {
-			ks[k] = ks[k-1]
-			k--
-			moves++
-		}
-		ks[k] = x
-	}
-	if moves > budget {
-		slices.SortStableFunc(ks, func(a, b keyed) int {
-			switch {
-			case less(a, b):
-				return -1
-			case less(b, a):
-				return 1
+		if sp.guess {
+			t := m.Time()
+			if t < prevT {
+				return none, false
 			}
-			return 0
-		})
+			prevT = t
+			if have {
+				d, fits := s.keyLead(m)
+				if !fits || paired && x.before(&done) {
+					return none, false
+				}
+				lead = min(lead, d)
+			}
+		}
+		// What no later message can come before: x directly when it is
+		// (the usual case), else the queue's head.
+		last, bound := j+1 == n, int64(math.MinInt64)
+		if !last && bounded {
+			nx := int32(j + 1)
+			if order != nil {
+				nx = order[j+1]
+			}
+			bound = addSat(msgs[nx].Time(), lead)
+		}
+		for {
+			var o pairKey
+			if have && (len(pq.h) == 0 || x.before(&pq.h[0])) {
+				if !last && x.k >= bound {
+					break
+				}
+				o, have = x, false
+			} else if len(pq.h) > 0 && (last || pq.h[0].k < bound) {
+				o = pq.pop()
+			} else {
+				break
+			}
+			done, paired = o, true
+			i := o.j
+			if order != nil {
+				i = order[i]
+			}
+			m := &msgs[i]
+			switch o.kind {
+			case trace.KindCall:
+				k := mk(m.Src, m.Dst, m.Call)
+				sl := at(k)
+				if sl.live && sl.k == k {
+					enqueue(sl.q.tail, i)
+					sl.q.tail = i
+					continue
+				}
+				var q queue
+				ok := false
+				if len(open) > 0 {
+					q, ok = open[k]
+				}
+				if ok {
+					enqueue(q.tail, i)
+					open[k] = queue{q.head, i}
+				} else if !sl.live {
+					*sl = slot{k, queue{i, i}, true}
+				} else {
+					open[k] = queue{i, i}
+				}
+			case trace.KindReturn:
+				k := mk(m.Dst, m.Src, m.Call)
+				if sl := at(k); sl.live && sl.k == k {
+					head := sl.q.head
+					if head != sl.q.tail {
+						sl.q.head = link[head]
+					} else {
+						sl.live = false
+					}
+					s.addCall(head, i)
+					continue
+				}
+				q, ok := open[k]
+				if !ok {
+					s.unpaired++
+					continue
+				}
+				if q.head != q.tail {
+					open[k] = queue{link[q.head], q.tail}
+				} else {
+					delete(open, k)
+				}
+				s.addCall(q.head, i)
+			}
+		}
+		if have {
+			pq.push(x)
+		}
 	}
-	return ks
+	count := func(q queue) {
+		for j := q.head; ; j = link[j] {
+			s.unpaired++
+			if j == q.tail {
+				break
+			}
+		}
+	}
+	for _, q := range open {
+		count(q)
+	}
+	for _, sl := range slots {
+		if sl.live {
+			count(sl.q)
+		}
+	}
+	return none, true
+}
+
+// addSat is a+b, saturated at the ends of int64.
+func addSat(a, b int64) int64 {
+	c := a + b
+	if (c > a) != (b > 0) {
+		if b > 0 {
+			return math.MaxInt64
+		}
+		return math.MinInt64
+	}
+	return c
 }
 
 // timeOrder returns message indices by Time (stable), or nil when the
-// messages are in that order already.
-func (s *state) timeOrder() []int32 {
+// messages are in that order already, and the lead of pairing keys over
+// times: the least keyLead of a call or return message (not bounded when
+// one overflows).
+func (s *state) timeOrder() (order []int32, sp pairSpec) {
 	msgs := s.msgs
 	sorted := true
-	for i := 1; i < len(msgs); i++ {
-		if msgs[i].Time() < msgs[i-1].Time() {
+	sp = pairSpec{lead: math.MaxInt64, bounded: true}
+	prev := int64(math.MinInt64)
+	for i := range msgs {
+		m := &msgs[i]
+		t := m.Time()
+		if t < prev {
 			sorted = false
-			break
+		}
+		prev = t
+		if m.Kind == trace.KindCall || m.Kind == trace.KindReturn {
+			d, ok := s.keyLead(m)
+			sp.bounded = sp.bounded && ok
+			sp.lead = min(sp.lead, d)
 		}
 	}
 	if sorted {
-		return nil
+		return nil, sp
 	}
-	order := grabDirty[int32](&s.ar, len(msgs))
+	order = grabDirty[int32](&s.ar, len(msgs))
 	for i := range order {
 		order[i] = int32(i)
 	}
@@ -262,7 +411,7 @@ func (s *state) timeOrder() []int32 {
 		}
 		return 0
 	})
-	return order
+	return order, sp
 }
 
 func (s *state) addCall(ci, ri int32) {

@@ -31,6 +31,9 @@ func (p *penalty) of(c int) float64 {
 func (s *state) findNestedPairs(iv []inRec, ov []outRec, next []int32, cands []candidate) {
 	px, py, pz := newPenalty(s.opt.X), newPenalty(s.opt.Y), newPenalty(s.opt.Z)
 	usePen := s.opt.X != 0 || s.opt.Y != 0 || s.opt.Z != 0
+	// Penalties in [0, 1] (exponents not negative, not NaN): a call's
+	// only candidate needs no score.
+	penOne := !usePen || s.opt.X >= 0 && s.opt.Y >= 0 && s.opt.Z >= 0
 	ties := s.ties
 	for k := range ov {
 		c := &ov[k]
@@ -39,7 +42,15 @@ func (s *state) findNestedPairs(iv []inRec, ov []outRec, next []int32, cands []c
 			continue
 		}
 		best, bestBin, bestScore := int32(-1), int32(0), -1.0
-		for _, cd := range cands[c.candOff : c.candOff+c.candN] {
+		cs := cands[c.candOff : c.candOff+c.candN]
+		if cd := &cs[0]; len(cs) == 1 && penOne {
+			// A lone candidate wins (3c) when its score is positive and
+			// finite: its penalties are in [0, 1], the product beats −1.
+			if sc := s.board[cd.hist][cd.bin]; sc > 0 && sc <= math.MaxFloat64 {
+				best, bestBin, cs = cd.parent, cd.bin, nil
+			}
+		}
+		for _, cd := range cs {
 			// 3a. Raw score: the scoreboard at this nesting delay.
 			score := s.board[cd.hist][cd.bin]
 			// 3b. Penalties from the children the parent already has.

@@ -16,8 +16,9 @@ import (
 type pattern struct {
 	shape      []shapeStep
 	wait, lat  []trace.Accumulator
-	id         int32 // index in order of creation
-	h0         int   // step 4d: index of its first histogram (−1: none)
+	id         int32  // index in order of creation
+	hash       uint64 // of its shape (walker.hash)
+	h0         int    // step 4d: index of its first histogram (−1: none)
 	count      int
 	rank       int
 	sig        string
@@ -60,15 +61,10 @@ func (w *walker) visit(ci int32) {
 // aggregated into patterns ranked by count.
 func (s *state) findCallPaths(out *trace.Paths) {
 	calls, ties := s.calls, s.ties
-	n := 0
-	for i := range ties {
-		if ties[i].parent < 0 {
-			n++
-		}
-	}
 	scratch := s.ar.mark()
 	defer s.ar.release(scratch)
-	roots := grabDirty[int32](&s.ar, n)[:0]
+	// One pass over the ties (room for every call to be a root).
+	roots := grabDirty[int32](&s.ar, len(ties))[:0]
 	for i := range ties {
 		if ties[i].parent < 0 {
 			roots = append(roots, int32(i))
@@ -82,6 +78,7 @@ func (s *state) findCallPaths(out *trace.Paths) {
 	}
 	sortKeyed(roots, ks)
 	table := make(map[uint64][]*pattern)
+	var recent [256]*pattern
 	var pats []*pattern
 	w := &walker{calls: calls, ties: ties}
 	// The bins of each walked call's call delay and latency, and each
@@ -99,17 +96,23 @@ func (s *state) findCallPaths(out *trace.Paths) {
 	for wi, r := range roots {
 		// 4a. Walk the tree and find (or start) its pattern.
 		w.walk(r)
-		var pat *pattern
-		for _, p := range table[w.hash] {
-			if slices.Equal(p.shape, w.shape) {
-				pat = p
-				break
+		// The last pattern seen with each of 256 hashes, in front of the
+		// table (a pattern's shape is its alone: one found is the one).
+		pat := recent[w.hash&255]
+		if pat == nil || pat.hash != w.hash || !slices.Equal(pat.shape, w.shape) {
+			pat = nil
+			for _, p := range table[w.hash] {
+				if slices.Equal(p.shape, w.shape) {
+					pat = p
+					break
+				}
 			}
-		}
-		if pat == nil {
-			pat = &pattern{shape: slices.Clone(w.shape), wait: make([]trace.Accumulator, len(w.shape)), lat: make([]trace.Accumulator, len(w.shape)), id: int32(len(pats)), h0: -1}
-			table[w.hash] = append(table[w.hash], pat)
-			pats = append(pats, pat)
+			if pat == nil {
+				pat = &pattern{shape: slices.Clone(w.shape), wait: make([]trace.Accumulator, len(w.shape)), lat: make([]trace.Accumulator, len(w.shape)), id: int32(len(pats)), h0: -1, hash: w.hash}
+				table[w.hash] = append(table[w.hash], pat)
+				pats = append(pats, pat)
+			}
+			recent[w.hash&255] = pat
 		}
 		// 4b. Call delays and latencies of every step.
 		pat.count++
@@ -154,8 +157,14 @@ func (s *state) findCallPaths(out *trace.Paths) {
 	}
 	s.histograms(pats[:min(max(s.opt.HistPatterns, 0), len(pats))], byID, walkPat, bins)
 	out.Patterns = make([]*trace.Pattern, len(pats))
+	// The patterns' steps and their children lists in two allocations.
+	nsteps := 0
+	for _, p := range pats {
+		nsteps += len(p.shape)
+	}
+	sa := stepAlloc{steps: make([]trace.Step, nsteps), kids: make([]*trace.Step, nsteps-len(pats))}
 	for i, p := range pats {
-		out.Patterns[i] = p.export(s.t)
+		out.Patterns[i] = p.export(s.t, &sa)
 	}
 	if !s.opt.NoInstances {
 		out.Instances = make([]trace.Instance, len(instPat))
@@ -224,19 +233,31 @@ func (s *state) histograms(top []*pattern, byID []*pattern, walkPat []int32, bin
 	}
 }
 
-// export builds the pattern's step tree.
-func (p *pattern) export(t *trace.Trace) *trace.Pattern {
+// stepAlloc holds the steps and children lists export hands out.
+type stepAlloc struct {
+	steps []trace.Step
+	kids  []*trace.Step
+}
+
+// export builds the pattern's step tree, its steps from sa.
+func (p *pattern) export(t *trace.Trace, sa *stepAlloc) *trace.Pattern {
 	k := 0
 	depth := 0
 	var build func(d int) *trace.Step
 	build = func(d int) *trace.Step {
 		sh := p.shape[k]
-		st := &trace.Step{From: t.NodeName(sh.caller), To: t.NodeName(sh.callee), Kind: trace.KindCall, Count: p.count,
+		st := &sa.steps[0]
+		sa.steps = sa.steps[1:]
+		*st = trace.Step{From: t.NodeName(sh.caller), To: t.NodeName(sh.callee), Kind: trace.KindCall, Count: p.count,
 			Wait: p.wait[k].Stats(), Latency: p.lat[k].Stats()}
 		depth = max(depth, d)
 		k++
-		for range sh.children {
-			st.Children = append(st.Children, build(d+1))
+		if n := int(sh.children); n > 0 {
+			st.Children = sa.kids[:0:n]
+			sa.kids = sa.kids[n:]
+			for range n {
+				st.Children = append(st.Children, build(d+1))
+			}
 		}
 		return st
 	}

@@ -34,29 +34,41 @@ type outRec struct {
 	candOff, candN int32
 }
 
-// group copies every call into the records of its callee and of its
+// group copies the calls into the records of their callee and of their
 // caller, in one pass over the calls in order (each node's records are
-// written in order too), then sorts each node's records by time.
+// written in order too), then sorts each node's records by time. Only a
+// node with calls both in and out nests anything (steps 2 and 3): the
+// others get no records (a back-end's calls in, a client's calls out).
 func (s *state) group() *byNode {
 	n := len(s.t.Nodes)
 	calls := s.calls
-	g := &byNode{inOff: grab[int32](&s.ar, n+1), outOff: grab[int32](&s.ar, n+1),
-		in: grabDirty[inRec](&s.ar, len(calls)), out: grabDirty[outRec](&s.ar, len(calls))}
+	g := &byNode{inOff: grab[int32](&s.ar, n+1), outOff: grab[int32](&s.ar, n+1)}
 	for i := range calls {
 		g.inOff[calls[i].callee+1]++
 		g.outOff[calls[i].caller+1]++
 	}
-	for i := 0; i < n; i++ {
-		g.inOff[i+1] += g.inOff[i]
-		g.outOff[i+1] += g.outOff[i]
+	fi, fo := grabDirty[int32](&s.ar, n), grabDirty[int32](&s.ar, n) // next record of each node, −1: none
+	for b := 0; b < n; b++ {
+		if g.inOff[b+1] == 0 || g.outOff[b+1] == 0 {
+			g.inOff[b+1], g.outOff[b+1] = 0, 0
+			fi[b], fo[b] = -1, -1
+		} else {
+			fi[b], fo[b] = g.inOff[b], g.outOff[b]
+		}
+		g.inOff[b+1] += g.inOff[b]
+		g.outOff[b+1] += g.outOff[b]
 	}
-	fi, fo := slices.Clone(g.inOff[:n]), slices.Clone(g.outOff[:n])
+	g.in, g.out = grabDirty[inRec](&s.ar, int(g.inOff[n])), grabDirty[outRec](&s.ar, int(g.outOff[n]))
 	for i := range calls {
 		c := &calls[i]
-		g.in[fi[c.callee]] = inRec{ca: c.ca, rd: c.rd, caller: c.caller, id: int32(i), first: -1, last: -1}
-		fi[c.callee]++
-		g.out[fo[c.caller]] = outRec{cs: c.cs, cr: c.cr, callee: c.callee, id: int32(i)}
-		fo[c.caller]++
+		if p := fi[c.callee]; p >= 0 {
+			g.in[p] = inRec{ca: c.ca, rd: c.rd, caller: c.caller, id: int32(i), first: -1, last: -1}
+			fi[c.callee]++
+		}
+		if p := fo[c.caller]; p >= 0 {
+			g.out[p] = outRec{cs: c.cs, cr: c.cr, callee: c.callee, id: int32(i)}
+			fo[c.caller]++
+		}
 	}
 	for b := 0; b < n; b++ {
 		sortIn(g.in[g.inOff[b]:g.inOff[b+1]])

@@ -79,6 +79,12 @@ func (w *nestJSON) float(f float64) {
 		return
 	}
 	abs := math.Abs(f)
+	if abs >= 1 && abs < 1<<53 && f == math.Trunc(f) {
+		// A whole number (histogram counts): its shortest form is its
+		// digits, what AppendFloat would find the long way.
+		w.b = strconv.AppendInt(w.b, int64(f), 10)
+		return
+	}
 	if abs == 0 || abs >= 1e-6 && abs < 1e21 {
 		w.b = strconv.AppendFloat(w.b, f, 'f', -1, 64)
 		return

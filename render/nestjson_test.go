@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/rand"
 	"testing"
 
 	"wap5/trace"
@@ -139,5 +140,26 @@ func TestNestJSONSpecials(t *testing.T) {
 	w.pattern(&trace.Pattern{Root: &trace.Step{Latency: trace.Stats{W: 1, Mean: math.NaN()}}})
 	if !w.bad {
 		t.Error("NaN written")
+	}
+}
+
+// TestNestJSONWholeNumbers: whole numbers, written as integers, come out
+// as encoding/json writes them (its shortest form), up to 2^53 and beyond.
+func TestNestJSONWholeNumbers(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	vals := []float64{1, -1, 2, 10, 100, 1200, 1e15, 1e16, 1<<53 - 1, 1 << 53, 1<<53 + 2, -(1<<53 - 1), 1e20, 1e21, 0.5, 1.5, -2.5}
+	for i := 0; i < 20000; i++ {
+		e := rng.Intn(60)
+		vals = append(vals, math.Trunc(rng.Float64()*math.Pow(2, float64(e))), -math.Trunc(rng.Float64()*math.Pow(10, float64(e%22))))
+	}
+	for _, f := range vals {
+		want, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w nestJSON
+		if w.float(f); !bytes.Equal(w.b, want) {
+			t.Fatalf("%v: wrote %s, encoding/json %s", f, w.b, want)
+		}
 	}
 }
