@@ -1,6 +1,7 @@
 package nesting
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -402,14 +403,7 @@ func (s *state) timeOrder() (order []int32, sp pairSpec) {
 		order[i] = int32(i)
 	}
 	slices.SortStableFunc(order, func(a, b int32) int {
-		ta, tb := msgs[a].Time(), msgs[b].Time()
-		switch {
-		case ta < tb:
-			return -1
-		case ta > tb:
-			return 1
-		}
-		return 0
+		return cmp.Compare(msgs[a].Time(), msgs[b].Time())
 	})
 	return order, sp
 }

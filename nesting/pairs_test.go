@@ -1,6 +1,7 @@
 package nesting
 
 import (
+	"cmp"
 	"math/rand"
 	"slices"
 	"testing"
@@ -21,14 +22,7 @@ func refPairKinds(s *state) (pairs []msgPair, unpaired int) {
 		order[i] = int32(i)
 	}
 	slices.SortStableFunc(order, func(a, b int32) int {
-		ta, tb := msgs[a].Time(), msgs[b].Time()
-		switch {
-		case ta < tb:
-			return -1
-		case ta > tb:
-			return 1
-		}
-		return 0
+		return cmp.Compare(msgs[a].Time(), msgs[b].Time())
 	})
 	var ks []pairKey
 	for _, i := range order {
