@@ -3,7 +3,6 @@ package linking
 import (
 	"fmt"
 	"iter"
-	"maps"
 	"math"
 
 	"wap5/trace"
@@ -374,13 +373,15 @@ func (l *linker) fitWAP5(k *links, fit Fit) Fit {
 		}
 		perEdge[l.edge[c]].add(float64(dt) / 1e9)
 	}
-	per := make(map[int32]*moments)
-	for e := range perEdge {
-		if perEdge[e].n > 0 {
-			per[int32(e)] = &perEdge[e]
+	// Sum in edge order: a map's order would change the log-likelihoods'
+	// last bits from run to run.
+	return compareFits(func(yield func(*moments) bool) {
+		for e := range perEdge {
+			if perEdge[e].n > 0 && !yield(&perEdge[e]) {
+				return
+			}
 		}
-	}
-	return compareFits(maps.Values(per), fit)
+	}, fit)
 }
 
 func compareFits(per iter.Seq[*moments], fit Fit) Fit {
