@@ -91,7 +91,8 @@ func TestNATTestbed(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n, matched := len(fromRouter.Messages), countMatched(fromRouter, want); matched < len(want)*9/10 || n > len(want)*11/10 {
-		t.Errorf("router capture: %d messages, %d of %d workload messages matched", n, matched, len(want))
+		drops, _ := os.ReadFile(filepath.Join(dir, "tcpdump-router-any.log"))
+		t.Errorf("router capture: %d messages, %d of %d workload messages matched; tcpdump said:\n%s", n, matched, len(want), drops)
 	}
 
 	// The pcaps alone give the workload's messages, each once, with both

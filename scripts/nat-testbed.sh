@@ -122,8 +122,13 @@ EOF
 
 # Captures on both router veths, and one of the whole router (-i any: Linux
 # cooked headers, every forwarded packet twice, before and after NAT).
+# They run at real-time priority with a 32 MiB buffer where they may (root):
+# on a loaded machine the kernel otherwise drops packets tcpdump did not read
+# in time ("dropped by kernel" in tcpdump-*.log).
+rt=()
+chrt -r 1 true 2>/dev/null && rt=(chrt -r 1)
 for side in "vc client-side" "vs server-side" "any router-any"; do set -- $side
-  ip netns exec $R tcpdump -i $1 --immediate-mode -U -s 0 -w "$out/$2.pcap" 2>"$out/tcpdump-$2.log" &
+  "${rt[@]}" ip netns exec $R tcpdump -i $1 -B 32768 --immediate-mode -U -s 0 -w "$out/$2.pcap" 2>"$out/tcpdump-$2.log" &
   pids+=($!)
 done
 for f in client-side server-side router-any; do

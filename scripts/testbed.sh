@@ -149,12 +149,20 @@ snat tcp 10.200.2.2:* -> 10.200.3.1:* (masquerade towards s2)
 EOF
 fi
 
+# The captures and the workload run at real-time priority where they may
+# (root). The servers log their own timings next to each system call (the
+# truth wap5's delays are checked against): on a loaded machine a preemption
+# between the call and the server's clock read puts scheduler noise into that
+# comparison, and tcpdump drops packets it does not read in time.
+rt=()
+chrt -r 1 true 2>/dev/null && rt=(chrt -r 1)
+
 # --- captures ---------------------------------------------------------------
 if [ $pcap = 1 ]; then
 	command -v tcpdump >/dev/null || { echo "testbed: tcpdump missing" >&2; exit 1; }
 	for h in c s1 s2; do
 		ns=$tag-$h
-		ip netns exec $ns tcpdump -i eth0 -s 0 -U -w "$out/pcap/$h.pcap" -Z root 'ip' 2>"$work/tcpdump-$h.err" &
+		"${rt[@]}" ip netns exec $ns tcpdump -i eth0 -B 32768 -s 0 -U -w "$out/pcap/$h.pcap" -Z root 'ip' 2>"$work/tcpdump-$h.err" &
 		pids+=($!)
 	done
 	for h in c s1 s2; do # tcpdump says "listening on" once it captures
@@ -166,7 +174,7 @@ fi
 run() { # run NS NODE ARGS...: the workload under wap5 run in a namespace
 	local ns=$1 node=$2
 	shift 2
-	exec ip netns exec $ns env TESTBED_PEERS="$peers" TESTBED_WORK_MS="$work_ms" TESTBED_FORK_RACE="$fork_race" TESTBED_SEED="${seed:-5}" "$bin/wap5" run --out "$out/logs" --node $node -- $py "$here/testbed_workload.py" "$@"
+	exec "${rt[@]}" ip netns exec $ns env TESTBED_PEERS="$peers" TESTBED_WORK_MS="$work_ms" TESTBED_FORK_RACE="$fork_race" TESTBED_SEED="${seed:-5}" "$bin/wap5" run --out "$out/logs" --node $node -- $py "$here/testbed_workload.py" "$@"
 }
 usock=$work/helper.sock
 peers="10.200.1.2=c"
