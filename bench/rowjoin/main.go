@@ -22,6 +22,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -58,6 +59,8 @@ type msg struct {
 	bytes      int64
 	srcEP      uint64 // ip<<16|port of the sender's end
 	dstEP      uint64
+	srcLog     uint16 // 1 + source index of the sender's log, 0 untraced
+	dstLog     uint16
 	kind       uint8
 }
 
@@ -96,6 +99,7 @@ func pack(ap libsockcap.Endpoint) (uint64, bool) {
 
 func main() {
 	check := flag.String("check", "", "binary trace to compare the messages with")
+	outPath := flag.String("o", "", "also name nodes and endpoints and write a binary trace here (\"-\": discard)")
 	block := flag.Duration("block", 32*time.Second, "join block (trace time)")
 	prof := flag.String("cpuprofile", "", "write a CPU profile")
 	flag.Parse()
@@ -138,7 +142,7 @@ func main() {
 		tmpm   []msg
 		held   []*mblock
 		pool   []*mblock
-		out    = &sink{keep: *check != ""}
+		out    = newSink(*check != "", srcs, *outPath)
 	)
 	bl := int64(*block)
 	st.cpuDecode += cpuNow() - c0
@@ -217,12 +221,17 @@ func main() {
 			break
 		}
 	}
+	if err := out.finish(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	st.cpuSort += out.cpuFinish
 	fmt.Printf("merged: %d messages, %d late (written after a later one), checksum %x\n", out.id, out.late, out.sum)
 	msgs = out.all
 	fmt.Printf("events %d  tcp ends %d (long %d)  other ends %d  pairs %d  lone %d  messages %d\n",
 		st.events, st.tcpEnds, st.longEnds, st.otherEnds, st.pairs, st.lone, st.msgs)
-	fmt.Printf("cpu-s: decode+rows %.2f  sort-join %.2f  messages %.2f  sort msgs %.2f  total %.2f\n",
-		st.cpuDecode, st.cpuJoin, st.cpuMsgs, st.cpuSort, cpuNow())
+	fmt.Printf("cpu-s: decode+rows %.2f  sort-join %.2f  messages %.2f  sort+merge+write %.2f (of which naming+writing %.2f)  total %.2f\n",
+		st.cpuDecode, st.cpuJoin, st.cpuMsgs, st.cpuSort, out.cpuWrite, cpuNow())
 	if *check != "" {
 		compare(*check, msgs)
 	}
@@ -494,10 +503,10 @@ func pairMsgs(c, s *row, out []msg) []msg {
 	cr := sendRuns(c, rb[:0])
 	first := len(out)
 	for _, r := range cr {
-		out = append(out, msg{send: r.t, recv: recvAt(s, r.off), bytes: r.bytes, srcEP: cl, dstEP: sl, kind: uint8(trace.KindCall)})
+		out = append(out, msg{send: r.t, recv: recvAt(s, r.off), bytes: r.bytes, srcEP: cl, dstEP: sl, srcLog: c.src + 1, dstLog: s.src + 1, kind: uint8(trace.KindCall)})
 	}
 	for _, r := range sendRuns(s, rb[len(cr):len(cr)]) {
-		m := msg{send: r.t, recv: recvAt(c, r.off), bytes: r.bytes, srcEP: sl, dstEP: cl}
+		m := msg{send: r.t, recv: recvAt(c, r.off), bytes: r.bytes, srcEP: sl, dstEP: cl, srcLog: s.src + 1, dstLog: c.src + 1}
 		// step 8: the return of the call holding the last byte the server had read
 		if r.read > 0 {
 			for k, q := range cr {
@@ -529,13 +538,13 @@ func loneMsgs(r *row, out []msg) []msg {
 		n := int64(r.n[k])
 		if n > 0 {
 			if m == nil || m.send == trace.Unknown {
-				out = append(out, msg{send: r.t[k], recv: trace.Unknown, srcEP: local, dstEP: remote, kind: callKind(true)})
+				out = append(out, msg{send: r.t[k], recv: trace.Unknown, srcEP: local, dstEP: remote, srcLog: r.src + 1, kind: callKind(true)})
 				m = &out[len(out)-1]
 			}
 			m.bytes += n
 		} else {
 			if m == nil || m.recv == trace.Unknown {
-				out = append(out, msg{send: trace.Unknown, recv: r.t[k], srcEP: remote, dstEP: local, kind: callKind(false)})
+				out = append(out, msg{send: trace.Unknown, recv: r.t[k], srcEP: remote, dstEP: local, dstLog: r.src + 1, kind: callKind(false)})
 				m = &out[len(out)-1]
 			}
 			m.bytes -= n
@@ -596,6 +605,114 @@ type sink struct {
 	sum      uint64
 	keep     bool
 	all      []msg
+	// -o: naming (step 7, granularity host) and the binary trace
+	path      string
+	t         *trace.Trace
+	srcs      []*source
+	logNode   []trace.NodeID // by 1 + source index, -1 not named yet
+	ipNode    map[uint32]trace.NodeID
+	eps       map[uint64]trace.EndpointID
+	buf       []trace.Message
+	sw        *trace.SpoolWriter
+	scratch   *os.File
+	cpuWrite  float64 // spooling and the final write
+	cpuFinish float64
+}
+
+func newSink(keep bool, srcs []*source, path string) *sink {
+	o := &sink{keep: keep, path: path}
+	if path == "" {
+		return o
+	}
+	o.t, o.srcs = trace.New(), srcs
+	o.logNode = make([]trace.NodeID, len(srcs)+1)
+	for i := range o.logNode {
+		o.logNode[i] = -1
+	}
+	o.ipNode = map[uint32]trace.NodeID{}
+	o.buf = make([]trace.Message, 0, 4096)
+	o.eps = map[uint64]trace.EndpointID{}
+	f, err := os.CreateTemp("", "rowjoin-spool")
+	if err != nil {
+		panic(err)
+	}
+	os.Remove(f.Name())
+	o.scratch, o.sw = f, trace.NewSpoolWriter(f)
+	return o
+}
+
+func epName(ep uint64) string {
+	ip := uint32(ep >> 16)
+	return fmt.Sprintf("%d.%d.%d.%d:%d", ip>>24, ip>>16&0xff, ip>>8&0xff, ip&0xff, ep&0xffff)
+}
+
+func (o *sink) node(log uint16, ep uint64) trace.NodeID {
+	if log != 0 {
+		if n := o.logNode[log]; n >= 0 {
+			return n
+		}
+		n := o.t.Node(o.srcs[log-1].sc.Process().Node)
+		o.logNode[log] = n
+		return n
+	}
+	ip := uint32(ep >> 16)
+	if n, ok := o.ipNode[ip]; ok {
+		return n
+	}
+	n := o.t.Node(fmt.Sprintf("%d.%d.%d.%d", ip>>24, ip>>16&0xff, ip>>8&0xff, ip&0xff))
+	o.t.Nodes[n].Untraced = true
+	o.ipNode[ip] = n
+	return n
+}
+
+func (o *sink) endpoint(ep uint64) trace.EndpointID {
+	if id, ok := o.eps[ep]; ok {
+		return id
+	}
+	id := o.t.NewEndpoint(epName(ep))
+	o.eps[ep] = id
+	return id
+}
+
+func (o *sink) write(m *msg) {
+	o.buf = append(o.buf, trace.Message{
+		Send: m.send, Recv: m.recv, ID: o.id, Bytes: m.bytes,
+		Src: o.node(m.srcLog, m.srcEP), Dst: o.node(m.dstLog, m.dstEP),
+		SrcEP: o.endpoint(m.srcEP), DstEP: o.endpoint(m.dstEP),
+		Call: trace.NoRef, Truth: trace.NoRef, Kind: trace.Kind(m.kind),
+		SrcActor: trace.NoActor, DstActor: trace.NoActor,
+	})
+	if len(o.buf) == cap(o.buf) && len(o.buf) > 0 {
+		o.flush()
+	}
+}
+
+func (o *sink) flush() {
+	c := cpuNow()
+	if err := o.sw.Write(o.buf); err != nil {
+		panic(err)
+	}
+	o.buf = o.buf[:0]
+	o.cpuWrite += cpuNow() - c
+}
+
+func (o *sink) finish() error {
+	if o.sw == nil {
+		return nil
+	}
+	o.flush()
+	c := cpuNow()
+	defer func() { o.cpuFinish = cpuNow() - c; o.cpuWrite += o.cpuFinish }()
+	var w io.Writer = io.Discard
+	if o.path != "-" {
+		f, err := os.Create(o.path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	return o.sw.Finish(w, o.t)
 }
 
 func (o *sink) put(m *msg) {
@@ -605,6 +722,9 @@ func (o *sink) put(m *msg) {
 	}
 	o.last = t
 	o.sum += uint64(o.id) * uint64(t)
+	if o.sw != nil {
+		o.write(m)
+	}
 	o.id++
 	if o.keep {
 		o.all = append(o.all, *m)
