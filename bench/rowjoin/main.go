@@ -611,7 +611,7 @@ type sink struct {
 	srcs      []*source
 	logNode   []trace.NodeID // by 1 + source index, -1 not named yet
 	ipNode    map[uint32]trace.NodeID
-	eps       map[uint64]trace.EndpointID
+	eps       epTable
 	buf       []trace.Message
 	sw        *trace.SpoolWriter
 	scratch   *os.File
@@ -631,7 +631,6 @@ func newSink(keep bool, srcs []*source, path string) *sink {
 	}
 	o.ipNode = map[uint32]trace.NodeID{}
 	o.buf = make([]trace.Message, 0, 4096)
-	o.eps = map[uint64]trace.EndpointID{}
 	f, err := os.CreateTemp("", "rowjoin-spool")
 	if err != nil {
 		panic(err)
@@ -666,12 +665,52 @@ func (o *sink) node(log uint16, ep uint64) trace.NodeID {
 }
 
 func (o *sink) endpoint(ep uint64) trace.EndpointID {
-	if id, ok := o.eps[ep]; ok {
-		return id
+	k, i := o.eps.find(ep)
+	if o.eps.keys[i] == k {
+		return trace.EndpointID(o.eps.ids[i])
 	}
 	id := o.t.NewEndpoint(epName(ep))
-	o.eps[ep] = id
+	o.eps.put(i, k, int32(id))
 	return id
+}
+
+// epTable interns packed endpoints: open addressing, linear probing, at
+// most half full.
+type epTable struct {
+	keys []uint64 // endpoint+1, 0 empty
+	ids  []int32
+	n    int
+}
+
+// find is the slot of ep's key, or the empty slot where it goes.
+func (t *epTable) find(ep uint64) (uint64, int) {
+	if 2*(t.n+1) > len(t.keys) {
+		old, oldIDs := t.keys, t.ids
+		n := max(1024, 2*len(old))
+		t.keys, t.ids = make([]uint64, n), make([]int32, n)
+		for i, k := range old {
+			if k != 0 {
+				j := t.probe(k)
+				t.keys[j], t.ids[j] = k, oldIDs[i]
+			}
+		}
+	}
+	k := ep + 1
+	return k, t.probe(k)
+}
+
+func (t *epTable) probe(k uint64) int {
+	mask := len(t.keys) - 1
+	i := int(mix(k, 0x2545F4914F6CDD1D)) & mask
+	for t.keys[i] != 0 && t.keys[i] != k {
+		i = (i + 1) & mask
+	}
+	return i
+}
+
+func (t *epTable) put(i int, k uint64, id int32) {
+	t.keys[i], t.ids[i] = k, id
+	t.n++
 }
 
 func (o *sink) write(m *msg) {
