@@ -145,7 +145,8 @@ func mix(h, v uint64) uint64 {
 
 // connIndex lists the instances (lifetimes) of each connection key, in
 // creation order, under the key's 64-bit hash, in an open-addressing table
-// (linear probing, at most 3/4 full counting deleted slots): a slot takes
+// (linear probing, at most 3/4 full counting deleted slots, a quarter
+// after growing): a slot takes
 // 32 bytes and a probe usually one cache line. A list may also hold
 // connections of other keys of the same hash (in practice none); readers
 // take the key's own with list. A connection knows the slot of its own
@@ -238,8 +239,11 @@ func (t *connIndex) add(h uint64, c *conn) int32 {
 	return int32(free)
 }
 
-// grow rehashes the live lists into a table at most half full, and moves
-// the connections' own slots along.
+// grow rehashes the live lists into a table at most a quarter full, and
+// moves the connections' own slots along (a read of every listed
+// connection): with connections retired as fast as they are made, the
+// deleted slots fill it again only after twice as many insertions as it
+// holds lists.
 func (t *connIndex) grow() {
 	live := 0
 	for i := range t.slots {
@@ -248,7 +252,7 @@ func (t *connIndex) grow() {
 		}
 	}
 	n := 16
-	for n < 2*(live+1) {
+	for n < 4*(live+1) {
 		n *= 2
 	}
 	old := t.slots
