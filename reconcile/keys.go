@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -143,17 +144,56 @@ func mix(h, v uint64) uint64 {
 }
 
 // connIndex lists the instances (lifetimes) of each connection key, in
-// creation order, under the key's 64-bit hash: an 8-byte map key hashes
-// and probes faster, and a table entry takes 32 bytes instead of 112 (an
-// entry per connection in flight on a large set). A list may also hold
+// creation order, under the key's 64-bit hash, in an open-addressing table
+// (linear probing, at most 3/4 full counting deleted slots, a quarter
+// after growing): a slot takes
+// 32 bytes and a probe usually one cache line. A list may also hold
 // connections of other keys of the same hash (in practice none); readers
-// take the key's own with list.
-type connIndex map[uint64][]*conn
+// take the key's own with list. A connection knows the slot of its own
+// key's list (conn.slot, kept up to date when the table grows), so its
+// retirement goes there without hashing or probing.
+type connIndex struct {
+	slots []connSlot
+	used  int // slots not empty: live lists and deleted ones
+}
+
+type connSlot struct {
+	h    uint64
+	list []*conn // nil: empty; empty but not nil (connGone): deleted
+}
+
+// connGone marks a deleted slot: a probe goes on past it.
+var connGone = make([]*conn, 0)
+
+// find is the slot of hash h, or -1.
+func (t *connIndex) find(h uint64) int {
+	if len(t.slots) == 0 {
+		return -1
+	}
+	mask := len(t.slots) - 1
+	for i := int(h) & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.list == nil {
+			return -1
+		}
+		if s.h == h && len(s.list) > 0 {
+			return i
+		}
+	}
+}
+
+// get is the list of hash h (nil if none), as stored.
+func (t *connIndex) get(h uint64) []*conn {
+	if i := t.find(h); i >= 0 {
+		return t.slots[i].list
+	}
+	return nil
+}
 
 // list is the instances of key (hash h), in creation order: the table's
 // list itself unless it holds another key's connection.
-func (t connIndex) list(h uint64, key *connKey) []*conn {
-	l := t[h]
+func (t *connIndex) list(h uint64, key *connKey) []*conn {
+	l := t.get(h)
 	for i, x := range l {
 		if !x.hasKey(key) {
 			out := append([]*conn(nil), l[:i]...)
@@ -166,6 +206,116 @@ func (t connIndex) list(h uint64, key *connKey) []*conn {
 		}
 	}
 	return l
+}
+
+// add appends c to the list of hash h and returns that list's slot.
+func (t *connIndex) add(h uint64, c *conn) int32 {
+	if (t.used+1)*4 > len(t.slots)*3 {
+		t.grow()
+	}
+	mask := len(t.slots) - 1
+	free := -1
+	for i := int(h) & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.list == nil {
+			if free < 0 {
+				free = i
+				t.used++
+			}
+			break
+		}
+		if len(s.list) == 0 {
+			if free < 0 {
+				free = i
+			}
+			continue
+		}
+		if s.h == h {
+			s.list = append(s.list, c)
+			return int32(i)
+		}
+	}
+	t.slots[free] = connSlot{h: h, list: append([]*conn(nil), c)}
+	return int32(free)
+}
+
+// grow rehashes the live lists into a table at most a quarter full, and
+// moves the connections' own slots along (a read of every listed
+// connection): with connections retired as fast as they are made, the
+// deleted slots fill it again only after twice as many insertions as it
+// holds lists.
+func (t *connIndex) grow() {
+	live := 0
+	for i := range t.slots {
+		if len(t.slots[i].list) > 0 {
+			live++
+		}
+	}
+	n := 16
+	for n < 4*(live+1) {
+		n *= 2
+	}
+	old := t.slots
+	t.slots, t.used = make([]connSlot, n), live
+	mask := n - 1
+	for i := range old {
+		s := &old[i]
+		if len(s.list) == 0 {
+			continue
+		}
+		j := int(s.h) & mask
+		for t.slots[j].list != nil {
+			j = (j + 1) & mask
+		}
+		t.slots[j] = *s
+		for _, x := range s.list {
+			if x.slot == int32(i) { // this is x's own key's list
+				x.slot = int32(j)
+			}
+		}
+	}
+}
+
+// remove takes c out of the list in slot i (in place, the order of the
+// others kept); an emptied slot is deleted.
+func (t *connIndex) remove(i int, c *conn) {
+	s := &t.slots[i]
+	out := s.list[:0]
+	for _, x := range s.list {
+		if x != c {
+			out = append(out, x)
+		}
+	}
+	if len(out) == 0 {
+		s.list = connGone
+	} else {
+		s.list = out
+	}
+}
+
+// drop takes c out of its own key's list, found through c.slot.
+func (t *connIndex) drop(c *conn) {
+	if i := int(c.slot); i >= 0 && i < len(t.slots) && len(t.slots[i].list) > 0 && slices.Contains(t.slots[i].list, c) {
+		t.remove(i, c)
+		return
+	}
+	t.dropKey(c.key.hash(), c) // not reached while c.slot is kept up to date
+}
+
+// dropKey takes c out of the list of hash h (an alias of c's: step 6).
+func (t *connIndex) dropKey(h uint64, c *conn) {
+	if i := t.find(h); i >= 0 {
+		t.remove(i, c)
+	}
+}
+
+// each calls f with every list.
+func (t *connIndex) each(f func([]*conn)) {
+	for i := range t.slots {
+		if l := t.slots[i].list; len(l) > 0 {
+			f(l)
+		}
+	}
 }
 
 // hasKey reports whether c is an instance of key: its own, or one of the

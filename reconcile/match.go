@@ -122,13 +122,15 @@ type conn struct {
 	resolved bool // both ends present, or the missing one declared untraced
 	retiring bool
 	gone     bool
-	serial   int32 // creation order
 	// Step 6: the role of the end that created it when that was a client's
 	// or a server's (0 otherwise, or once its peer turned out to be an
 	// untraced peer: no candidate), the source of that end (its clock),
 	// the signature it is indexed under in matcher.sigs, and the last
 	// search that looked at it.
-	lrole Role
+	lrole  Role
+	serial int32 // creation order
+	// slot: where the list of its key is in matcher.conns (connIndex).
+	slot  int32
 	lsrc  int32
 	sig   sizes
 	visit uint32
@@ -340,8 +342,8 @@ func newMatcher(t *trace.Trace, opts Options) (*matcher, error) {
 		w = int64(DefaultWindow)
 	}
 	m := &matcher{opts: opts, window: w, t: t, names: newNamer(t, opts.Granularity),
-		conns: connIndex{}, hostAddr: map[string]netip.Addr{},
-		logged: map[string]bool{}, logAddr: map[netip.Addr]string{}, covered: map[*Observer]bool{}}
+		hostAddr: map[string]netip.Addr{},
+		logged:   map[string]bool{}, logAddr: map[netip.Addr]string{}, covered: map[*Observer]bool{}}
 	m.dg.init()
 	for _, tr := range opts.NAT {
 		if err := m.nat.addRule(tr); err != nil {
@@ -675,7 +677,7 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 		ce.key, ce.first, ce.serial = key, m.now, m.nconn
 		c, fresh = &ce.conn, &ce.end
 		c.calls, c.rets = c.call0[:0], c.ret0[:0]
-		m.conns[h] = append(m.conns[h], c)
+		c.slot = m.conns.add(h, c)
 		if ob.Role == RoleClient || ob.Role == RoleServer {
 			m.addLonely(c, ob.Role, src)
 		}
@@ -1349,9 +1351,10 @@ func (m *matcher) pairTranslated(c *conn) bool {
 	// Later packets of the other end find c under best's key.
 	c.aliases = append(c.aliases, best.key)
 	c.aliases = append(c.aliases, best.aliases...)
-	for i, x := range m.conns[best.key.hash()] {
+	bl := m.conns.get(best.key.hash())
+	for i, x := range bl {
 		if x == best {
-			m.conns[best.key.hash()][i] = c // c has best.key among its aliases
+			bl[i] = c // c has best.key among its aliases
 		}
 	}
 	m.paired(c)
@@ -1675,9 +1678,9 @@ func (m *matcher) retire(c *conn) {
 			}
 		}
 	}
-	m.dropConn(c.key, c)
+	m.conns.drop(c)
 	for _, k := range c.aliases {
-		m.dropConn(k, c)
+		m.conns.dropKey(k.hash(), c)
 	}
 	m.free1(c)
 }
@@ -1713,25 +1716,6 @@ func (m *matcher) free1(c *conn) {
 	m.free = append(m.free, (*connEnd)(unsafe.Pointer(c)))
 }
 
-func (m *matcher) dropConn(k connKey, c *conn) {
-	h := k.hash()
-	list, ok := m.conns[h]
-	if !ok {
-		return
-	}
-	out := list[:0]
-	for _, x := range list {
-		if x != c {
-			out = append(out, x)
-		}
-	}
-	if len(out) == 0 {
-		delete(m.conns, h)
-	} else {
-		m.conns[h] = out
-	}
-}
-
 // finish resolves and flushes everything at the end of the input.
 func (m *matcher) finish() {
 	for m.thead < len(m.timers) {
@@ -1744,14 +1728,14 @@ func (m *matcher) finish() {
 	// Every connection still known, in creation order.
 	var all []*conn
 	seen := map[*conn]bool{}
-	for _, list := range m.conns {
+	m.conns.each(func(list []*conn) {
 		for _, c := range list {
 			if !seen[c] && !c.gone {
 				seen[c] = true
 				all = append(all, c)
 			}
 		}
-	}
+	})
 	sort.Slice(all, func(i, j int) bool { return all[i].serial < all[j].serial })
 	for _, c := range all {
 		if !c.gone {

@@ -31,7 +31,7 @@ func bruteForcePair(m *matcher, c *conn) *conn {
 	seen := map[*conn]bool{}
 	var best *conn
 	var bestDT int64
-	for _, list := range m.conns {
+	m.conns.each(func(list []*conn) {
 		for _, o := range list {
 			if seen[o] {
 				continue
@@ -60,7 +60,7 @@ func bruteForcePair(m *matcher, c *conn) *conn {
 				best, bestDT = o, dt
 			}
 		}
-	}
+	})
 	return best
 }
 
