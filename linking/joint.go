@@ -819,9 +819,13 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 		}
 	}
 	if repair {
+		// The span costs' delay terms are memoised while the models stay
+		// as they are: this pass's repair (termMemo).
+		j.scr.terms.start()
 		for b := range j.t.Nodes {
 			j.repair(trace.NodeID(b), probs)
 		}
+		j.scr.terms.on = false
 	}
 	phaseOf("J3 untraced senders", j.passNo)
 	// Messages from untraced senders: the paired request, else the most

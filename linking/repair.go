@@ -89,6 +89,61 @@ type repairScratch struct {
 	connLast           pairTable    // connHints' last span per connection
 	connPrev           []int32      // connHints' previous span on the connection
 	hints              [][]connHint // connHints' lists, reused
+	terms              termMemo     // spanCostOf's delay terms of the pass
+}
+
+// termMemo holds the delay terms −log f of the (trigger, send) pairs that
+// span costs read during one pass's repair, direct-mapped: the repair costs
+// the same spans with one call more or less over and over (each span's
+// reply against its request in every one of them), and a term depends only
+// on the pair and on the models, which no step of the repair changes. on
+// is set by pass around the repair; epoch numbers the passes (a slot of
+// another pass is empty), so the table is not cleared.
+type termMemo struct {
+	on    bool
+	epoch uint32
+	ents  []termEnt
+}
+
+type termEnt struct {
+	trig, act int32
+	epoch     uint32
+	d         float64
+}
+
+// termMemoBits sizes termMemo (24 bytes a slot: 768 KB).
+const termMemoBits = 15
+
+// start begins a pass's repair: every slot of earlier passes is stale.
+func (m *termMemo) start() {
+	if m.ents == nil {
+		m.ents = make([]termEnt, 1<<termMemoBits)
+	}
+	m.epoch++
+	if m.epoch == 0 { // wrapped: the stamps of 2³² passes ago would match
+		clear(m.ents)
+		m.epoch = 1
+	}
+	m.on = true
+}
+
+// negLogf is −logf(p, a, dt) for send a with trigger p received at pr, dt
+// the delay from pr to a's send s: pr is p's receive time wherever the span
+// costs ask (the request's for t = 0), so the term is a function of the
+// pair within a pass.
+func (j *joint) negLogf(p, a int32, s, pr int64) float64 {
+	m := &j.scr.terms
+	if !m.on {
+		return -j.logf(p, a, float64(s-pr)/1e9)
+	}
+	h := (uint32(p)*0x9e3779b1 ^ uint32(a)*0x85ebca77) >> (32 - termMemoBits)
+	e := &m.ents[h]
+	if e.epoch == m.epoch && e.trig == p && e.act == a {
+		return e.d
+	}
+	d := -j.logf(p, a, float64(s-pr)/1e9)
+	*e = termEnt{trig: p, act: a, epoch: m.epoch, d: d}
+	return d
 }
 
 // roundRec is what the first assignByDest round at a node did, block by
@@ -523,7 +578,7 @@ func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 		}
 		// Its cause may have been lost (loss.go): then the delay
 		// is uniform over the span, at the price of the loss.
-		d := -j.logf(p, a, float64(s-pr)/1e9)
+		d := j.negLogf(p, a, s, pr)
 		if j.lossy {
 			d = math.Min(d, j.lostCause(b, pr, a))
 		}
