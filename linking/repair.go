@@ -78,12 +78,14 @@ type repairScratch struct {
 	spans              nodeSpans // repair's span arrays, kept for the next node
 	cntStart           []int32   // refitCounts' calls per span (CSR)
 	cntDsts            []trace.NodeID
-	cntCalls           []int32   // refitCounts' calls per span
-	calls              []int32   // repair's calls of the node
-	was                []int32   // assignByDest: the spans of a group's calls before
-	rounds             roundRec  // assignByDest: the first round's blocks, for the second
-	rowv               []float64 // one row's values at its spans' columns
-	hung               hungScratch
+	cntCalls           []int32       // refitCounts' calls per span
+	calls              []int32       // repair's calls of the node
+	was                []int32       // assignByDest: the spans of a group's calls before
+	rounds             roundRec      // assignByDest: the first round's blocks, for the second
+	rowv               []float64     // one row's values at its spans' columns
+	rows               sparseRows    // a block's matrix (hungarianSparse)
+	ord                []int32       // a row's spans in column order
+	sparse             sparseScratch // hungarianSparse's arrays
 	memo               blockMemo
 	groups             groupScratch // assignByDest's grouping of the calls
 	connLast           pairTable    // connHints' last span per connection
@@ -1046,7 +1048,6 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 		gs.best[v>>33], gs.cause[v>>33] = 0, 0
 	}
 	gs.lists = groups
-	var cost []float64
 	var cols []int32 // span of each column; a span has one column per slot
 	var slot []int
 	var over []int32 // per row: the span its own column stands for, or −1
@@ -1226,9 +1227,10 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 			}
 			n, m := len(blk), len(cols)+len(blk)
 			over = slices.Grow(over[:0], n)[:n]
-			if shared {
-				cost = append(cost[:0], make([]float64, n*m)...)
-			}
+			// The matrix of a block whose rows share spans: mostly
+			// noSpanCost, so only the rest is written (hungarianSparse).
+			sp := &j.scr.rows
+			sp.start, sp.col, sp.val = append(sp.start[:0], 0), sp.col[:0], sp.val[:0]
 			for s := range cols {
 				if math.IsNaN(ns.cost[cols[s]]) {
 					ns.cost[cols[s]] = j.spanCostAt(b, ns, cols[s], ns.members[cols[s]])
@@ -1299,26 +1301,39 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 					col[r] = bc
 					continue
 				}
-				row := cost[r*m : (r+1)*m]
-				for c := range row {
-					row[c] = noSpanCost
+				// The row's entries, its spans' columns ascending (every
+				// other column of the row is noSpanCost: the span cannot
+				// take it), then its own column.
+				ord := j.scr.ord[:0]
+				for t := range ents {
+					ord = append(ord, int32(t))
 				}
-				for t, e := range ents {
-					copy(row[colOf[e.s]:int(colOf[e.s])+slots], rv[t*slots:(t+1)*slots])
-				}
-				// Its own column: over capacity into its cheapest span
-				// (at a price), or spontaneous when none is admissible.
-				row[len(cols)+r] = rootCost
-				over[r] = -1
-				for c := 0; c < len(cols); c += slots {
-					if v := row[c+slots-1] + overCapacity; v < row[len(cols)+r] {
-						row[len(cols)+r], over[r] = v, cols[c]
+				for x := 1; x < len(ord); x++ {
+					for y := x; y > 0 && colOf[ents[ord[y-1]].s] > colOf[ents[ord[y]].s]; y-- {
+						ord[y-1], ord[y] = ord[y], ord[y-1]
 					}
 				}
+				j.scr.ord = ord
+				// Its own column: over capacity into its cheapest span
+				// (at a price), or spontaneous when none is admissible.
+				own := float64(rootCost)
+				over[r] = -1
+				for _, t := range ord {
+					c0 := colOf[ents[t].s]
+					for q := 0; q < slots; q++ {
+						sp.col = append(sp.col, c0+int32(q))
+						sp.val = append(sp.val, rv[int(t)*slots+q])
+					}
+					if v := rv[int(t)*slots+slots-1] + overCapacity; v < own {
+						own, over[r] = v, cols[c0]
+					}
+				}
+				sp.col = append(sp.col, int32(len(cols)+r))
+				sp.val = append(sp.val, own)
+				sp.start = append(sp.start, int32(len(sp.col)))
 			}
 			if shared {
-				hs := j.scr.hung.grow(m)
-				copy(col, hungarian(cost, n, m, hs.u, hs.v, hs.p, hs.way, hs.minv, hs.used))
+				hungarianSparse(sp, n, m, noSpanCost, col, &j.scr.sparse)
 			}
 			i += keep
 			prevKeep = keep
