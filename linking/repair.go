@@ -92,6 +92,88 @@ type repairScratch struct {
 	connPrev           []int32      // connHints' previous span on the connection
 	hints              [][]connHint // connHints' lists, reused
 	terms              termMemo     // spanCostOf's delay terms of the pass
+	costs              costMemo     // span costs of the moves, swaps and call probabilities
+	memoVer            []uint32     // nodeSpans.ver, reused
+	cw                 []int32      // costWith's calls
+}
+
+// costMemo holds the costs of spans with one call taken out, one added or
+// both, as the moves and swaps and then the call probabilities of a node
+// ask for them (a second pass of moves asks again for every span nothing
+// changed in, the probabilities for what the last pass asked), keyed by
+// the span, its version (nodeSpans.ver) and the calls, direct-mapped. A
+// span's cost is a function of its calls (in the order the callers make
+// them) while the models and the connection hints are as they are, which
+// they are from the node's first move to its last probability; epoch
+// numbers the nodes' repairs.
+type costMemo struct {
+	epoch uint32
+	ents  []costEnt
+}
+
+type costEnt struct {
+	s       int32
+	ver     uint32
+	rm, add int32
+	epoch   uint32
+	cost    float64
+}
+
+// costMemoBits sizes costMemo (32 bytes a slot: 1 MB).
+const costMemoBits = 15
+
+// startMemo begins the memo of node's spans ns: every span at version 0.
+func (j *joint) startMemo(ns *nodeSpans) {
+	m := &j.scr.costs
+	if m.ents == nil {
+		m.ents = make([]costEnt, 1<<costMemoBits)
+	}
+	m.epoch++
+	if m.epoch == 0 { // wrapped
+		clear(m.ents)
+		m.epoch = 1
+	}
+	ns.ver = slices.Grow(j.scr.memoVer[:0], len(ns.req))[:len(ns.req)]
+	clear(ns.ver)
+	j.scr.memoVer = ns.ver
+	ns.memo = true
+}
+
+// changed marks a change of span s's calls.
+func (ns *nodeSpans) changed(s int32) {
+	if ns.memo {
+		ns.ver[s]++
+	}
+}
+
+// costWith is the cost of span s with call rm taken out of its calls
+// (−1: none) and then call add added (−1: none): spanCostAt of
+// without(members, rm), or of with(that, add), memoised.
+func (j *joint) costWith(b trace.NodeID, ns *nodeSpans, s, rm, add int32) float64 {
+	var e *costEnt
+	m := &j.scr.costs
+	if ns.memo {
+		h := mix(uint64(uint32(s))<<32|uint64(ns.ver[s])) ^ mix(uint64(uint32(rm))<<32|uint64(uint32(add)))
+		e = &m.ents[h>>(64-costMemoBits)]
+		if e.epoch == m.epoch && e.s == s && e.ver == ns.ver[s] && e.rm == rm && e.add == add {
+			return e.cost
+		}
+	}
+	cw := j.scr.cw[:0]
+	if rm >= 0 {
+		cw = without(cw, ns.members[s], rm)
+	} else {
+		cw = append(cw, ns.members[s]...)
+	}
+	if add >= 0 {
+		cw = j.with(cw, cw, add) // in place
+	}
+	j.scr.cw = cw
+	c := j.spanCostAt(b, ns, s, cw)
+	if e != nil {
+		*e = costEnt{s: s, ver: ns.ver[s], rm: rm, add: add, epoch: m.epoch, cost: c}
+	}
+	return c
 }
 
 // termMemo holds the delay terms −log f of the (trigger, send) pairs that
@@ -216,6 +298,10 @@ type nodeSpans struct {
 	// incoming connection; connCost the price of a call on another one.
 	hints    [][]connHint
 	connCost float64
+	// ver counts the changes of each span's calls during the moves and
+	// swaps (costMemo's key), from when memo is set.
+	ver  []uint32
+	memo bool
 }
 
 // repair is J4 at node b: starting from the sweep's
@@ -305,6 +391,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 			}
 		}
 		phaseOf("J4 moves/swaps", j.passNo)
+		j.startMemo(&ns)
 		for pass := 0; pass < 2; pass++ {
 			if !j.improve(b, &ns, calls, ins) {
 				break
@@ -393,7 +480,6 @@ func (j *joint) with(dst, s []int32, k int32) []int32 {
 // changed.
 func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int32) bool {
 	changed := false
-	var ma, mb, sw0, sw1, sw2 []int32
 	for ci, k := range calls {
 		sa, ok := ns.at(j.callSpan[k])
 		if !ok {
@@ -406,11 +492,9 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 		ca, haveCA := 0.0, false
 		j.admissibleSpans(b, ns, k, ins, func(sb int32) {
 			if !haveCA {
-				ma = without(ma, ns.members[sa], k)
-				ca, haveCA = j.spanCostAt(b, ns, sa, ma), true
+				ca, haveCA = j.costWith(b, ns, sa, k, -1), true
 			}
-			mb = j.with(mb, ns.members[sb], k)
-			cb := j.spanCostAt(b, ns, sb, mb)
+			cb := j.costWith(b, ns, sb, -1, k)
 			if d := ca + cb - j.costOf(b, ns, sa) - j.costOf(b, ns, sb); d < bestD {
 				bestD, bestS, bestK2, bestA, bestB = d, sb, -1, ca, cb
 			}
@@ -423,11 +507,7 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 				if j.msgs[k2].Dst == j.msgs[k].Dst || !j.fits(b, ns.req[sa], k2) {
 					continue
 				}
-				sw0 = without(sw0, ns.members[sa], k)
-				sw1 = j.with(sw1, sw0, k2)
-				sw0 = without(sw0, ns.members[sb], k2)
-				sw2 = j.with(sw2, sw0, k)
-				c1, c2 := j.spanCostAt(b, ns, sa, sw1), j.spanCostAt(b, ns, sb, sw2)
+				c1, c2 := j.costWith(b, ns, sa, k, k2), j.costWith(b, ns, sb, k2, k)
 				if d := c1 + c2 - j.costOf(b, ns, sa) - j.costOf(b, ns, sb); d < bestD {
 					bestD, bestS, bestK2, bestA, bestB = d, sb, k2, c1, c2
 				}
@@ -443,9 +523,7 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 			if !ok || sb == sa || !j.fits(b, ns.req[sb], k) || !j.fits(b, ns.req[sa], k2) {
 				continue
 			}
-			ma = j.with(ma, without(ma, ns.members[sa], k), k2)
-			mb = j.with(mb, without(mb, ns.members[sb], k2), k)
-			ca, cb := j.spanCostAt(b, ns, sa, ma), j.spanCostAt(b, ns, sb, mb)
+			ca, cb := j.costWith(b, ns, sa, k, k2), j.costWith(b, ns, sb, k2, k)
 			if d := ca + cb - j.costOf(b, ns, sa) - j.costOf(b, ns, sb); d < bestD {
 				bestD, bestS, bestK2, bestA, bestB = d, sb, k2, ca, cb
 			}
@@ -462,6 +540,8 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 			ns.members[sb] = j.with(nil, without(nil, ns.members[sb], bestK2), k)
 			j.setCallSpan(b, bestK2, ns.req[sa])
 		}
+		ns.changed(sa)
+		ns.changed(sb)
 		j.setCallSpan(b, k, ns.req[sb])
 		ns.cost[sa], ns.cost[sb] = bestA, bestB
 		changed = true
@@ -752,12 +832,9 @@ func (j *joint) callProb(b trace.NodeID, ns *nodeSpans, k int32, ins []int32) fl
 		return 1
 	}
 	sum := 1.0
-	var ma, mb []int32
-	ma = without(ma, ns.members[sa], k)
-	ca := j.spanCostAt(b, ns, sa, ma)
+	ca := j.costWith(b, ns, sa, k, -1)
 	for _, sb := range others {
-		mb = j.with(mb, ns.members[sb], k)
-		d := ca + j.spanCostAt(b, ns, sb, mb) - j.costOf(b, ns, sa) - j.costOf(b, ns, sb)
+		d := ca + j.costWith(b, ns, sb, -1, k) - j.costOf(b, ns, sa) - j.costOf(b, ns, sb)
 		if d < 50 {
 			sum += math.Exp(-d)
 		}
