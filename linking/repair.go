@@ -2,6 +2,7 @@ package linking
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 
@@ -136,7 +137,7 @@ func (j *joint) startMemo(ns *nodeSpans) {
 	ns.ver = slices.Grow(j.scr.memoVer[:0], len(ns.req))[:len(ns.req)]
 	clear(ns.ver)
 	j.scr.memoVer = ns.ver
-	ns.memo = true
+	ns.memo = !noMemos
 }
 
 // changed marks a change of span s's calls.
@@ -156,6 +157,11 @@ func (j *joint) costWith(b trace.NodeID, ns *nodeSpans, s, rm, add int32) float6
 		h := mix(uint64(uint32(s))<<32|uint64(ns.ver[s])) ^ mix(uint64(uint32(rm))<<32|uint64(uint32(add)))
 		e = &m.ents[h>>(64-costMemoBits)]
 		if e.epoch == m.epoch && e.s == s && e.ver == ns.ver[s] && e.rm == rm && e.add == add {
+			if memoCheck {
+				ns.memo = false
+				checkMemo("span cost", e.cost, j.costWith(b, ns, s, rm, add))
+				ns.memo = true
+			}
 			return e.cost
 		}
 	}
@@ -193,6 +199,24 @@ type termEnt struct {
 	d         float64
 }
 
+// noMemos turns termMemo and costMemo off (tests: the repair must choose
+// the same with and without them); memoCheck recomputes every value they
+// return and panics where it differs, counting the checks in memoChecked
+// (tests).
+var (
+	noMemos, memoCheck bool
+	memoChecked        int
+)
+
+// checkMemo is memoCheck's comparison of a memoised value with its
+// recomputation (bit for bit).
+func checkMemo(what string, got, want float64) {
+	memoChecked++
+	if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+		panic(fmt.Sprintf("%s memo: %v, recomputed %v", what, got, want))
+	}
+}
+
 // termMemoBits sizes termMemo (16 bytes a slot: 512 KB).
 const termMemoBits = 15
 
@@ -204,7 +228,7 @@ func (m *termMemo) start() {
 	for i := range m.ents {
 		m.ents[i].trig = -1
 	}
-	m.on = true
+	m.on = !noMemos
 }
 
 // negLogf is −logf(p, a, dt) for send a with trigger p received at pr, dt
@@ -219,6 +243,9 @@ func (j *joint) negLogf(p, a int32, s, pr int64) float64 {
 	h := (uint32(p)*0x9e3779b1 ^ uint32(a)*0x85ebca77) >> (32 - termMemoBits)
 	e := &m.ents[h]
 	if e.trig == p && e.act == a {
+		if memoCheck {
+			checkMemo("term", e.d, -j.logf(p, a, float64(s-pr)/1e9))
+		}
 		return e.d
 	}
 	d := -j.logf(p, a, float64(s-pr)/1e9)
