@@ -52,3 +52,185 @@ func TestHungarianMatchesBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// sparseCase is an assignment problem for hungarianSparse: its listed
+// entries and the value of the rest.
+type sparseCase struct {
+	n, m int
+	rest float64
+	rows sparseRows
+}
+
+// dense is the case's full matrix, as hungarian takes it.
+func (c *sparseCase) dense() []float64 {
+	d := make([]float64, c.n*c.m)
+	for x := range d {
+		d[x] = c.rest
+	}
+	for r := 0; r < c.n; r++ {
+		for e := c.rows.start[r]; e < c.rows.start[r+1]; e++ {
+			d[r*c.m+int(c.rows.col[e])] = c.rows.val[e]
+		}
+	}
+	return d
+}
+
+// checkSparse compares hungarianSparse with hungarian on c: the same
+// column for every row.
+func checkSparse(t *testing.T, c *sparseCase, sc *sparseScratch) {
+	t.Helper()
+	h := newHungScratch(c.m)
+	want := hungarian(c.dense(), c.n, c.m, h.u, h.v, h.p, h.way, h.minv, h.used)
+	got := make([]int, c.n)
+	hungarianSparse(&c.rows, c.n, c.m, c.rest, got, sc)
+	for r := range want {
+		if got[r] != want[r] {
+			t.Fatalf("%d×%d rest %v rows %+v: sparse %v, dense %v", c.n, c.m, c.rest, c.rows, got, want)
+		}
+	}
+}
+
+// blockCase is a J4 block as assignByDest builds it: n rows, spans of
+// slots columns each, every row admissible to a few spans (neighbours
+// mostly: blocks overlap in time), its own column last at ≤ rootCost, the
+// rest noSpanCost. vals draws an entry (ties, negatives, noSpanCost,
+// infinities as the caller wants).
+func blockCase(r *rand.Rand, n, spans, slots int, vals func() float64) *sparseCase {
+	m := spans*slots + n
+	c := &sparseCase{n: n, m: m, rest: noSpanCost}
+	c.rows.start = []int32{0}
+	for i := 0; i < n; i++ {
+		lo := max(0, i*spans/n-2)
+		k := r.IntN(4)
+		own := float64(rootCost)
+		for s := lo; s < min(spans, lo+k); s++ {
+			var last float64
+			for q := 0; q < slots; q++ {
+				last = vals()
+				c.rows.col = append(c.rows.col, int32(s*slots+q))
+				c.rows.val = append(c.rows.val, last)
+			}
+			if v := last + overCapacity; v < own {
+				own = v
+			}
+		}
+		c.rows.col = append(c.rows.col, int32(spans*slots+i))
+		c.rows.val = append(c.rows.val, own)
+		c.rows.start = append(c.rows.start, int32(len(c.rows.col)))
+	}
+	return c
+}
+
+// denseCase lists every entry of an n×m matrix (rest never read, or as
+// given for the columns left out with probability drop).
+func denseCase(r *rand.Rand, n, m int, rest, drop float64, vals func() float64) *sparseCase {
+	c := &sparseCase{n: n, m: m, rest: rest}
+	c.rows.start = []int32{0}
+	for i := 0; i < n; i++ {
+		for j := 0; j < m; j++ {
+			if j != i && r.Float64() < drop { // the diagonal stays listed: a finite assignment exists
+				continue
+			}
+			c.rows.col = append(c.rows.col, int32(j))
+			c.rows.val = append(c.rows.val, vals())
+		}
+		c.rows.start = append(c.rows.start, int32(len(c.rows.col)))
+	}
+	return c
+}
+
+func TestHungarianSparseMatchesDense(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 5))
+	sc := &sparseScratch{}
+	ties := func() float64 { return float64(r.IntN(7) - 2) }
+	fine := func() float64 { return math.Round(r.NormFloat64()*400) / 100 }
+	wide := func() float64 {
+		switch r.IntN(8) {
+		case 0:
+			return noSpanCost
+		case 1:
+			return -30 - r.Float64()*1e4
+		case 2:
+			return r.Float64() * 5e5
+		}
+		return r.Float64() * 50
+	}
+	for trial := 0; trial < 3000; trial++ {
+		vals := []func() float64{ties, fine, wide}[trial%3]
+		n := 1 + r.IntN(24)
+		slots := 1 + r.IntN(3)
+		checkSparse(t, blockCase(r, n, 1+r.IntN(n+4), slots, vals), sc)
+	}
+	// Dense and partly listed matrices, rest small enough to matter: the
+	// fallback.
+	for trial := 0; trial < 2000; trial++ {
+		n := 1 + r.IntN(6)
+		m := n + r.IntN(4)
+		vals := []func() float64{ties, fine}[trial%2]
+		rest := []float64{math.Inf(1), 3, 0, noSpanCost}[r.IntN(4)]
+		drop := []float64{0, 0.3, 0.7}[r.IntN(3)]
+		checkSparse(t, denseCase(r, n, m, rest, drop, vals), sc)
+	}
+}
+
+func TestHungarianSparseDegenerate(t *testing.T) {
+	sc := &sparseScratch{}
+	inf := math.Inf(1)
+	mk := func(n, m int, rest float64, rows ...[]float64) *sparseCase {
+		c := &sparseCase{n: n, m: m, rest: rest, rows: sparseRows{start: []int32{0}}}
+		for _, row := range rows {
+			for j, v := range row {
+				if v != rest {
+					c.rows.col = append(c.rows.col, int32(j))
+					c.rows.val = append(c.rows.val, v)
+				}
+			}
+			c.rows.start = append(c.rows.start, int32(len(c.rows.col)))
+		}
+		return c
+	}
+	cases := []*sparseCase{
+		mk(1, 1, noSpanCost, []float64{5}),
+		mk(1, 5, noSpanCost, []float64{3, 3, 3, 3, 3}),           // 1×n, all tied: the first
+		mk(1, 5, noSpanCost, []float64{noSpanCost, 7, 2, 2, 40}), // 1×n, tie after a larger one
+		mk(2, 4, noSpanCost, []float64{1, 1, 40, noSpanCost}, []float64{1, 1, noSpanCost, 40}),
+		mk(3, 3, inf, []float64{1, inf, inf}, []float64{inf, 1, inf}, []float64{inf, inf, 1}), // +Inf around a diagonal
+		mk(3, 3, 0, []float64{0, 0, 0}, []float64{0, 0, 0}, []float64{0, 0, 0}),               // every entry rest
+		mk(2, 3, noSpanCost, []float64{math.NaN(), 2, 40}, []float64{2, math.NaN(), noSpanCost}),
+		mk(2, 2, noSpanCost, []float64{-1e300, 1e300}, []float64{1e300, -1e300}),
+		mk(2, 4, noSpanCost, []float64{-5, -5, 15, noSpanCost}, []float64{-5, -5, noSpanCost, 15}),
+	}
+	for _, c := range cases {
+		checkSparse(t, c, sc)
+	}
+}
+
+// FuzzHungarianSparse: any J4-shaped block (and any dense matrix with a
+// listed diagonal) from the fuzzer's bytes; the sparse solver must agree
+// with the dense one.
+func FuzzHungarianSparse(f *testing.F) {
+	f.Add(uint64(1), uint8(5), uint8(3), uint8(1), false)
+	f.Add(uint64(7), uint8(24), uint8(20), uint8(2), false)
+	f.Add(uint64(3), uint8(4), uint8(6), uint8(3), true)
+	f.Fuzz(func(t *testing.T, seed uint64, n, spans, slots uint8, dense bool) {
+		r := rand.New(rand.NewPCG(seed, seed>>7))
+		nn := 1 + int(n)%24
+		vals := func() float64 {
+			switch r.IntN(10) {
+			case 0:
+				return noSpanCost
+			case 1:
+				return float64(r.IntN(5))
+			case 2:
+				return -r.Float64() * 1e3
+			}
+			return r.Float64() * 60
+		}
+		if dense {
+			nn = 1 + nn%6
+			checkSparse(t, denseCase(r, nn, nn+int(spans)%4, []float64{math.Inf(1), 2, noSpanCost}[int(slots)%3], 0.4, vals), &sparseScratch{})
+			return
+		}
+		checkSparse(t, blockCase(r, nn, 1+int(spans)%(nn+4), 1+int(slots)%3, vals), &sparseScratch{})
+	})
+}

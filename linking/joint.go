@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"math/bits"
+	"runtime"
 	"slices"
 
 	"wap5/internal/hugemem"
@@ -819,9 +820,13 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 		}
 	}
 	if repair {
+		// The span costs' delay terms are memoised while the models stay
+		// as they are: this pass's repair (termMemo).
+		j.scr.terms.start()
 		for b := range j.t.Nodes {
 			j.repair(trace.NodeID(b), probs)
 		}
+		j.scr.terms.on = false
 	}
 	phaseOf("J3 untraced senders", j.passNo)
 	// Messages from untraced senders: the paired request, else the most
@@ -952,6 +957,10 @@ func (j *joint) costLive(x *sendCtx, e *liveMsg, dt float64) float64 {
 	return -lp + e.fan.cost[k]
 }
 
+// sweepAhead is how many messages ahead the sweep loads the records of
+// its sends and received messages.
+const sweepAhead = 8
+
 // sweep is J3 at node b: every send, in time order, takes its cheapest
 // admissible parent.
 func (j *joint) sweep(b trace.NodeID) {
@@ -960,10 +969,23 @@ func (j *joint) sweep(b trace.NodeID) {
 	live := j.live[:0]
 	defer func() { j.live = live }()
 	hi := 0
-	for _, o := range outs {
+	// A node's messages are scattered over a large trace: each send's and
+	// each received message's records are a cache miss. The loop loads
+	// those a few messages ahead (their sum is kept alive, so the loads
+	// stay): by the time it reaches them they are in cache.
+	var ahead int64
+	defer runtime.KeepAlive(&ahead)
+	for oi, o := range outs {
+		if oi+sweepAhead < len(outs) {
+			ahead += j.hot[outs[oi+sweepAhead]].send
+		}
 		ho := &j.hot[o]
 		s := ho.send
 		for hi < len(ins) && recv[hi] <= s {
+			if hi+sweepAhead < len(ins) {
+				a := ins[hi+sweepAhead]
+				ahead += j.hot[a].recv + int64(j.span[a]) + int64(j.kids[a])
+			}
 			i := ins[hi]
 			sp := j.span[i]
 			hm := &j.hot[i]

@@ -2,6 +2,7 @@ package linking
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 
@@ -78,17 +79,178 @@ type repairScratch struct {
 	spans              nodeSpans // repair's span arrays, kept for the next node
 	cntStart           []int32   // refitCounts' calls per span (CSR)
 	cntDsts            []trace.NodeID
-	cntCalls           []int32   // refitCounts' calls per span
-	calls              []int32   // repair's calls of the node
-	was                []int32   // assignByDest: the spans of a group's calls before
-	rounds             roundRec  // assignByDest: the first round's blocks, for the second
-	rowv               []float64 // one row's values at its spans' columns
-	hung               hungScratch
+	cntCalls           []int32       // refitCounts' calls per span
+	calls              []int32       // repair's calls of the node
+	was                []int32       // assignByDest: the spans of a group's calls before
+	rounds             roundRec      // assignByDest: the first round's blocks, for the second
+	rowv               []float64     // one row's values at its spans' columns
+	rows               sparseRows    // a block's matrix (hungarianSparse)
+	ord                []int32       // a row's spans in column order
+	sparse             sparseScratch // hungarianSparse's arrays
 	memo               blockMemo
 	groups             groupScratch // assignByDest's grouping of the calls
 	connLast           pairTable    // connHints' last span per connection
 	connPrev           []int32      // connHints' previous span on the connection
 	hints              [][]connHint // connHints' lists, reused
+	terms              termMemo     // spanCostOf's delay terms of the pass
+	costs              costMemo     // span costs of the moves, swaps and call probabilities
+	memoVer            []uint32     // nodeSpans.ver, reused
+	cw                 []int32      // costWith's calls
+}
+
+// costMemo holds the costs of spans with one call taken out, one added or
+// both, as the moves and swaps and then the call probabilities of a node
+// ask for them (a second pass of moves asks again for every span nothing
+// changed in, the probabilities for what the last pass asked), keyed by
+// the span, its version (nodeSpans.ver) and the calls, direct-mapped. A
+// span's cost is a function of its calls (in the order the callers make
+// them) while the models and the connection hints are as they are, which
+// they are from the node's first move to its last probability; epoch
+// numbers the nodes' repairs.
+type costMemo struct {
+	epoch uint32
+	ents  []costEnt
+}
+
+type costEnt struct {
+	s       int32
+	ver     uint32
+	rm, add int32
+	epoch   uint32
+	cost    float64
+}
+
+// costMemoBits sizes costMemo (32 bytes a slot: 1 MB).
+const costMemoBits = 15
+
+// startMemo begins the memo of node's spans ns: every span at version 0.
+func (j *joint) startMemo(ns *nodeSpans) {
+	m := &j.scr.costs
+	if m.ents == nil {
+		m.ents = make([]costEnt, 1<<costMemoBits)
+	}
+	m.epoch++
+	if m.epoch == 0 { // wrapped
+		clear(m.ents)
+		m.epoch = 1
+	}
+	ns.ver = slices.Grow(j.scr.memoVer[:0], len(ns.req))[:len(ns.req)]
+	clear(ns.ver)
+	j.scr.memoVer = ns.ver
+	ns.memo = !noMemos
+}
+
+// changed marks a change of span s's calls.
+func (ns *nodeSpans) changed(s int32) {
+	if ns.memo {
+		ns.ver[s]++
+	}
+}
+
+// costWith is the cost of span s with call rm taken out of its calls
+// (−1: none) and then call add added (−1: none): spanCostAt of
+// without(members, rm), or of with(that, add), memoised.
+func (j *joint) costWith(b trace.NodeID, ns *nodeSpans, s, rm, add int32) float64 {
+	var e *costEnt
+	m := &j.scr.costs
+	if ns.memo {
+		h := mix(uint64(uint32(s))<<32|uint64(ns.ver[s])) ^ mix(uint64(uint32(rm))<<32|uint64(uint32(add)))
+		e = &m.ents[h>>(64-costMemoBits)]
+		if e.epoch == m.epoch && e.s == s && e.ver == ns.ver[s] && e.rm == rm && e.add == add {
+			if memoCheck {
+				ns.memo = false
+				checkMemo("span cost", e.cost, j.costWith(b, ns, s, rm, add))
+				ns.memo = true
+			}
+			return e.cost
+		}
+	}
+	cw := j.scr.cw[:0]
+	if rm >= 0 {
+		cw = without(cw, ns.members[s], rm)
+	} else {
+		cw = append(cw, ns.members[s]...)
+	}
+	if add >= 0 {
+		cw = j.with(cw, cw, add) // in place
+	}
+	j.scr.cw = cw
+	c := j.spanCostAt(b, ns, s, cw)
+	if e != nil {
+		*e = costEnt{s: s, ver: ns.ver[s], rm: rm, add: add, epoch: m.epoch, cost: c}
+	}
+	return c
+}
+
+// termMemo holds the delay terms −log f of the (trigger, send) pairs that
+// span costs read during one pass's repair, direct-mapped: the repair costs
+// the same spans with one call more or less over and over (each span's
+// reply against its request in every one of them), and a term depends only
+// on the pair and on the models, which no step of the repair changes. on
+// is set by pass around the repair, which empties the table first (16
+// bytes a slot, so that more of it stays in cache).
+type termMemo struct {
+	on   bool
+	ents []termEnt
+}
+
+type termEnt struct {
+	trig, act int32 // trig −1: empty
+	d         float64
+}
+
+// noMemos turns termMemo and costMemo off (tests: the repair must choose
+// the same with and without them); memoCheck recomputes every value they
+// return and panics where it differs, counting the checks in memoChecked
+// (tests).
+var (
+	noMemos, memoCheck bool
+	memoChecked        int
+)
+
+// checkMemo is memoCheck's comparison of a memoised value with its
+// recomputation (bit for bit).
+func checkMemo(what string, got, want float64) {
+	memoChecked++
+	if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+		panic(fmt.Sprintf("%s memo: %v, recomputed %v", what, got, want))
+	}
+}
+
+// termMemoBits sizes termMemo (16 bytes a slot: 512 KB).
+const termMemoBits = 15
+
+// start begins a pass's repair with an empty table.
+func (m *termMemo) start() {
+	if m.ents == nil {
+		m.ents = make([]termEnt, 1<<termMemoBits)
+	}
+	for i := range m.ents {
+		m.ents[i].trig = -1
+	}
+	m.on = !noMemos
+}
+
+// negLogf is −logf(p, a, dt) for send a with trigger p received at pr, dt
+// the delay from pr to a's send s: pr is p's receive time wherever the span
+// costs ask (the request's for t = 0), so the term is a function of the
+// pair within a pass.
+func (j *joint) negLogf(p, a int32, s, pr int64) float64 {
+	m := &j.scr.terms
+	if !m.on {
+		return -j.logf(p, a, float64(s-pr)/1e9)
+	}
+	h := (uint32(p)*0x9e3779b1 ^ uint32(a)*0x85ebca77) >> (32 - termMemoBits)
+	e := &m.ents[h]
+	if e.trig == p && e.act == a {
+		if memoCheck {
+			checkMemo("term", e.d, -j.logf(p, a, float64(s-pr)/1e9))
+		}
+		return e.d
+	}
+	d := -j.logf(p, a, float64(s-pr)/1e9)
+	*e = termEnt{trig: p, act: a, d: d}
+	return d
 }
 
 // roundRec is what the first assignByDest round at a node did, block by
@@ -159,6 +321,10 @@ type nodeSpans struct {
 	// incoming connection; connCost the price of a call on another one.
 	hints    [][]connHint
 	connCost float64
+	// ver counts the changes of each span's calls during the moves and
+	// swaps (costMemo's key), from when memo is set.
+	ver  []uint32
+	memo bool
 }
 
 // repair is J4 at node b: starting from the sweep's
@@ -248,6 +414,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 			}
 		}
 		phaseOf("J4 moves/swaps", j.passNo)
+		j.startMemo(&ns)
 		for pass := 0; pass < 2; pass++ {
 			if !j.improve(b, &ns, calls, ins) {
 				break
@@ -336,7 +503,6 @@ func (j *joint) with(dst, s []int32, k int32) []int32 {
 // changed.
 func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int32) bool {
 	changed := false
-	var ma, mb, sw0, sw1, sw2 []int32
 	for ci, k := range calls {
 		sa, ok := ns.at(j.callSpan[k])
 		if !ok {
@@ -349,11 +515,9 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 		ca, haveCA := 0.0, false
 		j.admissibleSpans(b, ns, k, ins, func(sb int32) {
 			if !haveCA {
-				ma = without(ma, ns.members[sa], k)
-				ca, haveCA = j.spanCostAt(b, ns, sa, ma), true
+				ca, haveCA = j.costWith(b, ns, sa, k, -1), true
 			}
-			mb = j.with(mb, ns.members[sb], k)
-			cb := j.spanCostAt(b, ns, sb, mb)
+			cb := j.costWith(b, ns, sb, -1, k)
 			if d := ca + cb - j.costOf(b, ns, sa) - j.costOf(b, ns, sb); d < bestD {
 				bestD, bestS, bestK2, bestA, bestB = d, sb, -1, ca, cb
 			}
@@ -366,11 +530,7 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 				if j.msgs[k2].Dst == j.msgs[k].Dst || !j.fits(b, ns.req[sa], k2) {
 					continue
 				}
-				sw0 = without(sw0, ns.members[sa], k)
-				sw1 = j.with(sw1, sw0, k2)
-				sw0 = without(sw0, ns.members[sb], k2)
-				sw2 = j.with(sw2, sw0, k)
-				c1, c2 := j.spanCostAt(b, ns, sa, sw1), j.spanCostAt(b, ns, sb, sw2)
+				c1, c2 := j.costWith(b, ns, sa, k, k2), j.costWith(b, ns, sb, k2, k)
 				if d := c1 + c2 - j.costOf(b, ns, sa) - j.costOf(b, ns, sb); d < bestD {
 					bestD, bestS, bestK2, bestA, bestB = d, sb, k2, c1, c2
 				}
@@ -386,9 +546,7 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 			if !ok || sb == sa || !j.fits(b, ns.req[sb], k) || !j.fits(b, ns.req[sa], k2) {
 				continue
 			}
-			ma = j.with(ma, without(ma, ns.members[sa], k), k2)
-			mb = j.with(mb, without(mb, ns.members[sb], k2), k)
-			ca, cb := j.spanCostAt(b, ns, sa, ma), j.spanCostAt(b, ns, sb, mb)
+			ca, cb := j.costWith(b, ns, sa, k, k2), j.costWith(b, ns, sb, k2, k)
 			if d := ca + cb - j.costOf(b, ns, sa) - j.costOf(b, ns, sb); d < bestD {
 				bestD, bestS, bestK2, bestA, bestB = d, sb, k2, ca, cb
 			}
@@ -405,6 +563,8 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 			ns.members[sb] = j.with(nil, without(nil, ns.members[sb], bestK2), k)
 			j.setCallSpan(b, bestK2, ns.req[sa])
 		}
+		ns.changed(sa)
+		ns.changed(sb)
 		j.setCallSpan(b, k, ns.req[sb])
 		ns.cost[sa], ns.cost[sb] = bestA, bestB
 		changed = true
@@ -523,7 +683,7 @@ func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 		}
 		// Its cause may have been lost (loss.go): then the delay
 		// is uniform over the span, at the price of the loss.
-		d := -j.logf(p, a, float64(s-pr)/1e9)
+		d := j.negLogf(p, a, s, pr)
 		if j.lossy {
 			d = math.Min(d, j.lostCause(b, pr, a))
 		}
@@ -695,12 +855,9 @@ func (j *joint) callProb(b trace.NodeID, ns *nodeSpans, k int32, ins []int32) fl
 		return 1
 	}
 	sum := 1.0
-	var ma, mb []int32
-	ma = without(ma, ns.members[sa], k)
-	ca := j.spanCostAt(b, ns, sa, ma)
+	ca := j.costWith(b, ns, sa, k, -1)
 	for _, sb := range others {
-		mb = j.with(mb, ns.members[sb], k)
-		d := ca + j.spanCostAt(b, ns, sb, mb) - j.costOf(b, ns, sa) - j.costOf(b, ns, sb)
+		d := ca + j.costWith(b, ns, sb, -1, k) - j.costOf(b, ns, sa) - j.costOf(b, ns, sb)
 		if d < 50 {
 			sum += math.Exp(-d)
 		}
@@ -991,7 +1148,6 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 		gs.best[v>>33], gs.cause[v>>33] = 0, 0
 	}
 	gs.lists = groups
-	var cost []float64
 	var cols []int32 // span of each column; a span has one column per slot
 	var slot []int
 	var over []int32 // per row: the span its own column stands for, or −1
@@ -1171,9 +1327,10 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 			}
 			n, m := len(blk), len(cols)+len(blk)
 			over = slices.Grow(over[:0], n)[:n]
-			if shared {
-				cost = append(cost[:0], make([]float64, n*m)...)
-			}
+			// The matrix of a block whose rows share spans: mostly
+			// noSpanCost, so only the rest is written (hungarianSparse).
+			sp := &j.scr.rows
+			sp.start, sp.col, sp.val = append(sp.start[:0], 0), sp.col[:0], sp.val[:0]
 			for s := range cols {
 				if math.IsNaN(ns.cost[cols[s]]) {
 					ns.cost[cols[s]] = j.spanCostAt(b, ns, cols[s], ns.members[cols[s]])
@@ -1244,26 +1401,39 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 					col[r] = bc
 					continue
 				}
-				row := cost[r*m : (r+1)*m]
-				for c := range row {
-					row[c] = noSpanCost
+				// The row's entries, its spans' columns ascending (every
+				// other column of the row is noSpanCost: the span cannot
+				// take it), then its own column.
+				ord := j.scr.ord[:0]
+				for t := range ents {
+					ord = append(ord, int32(t))
 				}
-				for t, e := range ents {
-					copy(row[colOf[e.s]:int(colOf[e.s])+slots], rv[t*slots:(t+1)*slots])
-				}
-				// Its own column: over capacity into its cheapest span
-				// (at a price), or spontaneous when none is admissible.
-				row[len(cols)+r] = rootCost
-				over[r] = -1
-				for c := 0; c < len(cols); c += slots {
-					if v := row[c+slots-1] + overCapacity; v < row[len(cols)+r] {
-						row[len(cols)+r], over[r] = v, cols[c]
+				for x := 1; x < len(ord); x++ {
+					for y := x; y > 0 && colOf[ents[ord[y-1]].s] > colOf[ents[ord[y]].s]; y-- {
+						ord[y-1], ord[y] = ord[y], ord[y-1]
 					}
 				}
+				j.scr.ord = ord
+				// Its own column: over capacity into its cheapest span
+				// (at a price), or spontaneous when none is admissible.
+				own := float64(rootCost)
+				over[r] = -1
+				for _, t := range ord {
+					c0 := colOf[ents[t].s]
+					for q := 0; q < slots; q++ {
+						sp.col = append(sp.col, c0+int32(q))
+						sp.val = append(sp.val, rv[int(t)*slots+q])
+					}
+					if v := rv[int(t)*slots+slots-1] + overCapacity; v < own {
+						own, over[r] = v, cols[c0]
+					}
+				}
+				sp.col = append(sp.col, int32(len(cols)+r))
+				sp.val = append(sp.val, own)
+				sp.start = append(sp.start, int32(len(sp.col)))
 			}
 			if shared {
-				hs := j.scr.hung.grow(m)
-				copy(col, hungarian(cost, n, m, hs.u, hs.v, hs.p, hs.way, hs.minv, hs.used))
+				hungarianSparse(sp, n, m, noSpanCost, col, &j.scr.sparse)
 			}
 			i += keep
 			prevKeep = keep
