@@ -908,8 +908,9 @@ __attribute__((noinline)) static uint32_t sum_short(const void *p, ssize_t n, si
 }
 
 /* dgram_record writes the DSEND/DRECV record of a datagram transfer that
- * returned r >= 0 on a plain buffer, the peer IPv4 (ra) or none — the same
- * record as dgram_fast; 0: nothing written, call log_io. */
+ * returned r >= 0 on a plain buffer, the peer ra an IPv4 address of at
+ * least sizeof(struct sockaddr_in) bytes (the caller checked) or none — the
+ * same record as dgram_fast; 0: nothing written, call log_io. */
 static inline __attribute__((always_inline)) int dgram_record(struct sc_thread *T, uint8_t kind, int fd, int64_t t,
 							      ssize_t r, const struct sockaddr *ra, const void *buf, size_t cap)
 {
@@ -917,7 +918,7 @@ static inline __attribute__((always_inline)) int dgram_record(struct sc_thread *
 	__asm__ volatile("" ::"r"(t), "r"(r), "r"(T), "r"(kind), "r"(fd), "r"(ra), "r"(buf), "r"(cap));
 	return 1;
 #endif
-	if (SC_UNLIKELY(r < 0 || !buf || (ra && ra->sa_family != AF_INET)))
+	if (SC_UNLIKELY(r < 0 || !buf))
 		return 0;
 	struct sc_fd *f = &sc_fds[fd];
 	if (SC_UNLIKELY(!fast_ok(T, f)))
@@ -932,12 +933,12 @@ static inline __attribute__((always_inline)) int dgram_record(struct sc_thread *
 #endif
 	q += 4;
 	uint64_t key = ra ? sc_in4_key(ra) : 0; /* sc_addr_key's exact form for IPv4: one load */
-	if (!key) {
-		*q++ = SC_AF_NONE;
-	} else if (f->dpeer_key == key) {
+	if (SC_LIKELY(key && f->dpeer_key == key)) {
 		/* fast_reserve saw f->emitted == this chunk's serial, and writing
 		 * the FD record cleared dpeer_key: a key here is of this chunk */
 		*q++ = SC_AF_SAME;
+	} else if (!key) {
+		*q++ = SC_AF_NONE;
 	} else {
 		const struct sockaddr_in *in4 = (const struct sockaddr_in *)ra;
 		*q = SC_AF_INET;
@@ -1215,7 +1216,8 @@ SC_FAST("2b") __attribute__((noinline)) static ssize_t dgram_recv(struct sc_thre
 	ssize_t r = ask ? SC_REAL(recvfrom)(fd, buf, n, flags, (struct sockaddr *)&sa, &sl) : SC_REAL(recv)(fd, buf, n, flags);
 	int64_t t = fast_now(T);
 	const struct sockaddr *ra = ask && r >= 0 && sl > 0 ? (const struct sockaddr *)&sa : NULL;
-	if (SC_LIKELY(dgram_record(T, SC_K_DRECV, fd, t, r, ra, buf, n)))
+	if (SC_LIKELY(!ra || (sl >= sizeof sa && sa.sin_family == AF_INET)) &&
+	    SC_LIKELY(dgram_record(T, SC_K_DRECV, fd, t, r, ra, buf, n)))
 		return r;
 	return transfer_logged(SC_OP_RECV, fd, t, r, ra, ra ? (sl < sizeof sa ? sl : sizeof sa) : 0, buf, n);
 }
@@ -1225,6 +1227,8 @@ SC_EXPORT SC_FAST("2") __attribute__((aligned(64))) ssize_t recv(int fd, void *b
 	struct sc_thread *T = fast_thread();
 	if (SC_LIKELY(T && !T->guard && (unsigned)fd < SC_FDMAX)) {
 		uint32_t w = fd_word(fd);
+		if (w == FD_WORD(SC_FD_SOCKET, SOCK_DGRAM)) /* first: its tail call stays near */
+			return dgram_recv(T, fd, buf, n, flags);
 		if (SC_LIKELY(w == FD_WORD(SC_FD_SOCKET, SOCK_STREAM))) {
 			ssize_t r = SC_REAL(recv)(fd, buf, n, flags);
 			int64_t t = fast_now(T); /* after the call */
@@ -1232,8 +1236,6 @@ SC_EXPORT SC_FAST("2") __attribute__((aligned(64))) ssize_t recv(int fd, void *b
 				return r;
 			return transfer_logged(SC_OP_RECV, fd, t, r, NULL, 0, NULL, 0);
 		}
-		if (w == FD_WORD(SC_FD_SOCKET, SOCK_DGRAM))
-			return dgram_recv(T, fd, buf, n, flags);
 	}
 	return recv_general(fd, buf, n, flags);
 }
@@ -1257,7 +1259,7 @@ SC_EXPORT SC_FAST("4") ssize_t recvfrom(int fd, void *buf, size_t n, int flags, 
 			socklen_t rl = r >= 0 && *al > 0 ? *al : 0;
 			if (rl > sizeof(struct sockaddr_storage))
 				rl = sizeof(struct sockaddr_storage);
-			if (SC_LIKELY(rl == 0 || rl >= sizeof(struct sockaddr_in)) &&
+			if (SC_LIKELY(rl == 0 || (rl >= sizeof(struct sockaddr_in) && a->sa_family == AF_INET)) &&
 			    SC_LIKELY(dgram_record(T, SC_K_DRECV, fd, t, r, rl ? a : NULL, buf, n)))
 				return r;
 			return transfer_logged(SC_OP_RECV, fd, t, r, rl ? a : NULL, rl, buf, n);
