@@ -1202,17 +1202,15 @@ SC_COLD static ssize_t recv_general(int fd, void *buf, size_t n, int flags)
 	return r;
 }
 
-/* dgram_recv: recv's datagram fast path: the sender of an unconnected IPv4
- * socket's datagram is asked for (the kernel copies it out); a connected
- * socket receives from its peer only. */
-SC_FAST("2b") __attribute__((noinline)) static ssize_t dgram_recv(struct sc_thread *T, int fd, void *buf, size_t n, int flags)
+/* dgram_recv: recv's datagram fast path. The sender of an unconnected IPv4
+ * socket's datagram is asked for (ask: the kernel copies it out); a
+ * connected socket receives from its peer only. One copy per case, each
+ * straight through. */
+static inline __attribute__((always_inline)) ssize_t dgram_recv_body(struct sc_thread *T, int fd, void *buf, size_t n,
+								    int flags, int ask)
 {
-	const struct sc_fd *f = &sc_fds[fd];
 	struct sockaddr_in sa;
 	socklen_t sl = sizeof sa;
-	int ask = !(f->flags & SC_FDF_CONNECTED);
-	if (SC_UNLIKELY(ask && f->family != AF_INET))
-		return recv_general(fd, buf, n, flags);
 	ssize_t r = ask ? SC_REAL(recvfrom)(fd, buf, n, flags, (struct sockaddr *)&sa, &sl) : SC_REAL(recv)(fd, buf, n, flags);
 	int64_t t = fast_now(T);
 	const struct sockaddr *ra = ask && r >= 0 && sl > 0 ? (const struct sockaddr *)&sa : NULL;
@@ -1222,19 +1220,35 @@ SC_FAST("2b") __attribute__((noinline)) static ssize_t dgram_recv(struct sc_thre
 	return transfer_logged(SC_OP_RECV, fd, t, r, ra, ra ? (sl < sizeof sa ? sl : sizeof sa) : 0, buf, n);
 }
 
+SC_FAST("2b") __attribute__((noinline)) static ssize_t dgram_recv_from(struct sc_thread *T, int fd, void *buf, size_t n,
+								       int flags)
+{
+	return dgram_recv_body(T, fd, buf, n, flags, 1);
+}
+
+SC_FAST("2c") __attribute__((noinline)) static ssize_t dgram_recv_peer(struct sc_thread *T, int fd, void *buf, size_t n,
+								       int flags)
+{
+	return dgram_recv_body(T, fd, buf, n, flags, 0);
+}
+
 SC_EXPORT SC_FAST("2") __attribute__((aligned(64))) ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
 	struct sc_thread *T = fast_thread();
 	if (SC_LIKELY(T && !T->guard && (unsigned)fd < SC_FDMAX)) {
 		uint32_t w = fd_word(fd);
-		if (w == FD_WORD(SC_FD_SOCKET, SOCK_DGRAM)) /* first: its tail call stays near */
-			return dgram_recv(T, fd, buf, n, flags);
 		if (SC_LIKELY(w == FD_WORD(SC_FD_SOCKET, SOCK_STREAM))) {
 			ssize_t r = SC_REAL(recv)(fd, buf, n, flags);
 			int64_t t = fast_now(T); /* after the call */
 			if (SC_LIKELY(stream_record(T, SC_K_RECV, fd, t, r)))
 				return r;
 			return transfer_logged(SC_OP_RECV, fd, t, r, NULL, 0, NULL, 0);
+		}
+		if (w == FD_WORD(SC_FD_SOCKET, SOCK_DGRAM)) {
+			if (sc_fds[fd].flags & SC_FDF_CONNECTED)
+				return dgram_recv_peer(T, fd, buf, n, flags);
+			if (SC_LIKELY(sc_fds[fd].family == AF_INET))
+				return dgram_recv_from(T, fd, buf, n, flags);
 		}
 	}
 	return recv_general(fd, buf, n, flags);
