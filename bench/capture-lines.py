@@ -5,7 +5,9 @@
 # kernel's path evicts most lines from L1). From a valgrind lackey trace:
 #
 #   cc -O2 -o cb bench/capture-bench.c
-#   cc ... -DSC_BENCH_ANY_TIGHT -o lib.so libsockcap/c/*.c   (the TSC clock path under valgrind)
+#   cc ... -DSC_BENCH_ANY_TIGHT -DSC_BENCH_TSC_SHIFT=8 -o lib.so libsockcap/c/*.c
+#       (the TSC clock path under valgrind, and dt at its native size: without the
+#       shift valgrind's slowness makes dt 3-byte varints, lines no native run touches)
 #   SOCKCAP_DIR=/tmp/l LD_PRELOAD=$PWD/lib.so valgrind --tool=lackey --trace-mem=yes \
 #       --trace-syscalls=yes --log-file=trace.txt ./cb pair 600
 #   bench/capture-lines.py trace.txt lib.so

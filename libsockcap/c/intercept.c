@@ -89,6 +89,8 @@ SC_COLD static void sc_init(void)
 	if (sc_cfg.enabled)
 		sc_log_open();
 	__atomic_store_n(&sc_ready, 2, __ATOMIC_RELEASE);
+	if (sc_cfg.enabled) /* the transfer wrappers' fast paths from now on (0 off x86-64) */
+		__atomic_store_n(&sc_hot.fast_off, sc_hot.tls_off, __ATOMIC_RELEASE);
 }
 
 __attribute__((constructor(102))) static void sc_ctor(void) { sc_init(); }
@@ -769,6 +771,211 @@ SC_EXPORT int fcntl64(int fd, int cmd, ...)
 
 /* ---------------- data transfer ---------------- */
 
+/* The fast paths of send, recv, sendto and recvfrom: with PTI and no PCID
+ * every system call empties the TLB and most of L1, so what a call costs
+ * beyond the kernel is mostly the code and data lines it touches after one
+ * (bench/results-cap3.md, results-cap4.md). Their common case — the library
+ * set up and enabled, an fd known to be a stream or datagram socket that
+ * needs no FD record in this chunk, a record that fits — runs straight
+ * through: one hot-page load for the thread state, one for the fd's kind,
+ * flags and type, and the record written with one store per field. Anything
+ * else tail-calls the general wrapper before the system call, or hands the
+ * result to log_io (transfer_logged) after it, both out of line. */
+
+/* fast_thread is the calling thread's state when the library is set up and
+ * enabled, else NULL (then take the general path). */
+static inline struct sc_thread *fast_thread(void)
+{
+#if defined(__x86_64__)
+	intptr_t off = sc_hot.fast_off;
+	if (SC_LIKELY(off != 0))
+		return (struct sc_thread *)((char *)__builtin_thread_pointer() + off);
+#endif
+	return NULL;
+}
+
+/* fd_word: an fd's kind, flags and socket type (its state's first 4 bytes in
+ * one load), the flags reduced to those that need the general path. */
+#define FD_WORD(kind, sotype) ((uint32_t)(kind) | (uint32_t)(sotype) << 24)
+#define FD_WORD_MASK (FD_WORD(0xff, 0xff) | (uint32_t)(SC_FDF_CONNECTING | SC_FDF_UNNAMED) << 16)
+_Static_assert(offsetof(struct sc_fd, kind) == 0 && offsetof(struct sc_fd, flags) == 2 &&
+		       offsetof(struct sc_fd, sotype) == 3,
+	       "fd_word's layout");
+static inline uint32_t fd_word(int fd)
+{
+	uint32_t w;
+	memcpy(&w, &sc_fds[fd], 4);
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+	w = __builtin_bswap32(w);
+#endif
+	return w & FD_WORD_MASK;
+}
+
+/* now_general reads the record clock when the TSC extrapolation cannot
+ * (vDSO clock, an anchor due), keeping errno (an interposed clock may set it). */
+SC_COLD static int64_t now_general(struct sc_thread *T)
+{
+	int e = errno;
+	int64_t t = sc_now_of(T);
+	errno = e;
+	return t;
+}
+
+/* fast_now is sc_now_of's TSC path inline, the rest out of line. */
+static inline __attribute__((always_inline)) int64_t fast_now(struct sc_thread *T)
+{
+#if defined(__x86_64__) && !defined(SC_ABLATE_NOCLOCK)
+	if (SC_LIKELY(sc_tsc_ok)) {
+		struct sc_clk *K = &T->clk;
+		uint32_t s = K->seq;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		uint64_t d = SC_TSC_SCALE(__builtin_ia32_rdtsc() - K->anc_tsc);
+		int64_t t = K->anc_ns + (int64_t)((d * K->mult) >> 32);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		if (SC_LIKELY(d < K->span && K->seq == s)) /* within the anchor's span, no anchor in between */
+			return t;
+	}
+#endif
+	return now_general(T);
+}
+
+/* uv14 writes the varint of u < 2^14 at q with one 2-byte store: for u < 128
+ * the second byte is 0 — the next field's first byte, or the byte after the
+ * record, which is 0 until a record is written there. */
+static inline __attribute__((always_inline)) uint8_t *uv14(uint8_t *q, uint32_t u)
+{
+	uint32_t two = (u + 0x3f80) >> 14; /* 1 when u >= 128 (u < 2^14): no branch */
+	uint16_t w = (uint16_t)((u + (u & ~0x7fu)) | two << 7);
+	memcpy(q, &w, 2);
+	return q + 1 + two;
+}
+/* record_head writes dt, fd and ret of a transfer record at q (sc_fast_begin
+ * reserved the room): each field one store when all three are below 2^14
+ * (dt within 8 us, the usual), fd and ret without a branch, else the
+ * general varints. */
+static inline __attribute__((always_inline)) uint8_t *record_head(uint8_t *q, int64_t dt, int fd, ssize_t r)
+{
+	uint64_t dz = ((uint64_t)dt << 1) ^ (uint64_t)(dt >> 63), fz = (uint64_t)(unsigned)fd << 1, rz = (uint64_t)r << 1;
+	if (SC_LIKELY((dz | fz | rz) < 0x4000)) {
+		/* dt's size by a branch: dt comes from the clock (rdtsc), and with
+		 * its size a data dependence every later store address and the
+		 * chunk position wait for it (+8 ns per call in capture-stub); a
+		 * predicted branch lets them go ahead. Two bytes (64 ns to 8 us) is
+		 * the usual size. */
+		if (SC_LIKELY(dz >= 0x80)) {
+			uint16_t w = (uint16_t)((dz + (dz & ~(uint64_t)0x7f)) | 0x80);
+			memcpy(q, &w, 2);
+			q += 2;
+		} else {
+			*q++ = (uint8_t)dz;
+		}
+		q = uv14(q, (uint32_t)fz);
+		return uv14(q, (uint32_t)rz);
+	}
+	q = sc_raw_uv(q, dz);
+	q = sc_raw_uv(q, fz);
+	return sc_raw_uv(q, rz);
+}
+
+/* fast_ok: the thread's chunk can take the record of a transfer on f now
+ * (sc_fast_begin's conditions). T->chunk stands for the generation check:
+ * a forked child's only thread has it cleared (sc_after_fork_child), and
+ * other threads' states do not exist there. f's flags were checked before
+ * the system call; only a signal handler's connect on the same fd could
+ * change them since. */
+static inline __attribute__((always_inline)) int fast_ok(const struct sc_thread *T, const struct sc_fd *f)
+{
+	return SC_LIKELY(T->chunk != NULL) && SC_LIKELY(!(T->lost | (uint64_t)(unsigned)T->crit)) &&
+	       SC_LIKELY(T->pos <= SC_CHUNK_SIZE - 2 * SC_RECORD_MAX) && SC_LIKELY(f->emitted == SC_SER32(T->serial));
+}
+
+/* fast_start sets the critical flag and returns where the record starts. */
+static inline __attribute__((always_inline)) uint8_t *fast_start(struct sc_thread *T)
+{
+	T->crit = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return SC_FAST_BASE(T) + T->pos;
+}
+
+/* stream_record writes the SEND/RECV record of a transfer that returned r >= 0
+ * on a stream socket; 0: nothing written, call log_io. */
+static inline __attribute__((always_inline)) int stream_record(struct sc_thread *T, uint8_t kind, int fd, int64_t t, ssize_t r)
+{
+#ifdef SC_ABLATE_NORECORD
+	__asm__ volatile("" ::"r"(t), "r"(r), "r"(T), "r"(kind), "r"(fd));
+	return 1;
+#endif
+	if (SC_UNLIKELY(r < 0 || !fast_ok(T, &sc_fds[fd])))
+		return 0;
+	uint8_t *p = fast_start(T);
+	sc_fast_end(T, kind, t, record_head(p + 1, t - T->last, fd, r));
+	return 1;
+}
+
+/* sum_short: the checksum of a datagram shorter than the prefix (or
+ * truncated) — out of line, to keep the 64-byte case straight. */
+__attribute__((noinline)) static uint32_t sum_short(const void *p, ssize_t n, size_t cap)
+{
+	return sum_buf(p, n, cap);
+}
+
+/* dgram_record writes the DSEND/DRECV record of a datagram transfer that
+ * returned r >= 0 on a plain buffer, the peer ra an IPv4 address of at
+ * least sizeof(struct sockaddr_in) bytes (the caller checked) or none — the
+ * same record as dgram_fast; 0: nothing written, call log_io. */
+static inline __attribute__((always_inline)) int dgram_record(struct sc_thread *T, uint8_t kind, int fd, int64_t t,
+							      ssize_t r, const struct sockaddr *ra, const void *buf, size_t cap)
+{
+#ifdef SC_ABLATE_NORECORD
+	__asm__ volatile("" ::"r"(t), "r"(r), "r"(T), "r"(kind), "r"(fd), "r"(ra), "r"(buf), "r"(cap));
+	return 1;
+#endif
+	if (SC_UNLIKELY(r < 0 || !buf))
+		return 0;
+	struct sc_fd *f = &sc_fds[fd];
+	if (SC_UNLIKELY(!fast_ok(T, f)))
+		return 0;
+	uint32_t sum = SC_LIKELY(r >= SC_SUM_PREFIX && cap >= SC_SUM_PREFIX) ? sc_sum_prefix(buf, SC_SUM_PREFIX, (uint64_t)r)
+									      : sum_short(buf, r, cap);
+	uint8_t *p = fast_start(T);
+	uint8_t *q = record_head(p + 1, t - T->last, fd, r);
+	memcpy(q, &sum, 4); /* little-endian */
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+	q[0] = (uint8_t)sum, q[1] = (uint8_t)(sum >> 8), q[2] = (uint8_t)(sum >> 16), q[3] = (uint8_t)(sum >> 24);
+#endif
+	q += 4;
+	uint64_t key = ra ? sc_in4_key(ra) : 0; /* sc_addr_key's exact form for IPv4: one load */
+	if (SC_LIKELY(key && f->dpeer_key == key)) {
+		/* fast_reserve saw f->emitted == this chunk's serial, and writing
+		 * the FD record cleared dpeer_key: a key here is of this chunk */
+		*q++ = SC_AF_SAME;
+	} else if (!key) {
+		*q++ = SC_AF_NONE;
+	} else {
+		const struct sockaddr_in *in4 = (const struct sockaddr_in *)ra;
+		*q = SC_AF_INET;
+		memcpy(q + 1, &in4->sin_addr, 4);
+		memcpy(q + 5, &in4->sin_port, 2); /* network order = big-endian */
+		q += 7;
+		f->dpeer_key = key;
+		f->dpeer_serial = SC_SER32(T->serial);
+	}
+	sc_fast_end(T, kind, t, q);
+	return 1;
+}
+
+/* transfer_logged records a transfer the fast path could not (log_io),
+ * keeping errno. */
+SC_COLD static ssize_t transfer_logged(int op, int fd, int64_t t, ssize_t r, const struct sockaddr *ra, socklen_t rl,
+				       const void *buf, size_t cap)
+{
+	int e = errno;
+	log_io(op, fd, &sc_fds[fd], t, r, e, ra, rl, buf, cap, NULL, 0);
+	errno = e;
+	return r;
+}
+
+
 #define SEND_BODY(op, fd, callexpr, ra, rl, buf, cap, iov, iovcnt) SEND_BODY_DG(op, fd, callexpr, ra, rl, buf, cap, iov, iovcnt, 0)
 #define SEND_BODY_DG(op, fd, callexpr, ra, rl, buf, cap, iov, iovcnt, dgfirst)                            \
 	ENSURE();                                                                                      \
@@ -801,14 +1008,64 @@ SC_EXPORT int fcntl64(int fd, int cmd, ...)
 	errno = e_;                                                                                    \
 	return r_;
 
-SC_EXPORT SC_FAST("1") __attribute__((aligned(4096))) ssize_t send(int fd, const void *buf, size_t n, int flags)
+/* The general forms of send and sendto: the fast paths below hand them every
+ * call they do not take before the system call. */
+SC_COLD static ssize_t send_general(int fd, const void *buf, size_t n, int flags)
 {
 	SEND_BODY(SC_OP_SEND, fd, SC_REAL(send)(fd, buf, n, flags), NULL, 0, buf, n, NULL, 0)
 }
 
-SC_EXPORT SC_FAST("3") ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *a, socklen_t al)
+SC_COLD static ssize_t sendto_general(int fd, const void *buf, size_t n, int flags, const struct sockaddr *a, socklen_t al)
 {
 	SEND_BODY_DG(SC_OP_SEND, fd, SC_REAL(sendto)(fd, buf, n, flags, a, al), a, a ? al : 0, buf, n, NULL, 0, 1)
+}
+
+/* dgram_send: the datagram fast path of send (to 0: the socket's peer) and
+ * sendto (to 1: a, IPv4, or none) on an fd fd_word found a datagram socket. */
+static inline __attribute__((always_inline)) ssize_t dgram_send_body(struct sc_thread *T, int fd, const void *buf, size_t n,
+								    int flags, const struct sockaddr *a, socklen_t al, int to)
+{
+	int64_t t = fast_now(T);
+	ssize_t r = to ? SC_REAL(sendto)(fd, buf, n, flags, a, al) : SC_REAL(send)(fd, buf, n, flags);
+	if (SC_LIKELY(dgram_record(T, SC_K_DSEND, fd, t, r, a, buf, n)))
+		return r;
+	return transfer_logged(SC_OP_SEND, fd, t, r, a, a ? al : 0, buf, n);
+}
+
+SC_FAST("1b") __attribute__((noinline)) static ssize_t dgram_send(struct sc_thread *T, int fd, const void *buf, size_t n,
+								  int flags)
+{
+	return dgram_send_body(T, fd, buf, n, flags, NULL, 0, 0);
+}
+
+SC_EXPORT SC_FAST("1") __attribute__((aligned(4096))) ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+	struct sc_thread *T = fast_thread();
+	if (SC_LIKELY(T && !T->guard && (unsigned)fd < SC_FDMAX)) {
+		uint32_t w = fd_word(fd);
+		if (SC_LIKELY(w == FD_WORD(SC_FD_SOCKET, SOCK_STREAM))) {
+			int64_t t = fast_now(T);
+			ssize_t r = SC_REAL(send)(fd, buf, n, flags);
+			if (SC_LIKELY(stream_record(T, SC_K_SEND, fd, t, r)))
+				return r;
+			return transfer_logged(SC_OP_SEND, fd, t, r, NULL, 0, NULL, 0); /* a stream record has no sum */
+		}
+		if (w == FD_WORD(SC_FD_SOCKET, SOCK_DGRAM))
+			return dgram_send(T, fd, buf, n, flags);
+	}
+	return send_general(fd, buf, n, flags);
+}
+
+SC_EXPORT SC_FAST("3") __attribute__((aligned(64))) ssize_t sendto(int fd, const void *buf, size_t n, int flags,
+								   const struct sockaddr *a, socklen_t al)
+{
+	struct sc_thread *T = fast_thread();
+	/* sendto mostly sends datagrams: to an IPv4 address, or (a connected
+	 * socket) to none */
+	if (SC_LIKELY(T && !T->guard && (unsigned)fd < SC_FDMAX && fd_word(fd) == FD_WORD(SC_FD_SOCKET, SOCK_DGRAM) &&
+		      (!a || (al >= sizeof(struct sockaddr_in) && a->sa_family == AF_INET))))
+		return dgram_send_body(T, fd, buf, n, flags, a, al, 1);
+	return sendto_general(fd, buf, n, flags, a, al);
 }
 
 /* read/write and their vector forms mostly see files and pipes: the check for
@@ -938,7 +1195,7 @@ static inline __attribute__((always_inline)) ssize_t recvfrom_logged(struct sc_t
 	return r;
 }
 
-SC_EXPORT SC_FAST("2") ssize_t recv(int fd, void *buf, size_t n, int flags)
+SC_COLD static ssize_t recv_general(int fd, void *buf, size_t n, int flags)
 {
 	ENSURE();
 	struct sc_thread *T = sc_self();
@@ -957,9 +1214,91 @@ SC_EXPORT SC_FAST("2") ssize_t recv(int fd, void *buf, size_t n, int flags)
 	return r;
 }
 
-SC_EXPORT SC_FAST("4") ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al)
+/* dgram_recv: recv's datagram fast path. The sender of an unconnected IPv4
+ * socket's datagram is asked for (ask: the kernel copies it out); a
+ * connected socket receives from its peer only. One copy per case, each
+ * straight through. */
+static inline __attribute__((always_inline)) ssize_t dgram_recv_body(struct sc_thread *T, int fd, void *buf, size_t n,
+								    int flags, int ask)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof sa;
+	ssize_t r = ask ? SC_REAL(recvfrom)(fd, buf, n, flags, (struct sockaddr *)&sa, &sl) : SC_REAL(recv)(fd, buf, n, flags);
+	int64_t t = fast_now(T);
+	const struct sockaddr *ra = ask && r >= 0 && sl > 0 ? (const struct sockaddr *)&sa : NULL;
+	if (SC_LIKELY(!ra || (sl >= sizeof sa && sa.sin_family == AF_INET)) &&
+	    SC_LIKELY(dgram_record(T, SC_K_DRECV, fd, t, r, ra, buf, n)))
+		return r;
+	return transfer_logged(SC_OP_RECV, fd, t, r, ra, ra ? (sl < sizeof sa ? sl : sizeof sa) : 0, buf, n);
+}
+
+SC_FAST("2b") __attribute__((noinline)) static ssize_t dgram_recv_from(struct sc_thread *T, int fd, void *buf, size_t n,
+								       int flags)
+{
+	return dgram_recv_body(T, fd, buf, n, flags, 1);
+}
+
+SC_FAST("2c") __attribute__((noinline)) static ssize_t dgram_recv_peer(struct sc_thread *T, int fd, void *buf, size_t n,
+								       int flags)
+{
+	return dgram_recv_body(T, fd, buf, n, flags, 0);
+}
+
+SC_EXPORT SC_FAST("2") __attribute__((aligned(64))) ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	struct sc_thread *T = fast_thread();
+	if (SC_LIKELY(T && !T->guard && (unsigned)fd < SC_FDMAX)) {
+		uint32_t w = fd_word(fd);
+		if (SC_LIKELY(w == FD_WORD(SC_FD_SOCKET, SOCK_STREAM))) {
+			ssize_t r = SC_REAL(recv)(fd, buf, n, flags);
+			int64_t t = fast_now(T); /* after the call */
+			if (SC_LIKELY(stream_record(T, SC_K_RECV, fd, t, r)))
+				return r;
+			return transfer_logged(SC_OP_RECV, fd, t, r, NULL, 0, NULL, 0);
+		}
+		if (w == FD_WORD(SC_FD_SOCKET, SOCK_DGRAM)) {
+			if (sc_fds[fd].flags & SC_FDF_CONNECTED)
+				return dgram_recv_peer(T, fd, buf, n, flags);
+			if (SC_LIKELY(sc_fds[fd].family == AF_INET))
+				return dgram_recv_from(T, fd, buf, n, flags);
+		}
+	}
+	return recv_general(fd, buf, n, flags);
+}
+
+SC_COLD static ssize_t recvfrom_general(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al)
 {
 	return recvfrom_impl(fd, buf, n, flags, a, al, 0, 0);
+}
+
+SC_EXPORT SC_FAST("4") ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al)
+{
+	struct sc_thread *T = fast_thread();
+	if (SC_LIKELY(T && !T->guard && (unsigned)fd < SC_FDMAX)) {
+		uint32_t w = fd_word(fd);
+		/* a datagram on an unconnected IPv4 socket whose sender the caller
+		 * asks for, or a stream transfer without an address */
+		if (SC_LIKELY(w == FD_WORD(SC_FD_SOCKET, SOCK_DGRAM) && a && al && sc_fds[fd].family == AF_INET &&
+			      !(sc_fds[fd].flags & SC_FDF_CONNECTED))) {
+			ssize_t r = SC_REAL(recvfrom)(fd, buf, n, flags, a, al);
+			int64_t t = fast_now(T);
+			socklen_t rl = r >= 0 && *al > 0 ? *al : 0;
+			if (rl > sizeof(struct sockaddr_storage))
+				rl = sizeof(struct sockaddr_storage);
+			if (SC_LIKELY(rl == 0 || (rl >= sizeof(struct sockaddr_in) && a->sa_family == AF_INET)) &&
+			    SC_LIKELY(dgram_record(T, SC_K_DRECV, fd, t, r, rl ? a : NULL, buf, n)))
+				return r;
+			return transfer_logged(SC_OP_RECV, fd, t, r, rl ? a : NULL, rl, buf, n);
+		}
+		if (w == FD_WORD(SC_FD_SOCKET, SOCK_STREAM) && !a) {
+			ssize_t r = SC_REAL(recvfrom)(fd, buf, n, flags, a, al);
+			int64_t t = fast_now(T);
+			if (SC_LIKELY(stream_record(T, SC_K_RECV, fd, t, r)))
+				return r;
+			return transfer_logged(SC_OP_RECV, fd, t, r, NULL, 0, NULL, 0);
+		}
+	}
+	return recvfrom_general(fd, buf, n, flags, a, al);
 }
 
 SC_EXPORT SC_HOT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)

@@ -453,6 +453,7 @@ void sc_after_fork_child(void)
 	if (sc_gen == 0)
 		sc_gen = 1;
 	sc_t.gen = 0;
+	sc_t.chunk = NULL; /* not mapped in the child; the transfer fast paths check only this */
 }
 
 static void thread_exit(void *arg)

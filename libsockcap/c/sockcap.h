@@ -46,7 +46,15 @@
  *   SC_ABLATE_STATICBUF  the fast path writes its records into a static buffer at
  *                        the chunk's offsets instead of the chunk
  *   SC_BENCH_ANY_TIGHT   every clock reading counts as tight, so that the TSC path runs
- *                        under valgrind too (bench/capture-lines.py counts its cache lines) */
+ *                        under valgrind too (bench/capture-lines.py counts its cache lines)
+ *   SC_BENCH_TSC_SHIFT=k the TSC ticks since the anchor are divided by 2^k (6: valgrind runs
+ *                        ~50x slower), so that under valgrind the ns between two records, and
+ *                        with them the varints' sizes and branches, are the native ones */
+#ifdef SC_BENCH_TSC_SHIFT
+#define SC_TSC_SCALE(d) ((d) >> SC_BENCH_TSC_SHIFT)
+#else
+#define SC_TSC_SCALE(d) (d)
+#endif
 
 /* ---- fdtable.c: per-fd state ---- */
 #ifndef SC_FDMAX /* a smaller one only in the test build of highfd (libsockcap/snippets_test.go) */
@@ -153,14 +161,18 @@ struct sc_hot {
 	int ready;              /* 2: set up (intercept.c) */
 	int enabled;            /* sc_cfg.enabled, read by every call */
 	volatile uint32_t gen;  /* bumped in a forked child: thread states are stale (never 0 once set up) */
-	int tsc_ok;             /* the TSC record clock is on (segment.c) */
-	int clock_plain;        /* the record clock is libc's own (intercept.c) */
-	int crc_mode;           /* 0 unset, 1 table, 2 SSE4.2 (encode.c) */
+	uint8_t tsc_ok;         /* the TSC record clock is on (segment.c) */
+	uint8_t clock_plain;    /* the record clock is libc's own (intercept.c) */
+	uint8_t crc_mode;       /* 0 unset, 1 table, 2 SSE4.2 (encode.c) */
 	intptr_t tls_off;       /* &sc_t minus the thread pointer (0: not known yet) */
-	struct sc_real real;    /* the functions we wrap, resolved with dlsym(RTLD_NEXT) */
+	intptr_t fast_off;      /* tls_off once set up (ready 2) and enabled, else 0: the transfer
+				 * wrappers' one check before their fast path (intercept.c) */
+	struct sc_real real;    /* the functions we wrap, resolved with dlsym(RTLD_NEXT); send, recv,
+				 * sendto and recvfrom on the first cache line with the fields above */
 	struct sc_fd fds[SC_FDMAX] __attribute__((aligned(64)));
 };
 _Static_assert(sizeof(struct sc_fd) == 32, "an fd's state is one half cache line");
+_Static_assert(offsetof(struct sc_hot, real) + 4 * sizeof(void *) <= 64, "the fast paths' fields on one line");
 SC_HIDDEN extern struct sc_hot sc_hot;
 #define sc_fds (sc_hot.fds)
 #define sc_gen (sc_hot.gen)
@@ -403,7 +415,7 @@ static inline int64_t sc_now_of(struct sc_thread *T)
 		struct sc_clk *K = &T->clk;
 		uint32_t s = K->seq;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		uint64_t d = __builtin_ia32_rdtsc() - K->anc_tsc;
+		uint64_t d = SC_TSC_SCALE(__builtin_ia32_rdtsc() - K->anc_tsc);
 		if (SC_LIKELY(d < K->span)) {
 			int64_t t = K->anc_ns + (int64_t)((d * K->mult) >> 32);
 			__atomic_signal_fence(__ATOMIC_SEQ_CST);
