@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"wap5/internal/golden"
+	"wap5/libsockcap"
 )
 
 // pk builds a packet the way the pcap reader does, with its fingerprint.
@@ -16,7 +17,7 @@ func pk(capture int32, t int64, src, dst string, ttl uint8, proto uint8, flags u
 		Seq: seq, Ack: ack, Len: int32(len(payload)), IPID: ipid, Window: 500, Proto: proto, TTL: ttl, Flags: flags}
 	if proto == ProtoUDP {
 		p.Seq, p.Ack, p.Flags, p.Window = 0, 0, 0, 0
-		p.Sum = UDPSum([]byte(payload), len(payload))
+		p.Sum = libsockcap.Checksum([]byte(payload), len(payload))
 	}
 	p.Key = Key(proto, p.IPID, p.Seq, p.Ack, p.Flags, p.Window, p.Len, []byte(payload))
 	return p

@@ -34,7 +34,7 @@ type Packet struct {
 	Index    int32  // packet number within its capture, from 1
 	Seq, Ack uint32 // TCP
 	Len      int32  // transport payload length on the wire
-	Sum      uint32 // UDP: libsockcap's payload checksum (FNV-1a of the first 64 bytes and the length)
+	Sum      uint32 // UDP: libsockcap's payload checksum (libsockcap.Checksum: CRC32C of the first 64 bytes and the length)
 	Key      uint64 // fingerprint over the fields NAT leaves alone, see Key
 	IPID     uint32 // IPv4 identification, IPv6 flow label
 	Window   uint16
@@ -69,26 +69,6 @@ func Key(proto uint8, ipid uint32, seq, ack uint32, flags uint8, window uint16, 
 	for _, c := range payload {
 		h ^= uint64(c)
 		h *= 1099511628211
-	}
-	return h
-}
-
-// UDPSum is libsockcap's UDP payload checksum (libsockcap/c/format.h): FNV-1a
-// 32 over the first 64 payload bytes, then the 4 little-endian bytes of the
-// datagram's full length. Packets carry it so that datagrams seen on the wire
-// match the ones a traced process logged.
-func UDPSum(payload []byte, total int) uint32 {
-	h := uint32(2166136261)
-	if len(payload) > 64 {
-		payload = payload[:64]
-	}
-	for _, c := range payload {
-		h ^= uint32(c)
-		h *= 16777619
-	}
-	for _, c := range [4]byte{byte(total), byte(total >> 8), byte(total >> 16), byte(total >> 24)} {
-		h ^= uint32(c)
-		h *= 16777619
 	}
 	return h
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/gopacket/pcapgo"
 
+	"wap5/libsockcap"
 	"wap5/nat"
 )
 
@@ -117,13 +118,13 @@ func TestReadCaptureIPv6AndUDP(t *testing.T) {
 		t.Errorf("warnings %q", c.Warnings)
 	}
 	u := c.Packets[0]
-	if u.Proto != nat.ProtoUDP || u.Src.String() != "[fd00::1]:5000" || u.Len != int32(len(pl)) || u.Sum != nat.UDPSum(pl, len(pl)) || u.Snapped {
+	if u.Proto != nat.ProtoUDP || u.Src.String() != "[fd00::1]:5000" || u.Len != int32(len(pl)) || u.Sum != libsockcap.Checksum(pl, len(pl)) || u.Snapped {
 		t.Errorf("udp6 packet %+v", u)
 	}
 	if c.Packets[1].Proto != nat.ProtoTCP || c.Packets[1].Dst.Port() != 80 {
 		t.Errorf("tcp6 packet %+v", c.Packets[1])
 	}
-	if c.Packets[2].Len != 200 || c.Packets[2].Sum != nat.UDPSum(bytes.Repeat([]byte{1}, 200), 200) {
+	if c.Packets[2].Len != 200 || c.Packets[2].Sum != libsockcap.Checksum(bytes.Repeat([]byte{1}, 200), 200) {
 		t.Errorf("udp4 packet %+v", c.Packets[2])
 	}
 }
@@ -436,8 +437,8 @@ func TestPcapUDP(t *testing.T) {
 				t.Errorf("udp observation %+v", o)
 			}
 			want := pkts[(n-1)/2].payload
-			if o.Sum != nat.UDPSum(want, len(want)) {
-				t.Errorf("observation %d: sum %#x, want %#x", n, o.Sum, nat.UDPSum(want, len(want)))
+			if o.Sum != libsockcap.Checksum(want, len(want)) {
+				t.Errorf("observation %d: sum %#x, want %#x", n, o.Sum, libsockcap.Checksum(want, len(want)))
 			}
 		}
 	}

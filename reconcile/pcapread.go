@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"os"
 
+	"wap5/libsockcap"
 	"wap5/nat"
 )
 
@@ -586,7 +587,7 @@ func decodeIP(b []byte, p *nat.Packet, keyed func(*nat.Packet) bool) error {
 		}
 		p.Len = int32(plen - 8)
 		data := payload[8:min(len(payload), plen)]
-		p.Sum = nat.UDPSum(data, int(p.Len))
+		p.Sum = libsockcap.Checksum(data, int(p.Len))
 		p.Snapped = len(data) < min(int(p.Len), 64)
 		if keyed == nil || keyed(p) {
 			p.Key = nat.Key(proto, p.IPID, 0, 0, 0, 0, p.Len, data)
