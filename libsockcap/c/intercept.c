@@ -192,6 +192,21 @@ static uint32_t sum_iov(const struct iovec *iov, size_t cnt, ssize_t n)
 	return sc_sum_final(h, (uint64_t)n);
 }
 
+/* put_inet4 writes a datagram record's IPv4 peer (7 bytes) and remembers it
+ * as the fd's last peer in this chunk, so that the next record of the same
+ * peer writes SC_AF_SAME. */
+static inline __attribute__((always_inline)) uint8_t *put_inet4(uint8_t *q, const struct sc_thread *T, struct sc_fd *f,
+								const struct sockaddr *ra, uint64_t key)
+{
+	const struct sockaddr_in *in4 = (const struct sockaddr_in *)ra;
+	*q = SC_AF_INET;
+	memcpy(q + 1, &in4->sin_addr, 4);
+	memcpy(q + 5, &in4->sin_port, 2); /* network order = big-endian */
+	f->dpeer_key = key;
+	f->dpeer_serial = SC_SER32(T->serial);
+	return q + 7;
+}
+
 /* dgram_fast writes the record of one datagram transfer in place — fd, ret,
  * the 4-byte sum, the peer (SC_AF_SAME when it repeats, 7 bytes for IPv4,
  * SC_AF_NONE when the call named none) — in the common case: the call
@@ -231,13 +246,7 @@ static inline __attribute__((always_inline)) int dgram_fast(struct sc_thread *T,
 		 * the FD record cleared dpeer_key: a key here is of this chunk */
 		*q++ = SC_AF_SAME;
 	} else {
-		const struct sockaddr_in *in4 = (const struct sockaddr_in *)ra;
-		*q = SC_AF_INET;
-		memcpy(q + 1, &in4->sin_addr, 4);
-		memcpy(q + 5, &in4->sin_port, 2); /* network order = big-endian */
-		q += 7;
-		f->dpeer_key = key;
-		f->dpeer_serial = SC_SER32(T->serial);
+		q = put_inet4(q, T, f, ra, key);
 	}
 	sc_fast_end(T, kind, t, q);
 	return 1;
@@ -952,13 +961,7 @@ static inline __attribute__((always_inline)) int dgram_record(struct sc_thread *
 	} else if (!key) {
 		*q++ = SC_AF_NONE;
 	} else {
-		const struct sockaddr_in *in4 = (const struct sockaddr_in *)ra;
-		*q = SC_AF_INET;
-		memcpy(q + 1, &in4->sin_addr, 4);
-		memcpy(q + 5, &in4->sin_port, 2); /* network order = big-endian */
-		q += 7;
-		f->dpeer_key = key;
-		f->dpeer_serial = SC_SER32(T->serial);
+		q = put_inet4(q, T, f, ra, key);
 	}
 	sc_fast_end(T, kind, t, q);
 	return 1;
