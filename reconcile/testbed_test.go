@@ -89,6 +89,27 @@ func runTestbed(t *testing.T, pcap bool) string {
 
 func key(src, dst string, n int64) string { return fmt.Sprintf("%s->%s %d", src, dst, n) }
 
+// checkCounts compares the messages per key in a trace with what the workload
+// sent, and names every key that differs.
+func checkCounts(t *testing.T, want, got map[string]int) {
+	t.Helper()
+	var diffs []string
+	for k, n := range want {
+		if got[k] != n {
+			diffs = append(diffs, fmt.Sprintf("%s: %d in the trace, %d sent", k, got[k], n))
+		}
+	}
+	for k, n := range got {
+		if _, ok := want[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: %d in the trace, never sent", k, n))
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 0 {
+		t.Errorf("%d differences:\n%s", len(diffs), strings.Join(diffs, "\n"))
+	}
+}
+
 // TestTestbed: every message the workload sent appears once, with both
 // timestamps, through the DNAT virtual IP and the masquerade, at the right
 // nodes and sizes; forked and threaded servers and Unix sockets included.
@@ -118,21 +139,7 @@ func TestTestbed(t *testing.T) {
 			}
 			got[key(tr.NodeName(m.Src), tr.NodeName(m.Dst), m.Bytes)]++
 		}
-		var diffs []string
-		for k, n := range want {
-			if got[k] != n {
-				diffs = append(diffs, fmt.Sprintf("%s: %d in the trace, %d sent", k, got[k], n))
-			}
-		}
-		for k, n := range got {
-			if _, ok := want[k]; !ok {
-				diffs = append(diffs, fmt.Sprintf("%s: %d in the trace, never sent", k, n))
-			}
-		}
-		sort.Strings(diffs)
-		if len(diffs) > 0 {
-			t.Errorf("%d differences:\n%s", len(diffs), strings.Join(diffs, "\n"))
-		}
+		checkCounts(t, want, got)
 		// Through the virtual IP the client's messages reach s1's real address.
 		for i := range tr.Messages {
 			m := &tr.Messages[i]
@@ -241,20 +248,6 @@ func TestTestbed(t *testing.T) {
 			}
 			got[key(src+"/"+proto, dst, m.Bytes)]++
 		}
-		var diffs []string
-		for k, n := range wantC {
-			if got[k] != n {
-				diffs = append(diffs, fmt.Sprintf("%s: %d in the trace, %d sent", k, got[k], n))
-			}
-		}
-		for k, n := range got {
-			if _, ok := wantC[k]; !ok {
-				diffs = append(diffs, fmt.Sprintf("%s: %d in the trace, never sent", k, n))
-			}
-		}
-		sort.Strings(diffs)
-		if len(diffs) > 0 {
-			t.Errorf("%d differences:\n%s", len(diffs), strings.Join(diffs, "\n"))
-		}
+		checkCounts(t, wantC, got)
 	})
 }

@@ -162,7 +162,7 @@ if [ $pcap = 1 ]; then
 	command -v tcpdump >/dev/null || { echo "testbed: tcpdump missing" >&2; exit 1; }
 	for h in c s1 s2; do
 		ns=$tag-$h
-		"${rt[@]}" ip netns exec $ns tcpdump -i eth0 -B 32768 -s 0 -U -w "$out/pcap/$h.pcap" -Z root 'ip' 2>"$work/tcpdump-$h.err" &
+		"${rt[@]}" ip netns exec $ns tcpdump -i eth0 -B 32768 --immediate-mode -s 0 -U -w "$out/pcap/$h.pcap" -Z root 'ip' 2>"$work/tcpdump-$h.err" &
 		pids+=($!)
 	done
 	for h in c s1 s2; do # tcpdump says "listening on" once it captures
