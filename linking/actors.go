@@ -119,16 +119,16 @@ func (j *joint) hasActors() bool {
 // spanActor is the thread of span c at node b: the one that received its
 // request (a half span of a lost request: the one that sent its reply).
 func (j *joint) spanActor(b trace.NodeID, c int32) trace.ActorID {
-	if m := &j.msgs[c]; m.Dst == b {
-		return m.DstActor
+	if j.dstOf(c) == b {
+		return j.actorOf(c).dst
 	}
-	return j.msgs[c].SrcActor
+	return j.actorOf(c).src
 }
 
 // actorCost is the price of send o at node b in span sp (spanRoot or a
 // request; trig the candidate parent when sp is not a span).
 func (j *joint) actorCost(b trace.NodeID, o, sp, trig int32) float64 {
-	sa := j.msgs[o].SrcActor
+	sa := j.actorOf(o).src
 	if sa == trace.NoActor {
 		return 0
 	}
@@ -136,7 +136,7 @@ func (j *joint) actorCost(b trace.NodeID, o, sp, trig int32) float64 {
 	if sp >= 0 {
 		a = j.spanActor(b, sp)
 	} else {
-		a = j.msgs[trig].DstActor
+		a = j.actorOf(trig).dst
 	}
 	if a == trace.NoActor || a == sa {
 		return 0
@@ -153,7 +153,7 @@ func (j *joint) actorSpanCost(b trace.NodeID, c int32, calls []int32) float64 {
 	}
 	cost := 0.0
 	for _, k := range calls {
-		if sa := j.msgs[k].SrcActor; sa != trace.NoActor && sa != a {
+		if sa := j.actorOf(k).src; sa != trace.NoActor && sa != a {
 			cost += actorMismatch
 		}
 	}

@@ -218,8 +218,13 @@ type joint struct {
 	fanByEdge              []*fanModel
 	countByEdge            []*countModel
 	spanIdx                []int32 // request → its span at the node being repaired, or −1
-	// hot is what the passes read of every message, in one record.
-	hot []msgHot
+	// hot is what the passes read of every message, in one record; eps
+	// and actors (nil where no message names a thread) the rest of what
+	// they read of it (pm, actorOf): with Options.Lean the trace's
+	// messages are not kept during the passes.
+	hot    []msgHot
+	eps    []epPair
+	actors []actorPair
 	// active lists the classes with data in the current pass, so that
 	// refitting does not walk every class a large trace ever had.
 	active []*classModel
@@ -272,7 +277,13 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		j.edgeTrig[e] = uint32(j.trigNode(l.edgeSrc[e]) + 2)
 		j.edgeAct[e] = uint32(j.trigNode(l.edgeDst[e]) + 2)
 	}
-	j.hot = offMake[msgHot](mem, n)
+	// hot, eps and actors outlive the run's other arrays where
+	// Options.Lean makes the messages again from them (keepMem).
+	j.hot = offMake[msgHot](&l.keepMem, n)
+	j.eps = offMake[epPair](&l.keepMem, n)
+	if j.hasActors() {
+		j.actors = offMake[actorPair](&l.keepMem, n)
+	}
 	// A pass adds at most one chosen and one certain delay per message:
 	// the lists at that size at once, outside the heap, where only what
 	// is written costs memory (no regrowing copies).
@@ -282,6 +293,14 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	for k := range j.msgs {
 		m := &j.msgs[k]
 		j.hot[k] = msgHot{send: m.Send, recv: m.Recv, peer: r.peer[k], edge: l.edge[k], role: r.role[k], half: j.half[k]}
+		j.eps[k] = epPair{m.SrcEP, m.DstEP}
+		if j.actors != nil {
+			j.actors[k] = actorPair{m.SrcActor, m.DstActor}
+		}
+	}
+	// (needOf reads the hot records of the replies: all of them first.)
+	for k := range j.hot {
+		m := &j.msgs[k]
 		if m.Send != trace.Unknown && r.role[k] == roleRequest {
 			j.hot[k].need = needFar
 			if d := j.needOf(m.Src, int32(k)) - m.Send; d < needFar {
@@ -303,10 +322,18 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	hugemem.Collapse(j.unsure)
 	hugemem.Collapse(j.half)
 	hugemem.Collapse(j.hot)
+	hugemem.Collapse(j.eps)
 	hugemem.Collapse(j.spanIdx)
 	phase("J2 count priors, J2b actors")
 	j.countPriors()
 	j.learnActors()
+	// Options.Lean: from here to J6 the messages are hot, eps and
+	// actors; the trace's are dropped (the heap's largest object, given
+	// back by lowGC on a large trace) and made again after J6.
+	var lean *leanCols
+	if l.o.Lean && l.carried == nil {
+		lean = l.dropMessages()
+	}
 	// The passes hold little in the heap beyond the trace: on a large
 	// trace, the garbage of the steps so far is given back and the heap
 	// kept close to what is live (lowGC).
@@ -320,10 +347,11 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// the joint repair (the last one also scores every call).
 	greedy := max(1, l.o.MaxIterations-2)
 	j.horizon = make([]int64, len(l.t.Nodes))
-	for c := range l.msgs {
-		if r.role[c] == roleRequest && l.msgs[c].Recv != trace.Unknown {
-			if p := l.msgs[r.peer[c]]; p.Send != trace.Unknown && p.Src == l.msgs[c].Dst {
-				j.horizon[p.Src] = max(j.horizon[p.Src], min(p.Send-l.msgs[c].Recv, l.x))
+	for c := range j.hot {
+		if hc := &j.hot[c]; r.role[c] == roleRequest && hc.recv != trace.Unknown {
+			if p := &j.hot[r.peer[c]]; p.send != trace.Unknown && l.edgeSrc[p.edge] == l.edgeDst[hc.edge] {
+				src := l.edgeSrc[p.edge]
+				j.horizon[src] = max(j.horizon[src], min(p.send-hc.recv, l.x))
 			}
 		}
 	}
@@ -405,6 +433,10 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	phase("J6 instances")
 	in := j.instances()
 	l.linkMem.free()
+	if lean != nil {
+		l.remakeMessages(j, lean)
+	}
+	l.keepMem.free()
 	return in, fit, iters
 }
 
@@ -459,8 +491,7 @@ func (j *joint) classOf(trig, act int32) *classModel {
 		j.ofTab, j.ofKey, j.ofC = tab, fk, c
 		return c
 	}
-	m, a := &j.msgs[trig], &j.msgs[act]
-	k := classKey{trig: j.trigNode(m.Src), node: a.Src, act: j.trigNode(a.Dst), reply: reply, ret: j.r.role[trig] == roleReply}
+	k := classKey{trig: j.trigNode(j.edgeSrc[te]), node: src, act: j.trigNode(j.edgeDst[ae]), reply: reply, ret: j.r.role[trig] == roleReply}
 	// The node's table is keyed by the rest of the class key (the
 	// senders of the trigger and the destination as trigNode knows them,
 	// reply, ret: one table key per class key), so a class is made at its
@@ -751,8 +782,7 @@ func (j *joint) fanOf(trig int32) *fanModel {
 	if f := j.fanByEdge[slot]; f != nil {
 		return f
 	}
-	m := &j.msgs[trig]
-	k := fanKey{trig: j.trigNode(m.Src), node: m.Dst, ret: ret}
+	k := fanKey{trig: j.trigNode(j.edgeSrc[h.edge]), node: j.edgeDst[h.edge], ret: ret}
 	f := j.mod.fan[k]
 	if f == nil {
 		f = &fanModel{}
@@ -845,7 +875,7 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 		d := j.base[j.edge[i]]
 		best, bc, sum := int32(-1), math.Inf(1), 0.0
 		ls := d.logpdf(j.o.Spontaneous * d.mean())
-		j.candidates(i, rev, func(p int32, dt float64) bool {
+		j.candidatesOf(i, h.send, h.recv, j.edgeSrc[h.edge], rev, func(p int32, dt float64) bool {
 			c := -d.logpdf(dt)
 			if c < bc {
 				best, bc = p, c
@@ -872,6 +902,38 @@ type msgHot struct {
 	edge       int32  // linker.edge
 	need       uint32 // calls: when their span must still be open, after the send (needFar: too far, computed)
 	role, half uint8  // r.role, joint.half
+}
+
+// epPair and actorPair are a message's endpoints and threads (SrcEP,
+// DstEP; SrcActor, DstActor).
+type epPair struct{ src, dst trace.EndpointID }
+
+type actorPair struct{ src, dst trace.ActorID }
+
+// passMsg is what the passes read of a message besides hot's fields (pm).
+type passMsg struct {
+	Send, Recv   int64
+	Src, Dst     trace.NodeID
+	SrcEP, DstEP trace.EndpointID
+}
+
+// pm is message i as the passes know it: from hot, its edge's nodes and
+// eps, which hold while Options.Lean has dropped the trace's messages.
+func (j *joint) pm(i int32) passMsg {
+	h := &j.hot[i]
+	e := j.eps[i]
+	return passMsg{h.send, h.recv, j.edgeSrc[h.edge], j.edgeDst[h.edge], e.src, e.dst}
+}
+
+// dstOf is message i's receiver.
+func (j *joint) dstOf(i int32) trace.NodeID { return j.edgeDst[j.hot[i].edge] }
+
+// actorOf is message i's threads (NoActor where the trace names none).
+func (j *joint) actorOf(i int32) actorPair {
+	if j.actors == nil {
+		return actorPair{trace.NoActor, trace.NoActor}
+	}
+	return j.actors[i]
 }
 
 // liveMsg is a received message in play in a sweep, with what the sweep
@@ -1366,7 +1428,7 @@ func (j *joint) compare(fit Fit) Fit {
 
 // instances is J6: the trees under parentless messages.
 func (j *joint) instances() *instances {
-	n := len(j.msgs)
+	n := len(j.parent)
 	start := make([]int32, n+1)
 	for _, p := range j.parent {
 		if p >= 0 {
@@ -1423,7 +1485,7 @@ func (j *joint) initCaches() {
 	j.pairMemo = make([]pairMemo, 1<<pairMemoBits)
 	j.fanByEdge = make([]*fanModel, 2*ne)
 	j.countByEdge = make([]*countModel, ne)
-	j.spanIdx = offMake[int32](&j.runMem, len(j.msgs))
+	j.spanIdx = offMake[int32](&j.runMem, len(j.parent))
 	for i := range j.spanIdx {
 		j.spanIdx[i] = -1
 	}

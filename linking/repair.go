@@ -308,9 +308,9 @@ const needFar = math.MaxUint32
 
 // needOf computes need for call k from node b.
 func (j *joint) needOf(b trace.NodeID, k int32) int64 {
-	need := j.msgs[k].Send
-	if r := j.r.peer[k]; r >= 0 && j.msgs[r].Dst == b && j.msgs[r].Recv != trace.Unknown && j.msgs[r].Recv > need {
-		need = j.msgs[r].Recv
+	need := j.hot[k].send
+	if r := j.r.peer[k]; r >= 0 && j.dstOf(r) == b && j.hot[r].recv != trace.Unknown && j.hot[r].recv > need {
+		need = j.hot[r].recv
 	}
 	return need
 }
@@ -363,7 +363,7 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 			// web server's AUTH and AP calls) is two moves that
 			// each cost more alone.
 			for _, k2 := range ns.members[sb] {
-				if j.msgs[k2].Dst == j.msgs[k].Dst || !j.fits(b, ns.req[sa], k2) {
+				if j.dstOf(k2) == j.dstOf(k) || !j.fits(b, ns.req[sa], k2) {
 					continue
 				}
 				sw0 = without(sw0, ns.members[sa], k)
@@ -807,7 +807,7 @@ func (j *joint) refitCounts() {
 		hk, hc := &j.hot[k], &j.hot[c]
 		return hk.role == roleRequest && hk.send != trace.Unknown && hc.role == roleRequest && j.edgeDst[hc.edge] == j.edgeSrc[hk.edge]
 	}
-	n := len(j.msgs)
+	n := len(j.hot)
 	start := offSized(&j.runMem, j.scr.cntStart, n+1)
 	clear(start)
 	defer func() { j.scr.cntStart = start }()
@@ -852,7 +852,7 @@ func (j *joint) refitCounts() {
 		hp := &j.hot[hc.peer]
 		return hp.send != trace.Unknown && j.edgeSrc[hp.edge] == j.edgeDst[hc.edge]
 	}
-	for c := range j.msgs {
+	for c := range j.hot {
 		if isSpan(c) && !j.unsure[c] {
 			if ci, ok := j.cntCls.get(j.spanClass(int32(c))); ok {
 				sure[ci]++
@@ -863,7 +863,7 @@ func (j *joint) refitCounts() {
 	for _, cm := range j.mod.count {
 		cm.seen = [4]float64{}
 	}
-	for c := range j.msgs {
+	for c := range j.hot {
 		if !isSpan(c) {
 			continue
 		}
