@@ -48,7 +48,7 @@ func (h ActorHabit) String() string {
 // learnActors is J2b: j.actorOn[b] where the habit holds at b.
 func (j *joint) learnActors() {
 	j.actorOn = nil
-	if j.o.ActorMin > 1 || !j.hasActors() {
+	if j.o.ActorMin > 1 || j.actors == nil { // no message names a thread
 		return
 	}
 	var t sameactor.Tally
@@ -65,20 +65,21 @@ func (j *joint) learnActors() {
 				continue
 			}
 			p := j.r.peer[c]
-			if j.msgs[p].Src != b || j.msgs[p].Send == trace.Unknown || j.msgs[p].Send < j.msgs[c].Recv {
+			mp, mc := j.pm(p), j.pm(c)
+			if mp.Src != b || mp.Send == trace.Unknown || mp.Send < mc.Recv {
 				continue
 			}
-			recv, end, req = append(recv, j.msgs[c].Recv), append(end, j.msgs[p].Send), append(req, c)
-			longest = max(longest, j.msgs[p].Send-j.msgs[c].Recv)
-			t.Received(j.msgs[c].DstActor)
+			recv, end, req = append(recv, mc.Recv), append(end, mp.Send), append(req, c)
+			longest = max(longest, mp.Send-mc.Recv)
+			t.Received(j.actorOf(c).dst)
 		}
 		for _, o := range j.outsOf(b) {
 			if j.r.role[o] != roleRequest {
 				continue
 			}
-			m := &j.msgs[o]
-			t.Sent(m.SrcActor)
-			if m.SrcActor == trace.NoActor || len(req) == 0 {
+			m, sa := j.pm(o), j.actorOf(o).src
+			t.Sent(sa)
+			if sa == trace.NoActor || len(req) == 0 {
 				continue
 			}
 			// The spans it fits in: exactly one?
@@ -91,7 +92,7 @@ func (j *joint) learnActors() {
 				}
 			}
 			if n == 1 {
-				t.Pair(m.SrcActor, j.msgs[only].DstActor)
+				t.Pair(sa, j.actorOf(only).dst)
 			}
 		}
 		h := t.Decide(j.o.ActorMin, j.o.ActorChance)

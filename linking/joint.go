@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"math/bits"
+	"runtime/debug"
 	"slices"
 
 	"wap5/internal/hugemem"
@@ -240,6 +241,13 @@ type joint struct {
 
 // runJoint is J1–J5.
 func (l *linker) runJoint() (*instances, Fit, int) {
+	// Options.Lean on a large trace: the collector keeps the heap close
+	// to what is live from J1 on, not only in the passes (lowGC), so that
+	// J1's and J2's garbage does not double the heap while it still holds
+	// the messages.
+	if l.o.Lean && l.carried == nil && len(l.msgs) >= lowGCMessages {
+		defer collectOften(false)()
+	}
 	rev := l.reverseEdges()
 	// J1.
 	phase("J1 pairing")
@@ -261,15 +269,6 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// The per-message arrays outside the Go heap (offHeap), given back
 	// when the run ends.
 	mem := &l.runMem
-	// (parent and prob, which J6 reads, apart: the rest is given back
-	// before J6 makes the instances.)
-	j.parent = offMake[int32](&l.linkMem, n)
-	j.prob = offMake[float32](&l.linkMem, n)
-	j.span = offMake[int32](mem, n)
-	j.kids = offMake[uint8](mem, n)
-	j.callSpan = offMake[int32](mem, n)
-	j.unsure = offMake[bool](mem, n)
-	j.initCaches()
 	j.markHalves()
 	j.client = Clients(l.t, l.o.FixedPortPeers)
 	j.edgeTrig, j.edgeAct = make([]uint32, len(l.edgeSrc)), make([]uint32, len(l.edgeSrc))
@@ -284,12 +283,6 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	if j.hasActors() {
 		j.actors = offMake[actorPair](&l.keepMem, n)
 	}
-	// A pass adds at most one chosen and one certain delay per message:
-	// the lists at that size at once, outside the heap, where only what
-	// is written costs memory (no regrowing copies).
-	for _, d := range []*delayList{&j.samples, &j.certain} {
-		d.cls, d.val, d.byCls = offMake[int32](mem, n)[:0], offMake[float32](mem, n)[:0], offMake[float32](mem, n)[:0]
-	}
 	for k := range j.msgs {
 		m := &j.msgs[k]
 		j.hot[k] = msgHot{send: m.Send, recv: m.Recv, peer: r.peer[k], edge: l.edge[k], role: r.role[k], half: j.half[k]}
@@ -298,15 +291,41 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 			j.actors[k] = actorPair{m.SrcActor, m.DstActor}
 		}
 	}
+	// Options.Lean: from here to J6 the messages are hot, eps and
+	// actors; the trace's are dropped — the heap's largest object, given
+	// back at once on a large trace, before the run's arrays are made —
+	// and made again after J6.
+	var lean *leanCols
+	if l.o.Lean && l.carried == nil {
+		lean = l.dropMessages()
+		if n >= lowGCMessages {
+			debug.FreeOSMemory()
+		}
+	}
 	// (needOf reads the hot records of the replies: all of them first.)
 	for k := range j.hot {
-		m := &j.msgs[k]
-		if m.Send != trace.Unknown && r.role[k] == roleRequest {
-			j.hot[k].need = needFar
-			if d := j.needOf(m.Src, int32(k)) - m.Send; d < needFar {
-				j.hot[k].need = uint32(d)
+		h := &j.hot[k]
+		if h.send != trace.Unknown && r.role[k] == roleRequest {
+			h.need = needFar
+			if d := j.needOf(l.edgeSrc[h.edge], int32(k)) - h.send; d < needFar {
+				h.need = uint32(d)
 			}
 		}
+	}
+	// (parent and prob, which J6 reads, apart: the rest is given back
+	// before J6 makes the instances.)
+	j.parent = offMake[int32](&l.linkMem, n)
+	j.prob = offMake[float32](&l.linkMem, n)
+	j.span = offMake[int32](mem, n)
+	j.kids = offMake[uint8](mem, n)
+	j.callSpan = offMake[int32](mem, n)
+	j.unsure = offMake[bool](mem, n)
+	j.initCaches()
+	// A pass adds at most one chosen and one certain delay per message:
+	// the lists at that size at once, outside the heap, where only what
+	// is written costs memory (no regrowing copies).
+	for _, d := range []*delayList{&j.samples, &j.certain} {
+		d.cls, d.val, d.byCls = offMake[int32](mem, n)[:0], offMake[float32](mem, n)[:0], offMake[float32](mem, n)[:0]
 	}
 	// The arrays the passes read at random: huge pages where the kernel
 	// gives them (hugemem.Collapse).
@@ -327,13 +346,6 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	phase("J2 count priors, J2b actors")
 	j.countPriors()
 	j.learnActors()
-	// Options.Lean: from here to J6 the messages are hot, eps and
-	// actors; the trace's are dropped (the heap's largest object, given
-	// back by lowGC on a large trace) and made again after J6.
-	var lean *leanCols
-	if l.o.Lean && l.carried == nil {
-		lean = l.dropMessages()
-	}
 	// The passes hold little in the heap beyond the trace: on a large
 	// trace, the garbage of the steps so far is given back and the heap
 	// kept close to what is live (lowGC).

@@ -723,22 +723,22 @@ func (j *joint) countPriors() {
 	spans := make([]float64, len(j.t.Nodes))
 	classes := map[trace.NodeID][]trace.NodeID{} // node → the senders of its spans
 	seen := map[uint64]bool{}
-	for c := range j.msgs {
-		if j.r.role[c] == roleRequest && j.msgs[c].Recv != trace.Unknown {
-			if p := j.r.peer[c]; j.msgs[p].Send != trace.Unknown && j.msgs[p].Src == j.msgs[c].Dst {
-				b := j.msgs[c].Dst
+	for c := range j.hot {
+		if mc := j.pm(int32(c)); j.r.role[c] == roleRequest && mc.Recv != trace.Unknown {
+			if p := j.pm(j.r.peer[c]); p.Send != trace.Unknown && p.Src == mc.Dst {
+				b := mc.Dst
 				spans[b]++
 				if k := j.spanClass(int32(c)); !seen[k] {
 					seen[k] = true
-					classes[b] = append(classes[b], classSender(j.msgs[c].Src, b))
+					classes[b] = append(classes[b], classSender(mc.Src, b))
 				}
 			}
 		}
 	}
 	type nodeDst struct{ node, dst trace.NodeID }
 	calls := map[nodeDst]float64{}
-	for k := range j.msgs {
-		m := &j.msgs[k]
+	for k := range j.hot {
+		m := j.pm(int32(k))
 		if j.r.role[k] == roleRequest && m.Send != trace.Unknown && spans[m.Src] > 0 {
 			calls[nodeDst{m.Src, m.Dst}]++
 		}
