@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"runtime/debug"
 	"slices"
+	"unsafe"
 
 	"wap5/internal/hugemem"
 	"wap5/trace"
@@ -56,6 +57,8 @@ type models struct {
 	trigID map[trigKey]int32
 	// peaks are the classes' candidate peaks (classModel.peak).
 	peaks []dist
+	// moms are the classes' moments (classModel.momAt).
+	moms []moments
 }
 
 // poolKey groups the classes of one node and action over the senders of
@@ -101,8 +104,12 @@ type classModel struct {
 	peak   int32 // the peak found in cand (kept for the passes before repair): models.peaks[peak−1], 0: none
 	pool   int32 // models.poolID of its poolKey
 	trig   int32 // models.trigID of its trigKey
-	mom    moments
-	// (96 bytes, no pointers: a whole trace's classes live outside the
+	// momAt is where the moments of its chosen delays in the last pass
+	// are (compare reads them): models.moms[momAt−1]; 0: none. Only the
+	// classes with a chosen link have any (a few in ten on a large
+	// trace), so they are kept apart (momOf).
+	momAt int32
+	// (64 bytes, no pointers: a whole trace's classes live outside the
 	// Go heap; its key is known to whoever looks it up.)
 }
 
@@ -429,6 +436,17 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		j.tally = false
 	}
 	phase("fit compare")
+	// The delay lists are read no more: given back before compare
+	// groups the links by class.
+	if j.carried == nil {
+		for _, d := range []*delayList{&j.samples, &j.certain} {
+			for _, p := range []unsafe.Pointer{unsafe.Pointer(unsafe.SliceData(d.cls)), unsafe.Pointer(unsafe.SliceData(d.val)),
+				unsafe.Pointer(unsafe.SliceData(d.start)), unsafe.Pointer(unsafe.SliceData(d.byCls))} {
+				l.runMem.release(p)
+			}
+			*d = delayList{}
+		}
+	}
 	fit.Settled = fit.Change < 1e-3
 	fit = j.compare(fit)
 	if afterJoint != nil {
@@ -845,7 +863,9 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 		j.unsure[i] = false
 	}
 	for _, c := range j.active {
-		c.mom = moments{}
+		if c.momAt > 0 {
+			j.mod.moms[c.momAt-1] = moments{}
+		}
 		c.active = false
 	}
 	j.samples.reset()
@@ -1269,13 +1289,19 @@ func (j *joint) fitPeaks() {
 func (j *joint) refit(useCertain, last bool) {
 	if last {
 		// The moments compare reads (only the last pass's are), in
-		// message order as they always were summed.
+		// message order as they always were summed. A whole trace's
+		// are summed by compare itself (classMoments): here its
+		// classes are only looked up, so that the classes made by
+		// the lookups are made when they always were.
 		for i, p := range j.parent {
 			if p < 0 {
 				continue
 			}
 			if m, q := &j.hot[i], &j.hot[p]; m.send != trace.Unknown && q.recv != trace.Unknown && j.edgeDst[q.edge] == j.edgeSrc[m.edge] {
-				j.classOf(p, int32(i)).mom.add(float64(m.send-q.recv) / 1e9)
+				c := j.classOf(p, int32(i))
+				if j.carried != nil {
+					j.momOf(c).add(float64(m.send-q.recv) / 1e9)
+				}
 			}
 		}
 		if j.carried == nil {
@@ -1411,17 +1437,77 @@ func (j *joint) refit(useCertain, last bool) {
 	}
 }
 
+// classMoments yields the moments of the chosen links' delays (the last
+// pass's links that refit(last) looks up) of every class of a whole trace
+// that has any, in class order, each summed in message order — as the
+// classes held them until they were made apart (a whole trace has
+// millions of classes; a few in ten have links): the links grouped by
+// class outside the heap, for the while.
+func (j *joint) classMoments(yield func(*moments) bool) {
+	var o offHeap
+	defer o.free()
+	cls := offMake[int32](&o, len(j.parent))[:0]
+	msg := offMake[int32](&o, len(j.parent))[:0]
+	for i, p := range j.parent {
+		if p < 0 {
+			continue
+		}
+		if m, q := &j.hot[i], &j.hot[p]; m.send != trace.Unknown && q.recv != trace.Unknown && j.edgeDst[q.edge] == j.edgeSrc[m.edge] {
+			cls = append(cls, j.classOf(p, int32(i)).idx)
+			msg = append(msg, int32(i))
+		}
+	}
+	n := len(j.classes)
+	start := offMake[int32](&o, n+1)
+	for _, c := range cls {
+		start[c+1]++
+	}
+	for c := 0; c < n; c++ {
+		start[c+1] += start[c]
+	}
+	items := offMake[int32](&o, len(cls))
+	pos := offMake[int32](&o, n)
+	copy(pos, start[:n])
+	for k, c := range cls {
+		items[pos[c]] = msg[k]
+		pos[c]++
+	}
+	for c := 0; c < n; c++ {
+		var mom moments
+		for _, i := range items[start[c]:start[c+1]] {
+			mom.add(float64(j.hot[i].send-j.hot[j.parent[i]].recv) / 1e9)
+		}
+		if mom.n > 0 && !yield(&mom) {
+			return
+		}
+	}
+}
+
+// momOf is class c's moments (a stream's: classMoments sums a whole
+// trace's), made (empty) where it has none yet: valid until the next call.
+func (j *joint) momOf(c *classModel) *moments {
+	if c.momAt == 0 {
+		j.mod.moms = append(j.mod.moms, moments{})
+		c.momAt = int32(len(j.mod.moms))
+	}
+	return &j.mod.moms[c.momAt-1]
+}
+
+// momsOf is class c's moments, nil where it has none.
+func (j *joint) momsOf(c *classModel) *moments {
+	if c.momAt == 0 {
+		return nil
+	}
+	return &j.mod.moms[c.momAt-1]
+}
+
 // compare reports how the delay families fit the chosen links.
 func (j *joint) compare(fit Fit) Fit {
 	// A whole trace's classes are j.classes (no map of copies: there are
 	// millions); a stream's are the carried map's.
 	return compareFits(func(yield func(*moments) bool) {
 		if j.carried == nil {
-			for _, c := range j.classes {
-				if c.mom.n > 0 && !yield(&c.mom) {
-					return
-				}
-			}
+			j.classMoments(yield)
 			return
 		}
 		// In key order: float sums in map order differ from run to run.
@@ -1431,7 +1517,7 @@ func (j *joint) compare(fit Fit) Fit {
 		}
 		slices.SortFunc(keys, compareClassKeys)
 		for _, k := range keys {
-			if c := j.mod.class[k]; c.mom.n > 0 && !yield(&c.mom) {
+			if m := j.momsOf(j.mod.class[k]); m != nil && m.n > 0 && !yield(m) {
 				return
 			}
 		}
