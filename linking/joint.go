@@ -233,6 +233,10 @@ type joint struct {
 	hot    []msgHot
 	eps    []epPair
 	actors []actorPair
+	// linkCls is, after the last refit of a whole trace, the class
+	// index of every message's chosen link whose delay compare reads,
+	// else −1 (linkClasses; the array of the passes' change count).
+	linkCls []int32
 	// active lists the classes with data in the current pass, so that
 	// refitting does not walk every class a large trace ever had.
 	active []*classModel
@@ -360,6 +364,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		defer lowGC()()
 	}
 	prev := offMake[int32](mem, n)
+	j.linkCls = prev // after the last refit (whole trace: linkClasses)
 	fit := Fit{}
 	iters := 0
 	// J3–J5: sweeps alone until the choices settle, then two passes with
@@ -432,6 +437,9 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		if !keepAlternative(cost, j.tallySum) {
 			j.restoreState(saved)
 			fit = savedFit
+			if j.carried == nil {
+				j.linkClasses() // of the restored links
+			}
 		}
 		j.tally = false
 	}
@@ -1293,19 +1301,17 @@ func (j *joint) refit(useCertain, last bool) {
 		// are summed by compare itself (classMoments): here its
 		// classes are only looked up, so that the classes made by
 		// the lookups are made when they always were.
+		if j.carried == nil {
+			j.linkClasses()
+			return
+		}
 		for i, p := range j.parent {
 			if p < 0 {
 				continue
 			}
 			if m, q := &j.hot[i], &j.hot[p]; m.send != trace.Unknown && q.recv != trace.Unknown && j.edgeDst[q.edge] == j.edgeSrc[m.edge] {
-				c := j.classOf(p, int32(i))
-				if j.carried != nil {
-					j.momOf(c).add(float64(m.send-q.recv) / 1e9)
-				}
+				j.momOf(j.classOf(p, int32(i))).add(float64(m.send-q.recv) / 1e9)
 			}
-		}
-		if j.carried == nil {
-			return
 		}
 	}
 	for i := range j.kids {
@@ -1437,47 +1443,37 @@ func (j *joint) refit(useCertain, last bool) {
 	}
 }
 
-// classMoments yields the moments of the chosen links' delays (the last
-// pass's links that refit(last) looks up) of every class of a whole trace
-// that has any, in class order, each summed in message order — as the
-// classes held them until they were made apart (a whole trace has
-// millions of classes): the links grouped by class outside the heap, for
-// the while.
-func (j *joint) classMoments(yield func(*moments) bool) {
-	var o offHeap
-	defer o.free()
-	cls := offMake[int32](&o, len(j.parent))[:0]
-	msg := offMake[int32](&o, len(j.parent))[:0]
+// linkClasses is refit(last) of a whole trace: the classes of the links
+// whose delays compare reads, looked up (made where new, when they always
+// were) into linkCls.
+func (j *joint) linkClasses() {
 	for i, p := range j.parent {
+		j.linkCls[i] = -1
 		if p < 0 {
 			continue
 		}
 		if m, q := &j.hot[i], &j.hot[p]; m.send != trace.Unknown && q.recv != trace.Unknown && j.edgeDst[q.edge] == j.edgeSrc[m.edge] {
-			cls = append(cls, j.classOf(p, int32(i)).idx)
-			msg = append(msg, int32(i))
+			j.linkCls[i] = j.classOf(p, int32(i)).idx
 		}
 	}
-	n := len(j.classes)
-	start := offMake[int32](&o, n+1)
-	for _, c := range cls {
-		start[c+1]++
-	}
-	for c := 0; c < n; c++ {
-		start[c+1] += start[c]
-	}
-	items := offMake[int32](&o, len(cls))
-	pos := offMake[int32](&o, n)
-	copy(pos, start[:n])
-	for k, c := range cls {
-		items[pos[c]] = msg[k]
-		pos[c]++
-	}
-	for c := 0; c < n; c++ {
-		var mom moments
-		for _, i := range items[start[c]:start[c+1]] {
-			mom.add(float64(j.hot[i].send-j.hot[j.parent[i]].recv) / 1e9)
+}
+
+// classMoments yields the moments of the chosen links' delays (linkCls)
+// of every class of a whole trace that has any, in class order, each
+// summed in message order — as the classes held them until they were
+// made apart (a whole trace has millions of classes): in an array by
+// class outside the heap, for the while.
+func (j *joint) classMoments(yield func(*moments) bool) {
+	var o offHeap
+	defer o.free()
+	moms := offMake[moments](&o, len(j.classes))
+	for i, c := range j.linkCls {
+		if c >= 0 {
+			moms[c].add(float64(j.hot[i].send-j.hot[j.parent[i]].recv) / 1e9)
 		}
-		if mom.n > 0 && !yield(&mom) {
+	}
+	for k := range moms {
+		if moms[k].n > 0 && !yield(&moms[k]) {
 			return
 		}
 	}
