@@ -48,7 +48,7 @@ func (h ActorHabit) String() string {
 // learnActors is J2b: j.actorOn[b] where the habit holds at b.
 func (j *joint) learnActors() {
 	j.actorOn = nil
-	if j.o.ActorMin > 1 || !j.hasActors() {
+	if j.o.ActorMin > 1 || j.actors == nil { // no message names a thread
 		return
 	}
 	var t sameactor.Tally
@@ -65,20 +65,21 @@ func (j *joint) learnActors() {
 				continue
 			}
 			p := j.r.peer[c]
-			if j.msgs[p].Src != b || j.msgs[p].Send == trace.Unknown || j.msgs[p].Send < j.msgs[c].Recv {
+			mp, mc := j.pm(p), j.pm(c)
+			if mp.Src != b || mp.Send == trace.Unknown || mp.Send < mc.Recv {
 				continue
 			}
-			recv, end, req = append(recv, j.msgs[c].Recv), append(end, j.msgs[p].Send), append(req, c)
-			longest = max(longest, j.msgs[p].Send-j.msgs[c].Recv)
-			t.Received(j.msgs[c].DstActor)
+			recv, end, req = append(recv, mc.Recv), append(end, mp.Send), append(req, c)
+			longest = max(longest, mp.Send-mc.Recv)
+			t.Received(j.actorOf(c).dst)
 		}
 		for _, o := range j.outsOf(b) {
 			if j.r.role[o] != roleRequest {
 				continue
 			}
-			m := &j.msgs[o]
-			t.Sent(m.SrcActor)
-			if m.SrcActor == trace.NoActor || len(req) == 0 {
+			m, sa := j.pm(o), j.actorOf(o).src
+			t.Sent(sa)
+			if sa == trace.NoActor || len(req) == 0 {
 				continue
 			}
 			// The spans it fits in: exactly one?
@@ -91,7 +92,7 @@ func (j *joint) learnActors() {
 				}
 			}
 			if n == 1 {
-				t.Pair(m.SrcActor, j.msgs[only].DstActor)
+				t.Pair(sa, j.actorOf(only).dst)
 			}
 		}
 		h := t.Decide(j.o.ActorMin, j.o.ActorChance)
@@ -119,16 +120,16 @@ func (j *joint) hasActors() bool {
 // spanActor is the thread of span c at node b: the one that received its
 // request (a half span of a lost request: the one that sent its reply).
 func (j *joint) spanActor(b trace.NodeID, c int32) trace.ActorID {
-	if m := &j.msgs[c]; m.Dst == b {
-		return m.DstActor
+	if j.dstOf(c) == b {
+		return j.actorOf(c).dst
 	}
-	return j.msgs[c].SrcActor
+	return j.actorOf(c).src
 }
 
 // actorCost is the price of send o at node b in span sp (spanRoot or a
 // request; trig the candidate parent when sp is not a span).
 func (j *joint) actorCost(b trace.NodeID, o, sp, trig int32) float64 {
-	sa := j.msgs[o].SrcActor
+	sa := j.actorOf(o).src
 	if sa == trace.NoActor {
 		return 0
 	}
@@ -136,7 +137,7 @@ func (j *joint) actorCost(b trace.NodeID, o, sp, trig int32) float64 {
 	if sp >= 0 {
 		a = j.spanActor(b, sp)
 	} else {
-		a = j.msgs[trig].DstActor
+		a = j.actorOf(trig).dst
 	}
 	if a == trace.NoActor || a == sa {
 		return 0
@@ -153,7 +154,7 @@ func (j *joint) actorSpanCost(b trace.NodeID, c int32, calls []int32) float64 {
 	}
 	cost := 0.0
 	for _, k := range calls {
-		if sa := j.msgs[k].SrcActor; sa != trace.NoActor && sa != a {
+		if sa := j.actorOf(k).src; sa != trace.NoActor && sa != a {
 			cost += actorMismatch
 		}
 	}

@@ -41,7 +41,7 @@ func (j *joint) connHints(b trace.NodeID, ns *nodeSpans) {
 	j.scr.connPrev = prev
 	any := false
 	for s, c := range ns.req {
-		m := &j.msgs[c]
+		m := j.pm(c)
 		prev[s] = -1
 		if m.SrcEP == trace.NoEndpoint || m.DstEP == trace.NoEndpoint {
 			continue
@@ -74,9 +74,9 @@ func (j *joint) connHints(b trace.NodeID, ns *nodeSpans) {
 			continue
 		}
 		for _, k := range ns.members[s] {
-			mk := &j.msgs[k]
+			mk := j.pm(k)
 			for _, q := range ns.members[p] {
-				mq := &j.msgs[q]
+				mq := j.pm(q)
 				if mq.Dst != mk.Dst {
 					continue
 				}
@@ -88,11 +88,11 @@ func (j *joint) connHints(b trace.NodeID, ns *nodeSpans) {
 			}
 		}
 		for _, q := range ns.members[p] {
-			mq := &j.msgs[q]
+			mq := j.pm(q)
 			ns.hints[s] = append(ns.hints[s], connHint{mq.Dst, mq.SrcEP, mq.DstEP})
 		}
 		for _, k := range ns.members[s] {
-			mk := &j.msgs[k]
+			mk := j.pm(k)
 			ns.hints[p] = append(ns.hints[p], connHint{mk.Dst, mk.SrcEP, mk.DstEP})
 		}
 	}
@@ -119,7 +119,7 @@ func (j *joint) connCostOf(ns *nodeSpans, c int32, calls []int32) float64 {
 	}
 	cost := 0.0
 	for _, k := range calls {
-		m := &j.msgs[k]
+		m := j.pm(k)
 		hinted, match := false, false
 		for _, h := range ns.hints[s] {
 			if h.dst == m.Dst {

@@ -39,9 +39,11 @@ type linker struct {
 
 	// idxMem holds the per-node and per-edge indexes above (dropIndex
 	// frees it); runMem the joint linker's per-message arrays, freed at the
-	// end of its run, and linkMem its links (parent, prob), freed once
-	// J6 has read them (offHeap).
-	idxMem, runMem, linkMem offHeap
+	// end of its run, linkMem its links (parent, prob), freed once J6 has
+	// read them, and keepMem what the passes read of the messages
+	// (joint.hot, eps, actors) and what Options.Lean keeps of the rest,
+	// freed once the messages are made again (offHeap).
+	idxMem, runMem, linkMem, keepMem offHeap
 
 	fixed   []bool  // fixed endpoints (WAP5 §2.5), computed on demand
 	carried *models // delay models carried from a previous stream chunk

@@ -5,7 +5,9 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"runtime/debug"
 	"slices"
+	"unsafe"
 
 	"wap5/internal/hugemem"
 	"wap5/trace"
@@ -56,6 +58,8 @@ type models struct {
 	trigID map[trigKey]int32
 	// peaks are the classes' candidate peaks (classModel.peak).
 	peaks []dist
+	// moms are the classes' moments (classModel.momAt).
+	moms []moments
 }
 
 // poolKey groups the classes of one node and action over the senders of
@@ -101,8 +105,12 @@ type classModel struct {
 	peak   int32 // the peak found in cand (kept for the passes before repair): models.peaks[peak−1], 0: none
 	pool   int32 // models.poolID of its poolKey
 	trig   int32 // models.trigID of its trigKey
-	mom    moments
-	// (96 bytes, no pointers: a whole trace's classes live outside the
+	// momAt is where a stream's class keeps the moments of its chosen
+	// delays in the last pass (compare reads them): models.moms[momAt−1];
+	// 0: none (momOf). A whole trace's are summed by compare alone
+	// (classMoments): 32 bytes less for each of its millions of classes.
+	momAt int32
+	// (64 bytes, no pointers: a whole trace's classes live outside the
 	// Go heap; its key is known to whoever looks it up.)
 }
 
@@ -219,8 +227,17 @@ type joint struct {
 	fanByEdge              []*fanModel
 	countByEdge            []*countModel
 	spanIdx                []int32 // request → its span at the node being repaired, or −1
-	// hot is what the passes read of every message, in one record.
-	hot []msgHot
+	// hot is what the passes read of every message, in one record; eps
+	// and actors (nil where no message names a thread) the rest of what
+	// they read of it (pm, actorOf): with Options.Lean the trace's
+	// messages are not kept during the passes.
+	hot    []msgHot
+	eps    []epPair
+	actors []actorPair
+	// linkCls is, after the last refit of a whole trace, the class
+	// index of every message's chosen link whose delay compare reads,
+	// else −1 (linkClasses; the array of the passes' change count).
+	linkCls []int32
 	// active lists the classes with data in the current pass, so that
 	// refitting does not walk every class a large trace ever had.
 	active []*classModel
@@ -236,6 +253,13 @@ type joint struct {
 
 // runJoint is J1–J5.
 func (l *linker) runJoint() (*instances, Fit, int) {
+	// Options.Lean on a large trace: the collector keeps the heap close
+	// to what is live from J1 on, not only in the passes (lowGC), so that
+	// J1's and J2's garbage does not double the heap while it still holds
+	// the messages.
+	if l.o.Lean && l.carried == nil && len(l.msgs) >= lowGCMessages {
+		defer collectOften(false)()
+	}
 	rev := l.reverseEdges()
 	// J1.
 	phase("J1 pairing")
@@ -257,6 +281,49 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// The per-message arrays outside the Go heap (offHeap), given back
 	// when the run ends.
 	mem := &l.runMem
+	j.markHalves()
+	j.client = Clients(l.t, l.o.FixedPortPeers)
+	j.edgeTrig, j.edgeAct = make([]uint32, len(l.edgeSrc)), make([]uint32, len(l.edgeSrc))
+	for e := range l.edgeSrc {
+		j.edgeTrig[e] = uint32(j.trigNode(l.edgeSrc[e]) + 2)
+		j.edgeAct[e] = uint32(j.trigNode(l.edgeDst[e]) + 2)
+	}
+	// hot, eps and actors outlive the run's other arrays where
+	// Options.Lean makes the messages again from them (keepMem).
+	j.hot = offMake[msgHot](&l.keepMem, n)
+	j.eps = offMake[epPair](&l.keepMem, n)
+	if j.hasActors() {
+		j.actors = offMake[actorPair](&l.keepMem, n)
+	}
+	for k := range j.msgs {
+		m := &j.msgs[k]
+		j.hot[k] = msgHot{send: m.Send, recv: m.Recv, peer: r.peer[k], edge: l.edge[k], role: r.role[k], half: j.half[k]}
+		j.eps[k] = epPair{m.SrcEP, m.DstEP}
+		if j.actors != nil {
+			j.actors[k] = actorPair{m.SrcActor, m.DstActor}
+		}
+	}
+	// Options.Lean: from here to J6 the messages are hot, eps and
+	// actors; the trace's are dropped — the heap's largest object, given
+	// back at once on a large trace, before the run's arrays are made —
+	// and made again after J6.
+	var lean *leanCols
+	if l.o.Lean && l.carried == nil {
+		lean = l.dropMessages()
+		if n >= lowGCMessages {
+			debug.FreeOSMemory()
+		}
+	}
+	// (needOf reads the hot records of the replies: all of them first.)
+	for k := range j.hot {
+		h := &j.hot[k]
+		if h.send != trace.Unknown && r.role[k] == roleRequest {
+			h.need = needFar
+			if d := j.needOf(l.edgeSrc[h.edge], int32(k)) - h.send; d < needFar {
+				h.need = uint32(d)
+			}
+		}
+	}
 	// (parent and prob, which J6 reads, apart: the rest is given back
 	// before J6 makes the instances.)
 	j.parent = offMake[int32](&l.linkMem, n)
@@ -266,29 +333,11 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	j.callSpan = offMake[int32](mem, n)
 	j.unsure = offMake[bool](mem, n)
 	j.initCaches()
-	j.markHalves()
-	j.client = Clients(l.t, l.o.FixedPortPeers)
-	j.edgeTrig, j.edgeAct = make([]uint32, len(l.edgeSrc)), make([]uint32, len(l.edgeSrc))
-	for e := range l.edgeSrc {
-		j.edgeTrig[e] = uint32(j.trigNode(l.edgeSrc[e]) + 2)
-		j.edgeAct[e] = uint32(j.trigNode(l.edgeDst[e]) + 2)
-	}
-	j.hot = offMake[msgHot](mem, n)
 	// A pass adds at most one chosen and one certain delay per message:
 	// the lists at that size at once, outside the heap, where only what
 	// is written costs memory (no regrowing copies).
 	for _, d := range []*delayList{&j.samples, &j.certain} {
 		d.cls, d.val, d.byCls = offMake[int32](mem, n)[:0], offMake[float32](mem, n)[:0], offMake[float32](mem, n)[:0]
-	}
-	for k := range j.msgs {
-		m := &j.msgs[k]
-		j.hot[k] = msgHot{send: m.Send, recv: m.Recv, peer: r.peer[k], edge: l.edge[k], role: r.role[k], half: j.half[k]}
-		if m.Send != trace.Unknown && r.role[k] == roleRequest {
-			j.hot[k].need = needFar
-			if d := j.needOf(m.Src, int32(k)) - m.Send; d < needFar {
-				j.hot[k].need = uint32(d)
-			}
-		}
 	}
 	// The arrays the passes read at random: huge pages where the kernel
 	// gives them (hugemem.Collapse).
@@ -304,6 +353,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	hugemem.Collapse(j.unsure)
 	hugemem.Collapse(j.half)
 	hugemem.Collapse(j.hot)
+	hugemem.Collapse(j.eps)
 	hugemem.Collapse(j.spanIdx)
 	phase("J2 count priors, J2b actors")
 	j.countPriors()
@@ -315,16 +365,18 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		defer lowGC()()
 	}
 	prev := offMake[int32](mem, n)
+	j.linkCls = prev // after the last refit (whole trace: linkClasses)
 	fit := Fit{}
 	iters := 0
 	// J3–J5: sweeps alone until the choices settle, then two passes with
 	// the joint repair (the last one also scores every call).
 	greedy := max(1, l.o.MaxIterations-2)
 	j.horizon = make([]int64, len(l.t.Nodes))
-	for c := range l.msgs {
-		if r.role[c] == roleRequest && l.msgs[c].Recv != trace.Unknown {
-			if p := l.msgs[r.peer[c]]; p.Send != trace.Unknown && p.Src == l.msgs[c].Dst {
-				j.horizon[p.Src] = max(j.horizon[p.Src], min(p.Send-l.msgs[c].Recv, l.x))
+	for c := range j.hot {
+		if hc := &j.hot[c]; r.role[c] == roleRequest && hc.recv != trace.Unknown {
+			if p := &j.hot[r.peer[c]]; p.send != trace.Unknown && l.edgeSrc[p.edge] == l.edgeDst[hc.edge] {
+				src := l.edgeSrc[p.edge]
+				j.horizon[src] = max(j.horizon[src], min(p.send-hc.recv, l.x))
 			}
 		}
 	}
@@ -386,10 +438,24 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		if !keepAlternative(cost, j.tallySum) {
 			j.restoreState(saved)
 			fit = savedFit
+			if j.carried == nil {
+				j.linkClasses() // of the restored links
+			}
 		}
 		j.tally = false
 	}
 	phase("fit compare")
+	// The delay lists are read no more: given back before compare
+	// groups the links by class.
+	if j.carried == nil {
+		for _, d := range []*delayList{&j.samples, &j.certain} {
+			for _, p := range []unsafe.Pointer{unsafe.Pointer(unsafe.SliceData(d.cls)), unsafe.Pointer(unsafe.SliceData(d.val)),
+				unsafe.Pointer(unsafe.SliceData(d.start)), unsafe.Pointer(unsafe.SliceData(d.byCls))} {
+				l.runMem.release(p)
+			}
+			*d = delayList{}
+		}
+	}
 	fit.Settled = fit.Change < 1e-3
 	fit = j.compare(fit)
 	if afterJoint != nil {
@@ -406,6 +472,10 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	phase("J6 instances")
 	in := j.instances()
 	l.linkMem.free()
+	if lean != nil {
+		l.remakeMessages(j, lean)
+	}
+	l.keepMem.free()
 	return in, fit, iters
 }
 
@@ -460,8 +530,7 @@ func (j *joint) classOf(trig, act int32) *classModel {
 		j.ofTab, j.ofKey, j.ofC = tab, fk, c
 		return c
 	}
-	m, a := &j.msgs[trig], &j.msgs[act]
-	k := classKey{trig: j.trigNode(m.Src), node: a.Src, act: j.trigNode(a.Dst), reply: reply, ret: j.r.role[trig] == roleReply}
+	k := classKey{trig: j.trigNode(j.edgeSrc[te]), node: src, act: j.trigNode(j.edgeDst[ae]), reply: reply, ret: j.r.role[trig] == roleReply}
 	// The node's table is keyed by the rest of the class key (the
 	// senders of the trigger and the destination as trigNode knows them,
 	// reply, ret: one table key per class key), so a class is made at its
@@ -752,8 +821,7 @@ func (j *joint) fanOf(trig int32) *fanModel {
 	if f := j.fanByEdge[slot]; f != nil {
 		return f
 	}
-	m := &j.msgs[trig]
-	k := fanKey{trig: j.trigNode(m.Src), node: m.Dst, ret: ret}
+	k := fanKey{trig: j.trigNode(j.edgeSrc[h.edge]), node: j.edgeDst[h.edge], ret: ret}
 	f := j.mod.fan[k]
 	if f == nil {
 		f = &fanModel{}
@@ -804,7 +872,9 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 		j.unsure[i] = false
 	}
 	for _, c := range j.active {
-		c.mom = moments{}
+		if c.momAt > 0 {
+			j.mod.moms[c.momAt-1] = moments{}
+		}
 		c.active = false
 	}
 	j.samples.reset()
@@ -850,7 +920,7 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 		d := j.base[j.edge[i]]
 		best, bc, sum := int32(-1), math.Inf(1), 0.0
 		ls := d.logpdf(j.o.Spontaneous * d.mean())
-		j.candidates(i, rev, func(p int32, dt float64) bool {
+		j.candidatesOf(i, h.send, h.recv, j.edgeSrc[h.edge], rev, func(p int32, dt float64) bool {
 			c := -d.logpdf(dt)
 			if c < bc {
 				best, bc = p, c
@@ -877,6 +947,38 @@ type msgHot struct {
 	edge       int32  // linker.edge
 	need       uint32 // calls: when their span must still be open, after the send (needFar: too far, computed)
 	role, half uint8  // r.role, joint.half
+}
+
+// epPair and actorPair are a message's endpoints and threads (SrcEP,
+// DstEP; SrcActor, DstActor).
+type epPair struct{ src, dst trace.EndpointID }
+
+type actorPair struct{ src, dst trace.ActorID }
+
+// passMsg is what the passes read of a message besides hot's fields (pm).
+type passMsg struct {
+	Send, Recv   int64
+	Src, Dst     trace.NodeID
+	SrcEP, DstEP trace.EndpointID
+}
+
+// pm is message i as the passes know it: from hot, its edge's nodes and
+// eps, which hold while Options.Lean has dropped the trace's messages.
+func (j *joint) pm(i int32) passMsg {
+	h := &j.hot[i]
+	e := j.eps[i]
+	return passMsg{h.send, h.recv, j.edgeSrc[h.edge], j.edgeDst[h.edge], e.src, e.dst}
+}
+
+// dstOf is message i's receiver.
+func (j *joint) dstOf(i int32) trace.NodeID { return j.edgeDst[j.hot[i].edge] }
+
+// actorOf is message i's threads (NoActor where the trace names none).
+func (j *joint) actorOf(i int32) actorPair {
+	if j.actors == nil {
+		return actorPair{trace.NoActor, trace.NoActor}
+	}
+	return j.actors[i]
 }
 
 // liveMsg is a received message in play in a sweep, with what the sweep
@@ -1217,17 +1319,21 @@ func (j *joint) fitPeaks() {
 func (j *joint) refit(useCertain, last bool) {
 	if last {
 		// The moments compare reads (only the last pass's are), in
-		// message order as they always were summed.
+		// message order as they always were summed. A whole trace's
+		// are summed by compare itself (classMoments): here its
+		// classes are only looked up, so that the classes made by
+		// the lookups are made when they always were.
+		if j.carried == nil {
+			j.linkClasses()
+			return
+		}
 		for i, p := range j.parent {
 			if p < 0 {
 				continue
 			}
 			if m, q := &j.hot[i], &j.hot[p]; m.send != trace.Unknown && q.recv != trace.Unknown && j.edgeDst[q.edge] == j.edgeSrc[m.edge] {
-				j.classOf(p, int32(i)).mom.add(float64(m.send-q.recv) / 1e9)
+				j.momOf(j.classOf(p, int32(i))).add(float64(m.send-q.recv) / 1e9)
 			}
-		}
-		if j.carried == nil {
-			return
 		}
 	}
 	for i := range j.kids {
@@ -1359,17 +1465,67 @@ func (j *joint) refit(useCertain, last bool) {
 	}
 }
 
+// linkClasses is refit(last) of a whole trace: the classes of the links
+// whose delays compare reads, looked up (made where new, when they always
+// were) into linkCls.
+func (j *joint) linkClasses() {
+	for i, p := range j.parent {
+		j.linkCls[i] = -1
+		if p < 0 {
+			continue
+		}
+		if m, q := &j.hot[i], &j.hot[p]; m.send != trace.Unknown && q.recv != trace.Unknown && j.edgeDst[q.edge] == j.edgeSrc[m.edge] {
+			j.linkCls[i] = j.classOf(p, int32(i)).idx
+		}
+	}
+}
+
+// classMoments yields the moments of the chosen links' delays (linkCls)
+// of every class of a whole trace that has any, in class order, each
+// summed in message order — as the classes held them until they were
+// made apart (a whole trace has millions of classes): in an array by
+// class outside the heap, for the while.
+func (j *joint) classMoments(yield func(*moments) bool) {
+	var o offHeap
+	defer o.free()
+	moms := offMake[moments](&o, len(j.classes))
+	for i, c := range j.linkCls {
+		if c >= 0 {
+			moms[c].add(float64(j.hot[i].send-j.hot[j.parent[i]].recv) / 1e9)
+		}
+	}
+	for k := range moms {
+		if moms[k].n > 0 && !yield(&moms[k]) {
+			return
+		}
+	}
+}
+
+// momOf is class c's moments (a stream's: classMoments sums a whole
+// trace's), made (empty) where it has none yet: valid until the next call.
+func (j *joint) momOf(c *classModel) *moments {
+	if c.momAt == 0 {
+		j.mod.moms = append(j.mod.moms, moments{})
+		c.momAt = int32(len(j.mod.moms))
+	}
+	return &j.mod.moms[c.momAt-1]
+}
+
+// momsOf is class c's moments, nil where it has none.
+func (j *joint) momsOf(c *classModel) *moments {
+	if c.momAt == 0 {
+		return nil
+	}
+	return &j.mod.moms[c.momAt-1]
+}
+
 // compare reports how the delay families fit the chosen links.
 func (j *joint) compare(fit Fit) Fit {
 	// A whole trace's classes are j.classes (no map of copies: there are
 	// millions); a stream's are the carried map's.
 	return compareFits(func(yield func(*moments) bool) {
 		if j.carried == nil {
-			for _, c := range j.classes {
-				if c.mom.n > 0 && !yield(&c.mom) {
-					return
-				}
-			}
+			j.classMoments(yield)
 			return
 		}
 		// In key order: float sums in map order differ from run to run.
@@ -1379,7 +1535,7 @@ func (j *joint) compare(fit Fit) Fit {
 		}
 		slices.SortFunc(keys, compareClassKeys)
 		for _, k := range keys {
-			if c := j.mod.class[k]; c.mom.n > 0 && !yield(&c.mom) {
+			if m := j.momsOf(j.mod.class[k]); m != nil && m.n > 0 && !yield(m) {
 				return
 			}
 		}
@@ -1388,7 +1544,7 @@ func (j *joint) compare(fit Fit) Fit {
 
 // instances is J6: the trees under parentless messages.
 func (j *joint) instances() *instances {
-	n := len(j.msgs)
+	n := len(j.parent)
 	start := make([]int32, n+1)
 	for _, p := range j.parent {
 		if p >= 0 {
@@ -1445,7 +1601,7 @@ func (j *joint) initCaches() {
 	j.pairMemo = make([]pairMemo, 1<<pairMemoBits)
 	j.fanByEdge = make([]*fanModel, 2*ne)
 	j.countByEdge = make([]*countModel, ne)
-	j.spanIdx = offMake[int32](&j.runMem, len(j.msgs))
+	j.spanIdx = offMake[int32](&j.runMem, len(j.parent))
 	for i := range j.spanIdx {
 		j.spanIdx[i] = -1
 	}

@@ -94,6 +94,14 @@ type Options struct {
 	// never. Traces without actors are unaffected.
 	ActorMin    float64
 	ActorChance float64
+	// Lean (joint, whole traces) lets Link drop t.Messages during the
+	// passes (J3–J5), when it keeps what they read of the messages apart
+	// (a large trace's messages are most of the Go heap), and make them
+	// again after J6 from what it kept: times, nodes, endpoints, kind and
+	// threads, and ID where instances are kept (NoInstances unset; else
+	// NoRef); Bytes is 0, Call and Truth NoRef. For a caller that reads
+	// no more of t's messages after Link (wap5 link). Ignored with Stream.
+	Lean bool
 }
 
 // Defaults returns o with every unset field at its default.
@@ -203,6 +211,7 @@ func Link(t *trace.Trace, opts Options) (*Result, error) {
 	}
 	t.Sort()
 	if opts.Stream > 0 {
+		opts.Lean = false
 		return linkStream(t, opts)
 	}
 	l := newLinker(t, opts, nil)

@@ -125,7 +125,7 @@ func (j *joint) addHalfSpans(b trace.NodeID, ns *nodeSpans) {
 	}
 	whole := len(ns.req)
 	for _, c := range j.insOf(b) {
-		if j.half[c] == halfOpen && j.msgs[c].Recv != trace.Unknown {
+		if j.half[c] == halfOpen && j.hot[c].recv != trace.Unknown {
 			ns.req = append(ns.req, c)
 		}
 	}

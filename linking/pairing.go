@@ -173,10 +173,10 @@ func (l *linker) fixedEndpoints() []bool {
 // orphanReply reports whether unpaired message i looks like a reply whose
 // request is missing (lost, or before the trace): from a fixed port to an
 // ephemeral one.
-func (l *linker) orphanReply(i int32) bool {
-	f := l.fixedEndpoints()
-	m := &l.msgs[i]
-	return f[m.SrcEP] && !f[m.DstEP]
+func (j *joint) orphanReply(i int32) bool {
+	f := j.fixedEndpoints()
+	e := j.eps[i]
+	return f[e.src] && !f[e.dst]
 }
 
 // callTable maps a call's key — its call id and unordered node pair — to

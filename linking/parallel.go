@@ -32,7 +32,7 @@ const minParallelEvidence = 20
 // (message order), from refitCounts: the requests sent, with a known send
 // time, that belong to a request span of their sender.
 func (j *joint) refitParallel(sure []float64, start, items []int32) {
-	n := len(j.msgs)
+	n := len(j.hot)
 	type tally struct{ later, over float64 }
 	per := map[*countModel]*tally{}
 	for ci := 0; ci < n; ci++ {
@@ -44,10 +44,10 @@ func (j *joint) refitParallel(sure []float64, start, items []int32) {
 		if ci, ok := j.cntCls.get(j.spanClass(c)); ok && sure[ci] >= 30 && j.unsure[c] {
 			continue
 		}
-		b := j.msgs[c].Dst
+		b := j.dstOf(c)
 		for q := 1; q < len(calls); q++ {
 			k := calls[q]
-			cm := j.countModelOf(c, j.msgs[k].Dst)
+			cm := j.countModelOf(c, j.dstOf(k))
 			if cm == nil {
 				continue
 			}
@@ -57,9 +57,9 @@ func (j *joint) refitParallel(sure []float64, start, items []int32) {
 				per[cm] = t
 			}
 			t.later++
-			s := j.msgs[k].Send
+			s := j.hot[k].send
 			for _, e := range calls[:q] {
-				if r := j.r.peer[e]; r >= 0 && j.msgs[r].Dst == b && j.msgs[r].Recv != trace.Unknown && j.msgs[r].Recv > s {
+				if r := j.r.peer[e]; r >= 0 && j.dstOf(r) == b && j.hot[r].recv != trace.Unknown && j.hot[r].recv > s {
 					t.over++
 					break
 				}

@@ -475,9 +475,9 @@ const needFar = math.MaxUint32
 
 // needOf computes need for call k from node b.
 func (j *joint) needOf(b trace.NodeID, k int32) int64 {
-	need := j.msgs[k].Send
-	if r := j.r.peer[k]; r >= 0 && j.msgs[r].Dst == b && j.msgs[r].Recv != trace.Unknown && j.msgs[r].Recv > need {
-		need = j.msgs[r].Recv
+	need := j.hot[k].send
+	if r := j.r.peer[k]; r >= 0 && j.dstOf(r) == b && j.hot[r].recv != trace.Unknown && j.hot[r].recv > need {
+		need = j.hot[r].recv
 	}
 	return need
 }
@@ -527,7 +527,7 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 			// web server's AUTH and AP calls) is two moves that
 			// each cost more alone.
 			for _, k2 := range ns.members[sb] {
-				if j.msgs[k2].Dst == j.msgs[k].Dst || !j.fits(b, ns.req[sa], k2) {
+				if j.dstOf(k2) == j.dstOf(k) || !j.fits(b, ns.req[sa], k2) {
 					continue
 				}
 				c1, c2 := j.costWith(b, ns, sa, k, k2), j.costWith(b, ns, sb, k2, k)
@@ -880,22 +880,22 @@ func (j *joint) countPriors() {
 	spans := make([]float64, len(j.t.Nodes))
 	classes := map[trace.NodeID][]trace.NodeID{} // node → the senders of its spans
 	seen := map[uint64]bool{}
-	for c := range j.msgs {
-		if j.r.role[c] == roleRequest && j.msgs[c].Recv != trace.Unknown {
-			if p := j.r.peer[c]; j.msgs[p].Send != trace.Unknown && j.msgs[p].Src == j.msgs[c].Dst {
-				b := j.msgs[c].Dst
+	for c := range j.hot {
+		if mc := j.pm(int32(c)); j.r.role[c] == roleRequest && mc.Recv != trace.Unknown {
+			if p := j.pm(j.r.peer[c]); p.Send != trace.Unknown && p.Src == mc.Dst {
+				b := mc.Dst
 				spans[b]++
 				if k := j.spanClass(int32(c)); !seen[k] {
 					seen[k] = true
-					classes[b] = append(classes[b], classSender(j.msgs[c].Src, b))
+					classes[b] = append(classes[b], classSender(mc.Src, b))
 				}
 			}
 		}
 	}
 	type nodeDst struct{ node, dst trace.NodeID }
 	calls := map[nodeDst]float64{}
-	for k := range j.msgs {
-		m := &j.msgs[k]
+	for k := range j.hot {
+		m := j.pm(int32(k))
 		if j.r.role[k] == roleRequest && m.Send != trace.Unknown && spans[m.Src] > 0 {
 			calls[nodeDst{m.Src, m.Dst}]++
 		}
@@ -964,7 +964,7 @@ func (j *joint) refitCounts() {
 		hk, hc := &j.hot[k], &j.hot[c]
 		return hk.role == roleRequest && hk.send != trace.Unknown && hc.role == roleRequest && j.edgeDst[hc.edge] == j.edgeSrc[hk.edge]
 	}
-	n := len(j.msgs)
+	n := len(j.hot)
 	start := offSized(&j.runMem, j.scr.cntStart, n+1)
 	clear(start)
 	defer func() { j.scr.cntStart = start }()
@@ -1009,7 +1009,7 @@ func (j *joint) refitCounts() {
 		hp := &j.hot[hc.peer]
 		return hp.send != trace.Unknown && j.edgeSrc[hp.edge] == j.edgeDst[hc.edge]
 	}
-	for c := range j.msgs {
+	for c := range j.hot {
 		if isSpan(c) && !j.unsure[c] {
 			if ci, ok := j.cntCls.get(j.spanClass(int32(c))); ok {
 				sure[ci]++
@@ -1020,7 +1020,7 @@ func (j *joint) refitCounts() {
 	for _, cm := range j.mod.count {
 		cm.seen = [4]float64{}
 	}
-	for c := range j.msgs {
+	for c := range j.hot {
 		if !isSpan(c) {
 			continue
 		}

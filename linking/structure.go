@@ -42,6 +42,7 @@ type jointState struct {
 	kids                   []uint8
 	unsure                 []bool
 	classes                []classModel
+	moms                   []moments     // models.moms
 	active                 []*classModel // joint.active (classModel.active is saved with the classes)
 	count                  map[*countModel]countModel
 	fan                    map[*fanModel]fanModel
@@ -55,6 +56,7 @@ func (j *joint) saveState() *jointState {
 		count: map[*countModel]countModel{}, fan: map[*fanModel]fanModel{}, anyParallel: j.anyParallel,
 		active: slices.Clone(j.active),
 	}
+	s.moms = slices.Clone(j.mod.moms)
 	s.classes = make([]classModel, len(j.classes))
 	for i, c := range j.classes {
 		s.classes[i] = *c
@@ -81,10 +83,11 @@ func (j *joint) restoreState(s *jointState) {
 		} else {
 			// Made by the alternative's passes: no links of the kept
 			// assignment (compare reads the moments).
-			c.mom = moments{}
+			c.momAt = 0
 			c.active = false
 		}
 	}
+	j.mod.moms = append(j.mod.moms[:0], s.moms...)
 	j.active = j.active[:0]
 	if j.carried == nil {
 		j.active = offGrow(&j.runMem, j.active, len(s.active)) // see classOf

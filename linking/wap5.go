@@ -31,12 +31,19 @@ type links struct {
 // (WAP5 §5.1).
 func (l *linker) candidates(i int, rev []int32, f func(p int32, dt float64) bool) {
 	m := &l.msgs[i]
-	if m.Send != trace.Unknown {
-		in, ts := l.insOf(m.Src), l.insRecvOf(m.Src)
+	l.candidatesOf(i, m.Send, m.Recv, m.Src, rev, f)
+}
+
+// candidatesOf is candidates for message i sent at send by src and
+// received at recv (what the joint linker's passes know of it without
+// the trace's messages, Options.Lean).
+func (l *linker) candidatesOf(i int, send, recv int64, src trace.NodeID, rev []int32, f func(p int32, dt float64) bool) {
+	if send != trace.Unknown {
+		in, ts := l.insOf(src), l.insRecvOf(src)
 		p := int(l.lastPos[i])
 		for ; p >= 0; p-- {
 			j := in[p]
-			dt := m.Send - ts[p]
+			dt := send - ts[p]
 			if dt > l.x {
 				return
 			}
@@ -57,7 +64,7 @@ func (l *linker) candidates(i int, rev []int32, f func(p int32, dt float64) bool
 	p := int(l.lastPos[i])
 	for ; p >= 0; p-- {
 		j := s[p]
-		dt := m.Recv - ts[p]
+		dt := recv - ts[p]
 		if dt > l.x {
 			return
 		}

@@ -79,6 +79,9 @@ func linkAction(c *cli.Context) error {
 		Top:         c.Int("top"),
 		ActorMin:    c.Float64("actor-min"),
 		ActorChance: c.Float64("actor-chance"),
+		// Nothing reads the messages after linking but --instances
+		// (their ids): the linker may drop them during its passes.
+		Lean: true,
 	}
 	if o.Method != linking.MethodJoint && o.Method != linking.MethodWAP5 {
 		return usagef("--method %q: want joint or wap5", o.Method)
