@@ -7,7 +7,9 @@ import (
 
 // hungarian solves the rectangular assignment problem for an n×m cost
 // matrix (n ≤ m, row-major): every row gets a distinct column, minimising
-// the total cost. It returns the column of every row.
+// the total cost. It returns the column of every row. Entries may be ±Inf or
+// NaN: the columns stay distinct and every call ends (a row whose entries
+// are all +Inf or NaN gets a column left over).
 func hungarian(cost []float64, n, m int, u, v, p, way, minv []float64, used []bool) []int {
 	// Potentials and the matching, 1-based with column 0 as the sentinel
 	// (the classic shortest-augmenting-path formulation).
@@ -38,6 +40,22 @@ func hungarian(cost []float64, n, m int, u, v, p, way, minv []float64, used []bo
 				if minv[jj] < delta {
 					delta, j1 = minv[jj], jj
 				}
+			}
+			if j1 == 0 {
+				// No unused column at a finite (or comparable) reduced
+				// cost: row i0's entries are all +Inf or NaN, or ±Inf
+				// made the potentials NaN. Every unused column is then as
+				// bad as another: take the first, and leave the
+				// potentials alone. (Searching on would never end; with
+				// this each step uses a new column, so a phase ends
+				// within m steps.)
+				for jj := 1; jj <= m; jj++ {
+					if !used[jj] {
+						j1 = jj
+						break
+					}
+				}
+				way[j1], delta = float64(j0), 0
 			}
 			for jj := 0; jj <= m; jj++ {
 				if used[jj] {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 func bruteAssign(cost []float64, n, m int) float64 {
@@ -233,4 +234,46 @@ func FuzzHungarianSparse(f *testing.F) {
 		}
 		checkSparse(t, blockCase(r, nn, 1+int(spans)%(nn+4), 1+int(slots)%3, vals), &sparseScratch{})
 	})
+}
+
+// TestHungarianEnds: rows with no finite entry (all +Inf, all NaN) and −Inf
+// entries used to make hungarian search forever; now every call ends with
+// distinct columns, and the rows that have finite entries still get their
+// cheapest free ones.
+func TestHungarianEnds(t *testing.T) {
+	inf, nan := math.Inf(1), math.NaN()
+	cases := []struct {
+		name string
+		n, m int
+		cost []float64
+		want map[int]int // row → column, where the answer is determined
+	}{
+		{"+Inf row first", 2, 3, []float64{inf, inf, inf, 5, 1, 9}, map[int]int{1: 1}},
+		{"+Inf row last", 2, 3, []float64{5, 1, 9, inf, inf, inf}, map[int]int{0: 1}},
+		{"NaN row", 2, 2, []float64{nan, nan, 3, 4}, nil},
+		{"every entry +Inf", 3, 3, []float64{inf, inf, inf, inf, inf, inf, inf, inf, inf}, nil},
+		{"−Inf entries", 2, 2, []float64{math.Inf(-1), 0, math.Inf(-1), 0}, nil},
+		{"+Inf and −Inf", 3, 4, []float64{inf, math.Inf(-1), inf, 1, inf, inf, inf, inf, math.Inf(-1), 2, nan, 0}, nil},
+	}
+	for _, c := range cases {
+		h := newHungScratch(c.m)
+		done := make(chan []int, 1)
+		go func() { done <- hungarian(c.cost, c.n, c.m, h.u, h.v, h.p, h.way, h.minv, h.used) }()
+		select {
+		case col := <-done:
+			seen := map[int]bool{}
+			for r, j := range col {
+				if j < 0 || j >= c.m || seen[j] {
+					t.Errorf("%s: columns %v: not distinct columns of %d", c.name, col, c.m)
+					break
+				}
+				seen[j] = true
+				if w, ok := c.want[r]; ok && j != w {
+					t.Errorf("%s: row %d got column %d, want %d (its cheapest)", c.name, r, j, w)
+				}
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: hungarian did not end in 10 s", c.name)
+		}
+	}
 }
