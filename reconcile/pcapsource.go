@@ -19,6 +19,17 @@ package reconcile
 //      from it. Only that capture reports the host's sends and receives, so
 //      a packet seen by several sniffers is counted once, with the sender's
 //      sniffer giving the send time and the receiver's the receive time.
+//      With logs in the input (mixed), an address that no log covers and
+//      that every capture saw only through a router (its highest TTL below
+//      the initial 64, 128 or 255: a masquerading router's, or a host
+//      behind it) is distant: in its flows with a peer no log covers
+//      either but the logs' unpaired connections went to (or came from),
+//      no capture reports its sends or receives, so the captured peer's
+//      ends stay open for step 6 to pair with those (a traced client
+//      behind a masquerade seen by the server's capture). Its other flows
+//      keep it: a logged host's are seen by the logs under the same
+//      addresses, and the capture gives the far side; those of hosts the
+//      logs never reached have nothing else to pair with.
 //  P4. Identify TCP connections across captures by their endpoint pair and
 //      the initial sequence numbers (SYN, or SYN-ACK's ack−1), which neither
 //      routing nor NAT change; a SYN with a new ISN on the same pair is the
@@ -67,11 +78,16 @@ type PcapSet struct {
 // hosts names hosts by address (nil: hosts are named by address). The
 // files are streamed (pcapstream.go): read again by each pass, never held.
 func OpenPcaps(paths []string, opts Options, hosts HostNames) (*PcapSet, error) {
+	return openPcapFiles(paths, opts, hosts, nil)
+}
+
+// openPcapFiles is OpenPcaps, in mixed input with what the logs cover (P3).
+func openPcapFiles(paths []string, opts Options, hosts HostNames, logs *logCover) (*PcapSet, error) {
 	feeds := make([]feed, len(paths))
 	for i, p := range paths {
 		feeds[i] = fileFeed{path: p, ci: int32(i), window: opts.packetReorder()}
 	}
-	return openFeeds(feeds, opts, hosts)
+	return openFeeds(feeds, opts, hosts, logs)
 }
 
 // PcapSources turns captures already read into observation sources (P2–P5).
@@ -80,7 +96,7 @@ func PcapSources(caps []*Capture, opts Options, hosts HostNames) *PcapSet {
 	for i, c := range caps {
 		feeds[i] = memFeed{c, opts.packetReorder()}
 	}
-	set, err := openFeeds(feeds, opts, hosts)
+	set, err := openFeeds(feeds, opts, hosts, nil)
 	if err != nil { // a memFeed does not fail
 		return &PcapSet{NAT: &nat.Map{}, Warnings: []string{err.Error()}}
 	}
@@ -121,7 +137,43 @@ func (c *canonMemo) packet(p *nat.Packet) {
 	}
 }
 
-func openFeeds(feeds []feed, opts Options, hosts HostNames) (*PcapSet, error) {
+// logCover is what the logs of a mixed input cover: the addresses their
+// processes use and their hosts' names (nil: captures alone, or the logs'
+// pre-pass did not run).
+type logCover struct {
+	addrs map[netip.Addr]string
+	hosts map[string]bool
+	// peers: the addresses the logs' unpaired connections went to or
+	// came from (step 6's table of lonely peers after the logs alone).
+	peers map[netip.Addr]bool
+}
+
+// newLogCover takes what the logs cover from the matcher that reconciled
+// them alone.
+func newLogCover(m *matcher) *logCover {
+	lc := &logCover{addrs: m.logAddr, hosts: m.logged, peers: map[netip.Addr]bool{}}
+	for k := range m.peers.v4 {
+		lc.peers[netip.AddrFrom4([4]byte{byte(k >> 40), byte(k >> 32), byte(k >> 24), byte(k >> 16)})] = true
+	}
+	for k := range m.peers.v6 {
+		lc.peers[netip.AddrFrom16(k.a)] = true
+	}
+	return lc
+}
+
+func (lc *logCover) covers(a netip.Addr, name string) bool {
+	if lc == nil {
+		return false
+	}
+	_, ok := lc.addrs[a]
+	return ok || lc.hosts[name]
+}
+
+// initialTTL reports whether ttl is one a host sends with (64, 128, 255):
+// a packet with another was forwarded by a router on its way.
+func initialTTL(ttl uint8) bool { return ttl == 64 || ttl == 128 || ttl == 255 }
+
+func openFeeds(feeds []feed, opts Options, hosts HostNames, logs *logCover) (*PcapSet, error) {
 	set := &PcapSet{NAT: &nat.Map{}}
 	for _, t := range opts.NAT {
 		set.NAT.Add(nat.Translation(t))
@@ -189,6 +241,18 @@ func openFeeds(feeds []feed, opts Options, hosts HostNames) (*PcapSet, error) {
 			}
 		}
 	}
+	var distant map[netip.Addr]bool
+	if logs != nil {
+		// P3, mixed input: the distant addresses.
+		for a, ci := range clock {
+			if ttl := stats[ci][a].ttl; ttl != 0 && !initialTTL(ttl) && !logs.covers(a, hosts.Name(a)) {
+				if distant == nil {
+					distant = make(map[netip.Addr]bool)
+				}
+				distant[a] = true
+			}
+		}
+	}
 	observers := make(map[netip.Addr]*Observer, len(clock))
 	for a, ci := range clock {
 		observers[a] = &Observer{Host: hosts.Name(a), File: fps[ci].info.File}
@@ -247,6 +311,7 @@ func openFeeds(feeds []feed, opts Options, hosts HostNames) (*PcapSet, error) {
 		set.Sources = append(set.Sources, &pcapSource{
 			f: f, fp: fps[ci], ci: int32(ci), clock: clock, observers: observers, conns: conns,
 			cn: cn, asg: conns.assigner(learn), state: make(map[int32]*tcpSide),
+			distant: distant, logs: logs, hosts: hosts,
 		})
 	}
 	return set, nil
@@ -463,13 +528,20 @@ type pcapSource struct {
 	overflows int
 	warned    []string
 	udpSeen   map[udpCopy]udpSeen
+	// distant: addresses seen only through a router that no log covers
+	// (P3, mixed input; nil otherwise), whose flows with peers no log
+	// covers get no observations of their side.
+	distant map[netip.Addr]bool
+	logs    *logCover
+	hosts   HostNames
 }
 
 // reread replays the same capture again from its start (step 0 of the
 // matcher): the connections and clocks are shared.
 func (s *pcapSource) reread() (Source, error) {
 	return &pcapSource{f: s.f, fp: s.fp, ci: s.ci, clock: s.clock, observers: s.observers, conns: s.conns,
-		cn: s.cn, asg: s.conns.assigner(s.asg.learn), state: make(map[int32]*tcpSide)}, nil
+		cn: s.cn, asg: s.conns.assigner(s.asg.learn), state: make(map[int32]*tcpSide),
+		distant: s.distant, logs: s.logs, hosts: s.hosts}, nil
 }
 
 func (s *pcapSource) Name() string { return s.fp.info.File }
@@ -530,11 +602,17 @@ func (s *pcapSource) Next(o *Observation) bool {
 	return true
 }
 
-func (s *pcapSource) here(a netip.AddrPort) *Observer {
-	if s.clock[a.Addr()] == s.ci {
-		return s.observers[a.Addr()]
+// here is the observer of a's side of a flow with peer, if this capture
+// gives a's clock (P3), unless a is distant and peer is uncovered and
+// reached by the logs' unpaired connections (P3, mixed input).
+func (s *pcapSource) here(a, peer netip.AddrPort) *Observer {
+	if s.clock[a.Addr()] != s.ci {
+		return nil
 	}
-	return nil
+	if s.distant != nil && s.distant[a.Addr()] && s.logs.peers[peer.Addr()] && !s.logs.covers(peer.Addr(), s.hosts.Name(peer.Addr())) {
+		return nil
+	}
+	return s.observers[a.Addr()]
 }
 
 func endpoint(a netip.AddrPort) libsockcap.Endpoint {
@@ -585,7 +663,7 @@ func (s *pcapSource) udp(p *nat.Packet) {
 		}
 	}
 	s.udpSeen[k] = udpSeen{p.Time, p.TTL}
-	for k, obs := range [2]*Observer{s.here(p.Src), s.here(p.Dst)} {
+	for k, obs := range [2]*Observer{s.here(p.Src, p.Dst), s.here(p.Dst, p.Src)} {
 		if obs == nil {
 			continue
 		}
@@ -617,7 +695,7 @@ func (s *pcapSource) tcp(p *nat.Packet, c *tcpConn) {
 		dir = 1
 	}
 	st := s.side(c, dir)
-	src, dst := s.here(p.Src), s.here(p.Dst)
+	src, dst := s.here(p.Src, p.Dst), s.here(p.Dst, p.Src)
 	open := func(obs *Observer, role Role, end int, local, remote netip.AddrPort) {
 		o := s.emit(p, OpOpen, obs, local, remote, libsockcap.ProtoTCP, true)
 		o.Role, o.Socket = role, socketID(c, end)
@@ -768,11 +846,11 @@ func (s *pcapSource) flushAll() {
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	for _, k := range keys {
 		c, dir := s.conns.conns[k/2], int(k%2)
-		dstEP := c.b
+		dstEP, srcEP := c.b, c.a
 		if dir == 1 {
-			dstEP = c.a
+			dstEP, srcEP = c.a, c.b
 		}
-		if obs := s.here(dstEP); obs != nil {
+		if obs := s.here(dstEP, srcEP); obs != nil {
 			s.skipGaps(last, c, dir, s.state[k], obs)
 		}
 	}

@@ -37,6 +37,7 @@ func Reconcile(in Inputs, opts Options) (*trace.Trace, error) {
 			sources = append(sources, s)
 		}
 	}
+	var cover *logCover
 	if len(in.Pcaps) > 0 && len(sources) > 0 && !opts.DisableNATDetection {
 		// Mixed inputs: learn the translations the logs show first, so
 		// that a capture's view of a translated flow lines up with the
@@ -57,6 +58,8 @@ func Reconcile(in Inputs, opts Options) (*trace.Trace, error) {
 		preOpts := opts
 		preOpts.Sink, preOpts.Stream = nil, nil
 		if _, m, err := reconcileSources(pre, preOpts); err == nil {
+			// What the logs cover, for the captures' clocks (P3).
+			cover = newLogCover(m)
 			for _, tr := range m.nat.found {
 				if tr.Flows > 0 {
 					opts.NAT = append(opts.NAT, *tr)
@@ -66,7 +69,7 @@ func Reconcile(in Inputs, opts Options) (*trace.Trace, error) {
 	}
 	if len(in.Pcaps) > 0 {
 		inputs += len(in.Pcaps)
-		ss, translations, w, err := openPcaps(in.Pcaps, opts, in.Hosts)
+		ss, translations, w, err := openPcaps(in.Pcaps, opts, in.Hosts, cover)
 		warns = append(warns, w...)
 		// The translations found in the packets canonicalise the logs too.
 		opts.NAT = append(opts.NAT, translations...)
@@ -102,9 +105,9 @@ func Reconcile(in Inputs, opts Options) (*trace.Trace, error) {
 // openPcaps opens the captures together (so that each host's clock and the
 // translations are chosen across all of them); a capture that cannot be read
 // is left out with a warning.
-func openPcaps(paths []string, opts Options, hosts HostNames) ([]Source, []Translation, []string, error) {
+func openPcaps(paths []string, opts Options, hosts HostNames, logs *logCover) ([]Source, []Translation, []string, error) {
 	var warns []string
-	set, err := OpenPcaps(paths, opts, hosts)
+	set, err := openPcapFiles(paths, opts, hosts, logs)
 	if err != nil {
 		var good []string
 		var lastErr error
@@ -119,7 +122,7 @@ func openPcaps(paths []string, opts Options, hosts HostNames) ([]Source, []Trans
 		if len(good) == 0 {
 			return nil, nil, warns, lastErr
 		}
-		if set, err = OpenPcaps(good, opts, hosts); err != nil {
+		if set, err = openPcapFiles(good, opts, hosts, logs); err != nil {
 			return nil, nil, append(warns, err.Error()), err
 		}
 	}

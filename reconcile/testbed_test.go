@@ -250,4 +250,54 @@ func TestTestbed(t *testing.T) {
 		}
 		checkCounts(t, wantC, got)
 	})
+	// The client traced, s2 only captured, through the masquerade: s2's
+	// capture sees the router's address, below the client's TTL, which no
+	// log covers; it gets no sends of its own (P3), so step 6 pairs s2's
+	// captured ends with the client's logged ones (it gave every message
+	// twice: the router's to s2, and the client's unpaired).
+	t.Run("client logs, masqueraded server capture", func(t *testing.T) {
+		if pcapErr != nil {
+			t.Skip("tcpdump not installed")
+		}
+		hosts, _, err := ReadHostsFile(filepath.Join(dir, "hosts"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := Reconcile(Inputs{
+			Logs:  []string{filepath.Join(dir, "logs", "c")},
+			Pcaps: []string{filepath.Join(dir, "pcap", "s2.pcap")},
+			Hosts: hosts,
+		}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantC := map[string]int{}
+		for _, s := range truth {
+			if s.Src == "c" && s.Dst == "s2" || s.Src == "s2" && s.Dst == "c" {
+				wantC[key(s.Src, s.Dst, s.Bytes)]++
+			}
+		}
+		got := map[string]int{}
+		for i := range tr.Messages {
+			m := &tr.Messages[i]
+			// Everything but the client's unpaired flows to s1 (whose
+			// capture is not given): the router or s2's unpaired ends would
+			// show as never sent.
+			s1 := false
+			for _, ep := range []string{tr.EndpointName(m.SrcEP), tr.EndpointName(m.DstEP)} {
+				s1 = s1 || strings.HasPrefix(ep, "10.200.9.9:") || strings.HasPrefix(ep, "10.200.2.2:")
+			}
+			if s1 {
+				continue
+			}
+			if m.Send == trace.Unknown || m.Recv == trace.Unknown {
+				t.Errorf("message %s lacks a timestamp", trace.AppendTextLine(nil, tr, i))
+			}
+			got[key(tr.NodeName(m.Src), tr.NodeName(m.Dst), m.Bytes)]++
+		}
+		checkCounts(t, wantC, got)
+		if !strings.Contains(strings.Join(tr.Warnings, "\n"), "nat: snat tcp 10.200.1.2:* -> 10.200.3.1:*") {
+			t.Errorf("masquerade not reported:\n%s", strings.Join(tr.Warnings, "\n"))
+		}
+	})
 }
