@@ -155,7 +155,12 @@
 //     port becomes a rule for the whole address), which then canonicalises
 //     later flows directly. The translations found are reported as warnings
 //     "nat: KIND PROTO BEFORE -> AFTER (N flows)". With logs and captures
-//     mixed, the logs are reconciled once first to learn their translations.
+//     mixed, the logs are reconciled once first to learn their translations
+//     and their unpaired connections' peers; a capture then reports no
+//     sends or receives for an address it saw only through a router that no
+//     log covers, in flows with such an uncovered peer (pcapsource.go, P3),
+//     so that a captured server's ends pair here with its masqueraded
+//     traced clients'.
 //  7. Name nodes at Options.Granularity: HOST, HOST/EXE or HOST/EXE/PID (EXE
 //     is the program's base name, libsockcap.Process.Program: argv[0]'s for
 //     a multi-call binary such as redis-server; spaces become '_'); untraced peers by their
