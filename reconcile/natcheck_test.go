@@ -313,3 +313,36 @@ func TestPeerTablePrune(t *testing.T) {
 		t.Error("a traced host's address: an untraced peer")
 	}
 }
+
+// TestLogCover: the peers of the logs' unpaired connections, as step 6's
+// table keeps them (destinations with their port, clients without, IPv4
+// packed in a key), come back as plain addresses; coverage is by address or
+// host name.
+func TestLogCover(t *testing.T) {
+	m := &matcher{logAddr: map[netip.Addr]string{netip.MustParseAddr("10.0.0.1"): "c"}, logged: map[string]bool{"c": true}}
+	peers := []netip.Addr{netip.MustParseAddr("10.200.3.2"), netip.MustParseAddr("255.1.0.254"), netip.MustParseAddr("2001:db8::7")}
+	m.peers.stat(peers[0], 9000, true, true).add(0, false)
+	m.peers.stat(peers[1], 0, false, true).add(0, false)
+	m.peers.stat(peers[2], 443, true, true).add(0, false)
+	lc := newLogCover(m)
+	if len(lc.peers) != len(peers) {
+		t.Errorf("%d peers, want %d: %v", len(lc.peers), len(peers), lc.peers)
+	}
+	for _, a := range peers {
+		if !lc.peers[a] {
+			t.Errorf("peer %v lost: %v", a, lc.peers)
+		}
+	}
+	if !lc.covers(netip.MustParseAddr("10.0.0.1"), "x") || !lc.covers(netip.MustParseAddr("10.0.0.9"), "c") || lc.covers(peers[0], "s2") {
+		t.Error("coverage by address or host name wrong")
+	}
+	var none *logCover
+	if none.covers(peers[0], "c") {
+		t.Error("no logs cover something")
+	}
+	for ttl, want := range map[uint8]bool{64: true, 128: true, 255: true, 63: false, 127: false, 1: false} {
+		if initialTTL(ttl) != want {
+			t.Errorf("initialTTL(%d) = %v", ttl, !want)
+		}
+	}
+}
