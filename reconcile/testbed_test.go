@@ -89,6 +89,28 @@ func runTestbed(t *testing.T, pcap bool) string {
 
 func key(src, dst string, n int64) string { return fmt.Sprintf("%s->%s %d", src, dst, n) }
 
+// clientLogsWith reconciles the client's logs of a testbed run with one
+// server's capture (skipped without tcpdump).
+func clientLogsWith(t *testing.T, dir string, pcapErr error, pcap string) *trace.Trace {
+	t.Helper()
+	if pcapErr != nil {
+		t.Skip("tcpdump not installed")
+	}
+	hosts, _, err := ReadHostsFile(filepath.Join(dir, "hosts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := Reconcile(Inputs{
+		Logs:  []string{filepath.Join(dir, "logs", "c")},
+		Pcaps: []string{filepath.Join(dir, "pcap", pcap)},
+		Hosts: hosts,
+	}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
 // checkCounts compares the messages per key in a trace with what the workload
 // sent, and names every key that differs.
 func checkCounts(t *testing.T, want, got map[string]int) {
@@ -207,21 +229,7 @@ func TestTestbed(t *testing.T) {
 	// reader must compute the same way (it did not: 12 of 12 datagrams
 	// each way stayed unpaired).
 	t.Run("client logs, server capture", func(t *testing.T) {
-		if pcapErr != nil {
-			t.Skip("tcpdump not installed")
-		}
-		hosts, _, err := ReadHostsFile(filepath.Join(dir, "hosts"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := Reconcile(Inputs{
-			Logs:  []string{filepath.Join(dir, "logs", "c")},
-			Pcaps: []string{filepath.Join(dir, "pcap", "s1.pcap")},
-			Hosts: hosts,
-		}, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr := clientLogsWith(t, dir, pcapErr, "s1.pcap")
 		between := func(a, b string) bool { return a == "c" && b == "s1" || a == "s1" && b == "c" }
 		wantC := map[string]int{}
 		for _, s := range truth {
@@ -256,21 +264,7 @@ func TestTestbed(t *testing.T) {
 	// captured ends with the client's logged ones (it gave every message
 	// twice: the router's to s2, and the client's unpaired).
 	t.Run("client logs, masqueraded server capture", func(t *testing.T) {
-		if pcapErr != nil {
-			t.Skip("tcpdump not installed")
-		}
-		hosts, _, err := ReadHostsFile(filepath.Join(dir, "hosts"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := Reconcile(Inputs{
-			Logs:  []string{filepath.Join(dir, "logs", "c")},
-			Pcaps: []string{filepath.Join(dir, "pcap", "s2.pcap")},
-			Hosts: hosts,
-		}, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr := clientLogsWith(t, dir, pcapErr, "s2.pcap")
 		wantC := map[string]int{}
 		for _, s := range truth {
 			if s.Src == "c" && s.Dst == "s2" || s.Src == "s2" && s.Dst == "c" {
