@@ -152,6 +152,7 @@ type joint struct {
 	// id and destination (indexCounts).
 	cntCls, cntTab *pairTable
 	cntList        []*countModel
+	cntMemo        cntMemo // countModelIn's last lookup
 	// half marks the messages standing for half spans (loss.go);
 	// lostCost is −log of the estimated loss rate (+Inf without loss).
 	half     []uint8
@@ -161,6 +162,9 @@ type joint struct {
 	actorOn []bool
 	lossy   bool      // lostCost is finite
 	marks   [][]int64 // per node: when it sent a call without return or received a return without call
+	// halfAt marks the nodes that received a message marked halfOpen or
+	// sent one marked halfHead (addHalfSpans scans the others for none).
+	halfAt []bool
 	// client marks the nodes that use no fixed port (clients.go): as the
 	// senders of triggers they share one class.
 	client []bool
@@ -995,6 +999,11 @@ type liveMsg struct {
 	kids        uint8  // j.kids[i], kept equal (only this sweep changes it)
 	ret         bool   // a return: j.r.role[i] == roleReply
 	fan         *fanModel
+	// ckey and cls are the last class classLive found for it (the
+	// node's table key): the sends of a node mostly go to few
+	// destinations, so an entry's class repeats from send to send.
+	ckey uint64
+	cls  *classModel
 }
 
 // sendCtx is what the class lookups of one send share: the send, its
@@ -1037,11 +1046,16 @@ func (j *joint) classLive(x *sendCtx, e *liveMsg) *classModel {
 	if x.memo != nil && x.memoKey == fk {
 		return x.memo
 	}
+	if e.cls != nil && e.ckey == fk {
+		x.memoKey, x.memo = fk, e.cls
+		return e.cls
+	}
 	c := x.tab.get(fk)
 	if c == nil {
 		c = j.classOf(e.i, x.o)
 	}
 	x.memoKey, x.memo = fk, c
+	e.ckey, e.cls = fk, c
 	return c
 }
 
@@ -1347,8 +1361,22 @@ func (j *joint) refit(useCertain, last bool) {
 	// The delays of the chosen links, node by node (each node's classes
 	// in one small table); their order within a class does not matter
 	// (the fits sort them).
+	// (The records of the sends and of their parents are loaded a few
+	// sends ahead, as in sweep: they are scattered over a large trace.)
+	var ahead int64
+	defer runtime.KeepAlive(&ahead)
 	for b := range j.t.Nodes {
-		for _, i := range j.outsOf(trace.NodeID(b)) {
+		outs := j.outsOf(trace.NodeID(b))
+		for x, i := range outs {
+			if x+sweepAhead < len(outs) {
+				a := outs[x+sweepAhead]
+				ahead += j.hot[a].send + int64(j.parent[a])
+			}
+			if x+sweepAhead/2 < len(outs) {
+				if p := j.parent[outs[x+sweepAhead/2]]; p >= 0 {
+					ahead += j.hot[p].recv
+				}
+			}
 			p := j.parent[i]
 			if p < 0 {
 				continue
@@ -1469,7 +1497,14 @@ func (j *joint) refit(useCertain, last bool) {
 // whose delays compare reads, looked up (made where new, when they always
 // were) into linkCls.
 func (j *joint) linkClasses() {
+	// (The parents' records are loaded a few messages ahead: they are
+	// scattered over a large trace.)
+	var ahead int64
+	defer runtime.KeepAlive(&ahead)
 	for i, p := range j.parent {
+		if a := i + sweepAhead; a < len(j.parent) && j.parent[a] >= 0 {
+			ahead += j.hot[j.parent[a]].recv
+		}
 		j.linkCls[i] = -1
 		if p < 0 {
 			continue
