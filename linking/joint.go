@@ -206,11 +206,11 @@ type joint struct {
 	edgeTrig, edgeAct []uint32
 	classes           []*classModel
 	pairMemo          []pairMemo // classOfPair's memo
-	// ofTab, ofKey and ofC are the last class classOf found.
-	ofTab *classTable
-	ofKey uint64
-	ofC   *classModel
-	slab  []classModel // classModels are allocated from here
+	// clsMemo holds the classes found lately (findClass), by node and
+	// table key: the repair's span costs look up a call's class and a
+	// reply's in turn, over and over.
+	clsMemo []clsMemoEnt
+	slab    []classModel // classModels are allocated from here
 	// slabs are a whole trace's slabs of classes (classOf): they hold
 	// the classes alive for the run, whatever points to them.
 	slabs    [][]classModel
@@ -525,13 +525,9 @@ func (j *joint) classOf(trig, act int32) *classModel {
 		tab = j.newClassTable()
 		j.classTabs[src] = tab
 	}
-	// The last class found, without a probe: the refit and the repair
-	// look up the links of one node in turn, mostly of few classes.
-	if tab == j.ofTab && fk == j.ofKey {
-		return j.ofC
-	}
-	if c := tab.get(fk); c != nil {
-		j.ofTab, j.ofKey, j.ofC = tab, fk, c
+	// The classes found lately, mostly without a probe: the refit and
+	// the repair look up the links of one node in turn, of few classes.
+	if c := j.findClass(src, tab, fk); c != nil {
 		return c
 	}
 	k := classKey{trig: j.trigNode(j.edgeSrc[te]), node: src, act: j.trigNode(j.edgeDst[ae]), reply: reply, ret: j.r.role[trig] == roleReply}
@@ -574,11 +570,41 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	}
 	c.idx = int32(len(j.classes))
 	tab.put(fk, c)
-	j.ofTab, j.ofKey, j.ofC = tab, fk, c
+	j.clsMemo[clsMemoSlot(src, fk)] = clsMemoEnt{key: fk, src: src, c: c}
 	if j.carried == nil {
 		j.classes = offGrow(&j.runMem, j.classes, 1)
 	}
 	j.classes = append(j.classes, c)
+	return c
+}
+
+// clsMemoEnt is a slot of joint.clsMemo: the class of table key key at
+// node src (c nil: empty).
+type clsMemoEnt struct {
+	key uint64
+	src trace.NodeID
+	c   *classModel
+}
+
+// clsMemoBits sizes joint.clsMemo (24 bytes a slot: 24 KB).
+const clsMemoBits = 10
+
+func clsMemoSlot(src trace.NodeID, fk uint64) uint64 {
+	return mix(fk^uint64(uint32(src))*0x9e3779b97f4a7c15) >> (64 - clsMemoBits)
+}
+
+// findClass is the class of table key fk in node src's table tab, or nil
+// where there is none yet: through clsMemo, which holds only what the
+// table held (a key's class never changes in a run).
+func (j *joint) findClass(src trace.NodeID, tab *classTable, fk uint64) *classModel {
+	e := &j.clsMemo[clsMemoSlot(src, fk)]
+	if e.c != nil && e.key == fk && e.src == src {
+		return e.c
+	}
+	c := tab.get(fk)
+	if c != nil {
+		*e = clsMemoEnt{key: fk, src: src, c: c}
+	}
 	return c
 }
 
@@ -1010,6 +1036,7 @@ type liveMsg struct {
 // node's class table and the send's part of the table key (classOf).
 type sendCtx struct {
 	o    int32
+	src  trace.NodeID // the send's node, whose table tab is
 	tab  *classTable
 	key  uint64
 	base dist // the send's WAP5 exponential (j.base of its edge)
@@ -1033,7 +1060,7 @@ func (j *joint) newSendCtx(o int32) sendCtx {
 	if h.role == roleReply || h.half == halfHead {
 		k |= 2
 	}
-	return sendCtx{o: o, tab: tab, key: k, base: j.base[ae]}
+	return sendCtx{o: o, src: src, tab: tab, key: k, base: j.base[ae]}
 }
 
 // classLive is classOf(e.i, x.o), the table probed without reloading
@@ -1050,7 +1077,7 @@ func (j *joint) classLive(x *sendCtx, e *liveMsg) *classModel {
 		x.memoKey, x.memo = fk, e.cls
 		return e.cls
 	}
-	c := x.tab.get(fk)
+	c := j.findClass(x.src, x.tab, fk)
 	if c == nil {
 		c = j.classOf(e.i, x.o)
 	}
@@ -1634,6 +1661,7 @@ func (j *joint) initCaches() {
 	ne := len(j.edgeSrc)
 	j.classTabs, j.classes = make([]*classTable, len(j.t.Nodes)), nil
 	j.pairMemo = make([]pairMemo, 1<<pairMemoBits)
+	j.clsMemo = make([]clsMemoEnt, 1<<clsMemoBits)
 	j.fanByEdge = make([]*fanModel, 2*ne)
 	j.countByEdge = make([]*countModel, ne)
 	j.spanIdx = offMake[int32](&j.runMem, len(j.parent))
