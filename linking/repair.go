@@ -462,7 +462,8 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}
 	// A call the assignment left outside every span starts a path of its
 	// own, whatever the sweep had tied it to inside one.
-	for _, k := range calls {
+	for ci, k := range calls {
+		ahead += j.callAhead(&ns, calls, ci)
 		if _, ok := ns.at(j.callSpan[k]); ok {
 			continue
 		}
@@ -474,10 +475,29 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}
 	if probs {
 		phaseOf("J4 call probs", j.passNo)
-		for _, k := range calls {
+		for ci, k := range calls {
+			ahead += j.callAhead(&ns, calls, ci)
 			j.prob[k] = float32(j.callProb(b, &ns, k, ins))
 		}
 	}
+}
+
+// callAhead loads what a loop over the calls of a node reads of the calls
+// a few places after the ci-th (their records and spans, scattered over a
+// large trace), for the caller to keep alive: by the time the loop gets
+// there they are in cache.
+func (j *joint) callAhead(ns *nodeSpans, calls []int32, ci int) int64 {
+	var a int64
+	if x := ci + sweepAhead; x < len(calls) {
+		k := calls[x]
+		a += j.hot[k].send + int64(j.callSpan[k])
+	}
+	if x := ci + sweepAhead/2; x < len(calls) {
+		if c := j.callSpan[calls[x]]; c >= 0 {
+			a += int64(ns.sidx[c])
+		}
+	}
+	return a
 }
 
 // admissibleSpans calls f for the spans (other than the call's own) whose
@@ -536,7 +556,10 @@ func (j *joint) with(dst, s []int32, k int32) []int32 {
 // scattered over a large trace).
 func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []trace.NodeID, ins []int32) bool {
 	changed := false
+	var ahead int64
+	defer runtime.KeepAlive(&ahead)
 	for ci, k := range calls {
+		ahead += j.callAhead(ns, calls, ci)
 		sa, ok := ns.at(j.callSpan[k])
 		if !ok {
 			continue
@@ -1185,7 +1208,17 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 	}
 	votes := gs.voteTab.reset(64)
 	gs.voteKey, gs.voteN = gs.voteKey[:0], gs.voteN[:0]
-	for _, k := range calls {
+	var ahead int64
+	defer runtime.KeepAlive(&ahead)
+	for x, k := range calls {
+		if a := x + sweepAhead; a < len(calls) {
+			ahead += int64(j.parent[calls[a]]) + int64(j.hot[calls[a]].edge)
+		}
+		if a := x + sweepAhead/2; a < len(calls) {
+			if p := j.parent[calls[a]]; p >= 0 {
+				ahead += int64(j.hot[p].edge)
+			}
+		}
 		if p := j.parent[k]; p >= 0 {
 			hp := &j.hot[p]
 			v := uint64(uint32(j.edgeDst[j.hot[k].edge]))<<33 | uint64(uint32(j.edgeSrc[hp.edge]))<<1 | uint64(hp.role&1)
@@ -1277,7 +1310,8 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 		// The group's spans as it finds them: a change is a call that
 		// ends in another one.
 		was := j.scr.was[:0]
-		for _, k := range g {
+		for x, k := range g {
+			ahead += j.callAhead(ns, g, x)
 			was = append(was, j.callSpan[k])
 		}
 		j.scr.was = was
