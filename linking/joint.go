@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math"
 	"math/bits"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"unsafe"
@@ -1100,9 +1099,13 @@ func (j *joint) costLive(x *sendCtx, e *liveMsg, dt float64) float64 {
 	return -lp + e.fan.cost[k]
 }
 
-// sweepAhead is how many messages ahead the sweep loads the records of
-// its sends and received messages.
+// sweepAhead is how many messages ahead the sweep asks for the records of
+// its sends and received messages (and the other loops over a node's
+// messages for theirs).
 const sweepAhead = 8
+
+// prefetchAt asks for the cache line of s[i] (prefetch).
+func prefetchAt[T any](s []T, i int32) { prefetch(uintptr(unsafe.Pointer(&s[i]))) }
 
 // sweep is J3 at node b: every send, in time order, takes its cheapest
 // admissible parent.
@@ -1113,21 +1116,32 @@ func (j *joint) sweep(b trace.NodeID) {
 	defer func() { j.live = live }()
 	hi := 0
 	// A node's messages are scattered over a large trace: each send's and
-	// each received message's records are a cache miss. The loop loads
-	// those a few messages ahead (their sum is kept alive, so the loads
-	// stay): by the time it reaches them they are in cache.
-	var ahead int64
-	defer runtime.KeepAlive(&ahead)
+	// each received message's records are a cache miss. The loop asks
+	// for those a few messages ahead (prefetch), and for the records they
+	// lead to (a request's return, a received message's span) half as
+	// far ahead: by the time it reaches them they are in cache.
 	for oi, o := range outs {
-		if oi+sweepAhead < len(outs) {
-			ahead += j.hot[outs[oi+sweepAhead]].send
+		if x := oi + sweepAhead; x < len(outs) {
+			prefetchAt(j.hot, outs[x])
+		}
+		if x := oi + sweepAhead/2; x < len(outs) {
+			if h := &j.hot[outs[x]]; h.role == roleRequest && h.peer >= 0 {
+				prefetchAt(j.hot, h.peer)
+			}
 		}
 		ho := &j.hot[o]
 		s := ho.send
 		for hi < len(ins) && recv[hi] <= s {
-			if hi+sweepAhead < len(ins) {
-				a := ins[hi+sweepAhead]
-				ahead += j.hot[a].recv + int64(j.span[a]) + int64(j.kids[a])
+			if x := hi + sweepAhead; x < len(ins) {
+				a := ins[x]
+				prefetchAt(j.hot, a)
+				prefetchAt(j.span, a)
+				prefetchAt(j.kids, a)
+			}
+			if x := hi + sweepAhead/2; x < len(ins) {
+				if sp := j.span[ins[x]]; sp >= 0 {
+					prefetchAt(j.hot, sp)
+				}
 			}
 			i := ins[hi]
 			sp := j.span[i]
@@ -1388,20 +1402,18 @@ func (j *joint) refit(useCertain, last bool) {
 	// The delays of the chosen links, node by node (each node's classes
 	// in one small table); their order within a class does not matter
 	// (the fits sort them).
-	// (The records of the sends and of their parents are loaded a few
+	// (The records of the sends and of their parents are asked for a few
 	// sends ahead, as in sweep: they are scattered over a large trace.)
-	var ahead int64
-	defer runtime.KeepAlive(&ahead)
 	for b := range j.t.Nodes {
 		outs := j.outsOf(trace.NodeID(b))
 		for x, i := range outs {
-			if x+sweepAhead < len(outs) {
-				a := outs[x+sweepAhead]
-				ahead += j.hot[a].send + int64(j.parent[a])
+			if a := x + sweepAhead; a < len(outs) {
+				prefetchAt(j.hot, outs[a])
+				prefetchAt(j.parent, outs[a])
 			}
-			if x+sweepAhead/2 < len(outs) {
-				if p := j.parent[outs[x+sweepAhead/2]]; p >= 0 {
-					ahead += j.hot[p].recv
+			if a := x + sweepAhead/2; a < len(outs) {
+				if p := j.parent[outs[a]]; p >= 0 {
+					prefetchAt(j.hot, p)
 				}
 			}
 			p := j.parent[i]
@@ -1524,13 +1536,11 @@ func (j *joint) refit(useCertain, last bool) {
 // whose delays compare reads, looked up (made where new, when they always
 // were) into linkCls.
 func (j *joint) linkClasses() {
-	// (The parents' records are loaded a few messages ahead: they are
-	// scattered over a large trace.)
-	var ahead int64
-	defer runtime.KeepAlive(&ahead)
+	// (The parents' records are asked for a few messages ahead: they
+	// are scattered over a large trace.)
 	for i, p := range j.parent {
 		if a := i + sweepAhead; a < len(j.parent) && j.parent[a] >= 0 {
-			ahead += j.hot[j.parent[a]].recv
+			prefetchAt(j.hot, j.parent[a])
 		}
 		j.linkCls[i] = -1
 		if p < 0 {

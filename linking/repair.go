@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 
 	"wap5/trace"
@@ -356,17 +355,15 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}()
 	ins := j.insOf(b)
 	// The received messages and their peers are scattered over a large
-	// trace: their records are loaded a few messages ahead (as in sweep),
-	// and each span's head is read while its messages are at hand.
-	var ahead int64
-	defer runtime.KeepAlive(&ahead)
+	// trace: their records are asked for a few messages ahead (as in
+	// sweep), and each span's head is read while its messages are at hand.
 	for x, c := range ins {
-		if x+sweepAhead < len(ins) {
-			ahead += j.hot[ins[x+sweepAhead]].recv
+		if a := x + sweepAhead; a < len(ins) {
+			prefetchAt(j.hot, ins[a])
 		}
-		if x+sweepAhead/2 < len(ins) {
-			if p := j.hot[ins[x+sweepAhead/2]].peer; p >= 0 {
-				ahead += j.hot[p].send
+		if a := x + sweepAhead/2; a < len(ins) {
+			if p := j.hot[ins[a]].peer; p >= 0 {
+				prefetchAt(j.hot, p)
 			}
 		}
 		hc := &j.hot[c]
@@ -404,13 +401,13 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}
 	outs := j.outsOf(b)
 	for x, o := range outs {
-		if x+sweepAhead < len(outs) {
-			a := outs[x+sweepAhead]
-			ahead += int64(j.hot[a].role) + int64(j.callSpan[a])
+		if a := x + sweepAhead; a < len(outs) {
+			prefetchAt(j.hot, outs[a])
+			prefetchAt(j.callSpan, outs[a])
 		}
-		if x+sweepAhead/2 < len(outs) {
-			if c := j.callSpan[outs[x+sweepAhead/2]]; c >= 0 {
-				ahead += int64(ns.sidx[c])
+		if a := x + sweepAhead/2; a < len(outs) {
+			if c := j.callSpan[outs[a]]; c >= 0 {
+				prefetchAt(ns.sidx, c)
 			}
 		}
 		if j.hot[o].role != roleRequest && !j.lostCall(o) {
@@ -463,7 +460,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	// A call the assignment left outside every span starts a path of its
 	// own, whatever the sweep had tied it to inside one.
 	for ci, k := range calls {
-		ahead += j.callAhead(&ns, calls, ci)
+		j.callAhead(&ns, calls, ci)
 		if _, ok := ns.at(j.callSpan[k]); ok {
 			continue
 		}
@@ -476,28 +473,25 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	if probs {
 		phaseOf("J4 call probs", j.passNo)
 		for ci, k := range calls {
-			ahead += j.callAhead(&ns, calls, ci)
+			j.callAhead(&ns, calls, ci)
 			j.prob[k] = float32(j.callProb(b, &ns, k, ins))
 		}
 	}
 }
 
-// callAhead loads what a loop over the calls of a node reads of the calls
-// a few places after the ci-th (their records and spans, scattered over a
-// large trace), for the caller to keep alive: by the time the loop gets
-// there they are in cache.
-func (j *joint) callAhead(ns *nodeSpans, calls []int32, ci int) int64 {
-	var a int64
+// callAhead asks for what a loop over the calls of a node reads of the
+// calls a few places after the ci-th (their records and spans, scattered
+// over a large trace): by the time the loop gets there they are in cache.
+func (j *joint) callAhead(ns *nodeSpans, calls []int32, ci int) {
 	if x := ci + sweepAhead; x < len(calls) {
-		k := calls[x]
-		a += j.hot[k].send + int64(j.callSpan[k])
+		prefetchAt(j.hot, calls[x])
+		prefetchAt(j.callSpan, calls[x])
 	}
 	if x := ci + sweepAhead/2; x < len(calls) {
 		if c := j.callSpan[calls[x]]; c >= 0 {
-			a += int64(ns.sidx[c])
+			prefetchAt(ns.sidx, c)
 		}
 	}
-	return a
 }
 
 // admissibleSpans calls f for the spans (other than the call's own) whose
@@ -556,10 +550,8 @@ func (j *joint) with(dst, s []int32, k int32) []int32 {
 // scattered over a large trace).
 func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []trace.NodeID, ins []int32) bool {
 	changed := false
-	var ahead int64
-	defer runtime.KeepAlive(&ahead)
 	for ci, k := range calls {
-		ahead += j.callAhead(ns, calls, ci)
+		j.callAhead(ns, calls, ci)
 		sa, ok := ns.at(j.callSpan[k])
 		if !ok {
 			continue
@@ -1051,12 +1043,13 @@ func (j *joint) refitCounts() {
 	start := offSized(&j.runMem, j.scr.cntStart, n+1)
 	clear(start)
 	defer func() { j.scr.cntStart = start }()
-	// (A call's span is scattered: its record is loaded a few calls ahead.)
-	var ahead int64
+	// (A call's span is scattered: its record is asked for a few calls
+	// ahead.)
 	cs := j.callSpan
 	for k, c := range cs {
 		if a := k + sweepAhead; a < n && cs[a] >= 0 && j.hot[a].role == roleRequest {
-			ahead += j.hot[cs[a]].recv + int64(start[cs[a]])
+			prefetchAt(j.hot, cs[a])
+			prefetchAt(start, cs[a])
 		}
 		if isCall(k, c) {
 			start[c+1]++
@@ -1073,7 +1066,8 @@ func (j *joint) refitCounts() {
 	fill := start[:n:n] // advanced while filling, restored below
 	for k, c := range cs {
 		if a := k + sweepAhead; a < n && cs[a] >= 0 && j.hot[a].role == roleRequest {
-			ahead += j.hot[cs[a]].recv + int64(fill[cs[a]])
+			prefetchAt(j.hot, cs[a])
+			prefetchAt(fill, cs[a])
 		}
 		if isCall(k, c) {
 			dsts[fill[c]] = j.edgeDst[j.hot[k].edge]
@@ -1110,7 +1104,7 @@ func (j *joint) refitCounts() {
 	for c := range j.hot {
 		if c+sweepAhead < n {
 			if p := j.hot[c+sweepAhead].peer; p >= 0 {
-				ahead += j.hot[p].send
+				prefetchAt(j.hot, p)
 			}
 		}
 		sci[c] = -1
@@ -1123,7 +1117,6 @@ func (j *joint) refitCounts() {
 			}
 		}
 	}
-	runtime.KeepAlive(ahead)
 	j.refitParallel(sure, start, calls)
 	for _, cm := range j.mod.count {
 		cm.seen = [4]float64{}
@@ -1208,15 +1201,14 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 	}
 	votes := gs.voteTab.reset(64)
 	gs.voteKey, gs.voteN = gs.voteKey[:0], gs.voteN[:0]
-	var ahead int64
-	defer runtime.KeepAlive(&ahead)
 	for x, k := range calls {
 		if a := x + sweepAhead; a < len(calls) {
-			ahead += int64(j.parent[calls[a]]) + int64(j.hot[calls[a]].edge)
+			prefetchAt(j.parent, calls[a])
+			prefetchAt(j.hot, calls[a])
 		}
 		if a := x + sweepAhead/2; a < len(calls) {
 			if p := j.parent[calls[a]]; p >= 0 {
-				ahead += int64(j.hot[p].edge)
+				prefetchAt(j.hot, p)
 			}
 		}
 		if p := j.parent[k]; p >= 0 {
@@ -1311,7 +1303,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 		// ends in another one.
 		was := j.scr.was[:0]
 		for x, k := range g {
-			ahead += j.callAhead(ns, g, x)
+			j.callAhead(ns, g, x)
 			was = append(was, j.callSpan[k])
 		}
 		j.scr.was = was
