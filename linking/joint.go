@@ -874,7 +874,11 @@ func (j *joint) cost(trig, act int32, dt float64) float64 {
 
 // logf is the log density of trig causing act after dt seconds.
 func (j *joint) logf(trig, act int32, dt float64) float64 {
-	c := j.classOfPair(trig, act)
+	return j.logfIn(j.classOfPair(trig, act), act, dt)
+}
+
+// logfIn is logf with the pair's class c at hand.
+func (j *joint) logfIn(c *classModel, act int32, dt float64) float64 {
 	lp := c.d.logpdf(dt) + c.logTrans
 	if c.fit {
 		// The mixture 0.9·class + 0.1·base, by its larger term.

@@ -249,7 +249,9 @@ func (j *joint) negLogf(p, a int32, s, pr int64) float64 {
 		}
 		return e.d
 	}
-	d := -j.logf(p, a, float64(s-pr)/1e9)
+	// (Not through classOfPair's memo of pairs: a pair this memo has not
+	// seen in the pass is rarely in that smaller one.)
+	d := -j.logfIn(j.classOf(p, a), a, float64(s-pr)/1e9)
 	*e = termEnt{trig: p, act: a, d: d}
 	return d
 }
