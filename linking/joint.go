@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math"
 	"math/bits"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"unsafe"
@@ -152,6 +151,7 @@ type joint struct {
 	// id and destination (indexCounts).
 	cntCls, cntTab *pairTable
 	cntList        []*countModel
+	cntMemo        cntMemo // countModelIn's last lookup
 	// half marks the messages standing for half spans (loss.go);
 	// lostCost is −log of the estimated loss rate (+Inf without loss).
 	half     []uint8
@@ -161,6 +161,9 @@ type joint struct {
 	actorOn []bool
 	lossy   bool      // lostCost is finite
 	marks   [][]int64 // per node: when it sent a call without return or received a return without call
+	// halfAt marks the nodes that received a message marked halfOpen or
+	// sent one marked halfHead (addHalfSpans scans the others for none).
+	halfAt []bool
 	// client marks the nodes that use no fixed port (clients.go): as the
 	// senders of triggers they share one class.
 	client []bool
@@ -202,11 +205,11 @@ type joint struct {
 	edgeTrig, edgeAct []uint32
 	classes           []*classModel
 	pairMemo          []pairMemo // classOfPair's memo
-	// ofTab, ofKey and ofC are the last class classOf found.
-	ofTab *classTable
-	ofKey uint64
-	ofC   *classModel
-	slab  []classModel // classModels are allocated from here
+	// clsMemo holds the classes found lately (findClass), by node and
+	// table key: the repair's span costs look up a call's class and a
+	// reply's in turn, over and over.
+	clsMemo []clsMemoEnt
+	slab    []classModel // classModels are allocated from here
 	// slabs are a whole trace's slabs of classes (classOf): they hold
 	// the classes alive for the run, whatever points to them.
 	slabs    [][]classModel
@@ -521,13 +524,9 @@ func (j *joint) classOf(trig, act int32) *classModel {
 		tab = j.newClassTable()
 		j.classTabs[src] = tab
 	}
-	// The last class found, without a probe: the refit and the repair
-	// look up the links of one node in turn, mostly of few classes.
-	if tab == j.ofTab && fk == j.ofKey {
-		return j.ofC
-	}
-	if c := tab.get(fk); c != nil {
-		j.ofTab, j.ofKey, j.ofC = tab, fk, c
+	// The classes found lately, mostly without a probe: the refit and
+	// the repair look up the links of one node in turn, of few classes.
+	if c := j.findClass(src, tab, fk); c != nil {
 		return c
 	}
 	k := classKey{trig: j.trigNode(j.edgeSrc[te]), node: src, act: j.trigNode(j.edgeDst[ae]), reply: reply, ret: j.r.role[trig] == roleReply}
@@ -570,11 +569,41 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	}
 	c.idx = int32(len(j.classes))
 	tab.put(fk, c)
-	j.ofTab, j.ofKey, j.ofC = tab, fk, c
+	j.clsMemo[clsMemoSlot(src, fk)] = clsMemoEnt{key: fk, src: src, c: c}
 	if j.carried == nil {
 		j.classes = offGrow(&j.runMem, j.classes, 1)
 	}
 	j.classes = append(j.classes, c)
+	return c
+}
+
+// clsMemoEnt is a slot of joint.clsMemo: the class of table key key at
+// node src (c nil: empty).
+type clsMemoEnt struct {
+	key uint64
+	src trace.NodeID
+	c   *classModel
+}
+
+// clsMemoBits sizes joint.clsMemo (24 bytes a slot: 24 KB).
+const clsMemoBits = 10
+
+func clsMemoSlot(src trace.NodeID, fk uint64) uint64 {
+	return mix(fk^uint64(uint32(src))*0x9e3779b97f4a7c15) >> (64 - clsMemoBits)
+}
+
+// findClass is the class of table key fk in node src's table tab, or nil
+// where there is none yet: through clsMemo, which holds only what the
+// table held (a key's class never changes in a run).
+func (j *joint) findClass(src trace.NodeID, tab *classTable, fk uint64) *classModel {
+	e := &j.clsMemo[clsMemoSlot(src, fk)]
+	if e.c != nil && e.key == fk && e.src == src {
+		return e.c
+	}
+	c := tab.get(fk)
+	if c != nil {
+		*e = clsMemoEnt{key: fk, src: src, c: c}
+	}
 	return c
 }
 
@@ -845,7 +874,11 @@ func (j *joint) cost(trig, act int32, dt float64) float64 {
 
 // logf is the log density of trig causing act after dt seconds.
 func (j *joint) logf(trig, act int32, dt float64) float64 {
-	c := j.classOfPair(trig, act)
+	return j.logfIn(j.classOfPair(trig, act), act, dt)
+}
+
+// logfIn is logf with the pair's class c at hand.
+func (j *joint) logfIn(c *classModel, act int32, dt float64) float64 {
 	lp := c.d.logpdf(dt) + c.logTrans
 	if c.fit {
 		// The mixture 0.9·class + 0.1·base, by its larger term.
@@ -995,12 +1028,18 @@ type liveMsg struct {
 	kids        uint8  // j.kids[i], kept equal (only this sweep changes it)
 	ret         bool   // a return: j.r.role[i] == roleReply
 	fan         *fanModel
+	// ckey and cls are the last class classLive found for it (the
+	// node's table key): the sends of a node mostly go to few
+	// destinations, so an entry's class repeats from send to send.
+	ckey uint64
+	cls  *classModel
 }
 
 // sendCtx is what the class lookups of one send share: the send, its
 // node's class table and the send's part of the table key (classOf).
 type sendCtx struct {
 	o    int32
+	src  trace.NodeID // the send's node, whose table tab is
 	tab  *classTable
 	key  uint64
 	base dist // the send's WAP5 exponential (j.base of its edge)
@@ -1024,7 +1063,7 @@ func (j *joint) newSendCtx(o int32) sendCtx {
 	if h.role == roleReply || h.half == halfHead {
 		k |= 2
 	}
-	return sendCtx{o: o, tab: tab, key: k, base: j.base[ae]}
+	return sendCtx{o: o, src: src, tab: tab, key: k, base: j.base[ae]}
 }
 
 // classLive is classOf(e.i, x.o), the table probed without reloading
@@ -1037,11 +1076,16 @@ func (j *joint) classLive(x *sendCtx, e *liveMsg) *classModel {
 	if x.memo != nil && x.memoKey == fk {
 		return x.memo
 	}
-	c := x.tab.get(fk)
+	if e.cls != nil && e.ckey == fk {
+		x.memoKey, x.memo = fk, e.cls
+		return e.cls
+	}
+	c := j.findClass(x.src, x.tab, fk)
 	if c == nil {
 		c = j.classOf(e.i, x.o)
 	}
 	x.memoKey, x.memo = fk, c
+	e.ckey, e.cls = fk, c
 	return c
 }
 
@@ -1059,9 +1103,13 @@ func (j *joint) costLive(x *sendCtx, e *liveMsg, dt float64) float64 {
 	return -lp + e.fan.cost[k]
 }
 
-// sweepAhead is how many messages ahead the sweep loads the records of
-// its sends and received messages.
+// sweepAhead is how many messages ahead the sweep asks for the records of
+// its sends and received messages (and the other loops over a node's
+// messages for theirs).
 const sweepAhead = 8
+
+// prefetchAt asks for the cache line of s[i] (prefetch).
+func prefetchAt[T any](s []T, i int32) { prefetch(uintptr(unsafe.Pointer(&s[i]))) }
 
 // sweep is J3 at node b: every send, in time order, takes its cheapest
 // admissible parent.
@@ -1072,21 +1120,32 @@ func (j *joint) sweep(b trace.NodeID) {
 	defer func() { j.live = live }()
 	hi := 0
 	// A node's messages are scattered over a large trace: each send's and
-	// each received message's records are a cache miss. The loop loads
-	// those a few messages ahead (their sum is kept alive, so the loads
-	// stay): by the time it reaches them they are in cache.
-	var ahead int64
-	defer runtime.KeepAlive(&ahead)
+	// each received message's records are a cache miss. The loop asks
+	// for those a few messages ahead (prefetch), and for the records they
+	// lead to (a request's return, a received message's span) half as
+	// far ahead: by the time it reaches them they are in cache.
 	for oi, o := range outs {
-		if oi+sweepAhead < len(outs) {
-			ahead += j.hot[outs[oi+sweepAhead]].send
+		if x := oi + sweepAhead; x < len(outs) {
+			prefetchAt(j.hot, outs[x])
+		}
+		if x := oi + sweepAhead/2; x < len(outs) {
+			if h := &j.hot[outs[x]]; h.role == roleRequest && h.peer >= 0 {
+				prefetchAt(j.hot, h.peer)
+			}
 		}
 		ho := &j.hot[o]
 		s := ho.send
 		for hi < len(ins) && recv[hi] <= s {
-			if hi+sweepAhead < len(ins) {
-				a := ins[hi+sweepAhead]
-				ahead += j.hot[a].recv + int64(j.span[a]) + int64(j.kids[a])
+			if x := hi + sweepAhead; x < len(ins) {
+				a := ins[x]
+				prefetchAt(j.hot, a)
+				prefetchAt(j.span, a)
+				prefetchAt(j.kids, a)
+			}
+			if x := hi + sweepAhead/2; x < len(ins) {
+				if sp := j.span[ins[x]]; sp >= 0 {
+					prefetchAt(j.hot, sp)
+				}
 			}
 			i := ins[hi]
 			sp := j.span[i]
@@ -1347,8 +1406,20 @@ func (j *joint) refit(useCertain, last bool) {
 	// The delays of the chosen links, node by node (each node's classes
 	// in one small table); their order within a class does not matter
 	// (the fits sort them).
+	// (The records of the sends and of their parents are asked for a few
+	// sends ahead, as in sweep: they are scattered over a large trace.)
 	for b := range j.t.Nodes {
-		for _, i := range j.outsOf(trace.NodeID(b)) {
+		outs := j.outsOf(trace.NodeID(b))
+		for x, i := range outs {
+			if a := x + sweepAhead; a < len(outs) {
+				prefetchAt(j.hot, outs[a])
+				prefetchAt(j.parent, outs[a])
+			}
+			if a := x + sweepAhead/2; a < len(outs) {
+				if p := j.parent[outs[a]]; p >= 0 {
+					prefetchAt(j.hot, p)
+				}
+			}
 			p := j.parent[i]
 			if p < 0 {
 				continue
@@ -1469,7 +1540,12 @@ func (j *joint) refit(useCertain, last bool) {
 // whose delays compare reads, looked up (made where new, when they always
 // were) into linkCls.
 func (j *joint) linkClasses() {
+	// (The parents' records are asked for a few messages ahead: they
+	// are scattered over a large trace.)
 	for i, p := range j.parent {
+		if a := i + sweepAhead; a < len(j.parent) && j.parent[a] >= 0 {
+			prefetchAt(j.hot, j.parent[a])
+		}
 		j.linkCls[i] = -1
 		if p < 0 {
 			continue
@@ -1599,6 +1675,7 @@ func (j *joint) initCaches() {
 	ne := len(j.edgeSrc)
 	j.classTabs, j.classes = make([]*classTable, len(j.t.Nodes)), nil
 	j.pairMemo = make([]pairMemo, 1<<pairMemoBits)
+	j.clsMemo = make([]clsMemoEnt, 1<<clsMemoBits)
 	j.fanByEdge = make([]*fanModel, 2*ne)
 	j.countByEdge = make([]*countModel, ne)
 	j.spanIdx = offMake[int32](&j.runMem, len(j.parent))

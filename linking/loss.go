@@ -40,6 +40,7 @@ func (j *joint) markHalves() {
 	f := j.fixedEndpoints()
 	paired, unpaired := 0, 0
 	j.marks = make([][]int64, len(j.t.Nodes))
+	j.halfAt = make([]bool, len(j.t.Nodes))
 	for i := range j.msgs {
 		if j.r.role[i] != roleOneway {
 			paired++
@@ -65,8 +66,10 @@ func (j *joint) markHalves() {
 		switch {
 		case req:
 			j.half[i] = halfOpen
+			j.halfAt[m.Dst] = true
 		case rep && m.Send != trace.Unknown:
 			j.half[i] = halfHead
+			j.halfAt[m.Src] = true
 		}
 	}
 	// The share of RPC messages whose peer is missing estimates the loss
@@ -124,6 +127,9 @@ func (j *joint) addHalfSpans(b trace.NodeID, ns *nodeSpans) {
 		ns.longest = j.horizon[b]
 	}
 	whole := len(ns.req)
+	if !j.halfAt[b] {
+		return // no half span at b: nothing to scan for
+	}
 	for _, c := range j.insOf(b) {
 		if j.half[c] == halfOpen && j.hot[c].recv != trace.Unknown {
 			ns.req = append(ns.req, c)

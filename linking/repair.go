@@ -79,14 +79,15 @@ type repairScratch struct {
 	spans              nodeSpans // repair's span arrays, kept for the next node
 	cntStart           []int32   // refitCounts' calls per span (CSR)
 	cntDsts            []trace.NodeID
-	cntCalls           []int32       // refitCounts' calls per span
-	calls              []int32       // repair's calls of the node
-	was                []int32       // assignByDest: the spans of a group's calls before
-	rounds             roundRec      // assignByDest: the first round's blocks, for the second
-	rowv               []float64     // one row's values at its spans' columns
-	rows               sparseRows    // a block's matrix (hungarianSparse)
-	ord                []int32       // a row's spans in column order
-	sparse             sparseScratch // hungarianSparse's arrays
+	cntCalls           []int32        // refitCounts' calls per span
+	calls              []int32        // repair's calls of the node
+	callDst            []trace.NodeID // and their destinations
+	was                []int32        // assignByDest: the spans of a group's calls before
+	rounds             roundRec       // assignByDest: the first round's blocks, for the second
+	rowv               []float64      // one row's values at its spans' columns
+	rows               sparseRows     // a block's matrix (hungarianSparse)
+	ord                []int32        // a row's spans in column order
+	sparse             sparseScratch  // hungarianSparse's arrays
 	memo               blockMemo
 	groups             groupScratch // assignByDest's grouping of the calls
 	connLast           pairTable    // connHints' last span per connection
@@ -248,7 +249,9 @@ func (j *joint) negLogf(p, a int32, s, pr int64) float64 {
 		}
 		return e.d
 	}
-	d := -j.logf(p, a, float64(s-pr)/1e9)
+	// (Not through classOfPair's memo of pairs: a pair this memo has not
+	// seen in the pass is rarely in that smaller one.)
+	d := -j.logfIn(j.classOf(p, a), a, float64(s-pr)/1e9)
 	*e = termEnt{trig: p, act: a, d: d}
 	return d
 }
@@ -341,6 +344,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	keep := &j.scr.spans
 	ns := nodeSpans{sidx: j.spanIdx, req: keep.req[:0], recv: keep.recv[:0], end: keep.end[:0], head: keep.head[:0]}
 	calls := j.scr.calls[:0]
+	callDst := j.scr.callDst[:0] // each call's destination (improve)
 	defer func() {
 		for _, c := range ns.req {
 			j.spanIdx[c] = -1
@@ -349,10 +353,21 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		if ns.members != nil {
 			keep.members = ns.members
 		}
-		j.scr.calls = calls
+		j.scr.calls, j.scr.callDst = calls, callDst
 	}()
 	ins := j.insOf(b)
-	for _, c := range ins {
+	// The received messages and their peers are scattered over a large
+	// trace: their records are asked for a few messages ahead (as in
+	// sweep), and each span's head is read while its messages are at hand.
+	for x, c := range ins {
+		if a := x + sweepAhead; a < len(ins) {
+			prefetchAt(j.hot, ins[a])
+		}
+		if a := x + sweepAhead/2; a < len(ins) {
+			if p := j.hot[ins[a]].peer; p >= 0 {
+				prefetchAt(j.hot, p)
+			}
+		}
 		hc := &j.hot[c]
 		if hc.role != roleRequest {
 			continue
@@ -363,15 +378,20 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 			ns.recv = append(ns.recv, hc.recv)
 			ns.end = append(ns.end, hp.send)
 			ns.longest = max(ns.longest, hp.send-hc.recv)
+			ns.head = append(ns.head, j.spanHeadOf(c))
 		}
 	}
 	j.addHalfSpans(b, &ns)
 	if len(ns.req) == 0 {
 		return
 	}
-	ns.head = slices.Grow(keep.head[:0], len(ns.req))
-	for _, c := range ns.req {
-		ns.head = append(ns.head, j.spanHeadOf(c))
+	if len(ns.head) != len(ns.req) {
+		// Half spans were added (and the spans may have been put in
+		// another order): every head again, in the spans' order.
+		ns.head = ns.head[:0]
+		for _, c := range ns.req {
+			ns.head = append(ns.head, j.spanHeadOf(c))
+		}
 	}
 	ns.members = keep.members[:cap(keep.members)]
 	if len(ns.members) < len(ns.req) {
@@ -381,11 +401,22 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	for s := range ns.members {
 		ns.members[s] = ns.members[s][:0]
 	}
-	for _, o := range j.outsOf(b) {
+	outs := j.outsOf(b)
+	for x, o := range outs {
+		if a := x + sweepAhead; a < len(outs) {
+			prefetchAt(j.hot, outs[a])
+			prefetchAt(j.callSpan, outs[a])
+		}
+		if a := x + sweepAhead/2; a < len(outs) {
+			if c := j.callSpan[outs[a]]; c >= 0 {
+				prefetchAt(ns.sidx, c)
+			}
+		}
 		if j.hot[o].role != roleRequest && !j.lostCall(o) {
 			continue
 		}
 		calls = append(calls, o)
+		callDst = append(callDst, j.edgeDst[j.hot[o].edge])
 		if s, ok := ns.at(j.callSpan[o]); ok {
 			ns.members[s] = append(ns.members[s], o)
 		}
@@ -416,7 +447,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		phaseOf("J4 moves/swaps", j.passNo)
 		j.startMemo(&ns)
 		for pass := 0; pass < 2; pass++ {
-			if !j.improve(b, &ns, calls, ins) {
+			if !j.improve(b, &ns, calls, callDst, ins) {
 				break
 			}
 		}
@@ -430,7 +461,8 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}
 	// A call the assignment left outside every span starts a path of its
 	// own, whatever the sweep had tied it to inside one.
-	for _, k := range calls {
+	for ci, k := range calls {
+		j.callAhead(&ns, calls, ci)
 		if _, ok := ns.at(j.callSpan[k]); ok {
 			continue
 		}
@@ -442,8 +474,24 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}
 	if probs {
 		phaseOf("J4 call probs", j.passNo)
-		for _, k := range calls {
+		for ci, k := range calls {
+			j.callAhead(&ns, calls, ci)
 			j.prob[k] = float32(j.callProb(b, &ns, k, ins))
+		}
+	}
+}
+
+// callAhead asks for what a loop over the calls of a node reads of the
+// calls a few places after the ci-th (their records and spans, scattered
+// over a large trace): by the time the loop gets there they are in cache.
+func (j *joint) callAhead(ns *nodeSpans, calls []int32, ci int) {
+	if x := ci + sweepAhead; x < len(calls) {
+		prefetchAt(j.hot, calls[x])
+		prefetchAt(j.callSpan, calls[x])
+	}
+	if x := ci + sweepAhead/2; x < len(calls) {
+		if c := j.callSpan[calls[x]]; c >= 0 {
+			prefetchAt(ns.sidx, c)
 		}
 	}
 }
@@ -500,10 +548,12 @@ func (j *joint) with(dst, s []int32, k int32) []int32 {
 }
 
 // improve makes one pass of moves and swaps; it reports whether anything
-// changed.
-func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int32) bool {
+// changed. callDst is each call's destination (the calls' records are
+// scattered over a large trace).
+func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []trace.NodeID, ins []int32) bool {
 	changed := false
 	for ci, k := range calls {
+		j.callAhead(ns, calls, ci)
 		sa, ok := ns.at(j.callSpan[k])
 		if !ok {
 			continue
@@ -538,10 +588,10 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, ins []int3
 		})
 		// Swaps with the next calls to the same node.
 		for cj := ci + 1; cj < len(calls) && cj <= ci+6; cj++ {
-			k2 := calls[cj]
-			if j.edgeDst[j.hot[k2].edge] != j.edgeDst[j.hot[k].edge] {
+			if callDst[cj] != callDst[ci] {
 				continue
 			}
+			k2 := calls[cj]
 			sb, ok := ns.at(j.callSpan[k2])
 			if !ok || sb == sa || !j.fits(b, ns.req[sb], k) || !j.fits(b, ns.req[sa], k2) {
 				continue
@@ -607,7 +657,11 @@ type spanHead struct {
 	ci        int32 // the span's count class (cntCls id), or −1
 	rs, start int64 // when the reply is sent (MaxInt64: none); when the span begins for its calls (MinInt64: headless)
 	recv      int64 // the request's receive time (its message's Recv)
-	h         uint8 // half span kind
+	// fan is the request's fan-out model (fanOf; nil for a headless
+	// span, which pays none): a model's place never changes in a run.
+	fan      *fanModel
+	h        uint8 // half span kind
+	replyReq bool  // the reply is a request (then parallelIn may hold for it)
 }
 
 func (j *joint) spanHeadOf(c int32) spanHead {
@@ -616,9 +670,14 @@ func (j *joint) spanHeadOf(c int32) spanHead {
 	switch hd.h {
 	case halfNone:
 		hd.reply = h.peer
-		hd.rs = j.hot[hd.reply].send
+		hr := &j.hot[hd.reply]
+		hd.rs, hd.replyReq = hr.send, hr.role == roleRequest
 	case halfHead:
 		hd.reply, hd.rs, hd.start = c, h.send, math.MinInt64
+		hd.replyReq = h.role == roleRequest
+	}
+	if hd.h != halfHead {
+		hd.fan = j.fanOf(c)
 	}
 	if ci, ok := j.cntCls.get(j.spanClass(c)); ok {
 		hd.ci = ci
@@ -659,11 +718,12 @@ func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 		sc.kids[i] = 0
 	}
 	cost := 0.0
-	send := func(a int32) {
-		s := j.hot[a].send
+	// (The reply's send time and whether it may be parallel come from
+	// the head: its record is not loaded.)
+	send := func(a int32, s int64, mayPar bool) {
 		t := 0
 		q := 1
-		if j.anyParallel && j.parallelIn(hd.ci, a) {
+		if mayPar && j.anyParallel && j.parallelIn(hd.ci, a) {
 			q = len(sc.trig) // a parallel call: the request is its cause
 		}
 		for ; q < len(sc.trig); q++ {
@@ -690,14 +750,16 @@ func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 		cost += d
 	}
 	for _, k := range calls {
-		send(k)
+		send(k, j.hot[k].send, true)
 	}
 	if reply >= 0 {
-		send(reply)
+		send(reply, rs, hd.replyReq)
 	}
 	for q, p := range sc.trig {
-		if q > 0 || h != halfHead {
+		if q > 0 {
 			cost += fanCost(j.fanOf(p), sc.kids[q])
+		} else if h != halfHead {
+			cost += fanCost(hd.fan, sc.kids[q])
 		}
 	}
 	if j.actorOn != nil && j.actorOn[b] {
@@ -730,11 +792,25 @@ func (j *joint) countModelOf(c int32, d trace.NodeID) *countModel {
 // countModelIn is the count model of calls to d from the spans of the
 // class with id ci (in cntCls), or nil.
 func (j *joint) countModelIn(ci int32, d trace.NodeID) *countModel {
-	mi, ok := j.cntTab.get(uint64(uint32(ci))<<32 | uint64(uint32(d)))
-	if !ok {
-		return nil
+	k := uint64(uint32(ci))<<32 | uint64(uint32(d))
+	if m := &j.cntMemo; m.ok && m.key == k {
+		return m.cm
 	}
-	return j.cntList[mi]
+	var cm *countModel
+	if mi, ok := j.cntTab.get(k); ok {
+		cm = j.cntList[mi]
+	}
+	j.cntMemo = cntMemo{key: k, cm: cm, ok: true}
+	return cm
+}
+
+// cntMemo is the last lookup of countModelIn (the span costs of a node
+// ask for the same class and destination over and over); reset where
+// cntTab is made.
+type cntMemo struct {
+	key uint64
+	cm  *countModel
+	ok  bool
 }
 
 // indexCounts gives the span classes of the count models dense ids
@@ -742,6 +818,7 @@ func (j *joint) countModelIn(ci int32, d trace.NodeID) *countModel {
 // the repair looks them up for every span cost.
 func (j *joint) indexCounts() {
 	j.cntCls, j.cntTab, j.cntList = newPairTable(64), newPairTable(64), j.cntList[:0]
+	j.cntMemo = cntMemo{}
 	for key, cm := range j.mod.count {
 		k := classOfKey(key)
 		ci, ok := j.cntCls.get(k)
@@ -968,7 +1045,14 @@ func (j *joint) refitCounts() {
 	start := offSized(&j.runMem, j.scr.cntStart, n+1)
 	clear(start)
 	defer func() { j.scr.cntStart = start }()
-	for k, c := range j.callSpan {
+	// (A call's span is scattered: its record is asked for a few calls
+	// ahead.)
+	cs := j.callSpan
+	for k, c := range cs {
+		if a := k + sweepAhead; a < n && cs[a] >= 0 && j.hot[a].role == roleRequest {
+			prefetchAt(j.hot, cs[a])
+			prefetchAt(start, cs[a])
+		}
 		if isCall(k, c) {
 			start[c+1]++
 		}
@@ -982,7 +1066,11 @@ func (j *joint) refitCounts() {
 	calls := offSized(&j.runMem, j.scr.cntCalls, int(start[n]))
 	defer func() { j.scr.cntDsts, j.scr.cntCalls = dsts, calls }()
 	fill := start[:n:n] // advanced while filling, restored below
-	for k, c := range j.callSpan {
+	for k, c := range cs {
+		if a := k + sweepAhead; a < n && cs[a] >= 0 && j.hot[a].role == roleRequest {
+			prefetchAt(j.hot, cs[a])
+			prefetchAt(fill, cs[a])
+		}
 		if isCall(k, c) {
 			dsts[fill[c]] = j.edgeDst[j.hot[k].edge]
 			calls[fill[c]] = int32(k)
@@ -1009,10 +1097,25 @@ func (j *joint) refitCounts() {
 		hp := &j.hot[hc.peer]
 		return hp.send != trace.Unknown && j.edgeSrc[hp.edge] == j.edgeDst[hc.edge]
 	}
+	// The count class of every span, found once for both loops below
+	// (−1: not a span, or a span of no count class), in linkCls: free
+	// from a pass's change count to the next pass (step), and written by
+	// linkClasses only after the last refit. (The peers' records are
+	// loaded a few messages ahead: they are scattered.)
+	sci := j.linkCls
 	for c := range j.hot {
-		if isSpan(c) && !j.unsure[c] {
+		if c+sweepAhead < n {
+			if p := j.hot[c+sweepAhead].peer; p >= 0 {
+				prefetchAt(j.hot, p)
+			}
+		}
+		sci[c] = -1
+		if isSpan(c) {
 			if ci, ok := j.cntCls.get(j.spanClass(int32(c))); ok {
-				sure[ci]++
+				sci[c] = ci
+				if !j.unsure[c] {
+					sure[ci]++
+				}
 			}
 		}
 	}
@@ -1021,12 +1124,9 @@ func (j *joint) refitCounts() {
 		cm.seen = [4]float64{}
 	}
 	for c := range j.hot {
-		if !isSpan(c) {
-			continue
-		}
-		ci, ok := j.cntCls.get(j.spanClass(int32(c)))
-		if !ok {
-			continue // a class without count models: nothing to count
+		ci := sci[c]
+		if ci < 0 {
+			continue // not a span, or a class without count models: nothing to count
 		}
 		tot[ci]++
 		ds := dsts[start[c]:start[c+1]]
@@ -1103,7 +1203,16 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 	}
 	votes := gs.voteTab.reset(64)
 	gs.voteKey, gs.voteN = gs.voteKey[:0], gs.voteN[:0]
-	for _, k := range calls {
+	for x, k := range calls {
+		if a := x + sweepAhead; a < len(calls) {
+			prefetchAt(j.parent, calls[a])
+			prefetchAt(j.hot, calls[a])
+		}
+		if a := x + sweepAhead/2; a < len(calls) {
+			if p := j.parent[calls[a]]; p >= 0 {
+				prefetchAt(j.hot, p)
+			}
+		}
 		if p := j.parent[k]; p >= 0 {
 			hp := &j.hot[p]
 			v := uint64(uint32(j.edgeDst[j.hot[k].edge]))<<33 | uint64(uint32(j.edgeSrc[hp.edge]))<<1 | uint64(hp.role&1)
@@ -1195,7 +1304,8 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 		// The group's spans as it finds them: a change is a call that
 		// ends in another one.
 		was := j.scr.was[:0]
-		for _, k := range g {
+		for x, k := range g {
+			j.callAhead(ns, g, x)
 			was = append(was, j.callSpan[k])
 		}
 		j.scr.was = was
@@ -1235,13 +1345,25 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 			}
 		}
 		for _, k := range g {
-			if c := j.callSpan[k]; c >= 0 && j.hot[c].role == roleRequest {
-				if cm := j.countModelOf(c, j.edgeDst[j.hot[k].edge]); cm != nil {
-					for q := 3; q > slots; q-- {
-						if cm.p[q] >= 0.05 {
-							slots = q
-							break
-						}
+			c := j.callSpan[k]
+			if c < 0 {
+				continue
+			}
+			var cm *countModel
+			if s, ok := ns.at(c); ok && ns.head[s].h == halfNone {
+				// A whole span's request (a request: repair): its
+				// count class is in its head.
+				if ci := ns.head[s].ci; ci >= 0 {
+					cm = j.countModelIn(ci, j.edgeDst[j.hot[k].edge])
+				}
+			} else if j.hot[c].role == roleRequest {
+				cm = j.countModelOf(c, j.edgeDst[j.hot[k].edge])
+			}
+			if cm != nil {
+				for q := 3; q > slots; q-- {
+					if cm.p[q] >= 0.05 {
+						slots = q
+						break
 					}
 				}
 			}
