@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -107,8 +108,12 @@ type clockPass struct {
 	// Opens whose peer's address no source has used as its local address
 	// (yet) are parked by that address (see park), not in waiting: on a
 	// large set nearly every open is one of an untraced client or server.
-	ips     []hsIP
-	ipIDs   map[hsIP]uint32
+	ips   []hsIP
+	ipIDs map[hsIP]uint32
+	// ipIDs4: the ids of plain IPv4 addresses (no zone, no scope: all
+	// but loopback) by their 4 bytes, a map of one-word keys; ipIDs
+	// holds the others.
+	ipIDs4  map[uint32]uint32
 	isLocal []bool         // by ips index: a source's open used it locally
 	parked  [][]parkedOpen // by ips index of the peer's address
 	nparked int
@@ -348,14 +353,28 @@ func wait(l *[]hsOpen, me hsOpen) {
 // ipID interns an address as scoped for pairing.
 func (p *clockPass) ipID(e hsEnd) uint32 {
 	a := hsIP{addr: e.addr, zone: e.zone, scope: e.scope, bits: e.bits}
-	id, ok := p.ipIDs[a]
+	four := e.bits == 32 && e.zone == 0 && e.scope == 0
+	var id uint32
+	var ok bool
+	if four {
+		id, ok = p.ipIDs4[binary.BigEndian.Uint32(e.addr[12:])]
+	} else {
+		id, ok = p.ipIDs[a]
+	}
 	if !ok {
-		if p.ipIDs == nil {
-			p.ipIDs = map[hsIP]uint32{}
-		}
 		id = uint32(len(p.ips))
 		p.ips = append(p.ips, a)
-		p.ipIDs[a] = id
+		if four {
+			if p.ipIDs4 == nil {
+				p.ipIDs4 = map[uint32]uint32{}
+			}
+			p.ipIDs4[binary.BigEndian.Uint32(e.addr[12:])] = id
+		} else {
+			if p.ipIDs == nil {
+				p.ipIDs = map[hsIP]uint32{}
+			}
+			p.ipIDs[a] = id
+		}
 		p.isLocal = append(p.isLocal, false)
 		p.parked = append(p.parked, nil)
 	}
