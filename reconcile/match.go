@@ -313,6 +313,9 @@ type matcher struct {
 	// pre: by source, the connection key of the stream open it has read
 	// next, made when it was read (prefetchObs) for endOf.
 	pre []preKey
+	// preHits, preStale: keys of m.pre used, and found out of date
+	// (tests).
+	preHits, preStale int
 	// inFlight counts the connections made and not retired yet (those
 	// merged in step 6 included): below prefetchFrom their records stay
 	// cached, and prefetching them would only cost its calls.
@@ -466,8 +469,9 @@ func (m *matcher) prefetchTimers() {
 
 // prefetchFrom is how many connections in flight make advance and
 // prefetchObs prefetch their records: 2048 records are 1.5 MB, about
-// what a core's own caches hold.
-const prefetchFrom = 2048
+// what a core's own caches hold. A variable for tests (prefetching must
+// change nothing but the time).
+var prefetchFrom = 2048
 
 // timerAhead is how many timers ahead advance prefetches.
 var timerAhead = 8
@@ -776,8 +780,10 @@ func (m *matcher) preOf(src int) *preKey {
 	p := &m.pre[src]
 	p.ok = false
 	if p.nat != m.nat.ver {
+		m.preStale++
 		return nil
 	}
+	m.preHits++
 	return p
 }
 
