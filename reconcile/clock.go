@@ -118,6 +118,7 @@ type clockPass struct {
 	parked  [][]parkedOpen // by ips index of the peer's address
 	nparked int
 	parkAt  int
+	enoughN []int // scratch of enough
 }
 
 // hsIP is an hsEnd without its port: an address as scoped for pairing.
@@ -173,9 +174,21 @@ func (p *clockPass) enough(n int, hosts []string, idx []int) bool {
 			first[h] = i
 		}
 	}
+	// Samples by ordered pair, in a matrix (one pass over the map, no
+	// lookups: it is checked many times over a large set).
+	if len(p.enoughN) < n*n {
+		p.enoughN = make([]int, n*n)
+	}
+	cnt := p.enoughN[:n*n]
+	clear(cnt)
 	for pair, s := range p.samples {
-		if len(s)+len(p.samples[srcPair{pair.second, pair.first}]) >= clockEnough {
-			union(int(pair.first), int(pair.second))
+		cnt[int(pair.first)*n+int(pair.second)] += len(s)
+	}
+	for a := 0; a < n; a++ {
+		for b := a + 1; b < n; b++ {
+			if cnt[a*n+b]+cnt[b*n+a] >= clockEnough {
+				union(a, b)
+			}
 		}
 	}
 	for _, i := range idx[1:] {
@@ -533,15 +546,16 @@ func estimateClocks(sources []Source, opts Options) (clockRel, []string) {
 		c := &cursor{src: s, idx: idx[i]}
 		if s.Next(&c.ob) {
 			c.at = c.ob.Time
-			h = append(h, c)
+			h = append(h, heapItem{c.at, c})
 		}
 	}
 	h.init()
 	for n := 1; len(h) > 0; n++ {
-		c := h[0]
+		c := h[0].c
 		p.observe(c.idx, &c.ob)
 		if c.src.Next(&c.ob) {
 			c.at = c.ob.Time
+			h[0].at = c.at
 			h.down(0)
 		} else {
 			h.pop()
@@ -553,8 +567,8 @@ func estimateClocks(sources []Source, opts Options) (clockRel, []string) {
 			// Every source is tied to the others by pairs with plenty
 			// of samples: the rest of the logs would only refine
 			// offsets that matching (within its window) needs no finer.
-			for _, c := range h {
-				if ls, ok := c.src.(*logSource); ok {
+			for _, it := range h {
+				if ls, ok := it.c.src.(*logSource); ok {
 					ls.stop()
 				}
 			}

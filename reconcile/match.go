@@ -1827,4 +1827,12 @@ type cursor struct {
 	done bool
 }
 
-type sourceHeap []*cursor
+// sourceHeap holds each cursor with its time (heapItem.at, a copy of
+// cursor.at): sifting compares the items' times without reading the
+// cursors.
+type sourceHeap []heapItem
+
+type heapItem struct {
+	at int64
+	c  *cursor
+}
