@@ -443,26 +443,21 @@ var reuseRecords = true
 // prefetchTimers prefetches for the timers after the one firing now:
 // the record of the one timerAhead on, a window after it was last
 // touched (out of the caches by now: fetching it from memory while this
-// one fires overlaps the two); for the one timerAhead/2 on, whose record
-// is in by now, the slots of its endpoints' names, which it will look up
-// when it emits.
+// one fires overlaps the two); for a retirement timerAhead/2 on, whose
+// record is in by now, the connection table's slot it leaves. (The slots
+// of its endpoints' names, which it looks up when it emits, were fetched
+// too until rc8: an address lookup and a prefetch per end for names
+// mostly new, and the full set ran 3–9 % faster without them in three
+// pairs of runs side by side, bench/results-rc8.md.)
 func (m *matcher) prefetchTimers() {
 	if i := m.thead + timerAhead; i < len(m.timers) {
 		if c := m.timers[i].c; c != nil {
 			prefetchLines(uintptr(unsafe.Pointer(c)), unsafe.Sizeof(connEnd{}))
 		}
 	}
-	if i := m.thead + timerAhead/2; i < len(m.timers) {
+	if i := m.thead + timerAhead/2; i < len(m.timers) && m.timers[i].kind == dlRetire {
 		if c := m.timers[i].c; c != nil && !c.gone {
-			if m.timers[i].kind == dlRetire {
-				m.conns.prefetchSlot(c.slot) // retire drops it from its list
-			}
-			for _, e := range c.ends {
-				if e != nil {
-					m.names.prefetch(e.local, e.epOK&1 == 0)
-					m.names.prefetch(e.remote, e.epOK&2 == 0)
-				}
-			}
+			m.conns.prefetchSlot(c.slot) // retire drops it from its list
 		}
 	}
 }

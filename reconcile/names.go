@@ -102,25 +102,6 @@ func (n *namer) addrIndex(k ipAddrKey) (uint32, bool) {
 	return idx, ok
 }
 
-// prefetch fetches the epTable slot where endpoint would look e up, when
-// want and its address is known already (a hint: see prefetchLines).
-func (n *namer) prefetch(e libsockcap.Endpoint, want bool) {
-	if !want || e.Unix {
-		return
-	}
-	a := e.Addr.Addr()
-	if !a.IsValid() || a.Zone() != "" {
-		return
-	}
-	idx, ok := n.lastIdx, n.hasLast
-	if k := (ipAddrKey{a: a.As16(), v4: a.Is4()}); !ok || k != n.last {
-		if idx, ok = n.addrIndex(k); !ok {
-			return
-		}
-	}
-	n.ipEps.prefetch(uint64(idx)<<16 | uint64(e.Addr.Port()))
-}
-
 func newNamer(t *trace.Trace, g Granularity) *namer {
 	return &namer{t: t, gran: g, nodes: map[*Observer]trace.NodeID{},
 		addrs: map[string]trace.NodeID{}, eps: map[libsockcap.Endpoint]trace.EndpointID{}}
@@ -347,15 +328,6 @@ func (t *epTable) get(k uint64) (trace.EndpointID, bool) {
 		return id, ok
 	}
 	return 0, false
-}
-
-func (t *epTable) prefetch(k uint64) {
-	if k < 1<<epKeyBits {
-		h := epHash(k)
-		if s := &t.segs[h>>58]; len(s.slots) > 0 {
-			prefetchLines(uintptr(unsafe.Pointer(&s.slots[h&uint64(len(s.slots)-1)])), 8)
-		}
-	}
 }
 
 // put adds k (not in the table) with id.
