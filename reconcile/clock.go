@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -107,12 +108,17 @@ type clockPass struct {
 	// Opens whose peer's address no source has used as its local address
 	// (yet) are parked by that address (see park), not in waiting: on a
 	// large set nearly every open is one of an untraced client or server.
-	ips     []hsIP
-	ipIDs   map[hsIP]uint32
+	ips   []hsIP
+	ipIDs map[hsIP]uint32
+	// ipIDs4: the ids of plain IPv4 addresses (no zone, no scope: all
+	// but loopback) by their 4 bytes, a map of one-word keys; ipIDs
+	// holds the others.
+	ipIDs4  map[uint32]uint32
 	isLocal []bool         // by ips index: a source's open used it locally
 	parked  [][]parkedOpen // by ips index of the peer's address
 	nparked int
 	parkAt  int
+	enoughN []int // scratch of enough
 }
 
 // hsIP is an hsEnd without its port: an address as scoped for pairing.
@@ -168,9 +174,21 @@ func (p *clockPass) enough(n int, hosts []string, idx []int) bool {
 			first[h] = i
 		}
 	}
+	// Samples by ordered pair, in a matrix (one pass over the map, no
+	// lookups: it is checked many times over a large set).
+	if len(p.enoughN) < n*n {
+		p.enoughN = make([]int, n*n)
+	}
+	cnt := p.enoughN[:n*n]
+	clear(cnt)
 	for pair, s := range p.samples {
-		if len(s)+len(p.samples[srcPair{pair.second, pair.first}]) >= clockEnough {
-			union(int(pair.first), int(pair.second))
+		cnt[int(pair.first)*n+int(pair.second)] += len(s)
+	}
+	for a := 0; a < n; a++ {
+		for b := a + 1; b < n; b++ {
+			if cnt[a*n+b]+cnt[b*n+a] >= clockEnough {
+				union(a, b)
+			}
 		}
 	}
 	for _, i := range idx[1:] {
@@ -348,14 +366,28 @@ func wait(l *[]hsOpen, me hsOpen) {
 // ipID interns an address as scoped for pairing.
 func (p *clockPass) ipID(e hsEnd) uint32 {
 	a := hsIP{addr: e.addr, zone: e.zone, scope: e.scope, bits: e.bits}
-	id, ok := p.ipIDs[a]
+	four := e.bits == 32 && e.zone == 0 && e.scope == 0
+	var id uint32
+	var ok bool
+	if four {
+		id, ok = p.ipIDs4[binary.BigEndian.Uint32(e.addr[12:])]
+	} else {
+		id, ok = p.ipIDs[a]
+	}
 	if !ok {
-		if p.ipIDs == nil {
-			p.ipIDs = map[hsIP]uint32{}
-		}
 		id = uint32(len(p.ips))
 		p.ips = append(p.ips, a)
-		p.ipIDs[a] = id
+		if four {
+			if p.ipIDs4 == nil {
+				p.ipIDs4 = map[uint32]uint32{}
+			}
+			p.ipIDs4[binary.BigEndian.Uint32(e.addr[12:])] = id
+		} else {
+			if p.ipIDs == nil {
+				p.ipIDs = map[hsIP]uint32{}
+			}
+			p.ipIDs[a] = id
+		}
 		p.isLocal = append(p.isLocal, false)
 		p.parked = append(p.parked, nil)
 	}
@@ -514,15 +546,16 @@ func estimateClocks(sources []Source, opts Options) (clockRel, []string) {
 		c := &cursor{src: s, idx: idx[i]}
 		if s.Next(&c.ob) {
 			c.at = c.ob.Time
-			h = append(h, c)
+			h = append(h, heapItem{c.at, c})
 		}
 	}
 	h.init()
 	for n := 1; len(h) > 0; n++ {
-		c := h[0]
+		c := h[0].c
 		p.observe(c.idx, &c.ob)
 		if c.src.Next(&c.ob) {
 			c.at = c.ob.Time
+			h[0].at = c.at
 			h.down(0)
 		} else {
 			h.pop()
@@ -534,8 +567,8 @@ func estimateClocks(sources []Source, opts Options) (clockRel, []string) {
 			// Every source is tied to the others by pairs with plenty
 			// of samples: the rest of the logs would only refine
 			// offsets that matching (within its window) needs no finer.
-			for _, c := range h {
-				if ls, ok := c.src.(*logSource); ok {
+			for _, it := range h {
+				if ls, ok := it.c.src.(*logSource); ok {
 					ls.stop()
 				}
 			}

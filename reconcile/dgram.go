@@ -323,8 +323,8 @@ func (m *matcher) learn(kind, proto string, before, after libsockcap.Endpoint) {
 	if b.Addr().IsUnspecified() || a.Addr().IsUnspecified() {
 		// A wildcard cannot canonicalise anything else; count it only.
 		m.nat.add(kind, proto, b, a, true)
-		delete(m.nat.exact, b)
-		delete(m.nat.exact, a)
+		m.nat.forget(b)
+		m.nat.forget(a)
 		return
 	}
 	m.nat.add(kind, proto, b, a, true)

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"time"
@@ -282,7 +283,7 @@ func sortByTime(keys []sortKey) {
 			b = append(b, k)
 		}
 	}
-	slices.SortFunc(b, sortKey.cmp)
+	b = sortLate(b, late)
 	// Merge from the back: position o is never before a's unread keys.
 	i, j := len(a)-1, len(b)-1
 	for o := len(keys) - 1; j >= 0; o-- {
@@ -298,8 +299,72 @@ func sortByTime(keys []sortKey) {
 	sortTmp.Put(late)
 }
 
-// sortTmp holds sortByTime's arrays of late keys.
+// sortTmp holds sortByTime's arrays of late keys (and sortLate's second
+// array).
 var sortTmp = sync.Pool{New: func() any { return new([]sortKey) }}
+
+// Radix sorting of late keys (sortLate): digits of radixBits bits, at most
+// radixPasses of them (a wider span of times is compared instead), on at
+// least radixMin keys (fewer are cheaper to compare).
+const (
+	radixBits   = 11
+	radixPasses = 5
+	radixMin    = 512
+)
+
+// sortLate sorts late keys, which are in position order, by time then
+// position, and returns them (in b's array or in one of the pool's, whose
+// pointer *spare then holds b's array: the pool keeps both). The keys of
+// a block that came late are those of messages decided a window after
+// their time, thousands to a block: a stable least-significant-digit radix
+// sort by time (position order kept among equal times, as they come) costs
+// a few passes over them instead of a comparison sort's log n rounds of
+// calls.
+func sortLate(b []sortKey, spare *[]sortKey) []sortKey {
+	if len(b) < radixMin {
+		slices.SortFunc(b, sortKey.cmp)
+		return b
+	}
+	lo, hi := b[0].t, b[0].t
+	for _, k := range b[1:] {
+		lo, hi = min(lo, k.t), max(hi, k.t)
+	}
+	passes := (bits.Len64(uint64(hi-lo)) + radixBits - 1) / radixBits
+	if passes > radixPasses {
+		slices.SortFunc(b, sortKey.cmp)
+		return b
+	}
+	tmp := sortTmp.Get().(*[]sortKey)
+	dst := slices.Grow((*tmp)[:0], len(b))[:len(b)]
+	src := b
+	var count [1 << radixBits]int
+	for p := 0; p < passes; p++ {
+		shift := uint(p * radixBits)
+		clear(count[:])
+		for _, k := range src {
+			count[(uint64(k.t-lo)>>shift)&(1<<radixBits-1)]++
+		}
+		sum := 0
+		for i, c := range count {
+			count[i] = sum
+			sum += c
+		}
+		for _, k := range src {
+			d := (uint64(k.t-lo) >> shift) & (1<<radixBits - 1)
+			dst[count[d]] = k
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	// src holds the result; the other array goes back to the pool.
+	if passes%2 == 1 {
+		*spare, *tmp = src[:0], b[:0]
+	} else {
+		*tmp = dst[:0]
+	}
+	sortTmp.Put(tmp)
+	return src
+}
 
 // cmp orders keys by time, then position.
 func (k sortKey) cmp(o sortKey) int {

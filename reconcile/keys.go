@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"wap5/libsockcap"
 )
@@ -179,6 +180,21 @@ func (t *connIndex) find(h uint64) int {
 		if s.h == h && len(s.list) > 0 {
 			return i
 		}
+	}
+}
+
+// prefetch fetches the slot where a probe for hash h starts (a hint:
+// see prefetchLines).
+func (t *connIndex) prefetch(h uint64) {
+	if len(t.slots) > 0 {
+		prefetchLines(uintptr(unsafe.Pointer(&t.slots[int(h)&(len(t.slots)-1)])), unsafe.Sizeof(connSlot{}))
+	}
+}
+
+// prefetchSlot fetches slot i (a connection's own: conn.slot).
+func (t *connIndex) prefetchSlot(i int32) {
+	if i >= 0 && int(i) < len(t.slots) {
+		prefetchLines(uintptr(unsafe.Pointer(&t.slots[i])), unsafe.Sizeof(connSlot{}))
 	}
 }
 
@@ -383,6 +399,18 @@ type natTable struct {
 	addr  map[netip.Addr]netip.Addr // port "*": keep the port
 	found []*Translation            // learnt or given, in order
 	index map[string]*Translation   // kind|proto|before|after
+	// ver counts the changes of exact and addr: a key canonicalised
+	// at an earlier ver may be out of date (matcher.pre).
+	ver uint32
+}
+
+// forget drops the canonical name of ap (a translation that cannot
+// canonicalise anything: dgram.go's learn).
+func (n *natTable) forget(ap netip.AddrPort) {
+	if _, ok := n.exact[ap]; ok {
+		delete(n.exact, ap)
+		n.ver++
+	}
 }
 
 func (n *natTable) canon(ap netip.AddrPort) netip.AddrPort {
@@ -419,8 +447,10 @@ func (n *natTable) add(kind, proto string, before, after netip.AddrPort, learnt 
 		switch {
 		case kind == "dnat":
 			n.exact[before] = after
+			n.ver++
 		case before.Port() == after.Port():
 			n.exact[after] = before
+			n.ver++
 		}
 	}
 	if learnt {
@@ -451,6 +481,7 @@ func (n *natTable) addAddr(kind, proto string, before, after netip.Addr) *Transl
 		} else {
 			n.addr[after] = before
 		}
+		n.ver++
 	}
 	tr.Flows++
 	return tr
@@ -489,6 +520,7 @@ func (n *natTable) addRule(t Translation) error {
 	} else {
 		n.exact[from] = to
 	}
+	n.ver++
 	tc := t
 	n.index[t.Kind+"|"+t.Proto+"|"+t.Before+"|"+t.After] = &tc
 	n.found = append(n.found, &tc)

@@ -310,6 +310,12 @@ type matcher struct {
 	free     []*connEnd
 	freeEnds []*end
 	reused   int // records taken from them
+	// pre: by source, the connection key of the stream open it has read
+	// next, made when it was read (prefetchObs) for endOf.
+	pre []preKey
+	// preHits, preStale: keys of m.pre used, and found out of date
+	// (tests).
+	preHits, preStale int
 	// inFlight counts the connections made and not retired yet (those
 	// merged in step 6 included): below prefetchFrom their records stay
 	// cached, and prefetching them would only cost its calls.
@@ -382,12 +388,52 @@ func (m *matcher) advance(t int64) {
 // fetched whole; for an end allocated alone the lines before it are some
 // other object's, which costs only the fetch.
 func (m *matcher) prefetchObs(src int, ob *Observation) {
-	if ob.Socket == 0 || ob.Op == OpOpen || src >= len(m.socks) || m.inFlight < prefetchFrom {
+	if src < len(m.pre) {
+		m.pre[src].ok = false // made for the observation before
+	}
+	if m.inFlight < prefetchFrom {
+		return
+	}
+	if ob.Op == OpOpen {
+		m.prefetchOpen(src, ob)
+		return
+	}
+	if ob.Socket == 0 || src >= len(m.socks) {
 		return
 	}
 	if e := m.socks[src].get(ob.Socket); e != nil {
 		prefetchLines(uintptr(unsafe.Pointer(e))-unsafe.Offsetof(connEnd{}.end), unsafe.Sizeof(connEnd{}))
 	}
+}
+
+// preKey is the key of a connection an open is about to look up (see
+// prefetchObs): valid (ok) for the observation its source has read next,
+// while the translations (natTable.ver) are those it was made with.
+type preKey struct {
+	key  connKey
+	h    uint64
+	side int
+	nat  uint32
+	ok   bool
+}
+
+// prefetchOpen keys the connection of a stream open just read from source
+// src and fetches the slot of the connection table where endOf will look
+// it up: the key is kept for endOf (m.pre), so it is made once either way.
+// Opens of IP sockets only (Unix names and IPv6 zones are interned as
+// they are keyed: made in their order of use).
+func (m *matcher) prefetchOpen(src int, ob *Observation) {
+	if !ob.Stream || ob.Observer == nil || ob.Proto == libsockcap.ProtoUnix || ob.Local.Unix || ob.Remote.Unix ||
+		ob.Local.IsZero() && ob.Remote.IsZero() || ob.Local.Addr.Addr().Zone() != "" || ob.Remote.Addr.Addr().Zone() != "" {
+		return
+	}
+	for len(m.pre) <= src {
+		m.pre = append(m.pre, preKey{})
+	}
+	p := &m.pre[src]
+	p.key, p.side = m.connKeyOf(ob)
+	p.h, p.nat, p.ok = p.key.hash(), m.nat.ver, true
+	m.conns.prefetch(p.h)
 }
 
 // reuseRecords: retired connections' records are reused (a variable for
@@ -397,31 +443,30 @@ var reuseRecords = true
 // prefetchTimers prefetches for the timers after the one firing now:
 // the record of the one timerAhead on, a window after it was last
 // touched (out of the caches by now: fetching it from memory while this
-// one fires overlaps the two); for the one timerAhead/2 on, whose record
-// is in by now, the slots of its endpoints' names, which it will look up
-// when it emits.
+// one fires overlaps the two); for a retirement timerAhead/2 on, whose
+// record is in by now, the connection table's slot it leaves. (The slots
+// of its endpoints' names, which it looks up when it emits, were fetched
+// too until rc8: an address lookup and a prefetch per end for names
+// mostly new, and the full set ran 3–9 % faster without them in three
+// pairs of runs side by side, bench/results-rc8.md.)
 func (m *matcher) prefetchTimers() {
 	if i := m.thead + timerAhead; i < len(m.timers) {
 		if c := m.timers[i].c; c != nil {
 			prefetchLines(uintptr(unsafe.Pointer(c)), unsafe.Sizeof(connEnd{}))
 		}
 	}
-	if i := m.thead + timerAhead/2; i < len(m.timers) {
+	if i := m.thead + timerAhead/2; i < len(m.timers) && m.timers[i].kind == dlRetire {
 		if c := m.timers[i].c; c != nil && !c.gone {
-			for _, e := range c.ends {
-				if e != nil {
-					m.names.prefetch(e.local, e.epOK&1 == 0)
-					m.names.prefetch(e.remote, e.epOK&2 == 0)
-				}
-			}
+			m.conns.prefetchSlot(c.slot) // retire drops it from its list
 		}
 	}
 }
 
 // prefetchFrom is how many connections in flight make advance and
 // prefetchObs prefetch their records: 2048 records are 1.5 MB, about
-// what a core's own caches hold.
-const prefetchFrom = 2048
+// what a core's own caches hold. A variable for tests (prefetching must
+// change nothing but the time).
+var prefetchFrom = 2048
 
 // timerAhead is how many timers ahead advance prefetches.
 var timerAhead = 8
@@ -628,8 +673,15 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 	if ob.Local.IsZero() && ob.Remote.IsZero() {
 		return nil
 	}
-	key, side := m.connKeyOf(ob)
-	h := key.hash()
+	var key connKey
+	var side int
+	var h uint64
+	if p := m.preOf(src); p != nil {
+		key, side, h = p.key, p.side, p.h
+	} else {
+		key, side = m.connKeyOf(ob)
+		h = key.hash()
+	}
 	list := m.conns.list(h, &key)
 	var c *conn
 	if ob.Op == OpOpen {
@@ -712,6 +764,22 @@ func (m *matcher) endOf(src int, ob *Observation) *end {
 		e.socks = append(e.socks, ref)
 	}
 	return e
+}
+
+// preOf takes the key prefetchOpen made for the observation of src being
+// handled, if it is still valid.
+func (m *matcher) preOf(src int) *preKey {
+	if src >= len(m.pre) || !m.pre[src].ok {
+		return nil
+	}
+	p := &m.pre[src]
+	p.ok = false
+	if p.nat != m.nat.ver {
+		m.preStale++
+		return nil
+	}
+	m.preHits++
+	return p
 }
 
 // abandonUnanswered: an end opening a connection instance again on the same
@@ -1754,4 +1822,12 @@ type cursor struct {
 	done bool
 }
 
-type sourceHeap []*cursor
+// sourceHeap holds each cursor with its time (heapItem.at, a copy of
+// cursor.at): sifting compares the items' times without reading the
+// cursors.
+type sourceHeap []heapItem
+
+type heapItem struct {
+	at int64
+	c  *cursor
+}

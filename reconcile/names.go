@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"path"
 	"strconv"
@@ -18,14 +19,22 @@ type namer struct {
 	nodes map[*Observer]trace.NodeID
 	addrs map[string]trace.NodeID
 	eps   map[libsockcap.Endpoint]trace.EndpointID
-	// ipPeers: untraced peers named by their IP address, by address.
+	// ipPeers: untraced peers named by their IP address, by address
+	// (IPv4 ones in ipPeers4).
 	ipPeers map[netip.Addr]trace.NodeID
 	// ipEps: IP endpoints (without a zone) by address (its index in ips)
 	// and port, in a key of 8 bytes: one entry per connection's ephemeral
 	// port adds up to millions (the largest table of a large set), which
 	// the collector then need not scan (epTable).
 	ipEps epTable
-	ips   map[ipAddrKey]uint32
+	// ips: the index of each address (in the order first seen): IPv4
+	// addresses by their 4 bytes in ips4 (a map of 4-byte keys, hashed
+	// and compared as one word), others in ips6; nips counts both.
+	ips4 map[uint32]uint32
+	ips6 map[ipAddrKey]uint32
+	nips uint32
+	// ipPeers4 is ipPeers for IPv4 addresses.
+	ipPeers4 map[uint32]trace.NodeID
 	// last: the address looked up last, and its index.
 	last    ipAddrKey
 	lastIdx uint32
@@ -59,36 +68,38 @@ type ipAddrKey struct {
 func (n *namer) ipEpKey(a netip.Addr, port uint16) uint64 {
 	k := ipAddrKey{a: a.As16(), v4: a.Is4()}
 	if !n.hasLast || k != n.last {
-		idx, ok := n.ips[k]
+		idx, ok := n.addrIndex(k)
 		if !ok {
-			if n.ips == nil {
-				n.ips = map[ipAddrKey]uint32{}
+			idx = n.nips
+			n.nips++
+			if k.v4 {
+				if n.ips4 == nil {
+					n.ips4 = map[uint32]uint32{}
+				}
+				n.ips4[k.four()] = idx
+			} else {
+				if n.ips6 == nil {
+					n.ips6 = map[ipAddrKey]uint32{}
+				}
+				n.ips6[k] = idx
 			}
-			idx = uint32(len(n.ips))
-			n.ips[k] = idx
 		}
 		n.last, n.lastIdx, n.hasLast = k, idx, true
 	}
 	return uint64(n.lastIdx)<<16 | uint64(port)
 }
 
-// prefetch fetches the epTable slot where endpoint would look e up, when
-// want and its address is known already (a hint: see prefetchLines).
-func (n *namer) prefetch(e libsockcap.Endpoint, want bool) {
-	if !want || e.Unix {
-		return
+// four is an IPv4 key's address as one word.
+func (k *ipAddrKey) four() uint32 { return binary.BigEndian.Uint32(k.a[12:]) }
+
+// addrIndex is the index of an address in ips, if it has one.
+func (n *namer) addrIndex(k ipAddrKey) (uint32, bool) {
+	if k.v4 {
+		idx, ok := n.ips4[k.four()]
+		return idx, ok
 	}
-	a := e.Addr.Addr()
-	if !a.IsValid() || a.Zone() != "" {
-		return
-	}
-	idx, ok := n.lastIdx, n.hasLast
-	if k := (ipAddrKey{a: a.As16(), v4: a.Is4()}); !ok || k != n.last {
-		if idx, ok = n.ips[k]; !ok {
-			return
-		}
-	}
-	n.ipEps.prefetch(uint64(idx)<<16 | uint64(e.Addr.Port()))
+	idx, ok := n.ips6[k]
+	return idx, ok
 }
 
 func newNamer(t *trace.Trace, g Granularity) *namer {
@@ -180,14 +191,28 @@ func (n *namer) actor(o *Observer, tid int32) trace.ActorID {
 func (n *namer) peer(e libsockcap.Endpoint) trace.NodeID {
 	if !e.Unix && e.Addr.IsValid() {
 		// By address first: no name to format for a peer seen before.
-		if id, ok := n.ipPeers[e.Addr.Addr()]; ok {
+		a := e.Addr.Addr()
+		if a.Is4() {
+			b := a.As4()
+			k := binary.BigEndian.Uint32(b[:])
+			if id, ok := n.ipPeers4[k]; ok {
+				return id
+			}
+			id := n.peerByName(e)
+			if n.ipPeers4 == nil {
+				n.ipPeers4 = map[uint32]trace.NodeID{}
+			}
+			n.ipPeers4[k] = id
+			return id
+		}
+		if id, ok := n.ipPeers[a]; ok {
 			return id
 		}
 		id := n.peerByName(e)
 		if n.ipPeers == nil {
 			n.ipPeers = map[netip.Addr]trace.NodeID{}
 		}
-		n.ipPeers[e.Addr.Addr()] = id
+		n.ipPeers[a] = id
 		return id
 	}
 	return n.peerByName(e)
@@ -303,15 +328,6 @@ func (t *epTable) get(k uint64) (trace.EndpointID, bool) {
 		return id, ok
 	}
 	return 0, false
-}
-
-func (t *epTable) prefetch(k uint64) {
-	if k < 1<<epKeyBits {
-		h := epHash(k)
-		if s := &t.segs[h>>58]; len(s.slots) > 0 {
-			prefetchLines(uintptr(unsafe.Pointer(&s.slots[h&uint64(len(s.slots)-1)])), 8)
-		}
-	}
 }
 
 // put adds k (not in the table) with id.

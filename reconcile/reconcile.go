@@ -189,14 +189,14 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 		}
 		if s.Next(&c.ob) {
 			c.at = c.ob.Time - c.corr
-			h = append(h, c)
+			h = append(h, heapItem{c.at, c})
 		} else {
 			ended = append(ended, c)
 		}
 	}
 	h.init()
 	for len(h) > 0 {
-		c := h[0]
+		c := h[0].c
 		m.observe(c.idx, &c.ob, c.corr)
 		if m.due() {
 			if err := m.releaseMsgs(false); err != nil {
@@ -205,6 +205,7 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 		}
 		if c.src.Next(&c.ob) {
 			c.at = c.ob.Time - c.corr
+			h[0].at = c.at
 			m.prefetchObs(c.idx, &c.ob)
 			h.down(0)
 		} else {
@@ -489,7 +490,7 @@ func (h *sourceHeap) pop() {
 	old := *h
 	n := len(old) - 1
 	old[0] = old[n]
-	old[n] = nil
+	old[n] = heapItem{}
 	*h = old[:n]
 	h.down(0)
 }

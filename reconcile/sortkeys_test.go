@@ -28,8 +28,31 @@ func TestSortByTime(t *testing.T) {
 			}
 			return int64(i)
 		},
+		// Nanosecond times, a third decided a window (30 s) late: the
+		// late keys take 3 or 4 radix passes (odd and even counts).
+		func(i int) int64 {
+			t := int64(i) * 1e5
+			if r.IntN(3) == 0 {
+				t -= 3e10 + r.Int64N(1e6)
+			}
+			return t
+		},
+		func(i int) int64 {
+			t := int64(i) * 1e6
+			if r.IntN(3) == 0 {
+				t -= 3e12 + r.Int64N(1e9)
+			}
+			return t
+		},
+		// Spans too wide for the radix passes, and negative times.
+		func(i int) int64 {
+			if r.IntN(2) == 0 {
+				return -r.Int64N(1 << 62)
+			}
+			return r.Int64N(1 << 62)
+		},
 	} {
-		for _, n := range []int{0, 1, 2, 3, 100, 5000} {
+		for _, n := range []int{0, 1, 2, 3, 100, 5000, 40000} {
 			keys := make([]sortKey, n)
 			for i := range keys {
 				keys[i] = sortKey{mk(i), int32(i)}
