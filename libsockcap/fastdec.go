@@ -82,21 +82,41 @@ func fuvTail(b []byte, i int) (uint64, int) {
 // unzz is the zigzag decoding of u.
 func unzz(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
-// faddr reads an address of family none or IPv4 at b[i:]; ok is false for
-// anything else (decode reads it).
-func faddr(b []byte, i int) (Endpoint, int, bool) {
+// v4 is an address as the fast decoder reads it: IPv4 (ok) or none.
+type v4 struct {
+	ip   [4]byte
+	port uint16
+	ok   bool
+}
+
+// faddr reads an address of family none or IPv4 at b[i:]; -1 for anything
+// else (decode reads it).
+func faddr(b []byte, i int) (v4, int) {
 	if i < len(b) {
 		switch b[i] {
 		case afNone:
-			return Endpoint{}, i + 1, true
+			return v4{}, i + 1
 		case afInet:
 			if i+7 <= len(b) {
-				a := [4]byte(b[i+1 : i+5])
-				return Endpoint{Addr: netip.AddrPortFrom(netip.AddrFrom4(a), binary.BigEndian.Uint16(b[i+5:]))}, i + 7, true
+				return v4{ip: [4]byte(b[i+1 : i+5]), port: binary.BigEndian.Uint16(b[i+5:]), ok: true}, i + 7
 			}
 		}
 	}
-	return Endpoint{}, -1, false
+	return v4{}, -1
+}
+
+// setEP stores a into *e (the zero endpoint for none) if it differs.
+func setEP(e *Endpoint, a v4) {
+	if !a.ok {
+		if !sameEP(e, &zeroEP) {
+			*e = Endpoint{}
+		}
+		return
+	}
+	ap := netip.AddrPortFrom(netip.AddrFrom4(a.ip), a.port)
+	if e.Addr != ap || e.Inode != 0 || e.Unix || e.Path != "" {
+		*e = Endpoint{Addr: ap}
+	}
 }
 
 // sameEP is *a == *b, the address first (it differs most often).
@@ -119,8 +139,24 @@ func (s *Scanner) fastRecords(st *stream) bool {
 		if k == 0 || k > kFd {
 			break // the end of the committed records, or a datagram record
 		}
-		udt, p := fuv(b, pos+1)
-		if p < 0 || udt > 1<<53 { // |dt| ≤ 2^52, as decode checks
+		// dt: mostly 2–4 bytes (ns since the previous record), fuvLong inlined
+		var udt uint64
+		p := pos + 1
+		if p+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[p:])
+			m := ^x & 0x8080808080808080
+			if m == 0 {
+				break
+			}
+			n := bits.TrailingZeros64(m) + 1
+			x &= ^uint64(0) >> (64 - n)
+			udt = x&0x7f | x>>1&(0x7f<<7) | x>>2&(0x7f<<14) | x>>3&(0x7f<<21) |
+				x>>4&(0x7f<<28) | x>>5&(0x7f<<35) | x>>6&(0x7f<<42) | x>>7&(0x7f<<49)
+			p += n >> 3
+		} else if udt, p = fuvTail(b, p); p < 0 {
+			break
+		}
+		if udt > 1<<53 { // |dt| ≤ 2^52, as decode checks
 			break
 		}
 		t := st.t + unzz(udt)
@@ -157,26 +193,29 @@ func (s *Scanner) fastRecords(st *stream) bool {
 			if p < 0 || mask&^fdAll != 0 {
 				break
 			}
-			fi := fdInfo{proto: proto, sotype: int32(sotype)}
-			ok := true
+			var loc, rem v4
+			var peer uint64
 			if mask&fdLocal != 0 {
-				fi.local, p, ok = faddr(b, p)
-			}
-			if ok && mask&fdRemote != 0 {
-				fi.remote, p, ok = faddr(b, p)
-			}
-			if ok && mask&fdPeerPid != 0 {
-				var v uint64
-				if v, p = fuv(b, p); p >= 0 {
-					fi.peerPid = int32(v)
+				if loc, p = faddr(b, p); p < 0 {
+					break
 				}
 			}
-			if !ok || p < 0 {
-				break
+			if mask&fdRemote != 0 {
+				if rem, p = faddr(b, p); p < 0 {
+					break
+				}
 			}
-			fd := int32(fd)
-			st.fds.put(fd, &fi)
-			s.procFds.put(fd, &fi)
+			if mask&fdPeerPid != 0 {
+				if peer, p = fuv(b, p); p < 0 {
+					break
+				}
+			}
+			if fi := st.fds.slot(int32(fd)); fi != nil {
+				fi.proto, fi.sotype, fi.peerPid = proto, int32(sotype), int32(peer)
+				setEP(&fi.local, loc)
+				setEP(&fi.remote, rem)
+				s.procFds.put(int32(fd), fi)
+			}
 			s.recBytes += int64(p - pos)
 			pos, st.pos, st.t = p, p, t
 			continue
@@ -185,8 +224,7 @@ func (s *Scanner) fastRecords(st *stream) bool {
 		var errno, child, peerPid int32
 		var sum uint32
 		fd2 := int32(-1)
-		local, remote := &zeroEP, &zeroEP
-		var rloc, rrem Endpoint
+		var loc, rem v4
 		if k != kEvent {
 			// SEND/RECV: fd zz, ret zz, [errno uv if ret < 0]
 			u, q := fuv(b, p)
@@ -257,21 +295,14 @@ func (s *Scanner) fastRecords(st *stream) bool {
 				}
 				sum = uint32(u)
 			}
-			ok := true
 			if mask&fRemote != 0 {
-				if rrem, q, ok = faddr(b, q); !ok {
+				if rem, q = faddr(b, q); q < 0 {
 					break
-				}
-				if !rrem.IsZero() {
-					remote = &rrem
 				}
 			}
 			if mask&fLocal != 0 {
-				if rloc, q, ok = faddr(b, q); !ok {
+				if loc, q = faddr(b, q); q < 0 {
 					break
-				}
-				if !rloc.IsZero() {
-					local = &rloc
 				}
 			}
 			if mask&fArg != 0 {
@@ -292,19 +323,13 @@ func (s *Scanner) fastRecords(st *stream) bool {
 		e := &st.ev
 		var proto Proto
 		var sotype int32
+		var fi *fdInfo
 		if fd >= 0 && op != OpFork && op != OpExec && op != OpExit && op != OpResolve && op != OpGap {
-			fi := st.fds.get(int32(fd))
-			if fi == nil {
+			if fi = st.fds.get(int32(fd)); fi == nil {
 				fi = s.procFds.get(int32(fd))
 			}
 			if fi != nil {
 				proto, sotype = fi.proto, fi.sotype
-				if local == &zeroEP {
-					local = &fi.local
-				}
-				if remote == &zeroEP {
-					remote = &fi.remote
-				}
 				if peerPid == 0 {
 					peerPid = fi.peerPid
 				}
@@ -318,11 +343,26 @@ func (s *Scanner) fastRecords(st *stream) bool {
 		if e.Name != "" {
 			e.Name = ""
 		}
-		if !sameEP(&e.Local, local) {
-			e.Local = *local
+		// a decoded address wins; else the descriptor's (decode: "if zero")
+		switch {
+		case loc.ok:
+			setEP(&e.Local, loc)
+		case fi != nil:
+			if !sameEP(&e.Local, &fi.local) {
+				e.Local = fi.local
+			}
+		default:
+			setEP(&e.Local, v4{})
 		}
-		if !sameEP(&e.Remote, remote) {
-			e.Remote = *remote
+		switch {
+		case rem.ok:
+			setEP(&e.Remote, rem)
+		case fi != nil:
+			if !sameEP(&e.Remote, &fi.remote) {
+				e.Remote = fi.remote
+			}
+		default:
+			setEP(&e.Remote, v4{})
 		}
 		s.recBytes += int64(p - pos)
 		st.pos, st.t = p, t

@@ -73,6 +73,29 @@ func (t *fdTable) get(fd int32) *fdInfo {
 	return nil
 }
 
+// slot is fd's entry to fill in place (its fields all to be set), nil for
+// a negative fd.
+func (t *fdTable) slot(fd int32) *fdInfo {
+	switch {
+	case fd < 0:
+		return nil
+	case fd < fdTableSmall:
+		if int(fd) >= len(t.small) {
+			t.small = append(t.small, make([]fdSlot, int(fd)+1-len(t.small))...)
+		}
+		sl := &t.small[fd]
+		sl.gen = t.gen + 1
+		return &sl.fi
+	default:
+		if t.big == nil {
+			t.big = map[int32]*fdInfo{}
+		}
+		c := &fdInfo{}
+		t.big[fd] = c
+		return c
+	}
+}
+
 func (t *fdTable) put(fd int32, fi *fdInfo) {
 	switch {
 	case fd < 0:
