@@ -132,16 +132,7 @@ type logSource struct {
 	// observations (time and op; step 0 counts them, see estimateOffsets).
 	clockOnly bool
 	started   bool // Next was called
-	// batch holds observations converted ahead, batch[bi:] not yet given
-	// out (Next): a log's records, descriptor table and event are read
-	// obsBatch observations at a time while they are in cache, instead of
-	// one observation between every other source's and the matcher's work.
-	batch []Observation
-	bi    int
 }
-
-// obsBatch is how many observations a log source converts at a time.
-const obsBatch = 32
 
 // newState makes a descriptor's state: one no descriptor names any more
 // (fdTable.free), else from a slab: one object per 128 states instead of
@@ -242,43 +233,6 @@ func (s *logSource) Warnings() []string { return s.warnings }
 
 func (s *logSource) Next(o *Observation) bool {
 	s.started = true
-	if s.bi == len(s.batch) {
-		if s.batch == nil {
-			s.batch = make([]Observation, obsBatch)
-		}
-		n := 0
-		for n < obsBatch && s.next(&s.batch[n]) {
-			n++
-		}
-		s.batch, s.bi = s.batch[:n], 0
-		if n == 0 {
-			return false
-		}
-	}
-	copyObs(o, &s.batch[s.bi])
-	s.bi++
-	return true
-}
-
-// copyObs is *o = *x, the fields holding pointers stored only when they
-// differ (o usually holds the previous observation of the same source, of
-// the same socket: a store costs a write barrier).
-func copyObs(o, x *Observation) {
-	o.Time, o.Op, o.Proto, o.Stream, o.Role, o.Origin = x.Time, x.Op, x.Proto, x.Stream, x.Role, x.Origin
-	o.Socket, o.Offset, o.Bytes, o.Sum, o.Tid, o.HasSum, o.Loc = x.Socket, x.Offset, x.Bytes, x.Sum, x.Tid, x.HasSum, x.Loc
-	if o.Observer != x.Observer {
-		o.Observer = x.Observer
-	}
-	if !sameEndpoint(&o.Local, &x.Local) {
-		o.Local = x.Local
-	}
-	if !sameEndpoint(&o.Remote, &x.Remote) {
-		o.Remote = x.Remote
-	}
-}
-
-// next converts the log's next observation into o.
-func (s *logSource) next(o *Observation) bool {
 	for {
 		if len(s.queue) > 0 {
 			*o = s.queue[0]
