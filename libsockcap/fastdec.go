@@ -21,6 +21,9 @@ import (
 //     from its start, so damage is reported as before, at the same
 //     offset, with the same message.
 //  2. An FD record updates the descriptor tables and the loop goes on;
+//     a SEND/RECV on the fd of the previous event, a SEND/RECV whose names
+//     came from this chunk's FD record, changes only the time, op and
+//     counts (stream.hot: a connection's transfers back to back);
 //     an event record is stored into the event field by field, the
 //     fields holding pointers (endpoints, name, process) only when they
 //     differ from what the event holds (the previous event of the thread:
@@ -216,6 +219,7 @@ func (s *Scanner) fastRecords(st *stream) bool {
 				setEP(&fi.remote, rem)
 				s.procFds.put(int32(fd), fi)
 			}
+			st.hot = false
 			s.recBytes += int64(p - pos)
 			pos, st.pos, st.t = p, p, t
 			continue
@@ -240,6 +244,15 @@ func (s *Scanner) fastRecords(st *stream) bool {
 				nbytes = ret
 			}
 			p = q
+			if st.hot && int32(fd) == st.hotFd {
+				// the previous event was a SEND/RECV on this fd, its
+				// names from this chunk's FD record: only these change
+				e := &st.ev
+				e.Time, e.Op, e.Ret, e.Bytes, e.Errno = s.wall(t), op, ret, nbytes, errno
+				s.recBytes += int64(p - pos)
+				st.pos, st.t = p, t
+				return true
+			}
 		} else {
 			// EVENT: op u8, fd zz, mask uv, then the fields of the mask
 			mask, q := fuv(b, p)
@@ -321,12 +334,15 @@ func (s *Scanner) fastRecords(st *stream) bool {
 		}
 		// step 2: the event, field by field
 		e := &st.ev
+		st.hot = false
 		var proto Proto
 		var sotype int32
 		var fi *fdInfo
 		if fd >= 0 && op != OpFork && op != OpExec && op != OpExit && op != OpResolve && op != OpGap {
 			if fi = st.fds.get(int32(fd)); fi == nil {
 				fi = s.procFds.get(int32(fd))
+			} else if k != kEvent {
+				st.hot, st.hotFd = true, int32(fd)
 			}
 			if fi != nil {
 				proto, sotype = fi.proto, fi.sotype

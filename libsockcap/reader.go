@@ -130,6 +130,10 @@ type stream struct {
 	fds    fdTable            // this chunk's fd records
 	peers  map[int32]Endpoint // this chunk's last datagram peer per fd
 	ev     Event
+	// hot: ev is a SEND/RECV event on fd hotFd whose names came from this
+	// chunk's FD record, none since (the fast decoder's shortcut)
+	hot   bool
+	hotFd int32
 }
 
 // streamHeap is a min-heap of streams by their current event's time (ties:
@@ -623,7 +627,7 @@ func (s *Scanner) stop(st *stream) {
 		s.free = append(s.free, streamBufs{buf: st.buf, fds: st.fds, peers: st.peers})
 	}
 	st.buf, st.fds, st.peers, st.data = nil, fdTable{}, nil, nil
-	st.ev = Event{}
+	st.ev, st.hot = Event{}, false
 	s.pending.push(st)
 }
 
@@ -705,6 +709,7 @@ func (s *Scanner) nextChunk(st *stream) bool {
 		clear(st.peers)
 	}
 	st.fds.reset()
+	st.hot = false
 	return true
 }
 
@@ -937,6 +942,7 @@ func (d *dec) addr() Endpoint {
 // decode reads one record at st.pos. isEvent is false for records that only
 // update state (SC_K_FD).
 func (s *Scanner) decode(st *stream) (ok, isEvent bool, err error) {
+	st.hot = false
 	d := dec{b: st.data[:st.end], pos: st.pos}
 	kind := d.u8()
 	dt := d.zz()
