@@ -21,9 +21,10 @@ import (
 //     from its start, so damage is reported as before, at the same
 //     offset, with the same message.
 //  2. An FD record updates the descriptor tables and the loop goes on;
-//     a SEND/RECV on the fd of the previous event, a SEND/RECV whose names
-//     came from this chunk's FD record, changes only the time, op and
-//     counts (stream.hot: a connection's transfers back to back);
+//     a SEND/RECV after a SEND/RECV whose names came from this chunk's FD
+//     record changes only the time, op and counts, and the fd's names
+//     when on another fd this chunk describes (stream.hot: transfers back
+//     to back);
 //     an event record is stored into the event field by field, the
 //     fields holding pointers (endpoints, name, process) only when they
 //     differ from what the event holds (the previous event of the thread:
@@ -244,15 +245,28 @@ func (s *Scanner) fastRecords(st *stream) bool {
 				nbytes = ret
 			}
 			p = q
-			if st.hot && int32(fd) == st.hotFd {
-				// the previous event was a SEND/RECV on this fd, its
-				// names from this chunk's FD record: only these change
+			if st.hot {
+				// the previous event was a SEND/RECV whose names came
+				// from this chunk's FD record: the fields no SEND/RECV
+				// has are clear; on the same fd only time, op and counts
+				// change, on another fd this chunk describes its names
+				// too (stored, not compared: cheaper)
 				e := &st.ev
+				if fd := int32(fd); fd != st.hotFd {
+					fi := st.fds.get(fd)
+					if fi == nil {
+						goto full
+					}
+					e.Fd, e.Proto, e.SoType, e.PeerPid = fd, fi.proto, fi.sotype, fi.peerPid
+					e.Local, e.Remote = fi.local, fi.remote
+					st.hotFd = fd
+				}
 				e.Time, e.Op, e.Ret, e.Bytes, e.Errno = s.wall(t), op, ret, nbytes, errno
 				s.recBytes += int64(p - pos)
 				st.pos, st.t = p, t
 				return true
 			}
+		full:
 		} else {
 			// EVENT: op u8, fd zz, mask uv, then the fields of the mask
 			mask, q := fuv(b, p)
