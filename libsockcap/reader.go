@@ -73,6 +73,29 @@ func (t *fdTable) get(fd int32) *fdInfo {
 	return nil
 }
 
+// slot is fd's entry to fill in place (its fields all to be set), nil for
+// a negative fd.
+func (t *fdTable) slot(fd int32) *fdInfo {
+	switch {
+	case fd < 0:
+		return nil
+	case fd < fdTableSmall:
+		if int(fd) >= len(t.small) {
+			t.small = append(t.small, make([]fdSlot, int(fd)+1-len(t.small))...)
+		}
+		sl := &t.small[fd]
+		sl.gen = t.gen + 1
+		return &sl.fi
+	default:
+		if t.big == nil {
+			t.big = map[int32]*fdInfo{}
+		}
+		c := &fdInfo{}
+		t.big[fd] = c
+		return c
+	}
+}
+
 func (t *fdTable) put(fd int32, fi *fdInfo) {
 	switch {
 	case fd < 0:
@@ -107,9 +130,8 @@ type stream struct {
 	fds    fdTable            // this chunk's fd records
 	peers  map[int32]Endpoint // this chunk's last datagram peer per fd
 	ev     Event
-	// hot: ev is a SEND/RECV record's event on fd hotFd whose endpoints came
-	// from this chunk's FD record; a following SEND/RECV on the same fd
-	// changes only its time, op and counts (the fast path of advance).
+	// hot: ev is a SEND/RECV event on fd hotFd whose names came from this
+	// chunk's FD record, none since (the fast decoder's shortcut)
 	hot   bool
 	hotFd int32
 }
@@ -287,7 +309,11 @@ func Open(path string) (*Scanner, error) {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
 		}
-		if data, err = s.loadSealed(z, mapped); err != nil {
+		var walk io.ReaderAt
+		if mapped {
+			walk = f
+		}
+		if data, err = s.loadSealed(z, mapped, walk); err != nil {
 			if mapped {
 				syscall.Munmap(z)
 			}
@@ -337,10 +363,10 @@ func Open(path string) (*Scanner, error) {
 // loadSealed prepares a sealed log: read chunk by chunk by its index when
 // the index and every frame are intact, else decoded whole (decodeSealed,
 // which reports the damage). It returns the bytes to parse the header from.
-func (s *Scanner) loadSealed(z []byte, mapped bool) ([]byte, error) {
+func (s *Scanner) loadSealed(z []byte, mapped bool, walk io.ReaderAt) ([]byte, error) {
 	s.proc.Sealed = true
 	var data []byte
-	if s.lazy, data = openSealed(z, mapped); s.lazy != nil {
+	if s.lazy, data = openSealed(z, mapped, walk); s.lazy != nil {
 		return data, nil
 	}
 	return decodeSealed(z, func(off int64, msg string) { s.warn(off, "%s", msg) })
@@ -349,7 +375,7 @@ func (s *Scanner) loadSealed(z []byte, mapped bool) ([]byte, error) {
 // newSealedScanner reads a sealed log from memory (tests and fuzzing).
 func newSealedScanner(name string, z []byte) (*Scanner, error) {
 	s := &Scanner{file: name}
-	data, err := s.loadSealed(z, false)
+	data, err := s.loadSealed(z, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -757,50 +783,8 @@ func (s *Scanner) Close() error {
 // next chunk.
 func (s *Scanner) advance(st *stream) bool {
 	for {
-		if st.hot && st.pos < st.end && fastPath {
-			// Fast path: a SEND/RECV record after another (decoded in
-			// full, so the fields no SEND/RECV has are clear), with a
-			// one-byte fd the thread has described, non-negative ret:
-			// only time, op, counts and, for another fd, the fd's
-			// description change. Anything else takes the full decoder
-			// below.
-			b := st.data[:st.end]
-			pos := st.pos
-			if k := b[pos]; k == kSend || k == kRecv {
-				dt, i := uvAt(b, pos+1)
-				var fi *fdInfo
-				if i > 0 && i+1 < len(b) && b[i] < 0x80 && b[i+1]&1 == 0 {
-					if fd := int32(b[i]>>1) ^ -int32(b[i]&1); fd == st.hotFd {
-						fi = &hotSame
-					} else if fd >= 0 {
-						fi = st.fds.get(fd)
-					}
-				}
-				if fi != nil {
-					ret, j := uvAt(b, i+1)
-					if j > 0 && dt <= 1<<53 {
-						st.t += int64(dt>>1) ^ -int64(dt&1)
-						e := &st.ev
-						if fi != &hotSame {
-							// Another described fd: as the full decoder
-							// would fill it (storing the names is cheaper
-							// than comparing them first).
-							fd := int32(b[i]>>1) ^ -int32(b[i]&1)
-							e.Fd, e.Proto, e.SoType, e.PeerPid = fd, fi.proto, fi.sotype, fi.peerPid
-							e.Local, e.Remote = fi.local, fi.remote
-							st.hotFd = fd
-						}
-						e.Time = s.wall(st.t)
-						e.Op = OpSend + Op(k-kSend)
-						e.Ret = int64(ret >> 1)
-						e.Bytes = e.Ret
-						e.Errno = 0
-						s.recBytes += int64(j - pos)
-						st.pos = j
-						return true
-					}
-				}
-			}
+		if fastPath && st.pos < st.end && s.fastRecords(st) {
+			return true
 		}
 		if st.pos >= st.end || st.data[st.pos] == 0 {
 			if st.ci+1 >= len(st.chunks) {
@@ -833,42 +817,6 @@ func (s *Scanner) advance(st *stream) bool {
 			return true
 		}
 	}
-}
-
-// fastPath enables advance's fast path (tests compare it with the full decoder).
-var fastPath = true
-
-// hotSame marks, in advance's fast path, a record on the fd of the previous
-// event (nothing of the fd to fill in).
-var hotSame fdInfo
-
-// uvAt decodes the varint at b[i:]: its value and the position after it, or
-// a position of -1 when it is bad or runs past the end. One-byte varints
-// take the inlined path.
-func uvAt(b []byte, i int) (uint64, int) {
-	if i < len(b) && b[i] < 0x80 {
-		return uint64(b[i]), i + 1
-	}
-	return uvAtSlow(b, i)
-}
-
-func uvAtSlow(b []byte, i int) (uint64, int) {
-	var v uint64
-	for shift := uint(0); shift < 64; shift += 7 {
-		if i >= len(b) {
-			return 0, -1
-		}
-		c := b[i]
-		i++
-		if shift == 63 && c > 1 {
-			return 0, -1
-		}
-		v |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return v, i
-		}
-	}
-	return 0, -1
 }
 
 type dec struct {
@@ -994,6 +942,7 @@ func (d *dec) addr() Endpoint {
 // decode reads one record at st.pos. isEvent is false for records that only
 // update state (SC_K_FD).
 func (s *Scanner) decode(st *stream) (ok, isEvent bool, err error) {
+	st.hot = false
 	d := dec{b: st.data[:st.end], pos: st.pos}
 	kind := d.u8()
 	dt := d.zz()
@@ -1142,7 +1091,6 @@ func (s *Scanner) decode(st *stream) (ok, isEvent bool, err error) {
 		}
 		st.fds.put(fd, &fi)
 		s.procFds.put(fd, &fi)
-		st.hot = false
 		st.pos = d.pos
 		st.t = t
 		return true, false, nil
@@ -1154,13 +1102,10 @@ func (s *Scanner) decode(st *stream) (ok, isEvent bool, err error) {
 	e.Proc = &s.proc
 	e.Tid = st.tid
 	e.Time = s.wall(t)
-	st.hot = false
 	if e.Fd >= 0 && e.Op != OpFork && e.Op != OpExec && e.Op != OpExit && e.Op != OpResolve && e.Op != OpGap {
 		fi := st.fds.get(e.Fd)
 		if fi == nil {
 			fi = s.procFds.get(e.Fd)
-		} else if kind == kSend || kind == kRecv {
-			st.hot, st.hotFd = true, e.Fd
 		}
 		if fi != nil {
 			e.Proto = fi.proto

@@ -266,3 +266,72 @@ func BenchmarkDecodeLogs(b *testing.B) {
 	}
 	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 }
+
+// BenchmarkIngestLogs is the log side of reconcile alone: every log read
+// twice as step 0 and the matcher read it (logSource.reread, then the
+// source itself), observations made and dropped, reporting CPU seconds.
+// $WAP5_BENCH_STEP0 (a fraction, default 0.6) is how much of each log the
+// step-0 reading takes (on the CoDeeN-sized set its stop rule fires after
+// ≈ 60 % of the events).
+func BenchmarkIngestLogs(b *testing.B) {
+	dir := os.Getenv("WAP5_BENCH_LOGS")
+	if dir == "" {
+		dir = "testdata/logs/loopback"
+	}
+	frac := 0.6
+	if f := os.Getenv("WAP5_BENCH_STEP0"); f != "" {
+		fmt.Sscan(f, &frac)
+	}
+	if os.Getenv("WAP5_BENCH_REREAD") == "tee" {
+		defer func(v bool) { rereadByPath = v }(rereadByPath)
+		rereadByPath = false
+	}
+	files, err := libsockcap.FindLogs(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// events per log, for the step-0 share
+	counts := make([]int, len(files))
+	for i, f := range files {
+		sc, err := libsockcap.Open(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for sc.Scan() {
+			counts[i]++
+		}
+		sc.Close()
+	}
+	var cpu time.Duration
+	var obs int
+	for i := 0; i < b.N; i++ {
+		c0 := cpuTime()
+		srcs := make([]*logSource, len(files))
+		var o Observation
+		for j, f := range files {
+			s, err := NewLogSource(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			srcs[j] = s.(*logSource)
+			c, err := srcs[j].reread()
+			if err != nil {
+				b.Fatal(err)
+			}
+			// step 0's reading: the first frac of the log's observations
+			n := int(frac * float64(counts[j]))
+			for k := 0; k < n && c.Next(&o); k++ {
+			}
+			c.(*logSource).stop()
+		}
+		obs = 0
+		for _, s := range srcs {
+			for s.Next(&o) {
+				obs++
+			}
+		}
+		cpu += cpuTime() - c0
+	}
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric(float64(obs), "obs")
+}

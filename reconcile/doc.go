@@ -40,10 +40,12 @@
 //     messages keep the times their observers recorded (correcting those is
 //     wap5 skew's job). Offsets of a second or more are reported as
 //     warnings "clocks: ...". Caller-built sources that cannot be read
-//     twice keep offset 0 (Options.SyncedClocks skips the step). Each
-//     log is decoded once: this pass keeps the events it decodes in a
-//     compact event log (eventlog.go, a few bytes an event), which the
-//     matcher's reading replays before it decodes the rest.
+//     twice keep offset 0 (Options.SyncedClocks skips the step). This
+//     pass opens each log file again and decodes it a second time (as far
+//     as it reads), which costs less than keeping its events for the
+//     matcher; sources of other scanners keep what it decodes in a
+//     compact event log (eventlog.go), which the matcher's reading
+//     replays before it decodes the rest.
 //  1. Merge all sources into one stream ordered by offset-corrected
 //     observation time, with a min-heap of per-source cursors (each source
 //     is time-ordered on its own clock; what step 0 cannot correct must

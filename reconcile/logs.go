@@ -151,12 +151,14 @@ func (s *logSource) newState(st fdState) *fdState {
 	return &s.slab[len(s.slab)-1]
 }
 
-// reread gives step 0 a reading of the same log from its start. Before
-// this source has been read, that reading decodes the log for both: it
-// keeps what it decodes (teeScanner), and this source replays it, then
-// decodes the rest (eventlog.go). Else the log is opened again.
+// reread gives step 0 a reading of the same log from its start. A log
+// file is opened again and decoded a second time: with the fast decoder
+// that costs less CPU and memory than keeping the events step 0 decodes
+// and replaying them (bench/results-dec9.md, BenchmarkIngestLogs). A source of another
+// scanner not read yet keeps what step 0 decodes (teeScanner) and replays
+// it, then decodes the rest (eventlog.go).
 func (s *logSource) reread() (Source, error) {
-	if !s.started {
+	if !s.started && (s.path == "" || !rereadByPath) {
 		l := &eventLog{}
 		c := newLogSource(&teeScanner{sc: s.sc, log: l}, s.name)
 		c.clockOnly = true
@@ -178,6 +180,10 @@ func (s *logSource) reread() (Source, error) {
 	}
 	return nil, fmt.Errorf("%s: cannot be read again", s.name)
 }
+
+// rereadByPath: reread opens a log file again rather than teeing it
+// (BenchmarkIngestLogs compares the two).
+var rereadByPath = true
 
 // NewLogSource reads one libsockcap log file as a Source.
 func NewLogSource(path string) (Source, error) {
