@@ -34,7 +34,7 @@ type PathsWriter struct {
 	n         int // patterns written
 	one       bytes.Buffer
 	pe        *json.Encoder
-	nj        nestJSON
+	nj        patternJSON
 	err       error
 }
 
@@ -87,12 +87,18 @@ func (pw *PathsWriter) Pattern(pat *trace.Pattern) error {
 	switch pw.algorithm {
 	case "convolution":
 		v = convolutionPattern(pat)
-	case "nesting":
-		// The same bytes as encoding/json's, written directly; a NaN or
-		// an infinity goes to encoding/json for its error.
+	default:
+		// Nesting and linking: the same bytes as encoding/json's, written
+		// directly; a NaN or an infinity goes to encoding/json for its
+		// error.
 		nj := &pw.nj
 		nj.b, nj.bad = nj.b[:0], false
-		if nj.pattern(pat); !nj.bad {
+		if pw.algorithm == "nesting" {
+			nj.nestPattern(pat)
+		} else {
+			nj.linkPattern(pat)
+		}
+		if !nj.bad {
 			if pw.n > 0 {
 				pw.bw.WriteByte(',')
 			}
@@ -102,10 +108,12 @@ func (pw *PathsWriter) Pattern(pat *trace.Pattern) error {
 			pw.err = err
 			return err
 		}
-		v = jsonNestPattern{Rank: pat.Rank, Count: pat.Count, Root: nestStep(pat.Root), Metrics: pat.Metrics}
-	default:
-		v = jsonLinkPattern{Rank: pat.Rank, Count: pat.Count, Expected: pat.Expected,
-			MaxProb: pat.MaxProb, Root: linkStep(pat.Root, true), Metrics: pat.Metrics}
+		if pw.algorithm == "nesting" {
+			v = jsonNestPattern{Rank: pat.Rank, Count: pat.Count, Root: nestStep(pat.Root), Metrics: pat.Metrics}
+		} else {
+			v = jsonLinkPattern{Rank: pat.Rank, Count: pat.Count, Expected: pat.Expected,
+				MaxProb: pat.MaxProb, Root: linkStep(pat.Root, true), Metrics: pat.Metrics}
+		}
 	}
 	pw.one.Reset()
 	if err := pw.pe.Encode(v); err != nil {

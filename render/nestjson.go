@@ -9,19 +9,22 @@ import (
 	"wap5/trace"
 )
 
-// nestJSON appends nesting patterns to a buffer exactly as encoding/json
-// encodes their jsonNestPattern with SetIndent("  ", " ") (without the
-// final newline), with no reflection and no tree of jsonNestSteps: a
-// nesting document is mostly histogram bins, one number a line.
-type nestJSON struct {
+// patternJSON appends patterns to a buffer exactly as encoding/json
+// encodes their jsonNestPattern (nestPattern) or jsonLinkPattern
+// (linkPattern, linkjson.go) with SetIndent("  ", " ") (without the final
+// newline), with no reflection and no tree of jsonNestSteps or
+// jsonLinkSteps: a nesting document is mostly histogram bins, one number a
+// line; a linking document of a large trace has hundreds of thousands of
+// patterns.
+type patternJSON struct {
 	b     []byte
 	names map[string][]byte // encoded strings (node names, metric keys)
 	bad   bool              // a NaN or an infinity: encoding/json fails there
 }
 
-// pattern appends pat at depth 0 (the caller's prefix holds the pattern
+// nestPattern appends nesting pattern pat at depth 0 (the caller's prefix holds the pattern
 // list's indentation).
-func (w *nestJSON) pattern(pat *trace.Pattern) {
+func (w *patternJSON) nestPattern(pat *trace.Pattern) {
 	w.b = append(w.b, '{')
 	w.key(1, "rank")
 	w.b = strconv.AppendInt(w.b, int64(pat.Rank), 10)
@@ -30,7 +33,7 @@ func (w *nestJSON) pattern(pat *trace.Pattern) {
 	w.b = strconv.AppendInt(w.b, int64(pat.Count), 10)
 	w.b = append(w.b, ',')
 	w.key(1, "root")
-	w.step(pat.Root, 1)
+	w.nestStep(pat.Root, 1)
 	if len(pat.Metrics) > 0 {
 		w.b = append(w.b, ',')
 		w.key(1, "metrics")
@@ -42,7 +45,7 @@ func (w *nestJSON) pattern(pat *trace.Pattern) {
 
 // newline starts a line at depth d: the encoder's prefix ("  ") and d
 // indents (" ").
-func (w *nestJSON) newline(d int) {
+func (w *patternJSON) newline(d int) {
 	w.b = append(w.b, '\n', ' ', ' ')
 	for ; d > 0; d-- {
 		w.b = append(w.b, ' ')
@@ -51,7 +54,7 @@ func (w *nestJSON) newline(d int) {
 
 // key starts a line at depth d with an object key (plain ASCII: no
 // escaping needed) and its colon.
-func (w *nestJSON) key(d int, k string) {
+func (w *patternJSON) key(d int, k string) {
 	w.newline(d)
 	w.b = append(w.b, '"')
 	w.b = append(w.b, k...)
@@ -59,8 +62,23 @@ func (w *nestJSON) key(d int, k string) {
 }
 
 // str appends s as encoding/json does (HTML-escaped, invalid UTF-8 as
-// U+FFFD, U+2028 and U+2029 escaped): by json.Marshal, once per string.
-func (w *nestJSON) str(s string) {
+// U+FFFD, U+2028 and U+2029 escaped): as it is between quotes where it has
+// only printable ASCII that needs no escaping (node names, mostly), else by
+// json.Marshal, once per string.
+func (w *patternJSON) str(s string) {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		w.b = append(w.b, '"')
+		w.b = append(w.b, s...)
+		w.b = append(w.b, '"')
+		return
+	}
 	e, ok := w.names[s]
 	if !ok {
 		e, _ = json.Marshal(s) // a string always marshals
@@ -73,7 +91,7 @@ func (w *nestJSON) str(s string) {
 }
 
 // float appends f as encoding/json's float64 encoder does.
-func (w *nestJSON) float(f float64) {
+func (w *patternJSON) float(f float64) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		w.bad = true
 		return
@@ -98,7 +116,7 @@ func (w *nestJSON) float(f float64) {
 }
 
 // mean appends what mean(s) gives: null, or the rounded mean.
-func (w *nestJSON) mean(s trace.Stats) {
+func (w *patternJSON) mean(s trace.Stats) {
 	if !s.Known() {
 		w.b = append(w.b, "null"...)
 		return
@@ -106,8 +124,8 @@ func (w *nestJSON) mean(s trace.Stats) {
 	w.float(round(s.Mean))
 }
 
-// step appends nestStep(s) at depth d.
-func (w *nestJSON) step(s *trace.Step, d int) {
+// nestStep appends nestStep(s) at depth d.
+func (w *patternJSON) nestStep(s *trace.Step, d int) {
 	if s == nil {
 		w.b = append(w.b, "null"...)
 		return
@@ -148,7 +166,7 @@ func (w *nestJSON) step(s *trace.Step, d int) {
 				w.b = append(w.b, ',')
 			}
 			w.newline(d + 2)
-			w.step(c, d+2)
+			w.nestStep(c, d+2)
 		}
 		w.newline(d + 1)
 		w.b = append(w.b, ']')
@@ -158,7 +176,7 @@ func (w *nestJSON) step(s *trace.Step, d int) {
 }
 
 // dist appends dist(s) (s known) at depth d.
-func (w *nestJSON) dist(s trace.Stats, d int) {
+func (w *patternJSON) dist(s trace.Stats, d int) {
 	w.b = append(w.b, '{')
 	w.key(d+1, "std_s")
 	w.float(round(s.Std))
@@ -178,7 +196,7 @@ func (w *nestJSON) dist(s trace.Stats, d int) {
 }
 
 // hist appends dist's jsonHist of h at depth d.
-func (w *nestJSON) hist(h *trace.Histogram, d int) {
+func (w *patternJSON) hist(h *trace.Histogram, d int) {
 	n := len(h.Counts)
 	for n > 0 && h.Counts[n-1] == 0 {
 		n--
@@ -218,7 +236,7 @@ func (w *nestJSON) hist(h *trace.Histogram, d int) {
 }
 
 // metrics appends a non-empty metrics map at depth d, keys sorted.
-func (w *nestJSON) metrics(m map[string]float64, d int) {
+func (w *patternJSON) metrics(m map[string]float64, d int) {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
