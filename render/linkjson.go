@@ -65,12 +65,12 @@ func (w *patternJSON) linkStep(s *trace.Step, d int, root bool) {
 	w.b = append(w.b, ',')
 	if s.Net.Known() {
 		w.key(d+1, "net_std_s")
-		w.float(round(s.Net.Std))
+		w.rounded(s.Net.Std)
 		w.b = append(w.b, ',')
 	}
 	if !root && s.Wait.Known() {
 		w.key(d+1, "wait_std_s")
-		w.float(round(s.Wait.Std))
+		w.rounded(s.Wait.Std)
 		w.b = append(w.b, ',')
 	}
 	w.key(d+1, "children")

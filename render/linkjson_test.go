@@ -241,3 +241,78 @@ func TestLinkJSONSpecials(t *testing.T) {
 		t.Errorf("root wait written: %s", w.b)
 	}
 }
+
+// BenchmarkLinkJSON: a typical pattern of a large trace (a request, its
+// calls and the replies) written by linkPattern.
+func BenchmarkLinkJSON(b *testing.B) {
+	st := func(m float64) trace.Stats { return trace.Stats{W: 3, Mean: m, Std: m / 3} }
+	root := &trace.Step{From: "10.16.0.183", To: "proxy33", Count: 172, Net: st(0.0003)}
+	call := &trace.Step{From: "proxy33", To: "server7", Count: 172, Net: st(0.000412), Wait: st(0.0001234)}
+	call.Children = []*trace.Step{{From: "server7", To: "proxy33", Count: 172, Net: st(0.00041), Wait: st(0.0123456)}}
+	root.Children = []*trace.Step{call, {From: "proxy33", To: "10.16.0.183", Count: 172, Wait: st(0.000911797)}}
+	pat := &trace.Pattern{Rank: 12345, Count: 172, Expected: 159.19526035907506, MaxProb: 0.9795403480529785, Root: root,
+		Metrics: map[string]float64{"mean_prob": 0.925553839296948, "expected_sqrt_count": 12.138524804242861, "depth": 3, "messages": 4}}
+	var w patternJSON
+	for b.Loop() {
+		w.b = w.b[:0]
+		w.linkPattern(pat)
+	}
+	b.SetBytes(int64(len(w.b)))
+}
+
+// TestRounded: rounded(x) writes what float(round(x)) writes (encoding/
+// json's form of the rounded value, by strconv), for every nanosecond
+// count up to ±300 µs, both sides of the 'e' switch and of the fast path's
+// limit, random magnitudes, −0, NaN and infinities.
+func TestRounded(t *testing.T) {
+	check := func(x float64) {
+		var got, want patternJSON
+		got.rounded(x)
+		want.float(round(x))
+		if got.bad != want.bad || !bytes.Equal(got.b, want.b) {
+			t.Fatalf("%v (%b): rounded %q (bad %v), float(round) %q (bad %v)", x, math.Float64bits(x), got.b, got.bad, want.b, want.bad)
+		}
+	}
+	for k := -300000; k <= 300000; k++ {
+		check(float64(k) / 1e9)
+		check(float64(k)/1e9 + 0.4e-9)
+		check(float64(k)/1e9 - 0.5e-9)
+	}
+	for _, x := range []float64{0, math.Copysign(0, -1), -1e-12, 1e-12, 0.5e-9, -0.5e-9, 1.5e-9, 999e-9, 999.5e-9, 1e-6, -1e-6,
+		1e6 - 1e-9, 1e6, 1e6 + 0.3e-9, 999999.999999999, -999999.999999999, 1e15, 9.2e18, 1e21, 1e300, math.MaxFloat64,
+		5e-324, math.NaN(), math.Inf(1), math.Inf(-1)} {
+		check(x)
+	}
+	rng := rand.New(rand.NewSource(7))
+	for i := 0; i < 2000000; i++ {
+		var x float64
+		switch i % 5 {
+		case 0:
+			x = float64(rng.Int63n(1e15)) / 1e9
+		case 1:
+			x = -float64(rng.Int63n(2e15)) / 1e9
+		case 2:
+			x = rng.ExpFloat64() * math.Pow(10, float64(rng.Intn(20)-12))
+		case 3:
+			x = rng.NormFloat64() * 1e-3
+		default:
+			x = math.Float64frombits(rng.Uint64())
+		}
+		check(x)
+	}
+}
+
+// FuzzRounded: rounded(x) writes what float(round(x)) writes.
+func FuzzRounded(f *testing.F) {
+	for _, x := range []float64{0, 1e-9, 999e-9, 1e-6, 0.000911797, 1e6, 1e15, math.Inf(1)} {
+		f.Add(x)
+	}
+	f.Fuzz(func(t *testing.T, x float64) {
+		var got, want patternJSON
+		got.rounded(x)
+		want.float(round(x))
+		if got.bad != want.bad || !bytes.Equal(got.b, want.b) {
+			t.Fatalf("%v: rounded %q (bad %v), float(round) %q (bad %v)", x, got.b, got.bad, want.b, want.bad)
+		}
+	})
+}

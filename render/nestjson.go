@@ -20,6 +20,7 @@ type patternJSON struct {
 	b     []byte
 	names map[string][]byte // encoded strings (node names, metric keys)
 	bad   bool              // a NaN or an infinity: encoding/json fails there
+	keys  []string          // metrics' scratch
 }
 
 // nestPattern appends nesting pattern pat at depth 0 (the caller's prefix holds the pattern
@@ -46,11 +47,19 @@ func (w *patternJSON) nestPattern(pat *trace.Pattern) {
 // newline starts a line at depth d: the encoder's prefix ("  ") and d
 // indents (" ").
 func (w *patternJSON) newline(d int) {
+	if d+3 <= len(newlines) {
+		w.b = append(w.b, newlines[:d+3]...)
+		return
+	}
 	w.b = append(w.b, '\n', ' ', ' ')
 	for ; d > 0; d-- {
 		w.b = append(w.b, ' ')
 	}
 }
+
+// newlines is a newline and the encoder's prefix (two spaces) with up to
+// 30 indents.
+const newlines = "\n                                "
 
 // key starts a line at depth d with an object key (plain ASCII: no
 // escaping needed) and its colon.
@@ -115,13 +124,81 @@ func (w *patternJSON) float(f float64) {
 	}
 }
 
+// rounded appends round(x) as float does: where round(x) is k/1e9 with a
+// whole k below 1e15 in size, its shortest form (encoding/json's, by
+// strconv) is k's digits with nine decimals, trailing zeros dropped ('f'),
+// or k's digits times 1e-9 to 1e-7 below 1e-6 ('e', one-digit exponent):
+// any other decimal of as few digits is another multiple of 1e-9, more
+// than half the spacing of floats below 1e6 away.
+func (w *patternJSON) rounded(x float64) {
+	k := math.Round(x * 1e9)
+	if !(math.Abs(k) < 1e15) { // NaN and infinities too
+		w.float(k / 1e9)
+		return
+	}
+	if k == 0 {
+		if math.Signbit(k) {
+			w.b = append(w.b, '-')
+		}
+		w.b = append(w.b, '0')
+		return
+	}
+	if k < 0 {
+		w.b = append(w.b, '-')
+		k = -k
+	}
+	u := uint64(k)
+	if u < 1000 {
+		// d.ddde-N: u's digits without trailing zeros, N = 10 − digits.
+		nd := 1
+		if u >= 100 {
+			nd = 3
+		} else if u >= 10 {
+			nd = 2
+		}
+		exp := 10 - nd
+		for u%10 == 0 {
+			u /= 10
+		}
+		var d [3]byte
+		n := 0
+		for ; u > 0; u /= 10 {
+			d[2-n] = byte('0' + u%10)
+			n++
+		}
+		w.b = append(w.b, d[3-n])
+		if n > 1 {
+			w.b = append(w.b, '.')
+			w.b = append(w.b, d[4-n:]...)
+		}
+		w.b = append(w.b, 'e', '-', byte('0'+exp))
+		return
+	}
+	w.b = strconv.AppendUint(w.b, u/1e9, 10)
+	frac := u % 1e9
+	if frac == 0 {
+		return
+	}
+	var d [10]byte
+	d[0] = '.'
+	for i := 9; i > 0; i-- {
+		d[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	n := 10
+	for d[n-1] == '0' {
+		n--
+	}
+	w.b = append(w.b, d[:n]...)
+}
+
 // mean appends what mean(s) gives: null, or the rounded mean.
 func (w *patternJSON) mean(s trace.Stats) {
 	if !s.Known() {
 		w.b = append(w.b, "null"...)
 		return
 	}
-	w.float(round(s.Mean))
+	w.rounded(s.Mean)
 }
 
 // nestStep appends nestStep(s) at depth d.
@@ -179,13 +256,13 @@ func (w *patternJSON) nestStep(s *trace.Step, d int) {
 func (w *patternJSON) dist(s trace.Stats, d int) {
 	w.b = append(w.b, '{')
 	w.key(d+1, "std_s")
-	w.float(round(s.Std))
+	w.rounded(s.Std)
 	w.b = append(w.b, ',')
 	w.key(d+1, "min_s")
-	w.float(round(s.Min))
+	w.rounded(s.Min)
 	w.b = append(w.b, ',')
 	w.key(d+1, "max_s")
-	w.float(round(s.Max))
+	w.rounded(s.Max)
 	if h := s.Hist; h != nil {
 		w.b = append(w.b, ',')
 		w.key(d+1, "hist")
@@ -237,11 +314,12 @@ func (w *patternJSON) hist(h *trace.Histogram, d int) {
 
 // metrics appends a non-empty metrics map at depth d, keys sorted.
 func (w *patternJSON) metrics(m map[string]float64, d int) {
-	keys := make([]string, 0, len(m))
+	keys := w.keys[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	w.keys = keys
 	w.b = append(w.b, '{')
 	for i, k := range keys {
 		if i > 0 {
