@@ -361,14 +361,16 @@ func (a *aggregator) linkerLabels(l *linker) []int32 {
 type gather struct {
 	span []int32 // instance q's messages: order[span[2q]:span[2q+1]]
 	idx  []int32 // the batch's messages, instance after instance
+	par  []int32 // the canonical parents of each pattern's first instance, pattern after pattern
 	at   []int32
 	prob []float64
 	recs []msgRec
 }
 
 // gatherMessages is about how many messages a batch gathers: their
-// records stay in the processor's second-level cache.
-const gatherMessages = 4096
+// records stay in the processor's second-level cache. (A variable for
+// tests.)
+var gatherMessages = 4096
 
 // load gathers the records of the instances of the patterns ranked from
 // r0 (insts[byRank[r]:byRank[r+1]] are rank r's instances) and returns
@@ -390,11 +392,17 @@ func (g *gather) load(a *aggregator, in *instances, insts, byRank []int32, r0, f
 		g.span[2*q], g.span[2*q+1] = in.start[ii], in.start[ii+1]
 		g.prob[q] = in.prob[ii]
 	}
-	// Pass 2: their messages.
+	// Pass 2: their messages, and each pattern's shape (its first
+	// instance's canonical parents).
 	g.idx, g.at = g.idx[:0], append(g.at[:0], 0)
 	for q := range is {
 		g.idx = append(g.idx, order[g.span[2*q]:g.span[2*q+1]]...)
 		g.at = append(g.at, int32(len(g.idx)))
+	}
+	g.par = g.par[:0]
+	for r := r0; r < r1; r++ {
+		q := byRank[r] - byRank[r0]
+		g.par = append(g.par, in.par[g.span[2*q]:g.span[2*q+1]]...)
 	}
 	// Pass 3: the messages' records.
 	g.recs = slices.Grow(g.recs[:0], len(g.idx))[:len(g.idx)]
@@ -438,6 +446,53 @@ func byRank(p, q *patCount) int {
 	return 0
 }
 
+// rankPatterns returns the top patterns (all where top is 0) in rank order
+// (byRank: a total order, as hashes are distinct, so the result does not
+// depend on how it is found); pats may be reordered.
+func rankPatterns(pats []patCount, top int) []patCount {
+	cmp := func(p, q patCount) int { return byRank(&p, &q) }
+	if top <= 0 || top >= len(pats)/4 {
+		slices.SortFunc(pats, cmp)
+		if top > 0 && top < len(pats) {
+			return pats[:top]
+		}
+		return pats
+	}
+	// A heap of the best top so far, the lowest ranked at its root.
+	h := make([]patCount, 0, top)
+	down := func(i int) {
+		for {
+			c := 2*i + 1
+			if c >= len(h) {
+				return
+			}
+			if c+1 < len(h) && byRank(&h[c+1], &h[c]) > 0 {
+				c++
+			}
+			if byRank(&h[c], &h[i]) <= 0 {
+				return
+			}
+			h[i], h[c] = h[c], h[i]
+			i = c
+		}
+	}
+	for k := range pats {
+		p := pats[k]
+		switch {
+		case len(h) < top:
+			h = append(h, p)
+			for i := len(h) - 1; i > 0 && byRank(&h[i], &h[(i-1)/2]) > 0; i = (i - 1) / 2 {
+				h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
+			}
+		case byRank(&p, &h[0]) < 0:
+			h[0] = p
+			down(0)
+		}
+	}
+	slices.SortFunc(h, cmp)
+	return h
+}
+
 // aggregate builds the result paths (res.Paths) from the instances of one
 // linker, the linker's and the trace's warnings first; with
 // Options.OnPattern, it hands each pattern over as it is built and keeps
@@ -451,34 +506,40 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	// parents as canonical positions (in place), and its pattern, counted
 	// by hash in instance order (so the expected counts are summed in one
 	// fixed order).
+	// An instance's pattern takes a lookup in a large table and its counts
+	// a write far away: these go a batch of instances at a time, in loops
+	// of independent loads, which the processor overlaps.
 	order := make([]int32, len(in.msgs))
 	instPat := make([]int32, in.len()) // pattern of every instance
 	var pats []patCount
-	for i := 0; i < in.len(); i++ {
-		s, e := in.start[i], in.start[i+1]
-		h, _ := a.order(l.msgs, labels, in.msgs[s:e], in.par[s:e], order[s:s])
-		copy(in.par[s:e], a.cpar)
-		pi, ok := a.byHash.get(h)
-		if !ok {
-			pi = int32(len(pats))
-			pats = append(pats, patCount{hash: h, idx: pi})
-			a.byHash.put(h, pi)
+	var hs [256]uint64
+	for i0 := 0; i0 < in.len(); i0 += len(hs) {
+		i1 := min(i0+len(hs), in.len())
+		for i := i0; i < i1; i++ {
+			s, e := in.start[i], in.start[i+1]
+			hs[i-i0], _ = a.order(l.msgs, labels, in.msgs[s:e], in.par[s:e], order[s:s])
+			copy(in.par[s:e], a.cpar)
 		}
-		p, prob := &pats[pi], in.prob[i]
-		p.count++
-		p.expected += prob
-		p.maxProb = math.Max(p.maxProb, prob)
-		instPat[i] = pi
+		for i := i0; i < i1; i++ {
+			h := hs[i-i0]
+			pi, ok := a.byHash.get(h)
+			if !ok {
+				pi = int32(len(pats))
+				pats = append(pats, patCount{hash: h, idx: pi})
+				a.byHash.put(h, pi)
+			}
+			instPat[i] = pi
+		}
+		for i := i0; i < i1; i++ {
+			p, prob := &pats[instPat[i]], in.prob[i]
+			p.count++
+			p.expected += prob
+			p.maxProb = math.Max(p.maxProb, prob)
+		}
 	}
 	a.byHash = nil
-	// Rank: a total order (hashes are distinct), so the sort's algorithm
-	// does not matter.
-	ranked := pats
-	slices.SortFunc(ranked, func(p, q patCount) int { return byRank(&p, &q) })
+	ranked := rankPatterns(pats, l.o.Top)
 	built := len(ranked)
-	if l.o.Top > 0 && l.o.Top < built {
-		built = l.o.Top
-	}
 	// Patterns ranked from full on are handed over with their counts only
 	// (Options.Shown).
 	full := built
@@ -486,7 +547,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 		full = min(full, l.o.Shown)
 	}
 	// The instances of the patterns built in full, grouped by rank (CSR).
-	rank := make([]int32, len(ranked))
+	rank := make([]int32, len(pats))
 	for i := range rank {
 		rank[i] = -1
 	}
@@ -516,8 +577,8 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 		out.Patterns = make([]*trace.Pattern, 0, built)
 	}
 	out.Warnings = append(append([]string(nil), l.t.Warnings...), l.warnings...)
-	if built < len(ranked) {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d more patterns not built (top %d)", len(ranked)-built, l.o.Top))
+	if built < len(pats) {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d more patterns not built (top %d)", len(pats)-built, l.o.Top))
 	}
 	if l.o.OnPattern != nil && l.o.BeforePatterns != nil {
 		res.Paths = out
@@ -535,14 +596,14 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	g := &a.gather
 	for r0 := 0; r0 < full; {
 		r1 := g.load(a, in, insts, byRank, r0, full, order, l.msgs, labels)
+		par := g.par
 		for r := r0; r < r1; r++ {
 			q0, q1 := byRank[r]-byRank[r0], byRank[r+1]-byRank[r0]
 			fo := g.recs[g.at[q0]:g.at[q0+1]]
 			n := len(fo)
 			pc := &ranked[r]
 			p.count, p.expected, p.maxProb, p.hash = int(pc.count), pc.expected, pc.maxProb, pc.hash
-			s := in.start[insts[byRank[r]]]
-			p.par = in.par[s : s+int32(n)]
+			p.par, par = par[:n], par[n:]
 			p.from = slices.Grow(p.from[:0], n)[:n]
 			p.to = slices.Grow(p.to[:0], n)[:n]
 			p.kind = slices.Grow(p.kind[:0], n)[:n]
