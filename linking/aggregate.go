@@ -573,6 +573,27 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	}
 	rank, instPat, fill = nil, nil, nil
 	out := trace.Paths{Algorithm: "linking"}
+	// The instances (unless NoInstances) go in the order of their root
+	// messages, those of one root as they are built (by rank, then in
+	// instance order): the order a stable sort by root gives, found by
+	// counting.
+	var slot []int32 // the place of insts[q] in out.Instances
+	if !l.o.NoInstances && len(insts) > 0 {
+		at := make([]int32, len(l.msgs)+1)
+		for _, ii := range insts {
+			at[in.msgs[in.start[ii]]+1]++
+		}
+		for k := 1; k < len(at); k++ {
+			at[k] += at[k-1]
+		}
+		slot = make([]int32, len(insts))
+		for q, ii := range insts {
+			root := in.msgs[in.start[ii]]
+			slot[q] = at[root]
+			at[root]++
+		}
+		out.Instances = make([]trace.Instance, len(insts))
+	}
 	if l.o.OnPattern == nil {
 		out.Patterns = make([]*trace.Pattern, 0, built)
 	}
@@ -635,7 +656,8 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 			}
 			// Reorder the instances' messages to the pattern's final child order.
 			tmp := make([]int32, len(perm))
-			for _, ii := range insts[byRank[r]:byRank[r+1]] {
+			for q := byRank[r]; q < byRank[r+1]; q++ {
+				ii := insts[q]
 				o := order[in.start[ii]:in.start[ii+1]]
 				if perm != nil {
 					for k, src := range perm {
@@ -643,7 +665,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 					}
 					copy(o, tmp)
 				}
-				out.Instances = append(out.Instances, trace.Instance{Pattern: r + 1, Prob: in.prob[ii], Messages: o})
+				out.Instances[slot[q]] = trace.Instance{Pattern: r + 1, Prob: in.prob[ii], Messages: o}
 			}
 		}
 		r0 = r1
@@ -659,9 +681,6 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 			return err
 		}
 	}
-	sort.SliceStable(out.Instances, func(x, y int) bool {
-		return out.Instances[x].Messages[0] < out.Instances[y].Messages[0]
-	})
 	res.Paths = out
 	return nil
 }
