@@ -12,23 +12,23 @@ import (
 // infinity).
 func (w *patternJSON) linkPattern(pat *trace.Pattern) {
 	w.b = append(w.b, '{')
-	w.key(1, "rank")
+	w.keyq(1, `"rank": `)
 	w.b = strconv.AppendInt(w.b, int64(pat.Rank), 10)
 	w.b = append(w.b, ',')
-	w.key(1, "count")
+	w.keyq(1, `"count": `)
 	w.b = strconv.AppendInt(w.b, int64(pat.Count), 10)
 	w.b = append(w.b, ',')
-	w.key(1, "expected")
+	w.keyq(1, `"expected": `)
 	w.float(pat.Expected)
 	w.b = append(w.b, ',')
-	w.key(1, "max_prob")
+	w.keyq(1, `"max_prob": `)
 	w.float(pat.MaxProb)
 	w.b = append(w.b, ',')
-	w.key(1, "root")
+	w.keyq(1, `"root": `)
 	w.linkStep(pat.Root, 1, true)
 	if len(pat.Metrics) > 0 {
 		w.b = append(w.b, ',')
-		w.key(1, "metrics")
+		w.keyq(1, `"metrics": `)
 		w.metrics(pat.Metrics, 1)
 	}
 	w.newline(0)
@@ -44,36 +44,36 @@ func (w *patternJSON) linkStep(s *trace.Step, d int, root bool) {
 		return
 	}
 	w.b = append(w.b, '{')
-	w.key(d+1, "from")
+	w.keyq(d+1, `"from": `)
 	w.str(s.From)
 	w.b = append(w.b, ',')
-	w.key(d+1, "to")
+	w.keyq(d+1, `"to": `)
 	w.str(s.To)
 	w.b = append(w.b, ',')
-	w.key(d+1, "net_s")
+	w.keyq(d+1, `"net_s": `)
 	w.mean(s.Net)
 	w.b = append(w.b, ',')
-	w.key(d+1, "wait_s")
+	w.keyq(d+1, `"wait_s": `)
 	if root {
 		w.b = append(w.b, "null"...)
 	} else {
 		w.mean(s.Wait)
 	}
 	w.b = append(w.b, ',')
-	w.key(d+1, "count")
+	w.keyq(d+1, `"count": `)
 	w.b = strconv.AppendInt(w.b, int64(s.Count), 10)
 	w.b = append(w.b, ',')
 	if s.Net.Known() {
-		w.key(d+1, "net_std_s")
+		w.keyq(d+1, `"net_std_s": `)
 		w.rounded(s.Net.Std)
 		w.b = append(w.b, ',')
 	}
 	if !root && s.Wait.Known() {
-		w.key(d+1, "wait_std_s")
+		w.keyq(d+1, `"wait_std_s": `)
 		w.rounded(s.Wait.Std)
 		w.b = append(w.b, ',')
 	}
-	w.key(d+1, "children")
+	w.keyq(d+1, `"children": `)
 	if len(s.Children) == 0 {
 		w.b = append(w.b, '[', ']')
 	} else {

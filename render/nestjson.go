@@ -21,6 +21,10 @@ type patternJSON struct {
 	names map[string][]byte // encoded strings (node names, metric keys)
 	bad   bool              // a NaN or an infinity: encoding/json fails there
 	keys  []string          // metrics' scratch
+	// float's last value and its form (lastN bytes of last; none if 0)
+	lastBits uint64
+	last     [32]byte
+	lastN    int
 }
 
 // nestPattern appends nesting pattern pat at depth 0 (the caller's prefix holds the pattern
@@ -70,6 +74,13 @@ func (w *patternJSON) key(d int, k string) {
 	w.b = append(w.b, '"', ':', ' ')
 }
 
+// keyq is key with the key quoted and followed by its colon already
+// (keyq(d, `"k": `) is key(d, "k")).
+func (w *patternJSON) keyq(d int, q string) {
+	w.newline(d)
+	w.b = append(w.b, q...)
+}
+
 // str appends s as encoding/json does (HTML-escaped, invalid UTF-8 as
 // U+FFFD, U+2028 and U+2029 escaped): as it is between quotes where it has
 // only printable ASCII that needs no escaping (node names, mostly), else by
@@ -112,15 +123,26 @@ func (w *patternJSON) float(f float64) {
 		w.b = strconv.AppendInt(w.b, int64(f), 10)
 		return
 	}
-	if abs == 0 || abs >= 1e-6 && abs < 1e21 {
-		w.b = strconv.AppendFloat(w.b, f, 'f', -1, 64)
+	// The last value's form again (a pattern of one instance has the same
+	// expected count, highest and mean probability and expected/√count).
+	if bits := math.Float64bits(f); bits == w.lastBits && w.lastN > 0 {
+		w.b = append(w.b, w.last[:w.lastN]...)
 		return
 	}
-	w.b = strconv.AppendFloat(w.b, f, 'e', -1, 64)
-	// e-09 → e-9
-	if n := len(w.b); n >= 4 && w.b[n-4] == 'e' && w.b[n-3] == '-' && w.b[n-2] == '0' {
-		w.b[n-2] = w.b[n-1]
-		w.b = w.b[:n-1]
+	at := len(w.b)
+	if abs == 0 || abs >= 1e-6 && abs < 1e21 {
+		w.b = strconv.AppendFloat(w.b, f, 'f', -1, 64)
+	} else {
+		w.b = strconv.AppendFloat(w.b, f, 'e', -1, 64)
+		// e-09 → e-9
+		if n := len(w.b); n >= 4 && w.b[n-4] == 'e' && w.b[n-3] == '-' && w.b[n-2] == '0' {
+			w.b[n-2] = w.b[n-1]
+			w.b = w.b[:n-1]
+		}
+	}
+	w.lastBits, w.lastN = math.Float64bits(f), copy(w.last[:], w.b[at:])
+	if w.lastN < len(w.b)-at {
+		w.lastN = 0 // (never: 24 bytes at most)
 	}
 }
 
