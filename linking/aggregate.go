@@ -95,6 +95,19 @@ type aggregator struct {
 	stack []int32
 	posOf []int32
 	cpar  []int32
+	recs  []msgRec
+	// step 4's batches (whole traces)
+	gather gather
+	// build's scratch, and with reuse its pattern, steps, child pointers,
+	// metrics and perm
+	off                []float64
+	kidAt, kids1, fill []int32
+	depth              []int32
+	steps              []trace.Step
+	ptrs               []*trace.Step
+	tp                 trace.Pattern
+	metrics            map[string]float64
+	perm               []int32
 }
 
 func newAggregator(histTop int) *aggregator {
@@ -125,8 +138,78 @@ func mix(h uint64) uint64 {
 // new pattern is only counted (hash, no steps): most patterns of a noisy
 // trace are never built, and their shapes would cost memory per pattern.
 func (a *aggregator) canon(ms []trace.Message, labels []int32, msgs, par []int32, out []int32, shape bool) (*pattern, []int32) {
+	h, out := a.order(ms, labels, msgs, par, out)
+	n := len(out)
+	pi, ok := a.byHash.get(h)
+	if !ok {
+		pi = int32(len(a.pats))
+		a.pats = append(a.pats, &pattern{hash: h, idx: pi, first: -1})
+		a.byHash.put(h, pi)
+	}
+	if p := a.pats[pi]; shape && p.par == nil {
+		p.par, p.closer = slices.Clone(a.cpar), make([]int32, n)
+		p.from, p.to, p.kind = make([]int32, n), make([]int32, n), make([]trace.Kind, n)
+		a.recs = a.records(a.recs[:0], ms, labels, out)
+		fillShape(p.from, p.to, p.kind, p.closer, p.par, a.recs)
+	}
+	return a.pats[pi], out
+}
+
+// records appends the records of messages o to recs (with their labels
+// where labels is given).
+func (a *aggregator) records(recs []msgRec, ms []trace.Message, labels []int32, o []int32) []msgRec {
+	recs = slices.Grow(recs, len(o))
+	for _, mi := range o {
+		recs = recs[:len(recs)+1]
+		a.rec(&recs[len(recs)-1], &ms[mi], labels)
+	}
+	return recs
+}
+
+// fillShape fills a pattern's node labels, kinds and closers from an instance's
+// messages (records) o in canonical order, whose canonical parents are par.
+func fillShape(from, to []int32, kind []trace.Kind, closer, par []int32, o []msgRec) {
+	for j := range o {
+		from[j], to[j], kind[j] = o[j].from, o[j].to, o[j].kind
+		closer[j] = -1
+	}
+	for j := 1; j < len(o); j++ {
+		if pj := par[j]; to[j] == from[pj] {
+			closer[pj] = int32(j)
+		}
+	}
+}
+
+// order writes the instance's messages in canonical depth-first order into
+// out (children sorted by subtree hash, then by time) and their canonical
+// parents (positions in out, −1 at the root) into a.cpar, and returns the
+// pattern's hash (the root's subtree hash).
+func (a *aggregator) order(ms []trace.Message, labels []int32, msgs, par []int32, out []int32) (uint64, []int32) {
 	n := len(msgs)
 	a.hash = slices.Grow(a.hash[:0], n)[:n]
+	hash := a.hash
+	// A chain (each message the only child of the one before, the common
+	// case: a request and its reply) is in canonical order already.
+	chain := true
+	for j := 1; j < n; j++ {
+		if par[j] != int32(j-1) {
+			chain = false
+			break
+		}
+	}
+	if chain {
+		var h uint64
+		for j := n - 1; j >= 0; j-- {
+			m := &ms[msgs[j]]
+			hj := mix(uint64(uint32(labels[m.Src]))<<32 | uint64(uint32(labels[m.Dst])))
+			if j < n-1 {
+				hj = mix(hj*0x9e3779b97f4a7c15 + h + 1)
+			}
+			h = hj
+		}
+		a.cpar = append(a.cpar[:0], par...)
+		return h, append(out[:0], msgs...)
+	}
 	if cap(a.kids) < n {
 		a.kids = make([][]int32, n)
 	}
@@ -137,7 +220,6 @@ func (a *aggregator) canon(ms []trace.Message, labels []int32, msgs, par []int32
 	for j := 1; j < n; j++ {
 		kids[par[j]] = append(kids[par[j]], int32(j))
 	}
-	hash := a.hash
 	// Subtree hashes bottom-up (parents precede children).
 	for j := n - 1; j >= 0; j-- {
 		m := &ms[msgs[j]]
@@ -178,54 +260,59 @@ func (a *aggregator) canon(ms []trace.Message, labels []int32, msgs, par []int32
 			a.stack = append(a.stack, ks[c])
 		}
 	}
-	pi, ok := a.byHash.get(hash[0])
-	if !ok {
-		pi = int32(len(a.pats))
-		a.pats = append(a.pats, &pattern{hash: hash[0], idx: pi, first: -1})
-		a.byHash.put(hash[0], pi)
+	return hash[0], out
+}
+
+// msgRec is what step 4 reads of a message: its local times, its time
+// (trace.Message.Time), its network delay on the reference clock (where
+// both times are known), and its labels and kind.
+type msgRec struct {
+	send, recv, time, net int64
+	from, to              int32
+	kind                  trace.Kind
+}
+
+// rec fills r from message m (its labels only where labels is given).
+func (a *aggregator) rec(r *msgRec, m *trace.Message, labels []int32) {
+	r.send, r.recv, r.time, r.kind = m.Send, m.Recv, m.Time(), m.Kind
+	if m.Send != trace.Unknown && m.Recv != trace.Unknown {
+		r.net = a.clock.Reference(m.Dst, m.Recv) - a.clock.Reference(m.Src, m.Send)
 	}
-	if p := a.pats[pi]; shape && p.par == nil {
-		p.par, p.closer = slices.Clone(a.cpar), make([]int32, n)
-		for j, mi := range out {
-			m := &ms[mi]
-			p.from = append(p.from, labels[m.Src])
-			p.to = append(p.to, labels[m.Dst])
-			p.kind = append(p.kind, m.Kind)
-			p.closer[j] = -1
-		}
-		for j := 1; j < n; j++ {
-			if pj := p.par[j]; p.to[j] == p.from[pj] {
-				p.closer[pj] = int32(j)
-			}
-		}
+	if labels != nil {
+		r.from, r.to = labels[m.Src], labels[m.Dst]
 	}
-	return a.pats[pi], out
 }
 
 // accumulate adds one instance (messages in canonical order) with weight w
 // to the pattern's delays (step 4).
 func (a *aggregator) accumulate(p *pattern, ms []trace.Message, o []int32, w float64) {
+	a.recs = a.records(a.recs[:0], ms, nil, o)
+	a.accumulateRecs(p, a.recs, w)
+}
+
+// accumulateRecs is accumulate with the instance's messages' records in
+// canonical order.
+func (a *aggregator) accumulateRecs(p *pattern, o []msgRec, w float64) {
 	acc := p.acc
-	for j, mi := range o {
-		m := &ms[mi]
-		if m.Send != trace.Unknown && m.Recv != trace.Unknown {
-			d := a.clock.Reference(m.Dst, m.Recv) - a.clock.Reference(m.Src, m.Send)
-			acc.net[j].Add(float64(d)/1e9, w)
+	for j := range o {
+		m := &o[j]
+		if m.send != trace.Unknown && m.recv != trace.Unknown {
+			acc.net[j].Add(float64(m.net)/1e9, w)
 		}
 		if c := p.closer[j]; c >= 0 {
-			if ret := &ms[o[c]]; m.Send != trace.Unknown && ret.Recv != trace.Unknown {
-				acc.lat[j].Add(float64(ret.Recv-m.Send)/1e9, w)
+			if ret := &o[c]; m.send != trace.Unknown && ret.recv != trace.Unknown {
+				acc.lat[j].Add(float64(ret.recv-m.send)/1e9, w)
 			}
 		}
 		pj := p.par[j]
 		if pj < 0 {
 			continue
 		}
-		pm := &ms[o[pj]]
-		if m.Send != trace.Unknown && pm.Recv != trace.Unknown {
-			acc.wait[j].Add(float64(m.Send-pm.Recv)/1e9, w)
+		pm := &o[pj]
+		if m.send != trace.Unknown && pm.recv != trace.Unknown {
+			acc.wait[j].Add(float64(m.send-pm.recv)/1e9, w)
 		}
-		acc.off[j].Add(float64(m.Time()-pm.Time())/1e9, w)
+		acc.off[j].Add(float64(m.time-pm.time)/1e9, w)
 	}
 }
 
@@ -268,114 +355,332 @@ func (a *aggregator) linkerLabels(l *linker) []int32 {
 	return labels
 }
 
+// gather holds the records of a batch of patterns' instances (step 4):
+// instance q of the batch (counted from its first pattern's first) has
+// records recs[at[q]:at[q+1]] and probability prob[q].
+type gather struct {
+	span []int32 // instance q's messages: order[span[2q]:span[2q+1]]
+	idx  []int32 // the batch's messages, instance after instance
+	par  []int32 // the canonical parents of each pattern's first instance, pattern after pattern
+	at   []int32
+	prob []float64
+	recs []msgRec
+}
+
+// gatherMessages is about how many messages a batch gathers: their
+// records stay in the processor's second-level cache. (A variable for
+// tests.)
+var gatherMessages = 4096
+
+// load gathers the records of the instances of the patterns ranked from
+// r0 (insts[byRank[r]:byRank[r+1]] are rank r's instances) and returns
+// where the batch ends: the first rank it leaves out, at most full.
+func (g *gather) load(a *aggregator, in *instances, insts, byRank []int32, r0, full int, order []int32, ms []trace.Message, labels []int32) int {
+	// The batch: whole patterns up to gatherMessages (one at least), by
+	// the size of each pattern's first instance times its count.
+	r1, size := r0, 0
+	for r1 < full && (r1 == r0 || size < gatherMessages) {
+		first := insts[byRank[r1]]
+		size += int(in.start[first+1]-in.start[first]) * int(byRank[r1+1]-byRank[r1])
+		r1++
+	}
+	is := insts[byRank[r0]:byRank[r1]]
+	// Pass 1: the instances' spans and probabilities.
+	g.span = slices.Grow(g.span[:0], 2*len(is))[:2*len(is)]
+	g.prob = slices.Grow(g.prob[:0], len(is))[:len(is)]
+	for q, ii := range is {
+		g.span[2*q], g.span[2*q+1] = in.start[ii], in.start[ii+1]
+		g.prob[q] = in.prob[ii]
+	}
+	// Pass 2: their messages, and each pattern's shape (its first
+	// instance's canonical parents).
+	g.idx, g.at = g.idx[:0], append(g.at[:0], 0)
+	for q := range is {
+		g.idx = append(g.idx, order[g.span[2*q]:g.span[2*q+1]]...)
+		g.at = append(g.at, int32(len(g.idx)))
+	}
+	g.par = g.par[:0]
+	for r := r0; r < r1; r++ {
+		q := byRank[r] - byRank[r0]
+		g.par = append(g.par, in.par[g.span[2*q]:g.span[2*q+1]]...)
+	}
+	// Pass 3: the messages' records.
+	g.recs = slices.Grow(g.recs[:0], len(g.idx))[:len(g.idx)]
+	for k, mi := range g.idx {
+		a.rec(&g.recs[k], &ms[mi], labels)
+	}
+	return r1
+}
+
+// patCount is a pattern of a whole trace while its instances are counted
+// (step 3): its hash and counts, and its position in the counting order.
+type patCount struct {
+	hash     uint64
+	expected float64
+	maxProb  float64
+	count    int32
+	idx      int32
+}
+
+// byRank orders patterns by expected count, then count, then hash (as
+// aggregator.ranked does).
+func byRank(p, q *patCount) int {
+	if p.expected != q.expected {
+		if p.expected > q.expected {
+			return -1
+		}
+		return 1
+	}
+	if p.count != q.count {
+		if p.count > q.count {
+			return -1
+		}
+		return 1
+	}
+	if p.hash != q.hash {
+		if p.hash < q.hash {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
+
+// rankPatterns returns the top patterns (all where top is 0) in rank order
+// (byRank: a total order, as hashes are distinct, so the result does not
+// depend on how it is found); pats may be reordered.
+func rankPatterns(pats []patCount, top int) []patCount {
+	cmp := func(p, q patCount) int { return byRank(&p, &q) }
+	if top <= 0 || top >= len(pats)/4 {
+		slices.SortFunc(pats, cmp)
+		if top > 0 && top < len(pats) {
+			return pats[:top]
+		}
+		return pats
+	}
+	// A heap of the best top so far, the lowest ranked at its root.
+	h := make([]patCount, 0, top)
+	down := func(i int) {
+		for {
+			c := 2*i + 1
+			if c >= len(h) {
+				return
+			}
+			if c+1 < len(h) && byRank(&h[c+1], &h[c]) > 0 {
+				c++
+			}
+			if byRank(&h[c], &h[i]) <= 0 {
+				return
+			}
+			h[i], h[c] = h[c], h[i]
+			i = c
+		}
+	}
+	for k := range pats {
+		p := pats[k]
+		switch {
+		case len(h) < top:
+			h = append(h, p)
+			for i := len(h) - 1; i > 0 && byRank(&h[i], &h[(i-1)/2]) > 0; i = (i - 1) / 2 {
+				h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
+			}
+		case byRank(&p, &h[0]) < 0:
+			h[0] = p
+			down(0)
+		}
+	}
+	slices.SortFunc(h, cmp)
+	return h
+}
+
 // aggregate builds the result paths (res.Paths) from the instances of one
 // linker, the linker's and the trace's warnings first; with
 // Options.OnPattern, it hands each pattern over as it is built and keeps
-// none (the error is OnPattern's).
+// none (the error is OnPattern's). The instances' parents (in.par) are
+// rewritten to canonical positions.
 func (l *linker) aggregate(in *instances, res *Result) error {
 	a := newAggregator(l.o.HistTop)
 	a.clock = trace.NewClockMap(l.t)
 	labels := a.linkerLabels(l)
+	// Step 3: every instance's messages in canonical order (order), its
+	// parents as canonical positions (in place), and its pattern, counted
+	// by hash in instance order (so the expected counts are summed in one
+	// fixed order).
+	// An instance's pattern takes a lookup in a large table and its counts
+	// a write far away: these go a batch of instances at a time, in loops
+	// of independent loads, which the processor overlaps.
 	order := make([]int32, len(in.msgs))
 	instPat := make([]int32, in.len()) // pattern of every instance
-	for i := 0; i < in.len(); i++ {
-		msgs, par := in.get(i)
-		p, _ := a.canon(l.msgs, labels, msgs, par, order[in.start[i]:in.start[i]], false)
-		a.add(p, in.prob[i])
-		if p.first < 0 {
-			p.first = int32(i)
+	var pats []patCount
+	var hs [256]uint64
+	for i0 := 0; i0 < in.len(); i0 += len(hs) {
+		i1 := min(i0+len(hs), in.len())
+		for i := i0; i < i1; i++ {
+			s, e := in.start[i], in.start[i+1]
+			hs[i-i0], _ = a.order(l.msgs, labels, in.msgs[s:e], in.par[s:e], order[s:s])
+			copy(in.par[s:e], a.cpar)
 		}
-		instPat[i] = p.idx
+		for i := i0; i < i1; i++ {
+			h := hs[i-i0]
+			pi, ok := a.byHash.get(h)
+			if !ok {
+				pi = int32(len(pats))
+				pats = append(pats, patCount{hash: h, idx: pi})
+				a.byHash.put(h, pi)
+			}
+			instPat[i] = pi
+		}
+		for i := i0; i < i1; i++ {
+			p, prob := &pats[instPat[i]], in.prob[i]
+			p.count++
+			p.expected += prob
+			p.maxProb = math.Max(p.maxProb, prob)
+		}
 	}
-	ranked := a.ranked()
+	a.byHash = nil
+	ranked := rankPatterns(pats, l.o.Top)
 	built := len(ranked)
-	if l.o.Top > 0 && l.o.Top < built {
-		built = l.o.Top
+	// Patterns ranked from full on are handed over with their counts only
+	// (Options.Shown).
+	full := built
+	if l.o.OnPattern != nil && l.o.Shown > 0 && l.o.NoInstances {
+		full = min(full, l.o.Shown)
 	}
-	// The instances of the built patterns, grouped by rank (CSR).
-	rank := make([]int32, len(a.pats))
+	// The instances of the patterns built in full, grouped by rank (CSR).
+	rank := make([]int32, len(pats))
 	for i := range rank {
 		rank[i] = -1
 	}
-	for r, p := range ranked[:built] {
+	for r, p := range ranked[:full] {
 		rank[p.idx] = int32(r)
 	}
-	scratch := &patAcc{}
-	byRank := make([]int32, built+1)
+	byRank := make([]int32, full+1)
 	for _, pi := range instPat {
 		if r := rank[pi]; r >= 0 {
 			byRank[r+1]++
 		}
 	}
-	for r := 0; r < built; r++ {
+	for r := 0; r < full; r++ {
 		byRank[r+1] += byRank[r]
 	}
-	insts := make([]int32, byRank[built])
-	fill := slices.Clone(byRank[:built])
+	insts := make([]int32, byRank[full])
+	fill := slices.Clone(byRank[:full])
 	for i, pi := range instPat {
 		if r := rank[pi]; r >= 0 {
 			insts[fill[r]] = int32(i)
 			fill[r]++
 		}
 	}
+	rank, instPat, fill = nil, nil, nil
 	out := trace.Paths{Algorithm: "linking"}
+	// The instances (unless NoInstances) go in the order of their root
+	// messages, those of one root as they are built (by rank, then in
+	// instance order): the order a stable sort by root gives, found by
+	// counting.
+	var slot []int32 // the place of insts[q] in out.Instances
+	if !l.o.NoInstances && len(insts) > 0 {
+		at := make([]int32, len(l.msgs)+1)
+		for _, ii := range insts {
+			at[in.msgs[in.start[ii]]+1]++
+		}
+		for k := 1; k < len(at); k++ {
+			at[k] += at[k-1]
+		}
+		slot = make([]int32, len(insts))
+		for q, ii := range insts {
+			root := in.msgs[in.start[ii]]
+			slot[q] = at[root]
+			at[root]++
+		}
+		out.Instances = make([]trace.Instance, len(insts))
+	}
 	if l.o.OnPattern == nil {
 		out.Patterns = make([]*trace.Pattern, 0, built)
 	}
 	out.Warnings = append(append([]string(nil), l.t.Warnings...), l.warnings...)
-	if built < len(ranked) {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d more patterns not built (top %d)", len(ranked)-built, l.o.Top))
+	if built < len(pats) {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d more patterns not built (top %d)", len(pats)-built, l.o.Top))
 	}
 	if l.o.OnPattern != nil && l.o.BeforePatterns != nil {
 		res.Paths = out
 		l.o.BeforePatterns(res)
 	}
-	for r, p := range ranked[:built] {
-		msgs, par := in.get(int(p.first))
-		a.canon(l.msgs, labels, msgs, par, order[in.start[p.first]:in.start[p.first]], true)
-		// The delays' accumulators: new ones where they fill histograms
-		// (the steps' Stats keep them), else the previous pattern's,
-		// cleared.
-		if r < l.o.HistTop {
-			p.acc = newPatAcc(len(p.par), true)
-		} else {
-			p.acc = scratch.reset(len(p.par))
-		}
-		pinsts := insts[byRank[r]:byRank[r+1]]
-		for _, ii := range pinsts {
-			a.accumulate(p, l.msgs, order[in.start[ii]:in.start[ii+1]], in.prob[ii])
-		}
-		tp, perm := a.build(p)
-		tp.Rank = r + 1
-		// The pattern's shape and delays are no longer needed (its
-		// instances keep only its rank).
-		p.acc, p.par, p.from, p.to, p.kind, p.closer = nil, nil, nil, nil, nil, nil
-		if l.o.OnPattern != nil {
-			if err := l.o.OnPattern(tp); err != nil {
-				return err
+	// Step 4, pattern by pattern in rank order: the shape from its first
+	// instance, the delays from all of them. The patterns' instances are
+	// spread over the trace: their messages' records are gathered a batch
+	// of patterns at a time, in passes of independent loads (the
+	// instances' spans, their messages, the messages), which the processor
+	// overlaps, rather than one instance after the other.
+	reuse := l.o.OnPattern != nil && l.o.ReusePatterns
+	scratch := &patAcc{}
+	p := &pattern{}
+	g := &a.gather
+	for r0 := 0; r0 < full; {
+		r1 := g.load(a, in, insts, byRank, r0, full, order, l.msgs, labels)
+		par := g.par
+		for r := r0; r < r1; r++ {
+			q0, q1 := byRank[r]-byRank[r0], byRank[r+1]-byRank[r0]
+			fo := g.recs[g.at[q0]:g.at[q0+1]]
+			n := len(fo)
+			pc := &ranked[r]
+			p.count, p.expected, p.maxProb, p.hash = int(pc.count), pc.expected, pc.maxProb, pc.hash
+			p.par, par = par[:n], par[n:]
+			p.from = slices.Grow(p.from[:0], n)[:n]
+			p.to = slices.Grow(p.to[:0], n)[:n]
+			p.kind = slices.Grow(p.kind[:0], n)[:n]
+			p.closer = slices.Grow(p.closer[:0], n)[:n]
+			fillShape(p.from, p.to, p.kind, p.closer, p.par, fo)
+			// The delays' accumulators: new ones where they fill histograms
+			// (the steps' Stats keep them), else the previous pattern's,
+			// cleared.
+			if r < l.o.HistTop {
+				p.acc = newPatAcc(n, true)
+			} else {
+				p.acc = scratch.reset(n)
 			}
-		} else {
-			out.Patterns = append(out.Patterns, tp)
-		}
-		if l.o.NoInstances {
-			continue
-		}
-		// Reorder the instances' messages to the pattern's final child order.
-		tmp := make([]int32, len(perm))
-		for _, ii := range pinsts {
-			o := order[in.start[ii]:in.start[ii+1]]
-			if perm != nil {
-				for k, src := range perm {
-					tmp[k] = o[src]
+			for q := q0; q < q1; q++ {
+				a.accumulateRecs(p, g.recs[g.at[q]:g.at[q+1]], g.prob[q])
+			}
+			tp, perm := a.buildPattern(p, reuse)
+			tp.Rank = r + 1
+			p.acc = nil
+			if l.o.OnPattern != nil {
+				if err := l.o.OnPattern(tp); err != nil {
+					return err
 				}
-				copy(o, tmp)
+			} else {
+				out.Patterns = append(out.Patterns, tp)
 			}
-			out.Instances = append(out.Instances, trace.Instance{Pattern: r + 1, Prob: in.prob[ii], Messages: o})
+			if l.o.NoInstances {
+				continue
+			}
+			// Reorder the instances' messages to the pattern's final child order.
+			tmp := make([]int32, len(perm))
+			for q := byRank[r]; q < byRank[r+1]; q++ {
+				ii := insts[q]
+				o := order[in.start[ii]:in.start[ii+1]]
+				if perm != nil {
+					for k, src := range perm {
+						tmp[k] = o[src]
+					}
+					copy(o, tmp)
+				}
+				out.Instances[slot[q]] = trace.Instance{Pattern: r + 1, Prob: in.prob[ii], Messages: o}
+			}
+		}
+		r0 = r1
+	}
+	for r := full; r < built; r++ {
+		pc := &ranked[r]
+		tp := &a.tp
+		if !reuse {
+			tp = new(trace.Pattern)
+		}
+		*tp = trace.Pattern{Rank: r + 1, Count: int(pc.count), Expected: pc.expected, MaxProb: pc.maxProb}
+		if err := l.o.OnPattern(tp); err != nil {
+			return err
 		}
 	}
-	sort.SliceStable(out.Instances, func(x, y int) bool {
-		return out.Instances[x].Messages[0] < out.Instances[y].Messages[0]
-	})
 	res.Paths = out
 	return nil
 }
@@ -393,54 +698,120 @@ func cmpTime(a, b int64) int {
 // build makes a pattern's steps from its accumulated delays and sorts
 // children by mean send time. perm maps the final depth-first positions to
 // canonical ones (nil when unchanged).
-func (a *aggregator) build(p *pattern) (*trace.Pattern, []int32) {
+func (a *aggregator) build(p *pattern) (*trace.Pattern, []int32) { return a.buildPattern(p, false) }
+
+// buildPattern is build; with reuse, the pattern, its steps, metrics and
+// perm are the aggregator's, overwritten by the next call.
+func (a *aggregator) buildPattern(p *pattern, reuse bool) (*trace.Pattern, []int32) {
 	n := len(p.par)
-	steps := make([]trace.Step, n)
-	off := make([]float64, n)
-	kids := make([][]int32, n)
+	var steps []trace.Step
+	if reuse {
+		a.steps = slices.Grow(a.steps[:0], n)[:n]
+		steps = a.steps
+	} else {
+		steps = make([]trace.Step, n)
+	}
+	a.off = slices.Grow(a.off[:0], n)[:n]
+	off := a.off
+	// Every position's children, in canonical order: kids[kidAt[j]:kidAt[j+1]].
+	a.kidAt = slices.Grow(a.kidAt[:0], n+1)[:n+1]
+	kidAt := a.kidAt
+	clear(kidAt)
+	depth := 0
+	a.depth = slices.Grow(a.depth[:0], n)[:n]
 	for j := 0; j < n; j++ {
 		steps[j] = trace.Step{From: a.names[p.from[j]], To: a.names[p.to[j]], Kind: p.kind[j], Count: p.count,
 			Net: p.acc.net[j].Stats(), Wait: p.acc.wait[j].Stats(), Latency: p.acc.lat[j].Stats()}
 		off[j] = p.acc.off[j].Stats().Mean
+		a.depth[j] = 1
 		if j > 0 {
-			kids[p.par[j]] = append(kids[p.par[j]], int32(j))
+			kidAt[p.par[j]+1]++
+			a.depth[j] = a.depth[p.par[j]] + 1
 		}
+		depth = max(depth, int(a.depth[j]))
+	}
+	for j := 0; j < n; j++ {
+		kidAt[j+1] += kidAt[j]
+	}
+	a.kids1 = slices.Grow(a.kids1[:0], n)[:max(n-1, 0)]
+	kids := a.kids1
+	a.fill = append(a.fill[:0], kidAt[:n]...)
+	for j := 1; j < n; j++ {
+		pj := p.par[j]
+		kids[a.fill[pj]] = int32(j)
+		a.fill[pj]++
+	}
+	var ptrs []*trace.Step
+	if reuse {
+		a.ptrs = slices.Grow(a.ptrs[:0], len(kids))[:len(kids)]
+		ptrs = a.ptrs
+	} else if len(kids) > 0 {
+		ptrs = make([]*trace.Step, len(kids))
 	}
 	changed := false
-	for j := range kids {
-		ks := kids[j]
-		less := func(x, y int) bool { return off[ks[x]] < off[ks[y]] }
-		if !sort.SliceIsSorted(ks, less) {
-			sort.SliceStable(ks, less)
-			changed = true
+	for j := 0; j < n; j++ {
+		lo, hi := kidAt[j], kidAt[j+1]
+		ks := kids[lo:hi]
+		// sort.SliceIsSorted, then sort.SliceStable (an insertion sort up
+		// to 20 elements).
+		for i := len(ks) - 1; i > 0; i-- {
+			if off[ks[i]] < off[ks[i-1]] {
+				changed = true
+				if len(ks) <= 20 {
+					for x := 1; x < len(ks); x++ {
+						for y := x; y > 0 && off[ks[y]] < off[ks[y-1]]; y-- {
+							ks[y], ks[y-1] = ks[y-1], ks[y]
+						}
+					}
+				} else {
+					sort.SliceStable(ks, func(x, y int) bool { return off[ks[x]] < off[ks[y]] })
+				}
+				break
+			}
 		}
 		if len(ks) > 0 {
-			steps[j].Children = make([]*trace.Step, len(ks))
+			cs := ptrs[lo:hi:hi]
 			for c, k := range ks {
-				steps[j].Children[c] = &steps[k]
+				cs[c] = &steps[k]
 			}
+			steps[j].Children = cs
 		}
 	}
 	var perm []int32
-	depth := 0
-	var walk func(j int32, d int)
-	walk = func(j int32, d int) {
-		perm = append(perm, j)
-		depth = max(depth, d+1)
-		for _, k := range kids[j] {
-			walk(k, d+1)
+	if changed {
+		// The depth-first order of the sorted children.
+		if reuse {
+			perm = a.perm[:0]
+		} else {
+			perm = make([]int32, 0, n)
+		}
+		a.stack = append(a.stack[:0], 0)
+		for len(a.stack) > 0 {
+			j := a.stack[len(a.stack)-1]
+			a.stack = a.stack[:len(a.stack)-1]
+			perm = append(perm, j)
+			for c := kidAt[j+1] - 1; c >= kidAt[j]; c-- {
+				a.stack = append(a.stack, kids[c])
+			}
+		}
+		if reuse {
+			a.perm = perm
 		}
 	}
-	walk(0, 0)
-	if !changed {
-		perm = nil
+	var tp *trace.Pattern
+	var metrics map[string]float64
+	if reuse {
+		if a.metrics == nil {
+			a.metrics = make(map[string]float64, 4)
+		}
+		tp, metrics = &a.tp, a.metrics
+	} else {
+		tp, metrics = new(trace.Pattern), make(map[string]float64, 4)
 	}
-	tp := &trace.Pattern{Count: p.count, Expected: p.expected, MaxProb: p.maxProb, Root: &steps[0],
-		Metrics: map[string]float64{
-			"mean_prob":           p.expected / float64(p.count),
-			"expected_sqrt_count": p.expected / math.Sqrt(float64(p.count)),
-			"depth":               float64(depth),
-			"messages":            float64(n),
-		}}
+	metrics["mean_prob"] = p.expected / float64(p.count)
+	metrics["expected_sqrt_count"] = p.expected / math.Sqrt(float64(p.count))
+	metrics["depth"] = float64(depth)
+	metrics["messages"] = float64(n)
+	*tp = trace.Pattern{Count: p.count, Expected: p.expected, MaxProb: p.maxProb, Root: &steps[0], Metrics: metrics}
 	return tp, perm
 }

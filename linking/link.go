@@ -73,6 +73,18 @@ type Options struct {
 	// returns stops the aggregation, and Link returns it. Whole traces
 	// only: ignored with Stream.
 	OnPattern func(*trace.Pattern) error
+	// ReusePatterns, with OnPattern, hands over patterns that are the
+	// linker's again once OnPattern returns: the next pattern overwrites
+	// the Pattern, its steps and its metrics, so OnPattern must copy what
+	// it keeps. This saves making every pattern anew (hundreds of
+	// thousands of patterns, millions of steps on a large noisy trace).
+	ReusePatterns bool
+	// Shown, when positive with OnPattern and NoInstances, hands over the
+	// patterns ranked below the top Shown with their rank and counts only
+	// (Rank, Count, Expected, MaxProb; no steps, no metrics): for a caller
+	// that shows the top patterns and counts the others. Unlike Top, every
+	// pattern is still handed over and no warning is added.
+	Shown int
 	// BeforePatterns, when set with OnPattern, is called once before the
 	// first pattern is handed over (or before Link returns, when there is
 	// none) with the result as it will be returned but for the patterns

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 
 	"wap5/trace"
 )
@@ -34,7 +35,7 @@ type PathsWriter struct {
 	n         int // patterns written
 	one       bytes.Buffer
 	pe        *json.Encoder
-	nj        nestJSON
+	nj        patternJSON
 	err       error
 }
 
@@ -87,12 +88,18 @@ func (pw *PathsWriter) Pattern(pat *trace.Pattern) error {
 	switch pw.algorithm {
 	case "convolution":
 		v = convolutionPattern(pat)
-	case "nesting":
-		// The same bytes as encoding/json's, written directly; a NaN or
-		// an infinity goes to encoding/json for its error.
+	default:
+		// Nesting and linking: the same bytes as encoding/json's, written
+		// directly; a NaN or an infinity goes to encoding/json for its
+		// error.
 		nj := &pw.nj
 		nj.b, nj.bad = nj.b[:0], false
-		if nj.pattern(pat); !nj.bad {
+		if pw.algorithm == "nesting" {
+			nj.nestPattern(pat)
+		} else {
+			nj.linkPattern(pat)
+		}
+		if !nj.bad {
 			if pw.n > 0 {
 				pw.bw.WriteByte(',')
 			}
@@ -102,10 +109,12 @@ func (pw *PathsWriter) Pattern(pat *trace.Pattern) error {
 			pw.err = err
 			return err
 		}
-		v = jsonNestPattern{Rank: pat.Rank, Count: pat.Count, Root: nestStep(pat.Root), Metrics: pat.Metrics}
-	default:
-		v = jsonLinkPattern{Rank: pat.Rank, Count: pat.Count, Expected: pat.Expected,
-			MaxProb: pat.MaxProb, Root: linkStep(pat.Root, true), Metrics: pat.Metrics}
+		if pw.algorithm == "nesting" {
+			v = jsonNestPattern{Rank: pat.Rank, Count: pat.Count, Root: nestStep(pat.Root), Metrics: pat.Metrics}
+		} else {
+			v = jsonLinkPattern{Rank: pat.Rank, Count: pat.Count, Expected: pat.Expected,
+				MaxProb: pat.MaxProb, Root: linkStep(pat.Root, true), Metrics: pat.Metrics}
+		}
 	}
 	pw.one.Reset()
 	if err := pw.pe.Encode(v); err != nil {
@@ -142,25 +151,52 @@ func (pw *PathsWriter) Close(warnings []string) error {
 
 // Instances writes one JSON object per instance:
 // {"pattern":rank,"prob":p,"ids":[...]} with the trace's message ids, or
-// "L<n>" (n = message index + 1) for messages without one.
+// "L<n>" (n = message index + 1) for messages without one. The lines are
+// encoding/json's (written directly; an instance whose probability is a
+// NaN or an infinity goes to encoding/json for its error), each written
+// with one Write, as the encoder does.
 func Instances(w io.Writer, t *trace.Trace, p *trace.Paths) error {
 	bw := bufio.NewWriter(w)
-	type inst struct {
-		Pattern int      `json:"pattern"`
-		Prob    float64  `json:"prob"`
-		IDs     []string `json:"ids"`
-	}
-	enc := json.NewEncoder(bw)
+	var j patternJSON
 	for _, in := range p.Instances {
-		o := inst{Pattern: in.Pattern, Prob: round(in.Prob), IDs: make([]string, len(in.Messages))}
+		j.b, j.bad = append(j.b[:0], `{"pattern":`...), false
+		j.b = strconv.AppendInt(j.b, int64(in.Pattern), 10)
+		j.b = append(j.b, `,"prob":`...)
+		j.rounded(in.Prob)
+		j.b = append(j.b, `,"ids":[`...)
 		for i, mi := range in.Messages {
-			o.IDs[i] = MessageID(t, int(mi))
+			if i > 0 {
+				j.b = append(j.b, ',')
+			}
+			if id := t.Messages[mi].ID; id >= 0 { // digits: nothing to escape
+				j.b = append(j.b, '"')
+				j.b = strconv.AppendInt(j.b, id, 10)
+				j.b = append(j.b, '"')
+			} else {
+				j.str(MessageID(t, int(mi)))
+			}
 		}
-		if err := enc.Encode(o); err != nil {
+		j.b = append(j.b, "]}\n"...)
+		if j.bad {
+			return instanceError(in)
+		}
+		if _, err := bw.Write(j.b); err != nil {
 			return err
 		}
 	}
 	return bw.Flush()
+}
+
+// instanceError is encoding/json's error for an instance it cannot encode.
+func instanceError(in trace.Instance) error {
+	_, err := json.Marshal(struct {
+		Pattern int     `json:"pattern"`
+		Prob    float64 `json:"prob"`
+	}{in.Pattern, round(in.Prob)})
+	if err == nil {
+		err = fmt.Errorf("render: instance of pattern %d not encodable", in.Pattern)
+	}
+	return err
 }
 
 // MessageID is the id a message is known by in outputs: its id= value, or
@@ -170,7 +206,7 @@ func MessageID(t *trace.Trace, i int) string {
 	if id := t.Messages[i].ID; id != trace.NoRef {
 		return t.RefString(id)
 	}
-	return fmt.Sprintf("L%d", i+1)
+	return "L" + strconv.Itoa(i+1)
 }
 
 type jsonPaths struct {

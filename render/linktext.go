@@ -14,6 +14,18 @@ import (
 type LinkTextOptions struct {
 	Top        int  // patterns to show (0: all)
 	Histograms bool // draw each step's node-delay histogram (WAP5 Figure 11)
+	// Counts, when set, are the whole pattern list's for the first line,
+	// of which p.Patterns holds the first ones (at least the shown ones):
+	// for a caller that kept only those.
+	Counts *LinkCounts
+}
+
+// LinkCounts are a pattern list's counts for LinkText's first line: its
+// patterns, and their instances and expected counts summed in rank order.
+type LinkCounts struct {
+	Patterns  int
+	Instances int
+	Expected  float64
 }
 
 // LinkText writes linking results as a readable table: one block per
@@ -28,14 +40,17 @@ func LinkText(w io.Writer, p *trace.Paths, o *LinkTextOptions) error {
 	if o.Top > 0 && o.Top < n {
 		n = o.Top
 	}
-	inst := 0
-	exp := 0.0
-	for _, pat := range p.Patterns {
-		inst += pat.Count
-		exp += pat.Expected
+	total, inst, exp := len(p.Patterns), 0, 0.0
+	if c := o.Counts; c != nil {
+		total, inst, exp = c.Patterns, c.Instances, c.Expected
+	} else {
+		for _, pat := range p.Patterns {
+			inst += pat.Count
+			exp += pat.Expected
+		}
 	}
-	fmt.Fprintf(bw, "%s: %d patterns, %d instances (expected %.1f)", p.Algorithm, len(p.Patterns), inst, exp)
-	if n < len(p.Patterns) {
+	fmt.Fprintf(bw, "%s: %d patterns, %d instances (expected %.1f)", p.Algorithm, total, inst, exp)
+	if n < total {
 		fmt.Fprintf(bw, "; top %d shown", n)
 	}
 	fmt.Fprintln(bw)

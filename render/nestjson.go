@@ -9,19 +9,27 @@ import (
 	"wap5/trace"
 )
 
-// nestJSON appends nesting patterns to a buffer exactly as encoding/json
-// encodes their jsonNestPattern with SetIndent("  ", " ") (without the
-// final newline), with no reflection and no tree of jsonNestSteps: a
-// nesting document is mostly histogram bins, one number a line.
-type nestJSON struct {
+// patternJSON appends patterns to a buffer exactly as encoding/json
+// encodes their jsonNestPattern (nestPattern) or jsonLinkPattern
+// (linkPattern, linkjson.go) with SetIndent("  ", " ") (without the final
+// newline), with no reflection and no tree of jsonNestSteps or
+// jsonLinkSteps: a nesting document is mostly histogram bins, one number a
+// line; a linking document of a large trace has hundreds of thousands of
+// patterns.
+type patternJSON struct {
 	b     []byte
 	names map[string][]byte // encoded strings (node names, metric keys)
 	bad   bool              // a NaN or an infinity: encoding/json fails there
+	keys  []string          // metrics' scratch
+	// float's last value and its form (lastN bytes of last; none if 0)
+	lastBits uint64
+	last     [32]byte
+	lastN    int
 }
 
-// pattern appends pat at depth 0 (the caller's prefix holds the pattern
+// nestPattern appends nesting pattern pat at depth 0 (the caller's prefix holds the pattern
 // list's indentation).
-func (w *nestJSON) pattern(pat *trace.Pattern) {
+func (w *patternJSON) nestPattern(pat *trace.Pattern) {
 	w.b = append(w.b, '{')
 	w.key(1, "rank")
 	w.b = strconv.AppendInt(w.b, int64(pat.Rank), 10)
@@ -30,7 +38,7 @@ func (w *nestJSON) pattern(pat *trace.Pattern) {
 	w.b = strconv.AppendInt(w.b, int64(pat.Count), 10)
 	w.b = append(w.b, ',')
 	w.key(1, "root")
-	w.step(pat.Root, 1)
+	w.nestStep(pat.Root, 1)
 	if len(pat.Metrics) > 0 {
 		w.b = append(w.b, ',')
 		w.key(1, "metrics")
@@ -42,25 +50,55 @@ func (w *nestJSON) pattern(pat *trace.Pattern) {
 
 // newline starts a line at depth d: the encoder's prefix ("  ") and d
 // indents (" ").
-func (w *nestJSON) newline(d int) {
+func (w *patternJSON) newline(d int) {
+	if d+3 <= len(newlines) {
+		w.b = append(w.b, newlines[:d+3]...)
+		return
+	}
 	w.b = append(w.b, '\n', ' ', ' ')
 	for ; d > 0; d-- {
 		w.b = append(w.b, ' ')
 	}
 }
 
+// newlines is a newline and the encoder's prefix (two spaces) with up to
+// 30 indents.
+const newlines = "\n                                "
+
 // key starts a line at depth d with an object key (plain ASCII: no
 // escaping needed) and its colon.
-func (w *nestJSON) key(d int, k string) {
+func (w *patternJSON) key(d int, k string) {
 	w.newline(d)
 	w.b = append(w.b, '"')
 	w.b = append(w.b, k...)
 	w.b = append(w.b, '"', ':', ' ')
 }
 
+// keyq is key with the key quoted and followed by its colon already
+// (keyq(d, `"k": `) is key(d, "k")).
+func (w *patternJSON) keyq(d int, q string) {
+	w.newline(d)
+	w.b = append(w.b, q...)
+}
+
 // str appends s as encoding/json does (HTML-escaped, invalid UTF-8 as
-// U+FFFD, U+2028 and U+2029 escaped): by json.Marshal, once per string.
-func (w *nestJSON) str(s string) {
+// U+FFFD, U+2028 and U+2029 escaped): as it is between quotes where it has
+// only printable ASCII that needs no escaping (node names, mostly), else by
+// json.Marshal, once per string.
+func (w *patternJSON) str(s string) {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		w.b = append(w.b, '"')
+		w.b = append(w.b, s...)
+		w.b = append(w.b, '"')
+		return
+	}
 	e, ok := w.names[s]
 	if !ok {
 		e, _ = json.Marshal(s) // a string always marshals
@@ -73,7 +111,7 @@ func (w *nestJSON) str(s string) {
 }
 
 // float appends f as encoding/json's float64 encoder does.
-func (w *nestJSON) float(f float64) {
+func (w *patternJSON) float(f float64) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		w.bad = true
 		return
@@ -85,29 +123,108 @@ func (w *nestJSON) float(f float64) {
 		w.b = strconv.AppendInt(w.b, int64(f), 10)
 		return
 	}
-	if abs == 0 || abs >= 1e-6 && abs < 1e21 {
-		w.b = strconv.AppendFloat(w.b, f, 'f', -1, 64)
+	// The last value's form again (a pattern of one instance has the same
+	// expected count, highest and mean probability and expected/√count).
+	if bits := math.Float64bits(f); bits == w.lastBits && w.lastN > 0 {
+		w.b = append(w.b, w.last[:w.lastN]...)
 		return
 	}
-	w.b = strconv.AppendFloat(w.b, f, 'e', -1, 64)
-	// e-09 → e-9
-	if n := len(w.b); n >= 4 && w.b[n-4] == 'e' && w.b[n-3] == '-' && w.b[n-2] == '0' {
-		w.b[n-2] = w.b[n-1]
-		w.b = w.b[:n-1]
+	at := len(w.b)
+	if abs == 0 || abs >= 1e-6 && abs < 1e21 {
+		w.b = strconv.AppendFloat(w.b, f, 'f', -1, 64)
+	} else {
+		w.b = strconv.AppendFloat(w.b, f, 'e', -1, 64)
+		// e-09 → e-9
+		if n := len(w.b); n >= 4 && w.b[n-4] == 'e' && w.b[n-3] == '-' && w.b[n-2] == '0' {
+			w.b[n-2] = w.b[n-1]
+			w.b = w.b[:n-1]
+		}
+	}
+	w.lastBits, w.lastN = math.Float64bits(f), copy(w.last[:], w.b[at:])
+	if w.lastN < len(w.b)-at {
+		w.lastN = 0 // (never: 24 bytes at most)
 	}
 }
 
+// rounded appends round(x) as float does: where round(x) is k/1e9 with a
+// whole k below 1e15 in size, its shortest form (encoding/json's, by
+// strconv) is k's digits with nine decimals, trailing zeros dropped ('f'),
+// or k's digits times 1e-9 to 1e-7 below 1e-6 ('e', one-digit exponent):
+// any other decimal of as few digits is another multiple of 1e-9, more
+// than half the spacing of floats below 1e6 away.
+func (w *patternJSON) rounded(x float64) {
+	k := math.Round(x * 1e9)
+	if !(math.Abs(k) < 1e15) { // NaN and infinities too
+		w.float(k / 1e9)
+		return
+	}
+	if k == 0 {
+		if math.Signbit(k) {
+			w.b = append(w.b, '-')
+		}
+		w.b = append(w.b, '0')
+		return
+	}
+	if k < 0 {
+		w.b = append(w.b, '-')
+		k = -k
+	}
+	u := uint64(k)
+	if u < 1000 {
+		// d.ddde-N: u's digits without trailing zeros, N = 10 − digits.
+		nd := 1
+		if u >= 100 {
+			nd = 3
+		} else if u >= 10 {
+			nd = 2
+		}
+		exp := 10 - nd
+		for u%10 == 0 {
+			u /= 10
+		}
+		var d [3]byte
+		n := 0
+		for ; u > 0; u /= 10 {
+			d[2-n] = byte('0' + u%10)
+			n++
+		}
+		w.b = append(w.b, d[3-n])
+		if n > 1 {
+			w.b = append(w.b, '.')
+			w.b = append(w.b, d[4-n:]...)
+		}
+		w.b = append(w.b, 'e', '-', byte('0'+exp))
+		return
+	}
+	w.b = strconv.AppendUint(w.b, u/1e9, 10)
+	frac := u % 1e9
+	if frac == 0 {
+		return
+	}
+	var d [10]byte
+	d[0] = '.'
+	for i := 9; i > 0; i-- {
+		d[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	n := 10
+	for d[n-1] == '0' {
+		n--
+	}
+	w.b = append(w.b, d[:n]...)
+}
+
 // mean appends what mean(s) gives: null, or the rounded mean.
-func (w *nestJSON) mean(s trace.Stats) {
+func (w *patternJSON) mean(s trace.Stats) {
 	if !s.Known() {
 		w.b = append(w.b, "null"...)
 		return
 	}
-	w.float(round(s.Mean))
+	w.rounded(s.Mean)
 }
 
-// step appends nestStep(s) at depth d.
-func (w *nestJSON) step(s *trace.Step, d int) {
+// nestStep appends nestStep(s) at depth d.
+func (w *patternJSON) nestStep(s *trace.Step, d int) {
 	if s == nil {
 		w.b = append(w.b, "null"...)
 		return
@@ -148,7 +265,7 @@ func (w *nestJSON) step(s *trace.Step, d int) {
 				w.b = append(w.b, ',')
 			}
 			w.newline(d + 2)
-			w.step(c, d+2)
+			w.nestStep(c, d+2)
 		}
 		w.newline(d + 1)
 		w.b = append(w.b, ']')
@@ -158,16 +275,16 @@ func (w *nestJSON) step(s *trace.Step, d int) {
 }
 
 // dist appends dist(s) (s known) at depth d.
-func (w *nestJSON) dist(s trace.Stats, d int) {
+func (w *patternJSON) dist(s trace.Stats, d int) {
 	w.b = append(w.b, '{')
 	w.key(d+1, "std_s")
-	w.float(round(s.Std))
+	w.rounded(s.Std)
 	w.b = append(w.b, ',')
 	w.key(d+1, "min_s")
-	w.float(round(s.Min))
+	w.rounded(s.Min)
 	w.b = append(w.b, ',')
 	w.key(d+1, "max_s")
-	w.float(round(s.Max))
+	w.rounded(s.Max)
 	if h := s.Hist; h != nil {
 		w.b = append(w.b, ',')
 		w.key(d+1, "hist")
@@ -178,7 +295,7 @@ func (w *nestJSON) dist(s trace.Stats, d int) {
 }
 
 // hist appends dist's jsonHist of h at depth d.
-func (w *nestJSON) hist(h *trace.Histogram, d int) {
+func (w *patternJSON) hist(h *trace.Histogram, d int) {
 	n := len(h.Counts)
 	for n > 0 && h.Counts[n-1] == 0 {
 		n--
@@ -218,12 +335,13 @@ func (w *nestJSON) hist(h *trace.Histogram, d int) {
 }
 
 // metrics appends a non-empty metrics map at depth d, keys sorted.
-func (w *nestJSON) metrics(m map[string]float64, d int) {
-	keys := make([]string, 0, len(m))
+func (w *patternJSON) metrics(m map[string]float64, d int) {
+	keys := w.keys[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	w.keys = keys
 	w.b = append(w.b, '{')
 	for i, k := range keys {
 		if i > 0 {

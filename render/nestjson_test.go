@@ -11,7 +11,7 @@ import (
 	"wap5/trace"
 )
 
-// encodeNest is what JSON wrote for a nesting pattern before nestJSON:
+// encodeNest is what JSON wrote for a nesting pattern before patternJSON:
 // encoding/json with the pattern list's indentation, without the final
 // newline.
 func encodeNest(pat *trace.Pattern) ([]byte, error) {
@@ -22,10 +22,10 @@ func encodeNest(pat *trace.Pattern) ([]byte, error) {
 	return bytes.TrimSuffix(one.Bytes(), []byte("\n")), err
 }
 
-// patternFrom builds a nesting pattern from arbitrary bytes: a tree of
-// steps with awkward names, unknown and known delays of every magnitude
-// (NaN, infinities and −0 included), histograms with and without bins,
-// metrics.
+// patternFrom builds a pattern from arbitrary bytes (for nesting and
+// linking): a tree of steps with awkward names, unknown and known delays of
+// every magnitude (NaN, infinities and −0 included), histograms with and
+// without bins, metrics.
 func patternFrom(b []byte) *trace.Pattern {
 	names := []string{"client", "WS1", "a<b>&c", "tab\there", "quote\"\\", "\u2028\u2029", "bad\xffutf8", "ünï", "ctl\x01\x1f", ""}
 	next := func() byte {
@@ -77,13 +77,14 @@ func patternFrom(b []byte) *trace.Pattern {
 	var step func(depth int) *trace.Step
 	step = func(depth int) *trace.Step {
 		s := &trace.Step{From: names[next()%byte(len(names))], To: names[next()%byte(len(names))], Count: int(next()) - 3,
-			Wait: stats(), Latency: stats()}
+			Wait: stats(), Latency: stats(), Net: stats()}
 		for n := next() % 3; n > 0 && depth < 4 && len(b) > 0; n-- {
 			s.Children = append(s.Children, step(depth+1))
 		}
 		return s
 	}
 	p := &trace.Pattern{Rank: int(next()), Count: int(next()) * 1000, Root: step(0)}
+	p.Expected, p.MaxProb = float(), float()
 	if next()%2 == 0 {
 		p.Metrics = map[string]float64{}
 		for n := next() % 4; n > 0; n-- {
@@ -93,7 +94,7 @@ func patternFrom(b []byte) *trace.Pattern {
 	return p
 }
 
-// FuzzNestJSON: nestJSON writes every nesting pattern byte for byte as
+// FuzzNestJSON: patternJSON writes every nesting pattern byte for byte as
 // encoding/json does, and fails (bad) exactly where encoding/json fails.
 func FuzzNestJSON(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
@@ -102,13 +103,13 @@ func FuzzNestJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		pat := patternFrom(b)
 		want, err := encodeNest(pat)
-		var w nestJSON
-		w.pattern(pat)
+		var w patternJSON
+		w.nestPattern(pat)
 		if w.bad != (err != nil) {
-			t.Fatalf("nestJSON bad %v, encoding/json: %v", w.bad, err)
+			t.Fatalf("patternJSON bad %v, encoding/json: %v", w.bad, err)
 		}
 		if err == nil && !bytes.Equal(w.b, want) {
-			t.Fatalf("nestJSON wrote\n%s\nencoding/json\n%s", w.b, want)
+			t.Fatalf("patternJSON wrote\n%s\nencoding/json\n%s", w.b, want)
 		}
 	})
 }
@@ -131,13 +132,13 @@ func TestNestJSONSpecials(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var w nestJSON
-		if w.pattern(pat); w.bad || !bytes.Equal(w.b, want) {
-			t.Errorf("nestJSON wrote\n%s\nencoding/json\n%s", w.b, want)
+		var w patternJSON
+		if w.nestPattern(pat); w.bad || !bytes.Equal(w.b, want) {
+			t.Errorf("patternJSON wrote\n%s\nencoding/json\n%s", w.b, want)
 		}
 	}
-	var w nestJSON
-	w.pattern(&trace.Pattern{Root: &trace.Step{Latency: trace.Stats{W: 1, Mean: math.NaN()}}})
+	var w patternJSON
+	w.nestPattern(&trace.Pattern{Root: &trace.Step{Latency: trace.Stats{W: 1, Mean: math.NaN()}}})
 	if !w.bad {
 		t.Error("NaN written")
 	}
@@ -157,7 +158,7 @@ func TestNestJSONWholeNumbers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var w nestJSON
+		var w patternJSON
 		if w.float(f); !bytes.Equal(w.b, want) {
 			t.Fatalf("%v: wrote %s, encoding/json %s", f, w.b, want)
 		}

@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -126,16 +128,20 @@ func linkAction(c *cli.Context) error {
 		}
 	}
 	// A whole trace's patterns are taken as the linker builds them
-	// (Options.OnPattern), so that they are not all held at once: with
+	// (Options.OnPattern), in memory the linker reuses for the next
+	// (Options.ReusePatterns), so that they are not all held at once: with
 	// --json each is written and dropped; as text, the shown ones are
-	// kept and the others only for their counts (the table's first line).
+	// copied and kept, and the others handed over with their counts only
+	// (Options.Shown), which are summed for the table's first line.
 	streamed := o.Stream == 0
 	var (
-		pw   *render.PathsWriter
-		kept []*trace.Pattern
+		pw     *render.PathsWriter
+		kept   []*trace.Pattern
+		counts render.LinkCounts
 	)
 	if streamed {
 		o.BeforePatterns = report
+		o.ReusePatterns = true
 		if c.Bool("json") {
 			pw = render.NewPathsWriter(c.App.Writer, "linking")
 			o.OnPattern = pw.Pattern
@@ -144,11 +150,14 @@ func linkAction(c *cli.Context) error {
 			if shown == 0 {
 				shown = 20
 			}
+			o.Shown = shown
 			o.OnPattern = func(p *trace.Pattern) error {
-				if len(kept) >= shown {
-					p = &trace.Pattern{Rank: p.Rank, Count: p.Count, Expected: p.Expected, MaxProb: p.MaxProb}
+				counts.Patterns++
+				counts.Instances += p.Count
+				counts.Expected += p.Expected
+				if len(kept) < shown {
+					kept = append(kept, clonePattern(p))
 				}
-				kept = append(kept, p)
 				return nil
 			}
 		}
@@ -190,8 +199,36 @@ func linkAction(c *cli.Context) error {
 		res.Paths.Patterns = kept
 	}
 	return writePaths(c, res.Paths, func(w io.Writer, p *trace.Paths, top int) error {
-		return render.LinkText(w, p, &render.LinkTextOptions{Top: top, Histograms: c.Bool("histograms")})
+		lo := &render.LinkTextOptions{Top: top, Histograms: c.Bool("histograms")}
+		if streamed {
+			lo.Counts = &counts
+		}
+		return render.LinkText(w, p, lo)
 	})
+}
+
+// clonePattern is a copy of p that shares nothing with it but the steps'
+// histograms (which the linker makes anew for every pattern).
+func clonePattern(p *trace.Pattern) *trace.Pattern {
+	q := *p
+	q.Metrics = maps.Clone(p.Metrics)
+	q.Root = cloneStep(p.Root)
+	return &q
+}
+
+func cloneStep(s *trace.Step) *trace.Step {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.Delays = slices.Clone(s.Delays)
+	if s.Children != nil {
+		c.Children = make([]*trace.Step, len(s.Children))
+		for i, k := range s.Children {
+			c.Children[i] = cloneStep(k)
+		}
+	}
+	return &c
 }
 
 // linkReserve is how much heap to reserve in huge pages (hugemem.Reserve)

@@ -1,0 +1,253 @@
+package linking
+
+import (
+	"fmt"
+	"maps"
+	"math/rand"
+	"reflect"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"wap5/trace"
+)
+
+// aggregateRef is aggregate as it was before patterns were counted by
+// value, gathered in batches and reused (main 21f7a98): the reference the
+// faster one must equal exactly.
+func (l *linker) aggregateRef(in *instances, res *Result) error {
+	a := newAggregator(l.o.HistTop)
+	a.clock = trace.NewClockMap(l.t)
+	labels := a.linkerLabels(l)
+	order := make([]int32, len(in.msgs))
+	instPat := make([]int32, in.len()) // pattern of every instance
+	for i := 0; i < in.len(); i++ {
+		msgs, par := in.get(i)
+		p, _ := a.canon(l.msgs, labels, msgs, par, order[in.start[i]:in.start[i]], false)
+		a.add(p, in.prob[i])
+		if p.first < 0 {
+			p.first = int32(i)
+		}
+		instPat[i] = p.idx
+	}
+	ranked := a.ranked()
+	built := len(ranked)
+	if l.o.Top > 0 && l.o.Top < built {
+		built = l.o.Top
+	}
+	// The instances of the built patterns, grouped by rank (CSR).
+	rank := make([]int32, len(a.pats))
+	for i := range rank {
+		rank[i] = -1
+	}
+	for r, p := range ranked[:built] {
+		rank[p.idx] = int32(r)
+	}
+	scratch := &patAcc{}
+	byRank := make([]int32, built+1)
+	for _, pi := range instPat {
+		if r := rank[pi]; r >= 0 {
+			byRank[r+1]++
+		}
+	}
+	for r := 0; r < built; r++ {
+		byRank[r+1] += byRank[r]
+	}
+	insts := make([]int32, byRank[built])
+	fill := slices.Clone(byRank[:built])
+	for i, pi := range instPat {
+		if r := rank[pi]; r >= 0 {
+			insts[fill[r]] = int32(i)
+			fill[r]++
+		}
+	}
+	out := trace.Paths{Algorithm: "linking"}
+	if l.o.OnPattern == nil {
+		out.Patterns = make([]*trace.Pattern, 0, built)
+	}
+	out.Warnings = append(append([]string(nil), l.t.Warnings...), l.warnings...)
+	if built < len(ranked) {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d more patterns not built (top %d)", len(ranked)-built, l.o.Top))
+	}
+	if l.o.OnPattern != nil && l.o.BeforePatterns != nil {
+		res.Paths = out
+		l.o.BeforePatterns(res)
+	}
+	for r, p := range ranked[:built] {
+		msgs, par := in.get(int(p.first))
+		a.canon(l.msgs, labels, msgs, par, order[in.start[p.first]:in.start[p.first]], true)
+		// The delays' accumulators: new ones where they fill histograms
+		// (the steps' Stats keep them), else the previous pattern's,
+		// cleared.
+		if r < l.o.HistTop {
+			p.acc = newPatAcc(len(p.par), true)
+		} else {
+			p.acc = scratch.reset(len(p.par))
+		}
+		pinsts := insts[byRank[r]:byRank[r+1]]
+		for _, ii := range pinsts {
+			a.accumulate(p, l.msgs, order[in.start[ii]:in.start[ii+1]], in.prob[ii])
+		}
+		tp, perm := a.build(p)
+		tp.Rank = r + 1
+		// The pattern's shape and delays are no longer needed (its
+		// instances keep only its rank).
+		p.acc, p.par, p.from, p.to, p.kind, p.closer = nil, nil, nil, nil, nil, nil
+		if l.o.OnPattern != nil {
+			if err := l.o.OnPattern(tp); err != nil {
+				return err
+			}
+		} else {
+			out.Patterns = append(out.Patterns, tp)
+		}
+		if l.o.NoInstances {
+			continue
+		}
+		// Reorder the instances' messages to the pattern's final child order.
+		tmp := make([]int32, len(perm))
+		for _, ii := range pinsts {
+			o := order[in.start[ii]:in.start[ii+1]]
+			if perm != nil {
+				for k, src := range perm {
+					tmp[k] = o[src]
+				}
+				copy(o, tmp)
+			}
+			out.Instances = append(out.Instances, trace.Instance{Pattern: r + 1, Prob: in.prob[ii], Messages: o})
+		}
+	}
+	sort.SliceStable(out.Instances, func(x, y int) bool {
+		return out.Instances[x].Messages[0] < out.Instances[y].Messages[0]
+	})
+	res.Paths = out
+	return nil
+}
+
+// copyInstances is a deep copy of in (aggregate rewrites its parents).
+func copyInstances(in *instances) *instances {
+	return &instances{start: slices.Clone(in.start), msgs: slices.Clone(in.msgs), par: slices.Clone(in.par), prob: slices.Clone(in.prob)}
+}
+
+func clonePat(p *trace.Pattern) *trace.Pattern {
+	q := *p
+	q.Metrics = maps.Clone(p.Metrics)
+	var step func(s *trace.Step) *trace.Step
+	step = func(s *trace.Step) *trace.Step {
+		if s == nil {
+			return nil
+		}
+		c := *s
+		if s.Children != nil {
+			c.Children = make([]*trace.Step, len(s.Children))
+			for i, k := range s.Children {
+				c.Children[i] = step(k)
+			}
+		}
+		return &c
+	}
+	q.Root = step(p.Root)
+	return &q
+}
+
+// TestAggregateReference: aggregate gives exactly what aggregateRef gives
+// (patterns, their steps, delays and metrics to the bit, instances and
+// their order, warnings), with and without Top, instances, OnPattern,
+// ReusePatterns and Shown, on batches of every size.
+func TestAggregateReference(t *testing.T) {
+	defer func(g int) { gatherMessages = g }(gatherMessages)
+	quiet := simulate(simConfig{clients: 6, perClient: 80, think: gauss{ms(60), ms(30)}, net: gauss{ms(0.3), ms(0.1)},
+		tracelets: multiTier(5, true), seed: 3, clientName: "CLIENT"})
+	busy := simulate(simConfig{clients: 12, perClient: 100, think: gauss{ms(8), ms(6)}, net: gauss{ms(0.5), ms(0.4)},
+		tracelets: multiTier(4, false), seed: 11, clientName: "CLIENT"})
+	for _, c := range []struct {
+		tr     *trace.Trace
+		method string
+	}{{quiet, MethodJoint}, {quiet, MethodWAP5}, {busy, MethodJoint}, {busy, MethodWAP5}} {
+		tr, method := c.tr, c.method
+		tr.Sort()
+		o := Options{Method: method, Window: 300 * time.Millisecond, HistTop: 2}.Defaults()
+		l := newLinker(tr, o, nil)
+		var in *instances
+		if method == MethodWAP5 {
+			in, _, _ = l.runWAP5()
+		} else {
+			in, _, _ = l.runJoint()
+		}
+		for _, top := range []int{0, 1, 3, 1000} {
+			for _, noInst := range []bool{false, true} {
+				for _, gm := range []int{1, 7, 4096} {
+					gatherMessages = gm
+					l.o.Top, l.o.NoInstances = top, noInst
+					l.o.OnPattern, l.o.ReusePatterns, l.o.Shown = nil, false, 0
+					want := &Result{}
+					if err := l.aggregateRef(copyInstances(in), want); err != nil {
+						t.Fatal(err)
+					}
+					if top == 0 && noInst && gm == 1 {
+						t.Logf("%s: %d patterns, %d instances", method, len(want.Patterns), in.len())
+					}
+					if top == 0 && len(want.Patterns) < 4 {
+						t.Fatalf("%s: %d patterns, want several", method, len(want.Patterns))
+					}
+					got := &Result{}
+					if err := l.aggregate(copyInstances(in), got); err != nil {
+						t.Fatal(err)
+					}
+					if !reflect.DeepEqual(got.Paths, want.Paths) {
+						t.Fatalf("%s top %d noInst %v batch %d: paths differ", method, top, noInst, gm)
+					}
+					// Handed over, reused: copies equal the patterns; with
+					// Shown, the unshown ones carry their counts only.
+					for _, shown := range []int{0, 2} {
+						var pats []*trace.Pattern
+						l.o.OnPattern = func(p *trace.Pattern) error {
+							pats = append(pats, clonePat(p))
+							return nil
+						}
+						l.o.ReusePatterns, l.o.Shown = true, shown
+						got := &Result{}
+						if err := l.aggregate(copyInstances(in), got); err != nil {
+							t.Fatal(err)
+						}
+						wantPats := want.Patterns
+						if shown > 0 && noInst {
+							wantPats = slices.Clone(wantPats)
+							for r := shown; r < len(wantPats); r++ {
+								p := wantPats[r]
+								wantPats[r] = &trace.Pattern{Rank: p.Rank, Count: p.Count, Expected: p.Expected, MaxProb: p.MaxProb}
+							}
+						}
+						if !reflect.DeepEqual(pats, wantPats) || !reflect.DeepEqual(got.Instances, want.Instances) {
+							t.Fatalf("%s top %d noInst %v batch %d shown %d: handed-over patterns differ", method, top, noInst, gm, shown)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRankPatterns: the top patterns found by the heap are the first of
+// the full ranking, ties in expected and count included.
+func TestRankPatterns(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	for _, n := range []int{0, 1, 2, 5, 100, 3000} {
+		pats := make([]patCount, n)
+		for i := range pats {
+			pats[i] = patCount{hash: rng.Uint64(), expected: float64(rng.Intn(20)) / 4, count: int32(rng.Intn(5)), idx: int32(i)}
+		}
+		all := rankPatterns(slices.Clone(pats), 0)
+		for i := 1; i < len(all); i++ {
+			if byRank(&all[i-1], &all[i]) >= 0 {
+				t.Fatalf("n %d: ranks %d and %d out of order", n, i-1, i)
+			}
+		}
+		for _, top := range []int{1, 2, 3, 10, 99, 100, 101, 749, 750, 751, 2999, 5000} {
+			got := rankPatterns(slices.Clone(pats), top)
+			if want := all[:min(top, n)]; !slices.Equal(got, want) {
+				t.Fatalf("n %d top %d: %d patterns, not the first of the ranking", n, top, len(got))
+			}
+		}
+	}
+}
