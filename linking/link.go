@@ -70,8 +70,10 @@ type Options struct {
 	// the linker keeps nothing of the pattern, so a caller that writes each
 	// one out and drops it holds one pattern at a time rather than all of
 	// them (hundreds of thousands on a large noisy trace). An error it
-	// returns stops the aggregation, and Link returns it. Whole traces
-	// only: ignored with Stream.
+	// returns stops the aggregation, and Link returns it. With Stream,
+	// Close hands the patterns over (Stream.Err is OnPattern's error), only
+	// the top Top when Top is positive and without the warning Top adds
+	// for a whole trace: what the caller would have kept of Paths.Patterns.
 	OnPattern func(*trace.Pattern) error
 	// ReusePatterns, with OnPattern, hands over patterns that are the
 	// linker's again once OnPattern returns: the next pattern overwrites

@@ -34,7 +34,8 @@ type Stream struct {
 	claimed []bool
 	// endpoints is the size of the endpoint table after the last compaction.
 	endpoints int
-	shared    bool // t holds the whole trace: its tables must stay intact
+	shared    bool  // t holds the whole trace: its tables must stay intact
+	err       error // OnPattern's, in Close
 }
 
 // NewStream starts a stream over messages whose nodes and endpoints are
@@ -214,7 +215,13 @@ func (s *Stream) Close() *Result {
 	if s.o.OnInstance != nil {
 		res.StreamPatterns = make([]StreamPattern, len(s.a.pats))
 	}
-	for r, p := range s.a.ranked() {
+	ranked := s.a.ranked()
+	if s.o.OnPattern != nil {
+		res.Paths = out
+		s.err = s.handOver(ranked, res)
+		return res
+	}
+	for r, p := range ranked {
 		tp, perm := s.a.build(p)
 		tp.Rank = r + 1
 		out.Patterns = append(out.Patterns, tp)
@@ -224,6 +231,56 @@ func (s *Stream) Close() *Result {
 	}
 	res.Paths = out
 	return res
+}
+
+// Err is the error Options.OnPattern returned in Close, if any.
+func (s *Stream) Err() error { return s.err }
+
+// handOver is Close with Options.OnPattern: the top Options.Top patterns
+// (all when 0) are handed over in rank order as they are built, those
+// ranked from Options.Shown on with their counts only when no instances
+// need their step order, and each pattern's delays are dropped once it is
+// built, so that the built patterns are never all held at once (on the
+// CoDeeN-sized trace they outweigh everything else the stream keeps).
+// Options.BeforePatterns sees res first.
+func (s *Stream) handOver(ranked []*pattern, res *Result) error {
+	s.a.pats = nil // ranked holds them; each is dropped once handed over
+	if s.o.BeforePatterns != nil {
+		s.o.BeforePatterns(res)
+	}
+	top := len(ranked)
+	if s.o.Top > 0 {
+		top = min(top, s.o.Top)
+	}
+	full := top
+	if s.o.Shown > 0 && res.StreamPatterns == nil {
+		full = min(full, s.o.Shown)
+	}
+	for r, p := range ranked {
+		if r >= top && res.StreamPatterns == nil {
+			break
+		}
+		var tp *trace.Pattern
+		if r < full || res.StreamPatterns != nil {
+			var perm []int32
+			tp, perm = s.a.build(p)
+			tp.Rank = r + 1
+			if res.StreamPatterns != nil {
+				res.StreamPatterns[p.idx] = StreamPattern{Rank: r + 1, Perm: perm}
+			}
+		}
+		ranked[r] = nil
+		if r >= top {
+			continue
+		}
+		if r >= full {
+			tp = &trace.Pattern{Rank: r + 1, Count: p.count, Expected: p.expected, MaxProb: p.maxProb}
+		}
+		if err := s.o.OnPattern(tp); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sortBuf puts the buffer in time order (stable), with the push positions
@@ -268,5 +325,6 @@ func linkStream(t *trace.Trace, opts Options) (*Result, error) {
 	for i := range t.Messages {
 		s.Push(t.Messages[i])
 	}
-	return s.Close(), nil
+	res := s.Close()
+	return res, s.Err()
 }

@@ -74,20 +74,5 @@ func (w *patternJSON) linkStep(s *trace.Step, d int, root bool) {
 		w.b = append(w.b, ',')
 	}
 	w.keyq(d+1, `"children": `)
-	if len(s.Children) == 0 {
-		w.b = append(w.b, '[', ']')
-	} else {
-		w.b = append(w.b, '[')
-		for i, c := range s.Children {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			w.newline(d + 2)
-			w.linkStep(c, d+2, false)
-		}
-		w.newline(d + 1)
-		w.b = append(w.b, ']')
-	}
-	w.newline(d)
-	w.b = append(w.b, '}')
+	w.children(s.Children, d, func(c *trace.Step) { w.linkStep(c, d+2, false) })
 }

@@ -256,16 +256,22 @@ func (w *patternJSON) nestStep(s *trace.Step, d int) {
 		w.b = append(w.b, ',')
 	}
 	w.key(d+1, "children")
-	if len(s.Children) == 0 {
+	w.children(s.Children, d, func(c *trace.Step) { w.nestStep(c, d+2) })
+}
+
+// children appends a step's children array (its key written) and closes
+// the step's object at depth d; step writes one child at depth d+2.
+func (w *patternJSON) children(cs []*trace.Step, d int, step func(*trace.Step)) {
+	if len(cs) == 0 {
 		w.b = append(w.b, '[', ']')
 	} else {
 		w.b = append(w.b, '[')
-		for i, c := range s.Children {
+		for i, c := range cs {
 			if i > 0 {
 				w.b = append(w.b, ',')
 			}
 			w.newline(d + 2)
-			w.nestStep(c, d+2)
+			step(c)
 		}
 		w.newline(d + 1)
 		w.b = append(w.b, ']')

@@ -127,39 +127,36 @@ func linkAction(c *cli.Context) error {
 			fmt.Fprintf(c.App.ErrWriter, "wap5: link: actors at %s: %s\n", t.NodeName(a.Node), a)
 		}
 	}
-	// A whole trace's patterns are taken as the linker builds them
-	// (Options.OnPattern), in memory the linker reuses for the next
-	// (Options.ReusePatterns), so that they are not all held at once: with
+	// The patterns are taken as the linker builds them (Options.OnPattern;
+	// a whole trace's in memory the linker reuses for the next,
+	// Options.ReusePatterns), so that they are not all held at once: with
 	// --json each is written and dropped; as text, the shown ones are
 	// copied and kept, and the others handed over with their counts only
 	// (Options.Shown), which are summed for the table's first line.
-	streamed := o.Stream == 0
 	var (
 		pw     *render.PathsWriter
 		kept   []*trace.Pattern
 		counts render.LinkCounts
 	)
-	if streamed {
-		o.BeforePatterns = report
-		o.ReusePatterns = true
-		if c.Bool("json") {
-			pw = render.NewPathsWriter(c.App.Writer, "linking")
-			o.OnPattern = pw.Pattern
-		} else {
-			shown := c.Int("top")
-			if shown == 0 {
-				shown = 20
+	o.BeforePatterns = report
+	o.ReusePatterns = true
+	if c.Bool("json") {
+		pw = render.NewPathsWriter(c.App.Writer, "linking")
+		o.OnPattern = pw.Pattern
+	} else {
+		shown := c.Int("top")
+		if shown == 0 {
+			shown = 20
+		}
+		o.Shown = shown
+		o.OnPattern = func(p *trace.Pattern) error {
+			counts.Patterns++
+			counts.Instances += p.Count
+			counts.Expected += p.Expected
+			if len(kept) < shown {
+				kept = append(kept, clonePattern(p))
 			}
-			o.Shown = shown
-			o.OnPattern = func(p *trace.Pattern) error {
-				counts.Patterns++
-				counts.Instances += p.Count
-				counts.Expected += p.Expected
-				if len(kept) < shown {
-					kept = append(kept, clonePattern(p))
-				}
-				return nil
-			}
+			return nil
 		}
 	}
 	if o.Stream > 0 {
@@ -179,9 +176,6 @@ func linkAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if !streamed {
-		report(res)
-	}
 	if p := c.String("instances"); p != "" {
 		if spool != nil {
 			err = spool.finish(p, t, res.StreamPatterns, o.Top)
@@ -192,17 +186,12 @@ func linkAction(c *cli.Context) error {
 			return err
 		}
 	}
-	if streamed {
-		if pw != nil {
-			return pw.Close(res.Warnings)
-		}
-		res.Paths.Patterns = kept
+	if pw != nil {
+		return pw.Close(res.Warnings)
 	}
+	res.Paths.Patterns = kept
 	return writePaths(c, res.Paths, func(w io.Writer, p *trace.Paths, top int) error {
-		lo := &render.LinkTextOptions{Top: top, Histograms: c.Bool("histograms")}
-		if streamed {
-			lo.Counts = &counts
-		}
+		lo := &render.LinkTextOptions{Top: top, Histograms: c.Bool("histograms"), Counts: &counts}
 		return render.LinkText(w, p, lo)
 	})
 }
@@ -433,7 +422,8 @@ func linkStreaming(path string, o linking.Options) (*trace.Trace, *linking.Resul
 	if err := sc.Err(); err != nil {
 		return nil, nil, err
 	}
-	return t, s.Close(), nil
+	res := s.Close()
+	return t, res, s.Err()
 }
 
 // correctClocks estimates clock offsets for a trace that carries no clock
