@@ -59,18 +59,7 @@ func TestOnPattern(t *testing.T) {
 			if !reflect.DeepEqual(one.Instances, all.Instances) {
 				t.Errorf("%s top %d: instances differ", method, top)
 			}
-			o.BeforePatterns = nil
-			stop := errors.New("stop")
-			n := 0
-			o.OnPattern = func(p *trace.Pattern) error {
-				if n++; n == 2 {
-					return stop
-				}
-				return nil
-			}
-			if _, err := Link(tr, o); err != stop || n != 2 {
-				t.Errorf("%s top %d: err %v after %d patterns, want stop after 2", method, top, err, n)
-			}
+			checkStops(t, fmt.Sprintf("%s top %d", method, top), tr, o)
 		}
 	}
 }
@@ -141,18 +130,25 @@ func TestStreamOnPattern(t *testing.T) {
 			if c.inst && (len(inst) != nAll || !reflect.DeepEqual(one.StreamPatterns, all.StreamPatterns)) {
 				t.Errorf("%s: %d instances, stream patterns equal %v; want %d, true", name, len(inst), reflect.DeepEqual(one.StreamPatterns, all.StreamPatterns), nAll)
 			}
-			o.BeforePatterns = nil
-			stop := errors.New("stop")
-			n := 0
-			o.OnPattern = func(p *trace.Pattern) error {
-				if n++; n == 2 {
-					return stop
-				}
-				return nil
-			}
-			if _, err := Link(tr, o); err != stop || n != 2 {
-				t.Errorf("%s: err %v after %d patterns, want stop after 2", name, err, n)
-			}
+			checkStops(t, name, tr, o)
 		}
+	}
+}
+
+// checkStops: an error OnPattern returns for the second pattern stops the
+// hand-over there, and Link returns it.
+func checkStops(t *testing.T, name string, tr *trace.Trace, o Options) {
+	t.Helper()
+	o.BeforePatterns = nil
+	stop := errors.New("stop")
+	n := 0
+	o.OnPattern = func(p *trace.Pattern) error {
+		if n++; n == 2 {
+			return stop
+		}
+		return nil
+	}
+	if _, err := Link(tr, o); err != stop || n != 2 {
+		t.Errorf("%s: err %v after %d patterns, want stop after 2", name, err, n)
 	}
 }

@@ -53,14 +53,7 @@ func TestPrefetchSameTrace(t *testing.T) {
 		old := prefetchFrom
 		prefetchFrom = from
 		defer func() { prefetchFrom = old }()
-		o := in.opts
-		if stream != nil {
-			o.Stream = stream
-		}
-		tr, m, err := reconcileSources(in.sources(), o)
-		if err != nil {
-			t.Fatalf("%s: %v", in.name, err)
-		}
+		tr, m := reconcileWith(t, in.name, in.sources(), in.opts, stream)
 		return tr, m
 	}
 	hits, stale := 0, 0

@@ -27,14 +27,7 @@ func TestRecordReuse(t *testing.T) {
 		old := reuseRecords
 		reuseRecords = reuse
 		defer func() { reuseRecords = old }()
-		o := in.opts
-		if stream != nil {
-			o.Stream = stream
-		}
-		tr, m, err := reconcileSources(in.sources(), o)
-		if err != nil {
-			t.Fatalf("%s: %v", in.name, err)
-		}
+		tr, m := reconcileWith(t, in.name, in.sources(), in.opts, stream)
 		return tr, m.reused
 	}
 	for _, in := range inputs {
@@ -65,4 +58,18 @@ func TestRecordReuse(t *testing.T) {
 			t.Logf("%s (streamed %v): %d messages, %d records reused", in.name, streamed, len(gm), n)
 		}
 	}
+}
+
+// reconcileWith reconciles srcs with o, streamed to stream when it is not
+// nil, and fails the test (naming the input) on an error.
+func reconcileWith(t *testing.T, name string, srcs []Source, o Options, stream *streamCollect) (*trace.Trace, *matcher) {
+	t.Helper()
+	if stream != nil {
+		o.Stream = stream
+	}
+	tr, m, err := reconcileSources(srcs, o)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return tr, m
 }
