@@ -861,17 +861,6 @@ func (j *joint) fanOf(trig int32) *fanModel {
 	return f
 }
 
-// cost of trig causing act after dt seconds: the class density, mixed with
-// a tenth of the WAP5 exponential so that an unusual delay is unlikely
-// rather than impossible, plus the fan-out cost of one more child.
-func (j *joint) cost(trig, act int32, dt float64) float64 {
-	k := j.kids[trig]
-	if k > 2 {
-		k = 2
-	}
-	return -j.logf(trig, act, dt) + j.fanOf(trig).cost[k]
-}
-
 // logf is the log density of trig causing act after dt seconds.
 func (j *joint) logf(trig, act int32, dt float64) float64 {
 	return j.logfIn(j.classOfPair(trig, act), act, dt)
