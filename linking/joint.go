@@ -389,7 +389,10 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		}
 	}
 	j.first = true
-	step := func(repair, probs bool) {
+	// step is one pass (J3, with J4 when repair is set) and its refit
+	// (J5); probs scores every call (the last pass), last refits only
+	// what the results read (refit).
+	stepLast := func(repair, probs, last bool) {
 		copy(prev, j.parent)
 		j.passNo = iters + 1
 		j.pass(rev, repair, probs)
@@ -405,16 +408,21 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		// run, all chosen links refine them (the unambiguous ones are
 		// biased towards short delays: they happen before others arrive).
 		phaseOf("J5 refit", j.passNo)
-		j.refit(!repair, probs)
+		j.refit(!repair, last)
 		j.first = false
 	}
+	step := func(repair, probs bool) { stepLast(repair, probs, probs) }
 	for iters < greedy {
 		step(false, false)
 		if iters > 1 && fit.Change < 1e-3 {
 			break
 		}
 	}
-	step(true, false)
+	// J5c: a whole trace whose first repair pass changed fewer than the
+	// share Options.Settle of the links has settled: that pass is the last
+	// one (it scores every call, in case), unless J5b doubts a count model.
+	settle := j.carried == nil && l.o.Settle > 0
+	stepLast(true, settle, false)
 	// J5b: where the assignment doubts a count model's structure, try the
 	// other one and keep the cheaper assignment.
 	phase("J5b test")
@@ -422,8 +430,14 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	if j.carried == nil && keepAlternative != nil {
 		doubt = j.doubtfulCounts()
 	}
-	j.tally, j.tallySum = len(doubt) > 0, 0
-	step(true, true)
+	if settle && len(doubt) == 0 && fit.Change < l.o.Settle {
+		// (What the last pass's refit does of a whole trace.)
+		phase("J5c settled")
+		j.linkClasses()
+	} else {
+		j.tally, j.tallySum = len(doubt) > 0, 0
+		step(true, true)
+	}
 	if len(doubt) > 0 {
 		cost := j.tallySum
 		saved, savedFit := j.saveState(), fit

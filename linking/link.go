@@ -38,6 +38,13 @@ type Options struct {
 	// set; joint always iterates, default 4).
 	Iterate       bool
 	MaxIterations int
+	// Settle (joint, whole traces): when the first pass with the joint
+	// repair changes fewer than this share of the links chosen by the
+	// sweeps before it, the assignment has settled and that pass is the
+	// last (J5c; the second repair pass is skipped). Default 1e-3, the
+	// share the sweeps' iteration calls settled; negative: never (always
+	// the second repair pass).
+	Settle float64
 	// TryBoth is the try-both budget per tree (wap5; default 4: at most 16
 	// instances per root); TryBothBand is the half width of the probability
 	// band around 0.5 that makes a link try-both (default 0.25: 0.25–0.75).
@@ -142,6 +149,9 @@ func (o Options) Defaults() Options {
 		} else {
 			o.MaxIterations = 4
 		}
+	}
+	if o.Settle == 0 {
+		o.Settle = 1e-3
 	}
 	if o.TryBoth <= 0 {
 		o.TryBoth = 4
