@@ -113,6 +113,14 @@
 //	    whichever final assignment has the lower total span cost (J4's cost
 //	    summed over all spans, each under the models fitted from its own
 //	    assignment). Nothing runs where no count model is in doubt.
+//	J5c. Settling (whole traces): where the first pass with J4 changed
+//	    fewer than Options.Settle (default 10⁻³) of the links the sweeps
+//	    had chosen, the assignment has settled and that pass is the last
+//	    (it scores every call; its refit only what compare reads) — unless
+//	    J5b doubts a count model. On the CoDeeN-sized trace the first
+//	    repair pass changes 2·10⁻⁴ of the links and the second would
+//	    change 4 of 4.7 M (the output is the same but for the fit line);
+//	    on the concurrent scenarios (multitier: 23 %) both passes run.
 //	J6. Every message now has at most one parent: the instances are the trees
 //	    under the parentless messages; an instance's probability is the product
 //	    of its choices' probabilities.
