@@ -126,6 +126,10 @@ func newModels() *models {
 // maxCand bounds the candidate delays collected per class for the peak.
 const maxCand = 50000
 
+// sureProb: a sweep's choice whose parent is at least this likely is sure
+// (J5c).
+const sureProb = 0.99
+
 // spanCallBonus is the extra cost (nats) of calling a send spontaneous when
 // an open request span could have made it.
 const spanCallBonus = 10
@@ -189,7 +193,11 @@ type joint struct {
 	// certain.
 	unsure []bool
 	first  bool // the first pass: collect candidate delays
-	passNo int  // the pass under way, from 1 (phase names)
+	// sends and doubtful are how many sends the pass's sweeps linked, and
+	// of those how many chose a parent with a probability below 0.99
+	// (J5c).
+	sends, doubtful int
+	passNo          int // the pass under way, from 1 (phase names)
 	// horizon is, per node, the longest span (request received → reply
 	// sent), at most x: no call waits longer for its cause.
 	horizon []int64
@@ -415,6 +423,13 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	for iters < greedy {
 		step(false, false)
 		if iters > 1 && fit.Change < 1e-3 {
+			break
+		}
+		// J5c: where the first sweep was sure of nearly every choice
+		// (fewer than the share Options.SettleSweep of its sends had a
+		// parent less likely than sureProb), the models it refitted go
+		// to the repair: a second sweep would change next to nothing.
+		if iters == 1 && j.carried == nil && l.o.SettleSweep > 0 && float64(j.doubtful) < l.o.SettleSweep*float64(j.sends) {
 			break
 		}
 	}
@@ -916,6 +931,7 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 	j.samples.reset()
 	j.certain.reset()
 	j.active = j.active[:0]
+	j.sends, j.doubtful = 0, 0
 	phaseOf("J3 sweep", j.passNo)
 	for b := range j.t.Nodes {
 		j.sweep(trace.NodeID(b))
@@ -1281,6 +1297,10 @@ func (j *joint) sweep(b trace.NodeID) {
 			best, sum = req, 1
 		}
 		j.prob[o] = float32(1 / math.Max(sum, 1))
+		j.sends++
+		if sum > 1/sureProb {
+			j.doubtful++
+		}
 		sp := int32(spanRoot)
 		if best >= 0 {
 			j.parent[o] = best

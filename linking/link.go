@@ -45,6 +45,11 @@ type Options struct {
 	// share the sweeps' iteration calls settled; negative: never (always
 	// the second repair pass).
 	Settle float64
+	// SettleSweep (joint, whole traces): when fewer than this share of
+	// the first sweep's sends chose a parent less likely than 0.99, the
+	// second sweep alone is skipped and the repair passes follow the
+	// first (J5c). Default 0.01; negative: never.
+	SettleSweep float64
 	// TryBoth is the try-both budget per tree (wap5; default 4: at most 16
 	// instances per root); TryBothBand is the half width of the probability
 	// band around 0.5 that makes a link try-both (default 0.25: 0.25–0.75).
@@ -152,6 +157,9 @@ func (o Options) Defaults() Options {
 	}
 	if o.Settle == 0 {
 		o.Settle = 1e-3
+	}
+	if o.SettleSweep == 0 {
+		o.SettleSweep = 0.01
 	}
 	if o.TryBoth <= 0 {
 		o.TryBoth = 4

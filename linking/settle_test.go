@@ -6,60 +6,82 @@ import (
 	"time"
 )
 
-// TestSettle: J5c ends a whole trace's run after the first repair pass when
-// that pass changed fewer than Options.Settle of the links (serial clients:
-// nothing is ambiguous, the repair changes nothing), and never where the
-// repair still moves many (requests in flight); Settle < 0 always runs the
-// second repair pass. Where it stops, the paths are the second pass's.
+// TestSettle: J5c. With serial clients nothing is ambiguous: the first
+// repair pass changes nothing, so it is the last (Settle), and where the
+// first sweep was sure enough of its choices (SettleSweep; 2 % of them are
+// less likely than 0.99 here), the second sweep is skipped. With requests
+// in flight neither happens. Negative values turn either off. Where passes
+// are skipped, the paths are the same as with every pass.
 func TestSettle(t *testing.T) {
-	cases := []struct {
-		clients int
-		think   float64 // ms
-		settles bool
-	}{
-		{1, 500, true},
-		{10, 5, false},
+	if d := (Options{}).Defaults(); d.Settle != 1e-3 || d.SettleSweep != 0.01 {
+		t.Errorf("defaults Settle %g, SettleSweep %g", d.Settle, d.SettleSweep)
 	}
+	serial := simConfig{clients: 1, perClient: 150, think: gauss{ms(500), ms(150)}, net: gauss{ms(0.3), ms(0.05)},
+		tracelets: multiTier(1, false), seed: 1, clientName: "CLIENT"}
+	busy := simConfig{clients: 10, perClient: 150, think: gauss{ms(5), ms(5.0 / 3)}, net: gauss{ms(0.3), ms(0.05)},
+		tracelets: multiTier(10, false), seed: 1, clientName: "CLIENT"}
+	cases := []struct {
+		name          string
+		sim           simConfig
+		settle, sweep float64
+		want          int // passes
+	}{
+		{"serial", serial, 0, 0, 3},
+		{"serial", serial, -1, 0.05, 3},
+		{"serial", serial, 0, 0.05, 2},
+		{"serial", serial, -1, -1, 4},
+		{"busy", busy, 0, 0, 4},
+		{"busy", busy, 0, 0.05, 4},
+	}
+	traces := map[string]*Result{}
 	for _, c := range cases {
-		tr := simulate(simConfig{clients: c.clients, perClient: 150, think: gauss{ms(c.think), ms(c.think / 3)},
-			net: gauss{ms(0.3), ms(0.05)}, tracelets: multiTier(c.clients, false), seed: 1, clientName: "CLIENT"})
-		run := func(settle float64) *Result {
-			res, err := Link(tr, Options{Window: 100 * time.Millisecond, Settle: settle})
+		tr := simulate(c.sim)
+		run := func(settle, sweep float64) *Result {
+			res, err := Link(tr, Options{Window: 100 * time.Millisecond, Settle: settle, SettleSweep: sweep})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return res
 		}
-		def, never := run(0), run(-1)
-		want := 4
-		if c.settles {
-			want = 3
+		never := traces[c.name]
+		if never == nil {
+			never = run(-1, -1)
+			traces[c.name] = never
 		}
-		if def.Iterations != want || never.Iterations != 4 {
-			t.Errorf("clients=%d: %d passes by default (want %d), %d with Settle −1 (want 4)", c.clients,
-				def.Iterations, want, never.Iterations)
+		res := run(c.settle, c.sweep)
+		if res.Iterations != c.want || never.Iterations != 4 {
+			t.Errorf("%s, Settle %g, SettleSweep %g: %d passes, want %d (%d with both off)", c.name, c.settle, c.sweep,
+				res.Iterations, c.want, never.Iterations)
 		}
-		if c.settles && (!def.Fit.Settled || def.Fit.Change >= 1e-3) {
-			t.Errorf("clients=%d: settled %v at change %g", c.clients, def.Fit.Settled, def.Fit.Change)
+		if c.want < 4 && (!res.Fit.Settled || res.Fit.Change >= 1e-3) {
+			t.Errorf("%s: settled %v at change %g", c.name, res.Fit.Settled, res.Fit.Change)
 		}
+		same(t, c.name, res, never)
+	}
+}
+
+// same fails the test where two results' instances or patterns differ.
+func same(t *testing.T, name string, def, never *Result) {
+	t.Helper()
+	{
 		// The same instances (message sets and probabilities) and the
-		// same patterns either way.
+		// same patterns.
 		if len(def.Instances) != len(never.Instances) {
-			t.Fatalf("clients=%d: %d instances against %d", c.clients, len(def.Instances), len(never.Instances))
+			t.Fatalf("%s: %d instances against %d", name, len(def.Instances), len(never.Instances))
 		}
 		for i := range def.Instances {
 			a, b := def.Instances[i], never.Instances[i]
 			if !slices.Equal(a.Messages, b.Messages) || a.Prob != b.Prob || a.Pattern != b.Pattern {
-				t.Fatalf("clients=%d: instance %d differs: %+v against %+v", c.clients, i, a, b)
+				t.Fatalf("%s: instance %d differs: %+v against %+v", name, i, a, b)
 			}
 		}
 		if len(def.Patterns) != len(never.Patterns) {
-			t.Fatalf("clients=%d: %d patterns against %d", c.clients, len(def.Patterns), len(never.Patterns))
+			t.Fatalf("%s: %d patterns against %d", name, len(def.Patterns), len(never.Patterns))
 		}
 		for i := range def.Patterns {
 			a, b := def.Patterns[i], never.Patterns[i]
 			if a.Count != b.Count || a.Expected != b.Expected || shape(a.Root) != shape(b.Root) {
-				t.Errorf("clients=%d: pattern %d differs: %d/%g %s against %d/%g %s", c.clients, i,
+				t.Errorf("%s: pattern %d differs: %d/%g %s against %d/%g %s", name, i,
 					a.Count, a.Expected, shape(a.Root), b.Count, b.Expected, shape(b.Root))
 			}
 		}
