@@ -113,14 +113,20 @@
 //	    whichever final assignment has the lower total span cost (J4's cost
 //	    summed over all spans, each under the models fitted from its own
 //	    assignment). Nothing runs where no count model is in doubt.
-//	J5c. Settling (whole traces): where the first pass with J4 changed
-//	    fewer than Options.Settle (default 10⁻³) of the links the sweeps
-//	    had chosen, the assignment has settled and that pass is the last
-//	    (it scores every call; its refit only what compare reads) — unless
-//	    J5b doubts a count model. On the CoDeeN-sized trace the first
-//	    repair pass changes 2·10⁻⁴ of the links and the second would
-//	    change 4 of 4.7 M (the output is the same but for the fit line);
-//	    on the concurrent scenarios (multitier: 23 %) both passes run.
+//	J5c. Settling (whole traces). Where fewer than Options.SettleSweep
+//	    (default 1 %) of the first sweep's sends chose a parent less likely
+//	    than 0.99, the second sweep alone is skipped: the repair passes
+//	    follow the first. Where the first pass with J4 changed fewer than
+//	    Options.Settle (default 10⁻³) of the links the sweeps had chosen,
+//	    the assignment has settled and that pass is the last (it scores
+//	    every call; its refit only what compare reads) — unless J5b
+//	    doubts a count model. On the CoDeeN-sized trace 0.16 % of the
+//	    first sweep's sends are unsure (the second sweep changed 378 of
+//	    4.7 M links), the first repair pass changes 2·10⁻⁴ of the links
+//	    and the second would change 4; patterns and instances are the
+//	    same as with every pass (only the fit line differs). On the
+//	    concurrent scenarios (multitier: 38 % unsure, 23 % changed by the
+//	    first repair) every pass runs.
 //	J6. Every message now has at most one parent: the instances are the trees
 //	    under the parentless messages; an instance's probability is the product
 //	    of its choices' probabilities.
