@@ -399,8 +399,12 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	j.first = true
 	// step is one pass (J3, with J4 when repair is set) and its refit
 	// (J5); probs scores every call (the last pass), last refits only
-	// what the results read (refit).
-	stepLast := func(repair, probs, last bool) {
+	// what the results read (refit). settling: a pass that changed fewer
+	// than Options.Settle of the links refits only the count models
+	// (what J5b reads) and sets settled; the rest of the refit is for
+	// passes that follow (refitRest).
+	settled := false
+	stepLast := func(repair, probs, last, settling bool) {
 		copy(prev, j.parent)
 		j.passNo = iters + 1
 		j.pass(rev, repair, probs)
@@ -416,10 +420,15 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		// run, all chosen links refine them (the unambiguous ones are
 		// biased towards short delays: they happen before others arrive).
 		phaseOf("J5 refit", j.passNo)
-		j.refit(!repair, last)
+		if settling && fit.Change < l.o.Settle {
+			j.refitCounts()
+			settled = true
+		} else {
+			j.refit(!repair, last)
+		}
 		j.first = false
 	}
-	step := func(repair, probs bool) { stepLast(repair, probs, probs) }
+	step := func(repair, probs bool) { stepLast(repair, probs, probs, false) }
 	for iters < greedy {
 		step(false, false)
 		if iters > 1 && fit.Change < 1e-3 {
@@ -437,7 +446,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// share Options.Settle of the links has settled: that pass is the last
 	// one (it scores every call, in case), unless J5b doubts a count model.
 	settle := j.carried == nil && l.o.Settle > 0
-	stepLast(true, settle, false)
+	stepLast(true, settle, false, settle)
 	// J5b: where the assignment doubts a count model's structure, try the
 	// other one and keep the cheaper assignment.
 	phase("J5b test")
@@ -445,11 +454,18 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	if j.carried == nil && keepAlternative != nil {
 		doubt = j.doubtfulCounts()
 	}
-	if settle && len(doubt) == 0 && fit.Change < l.o.Settle {
+	if settled && len(doubt) == 0 {
 		// (What the last pass's refit does of a whole trace.)
 		phase("J5c settled")
 		j.linkClasses()
 	} else {
+		if settled {
+			// The pass's whole refit after all (the count models
+			// again: the same).
+			phaseOf("J5 refit", j.passNo)
+			j.refit(false, false)
+			phase("J5b test")
+		}
 		j.tally, j.tallySum = len(doubt) > 0, 0
 		step(true, true)
 	}

@@ -1,9 +1,13 @@
 package linking
 
 import (
+	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
+
+	"wap5/tracegen"
 )
 
 // TestSettle: J5c. With serial clients nothing is ambiguous: the first
@@ -86,4 +90,43 @@ func same(t *testing.T, name string, def, never *Result) {
 			}
 		}
 	}
+}
+
+// TestSettleDoubt: where J5b doubts a count model, a settled repair pass is
+// not the last: the pass is refitted in full and the structure test runs as
+// without J5c (children-0/2 with Settle 1, which settles any pass: the same
+// passes, paths and fit as with Settle −1).
+func TestSettleDoubt(t *testing.T) {
+	cfg, err := tracegen.ParseConfigFile(filepath.Join("..", "testdata", "gen", "children-0-2.gen"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Parents = true
+	cfg.Duration = 30
+	tr, err := tracegen.Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := keepAlternative
+	defer func() { keepAlternative = saved }()
+	ran := 0
+	keepAlternative = func(cost, alt float64) bool {
+		ran++
+		return saved(cost, alt)
+	}
+	run := func(settle float64) *Result {
+		res, err := Link(tr, Options{AggregateClients: true, Settle: settle, SettleSweep: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	always, never := run(1), run(-1)
+	if ran != 2 {
+		t.Fatalf("the structure test ran %d times, want 2", ran)
+	}
+	if always.Iterations != never.Iterations || !reflect.DeepEqual(always.Fit, never.Fit) {
+		t.Errorf("%d passes, fit %+v; without J5c %d, %+v", always.Iterations, always.Fit, never.Iterations, never.Fit)
+	}
+	same(t, "children-0/2", always, never)
 }
