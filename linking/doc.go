@@ -119,8 +119,8 @@
 //	    follow the first. Where the first pass with J4 changed fewer than
 //	    Options.Settle (default 10⁻³) of the links the sweeps had chosen,
 //	    the assignment has settled and that pass is the last (it scores
-//	    every call; its refit only what compare reads) — unless J5b
-//	    doubts a count model. On the CoDeeN-sized trace 0.16 % of the
+//	    every call; its refit is the count models, for J5b, and what
+//	    compare reads) — unless J5b doubts a count model. On the CoDeeN-sized trace 0.16 % of the
 //	    first sweep's sends are unsure (the second sweep changed 378 of
 //	    4.7 M links), the first repair pass changes 2·10⁻⁴ of the links
 //	    and the second would change 4; patterns and instances are the
