@@ -6,19 +6,32 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"wap5/libsockcap"
 	"wap5/trace"
 )
 
-// namer interns node and endpoint names into the trace (step 7).
+// namer interns node, actor and endpoint names (step 7) into tables of
+// its own, in the order the matcher decides (internal ids): nodes and
+// actors in a private trace (t), endpoints in eps. Messages carry these
+// ids until step 9 writes them out in the canonical order, renumbered by
+// first use (canon.go). IP endpoints are kept as integers, their address's
+// index and the port, and named only when the output's tables are written.
 type namer struct {
-	t     *trace.Trace
-	gran  Granularity
-	nodes map[*Observer]trace.NodeID
-	addrs map[string]trace.NodeID
-	eps   map[libsockcap.Endpoint]trace.EndpointID
+	t    *trace.Trace
+	gran Granularity
+	// eps: each endpoint's key by internal id (0: unknown, "-"): an IP
+	// endpoint's ipEpKey, or epStrBit | its index in strs (a name made
+	// when interned: Unix endpoints, zoned addresses). ips: the addresses
+	// by index (ipEpKey's upper bits); strIdx indexes strs by name.
+	eps    []uint64
+	strs   []string
+	strIdx map[string]trace.EndpointID
+	ips    []netip.Addr
+	nodes  map[*Observer]trace.NodeID
+	addrs  map[string]trace.NodeID
+	// epIdx: endpoints other than plain IP ones (ipEps) by value.
+	epIdx map[libsockcap.Endpoint]trace.EndpointID
 	// ipPeers: untraced peers named by their IP address, by address
 	// (IPv4 ones in ipPeers4).
 	ipPeers map[netip.Addr]trace.NodeID
@@ -39,22 +52,31 @@ type namer struct {
 	last    ipAddrKey
 	lastIdx uint32
 	hasLast bool
-	arena   []byte // see ipName
 }
 
-// ipName formats an IP endpoint's name (as libsockcap.Endpoint.String
-// does) into an arena of names: one heap object per 64 KiB of names instead
-// of one per name, for the millions of ephemeral ports of a large set that
-// every collection would otherwise mark one by one. The arena's bytes are
-// never written again once a name is made of them.
-func (n *namer) ipName(ap netip.AddrPort) string {
-	const chunk = 64 << 10
-	if cap(n.arena)-len(n.arena) < 64 { // the longest: [v6]:port, 47 bytes
-		n.arena = make([]byte, 0, chunk)
+// epStrBit marks an endpoint key that indexes strs.
+const epStrBit = 1 << 63
+
+// appendEndpoint appends the name of internal endpoint id: an IP
+// endpoint's as libsockcap.Endpoint.String writes it.
+func (n *namer) appendEndpoint(b []byte, id trace.EndpointID) []byte {
+	if id == trace.NoEndpoint {
+		return append(b, '-')
 	}
-	start := len(n.arena)
-	n.arena = ap.AppendTo(n.arena)
-	return unsafe.String(&n.arena[start], len(n.arena)-start)
+	k := n.eps[id]
+	if k&epStrBit != 0 {
+		return append(b, n.strs[k&^epStrBit]...)
+	}
+	return netip.AddrPortFrom(n.ips[k>>16], uint16(k)).AppendTo(b)
+}
+
+// endpointCount is the number of internal endpoint ids (with 0, "-").
+func (n *namer) endpointCount() int { return len(n.eps) }
+
+// newEndpoint hands out the next internal endpoint id for key k.
+func (n *namer) newEndpoint(k uint64) trace.EndpointID {
+	n.eps = append(n.eps, k)
+	return trace.EndpointID(len(n.eps) - 1)
 }
 
 // ipAddrKey is an IP address as plain bytes (its 16-byte form and whether
@@ -84,6 +106,9 @@ func (n *namer) ipEpKey(a netip.Addr, port uint16) uint64 {
 				n.ips6[k] = idx
 			}
 		}
+		if !ok {
+			n.ips = append(n.ips, a)
+		}
 		n.last, n.lastIdx, n.hasLast = k, idx, true
 	}
 	return uint64(n.lastIdx)<<16 | uint64(port)
@@ -102,9 +127,10 @@ func (n *namer) addrIndex(k ipAddrKey) (uint32, bool) {
 	return idx, ok
 }
 
-func newNamer(t *trace.Trace, g Granularity) *namer {
-	return &namer{t: t, gran: g, nodes: map[*Observer]trace.NodeID{},
-		addrs: map[string]trace.NodeID{}, eps: map[libsockcap.Endpoint]trace.EndpointID{}}
+func newNamer(g Granularity) *namer {
+	return &namer{t: trace.New(), gran: g, nodes: map[*Observer]trace.NodeID{},
+		addrs: map[string]trace.NodeID{}, epIdx: map[libsockcap.Endpoint]trace.EndpointID{},
+		eps: []uint64{0}, strIdx: map[string]trace.EndpointID{"-": trace.NoEndpoint}}
 }
 
 // clean makes a name component safe for the text format: no spaces, no
@@ -247,18 +273,18 @@ func (n *namer) endpoint(e libsockcap.Endpoint) trace.EndpointID {
 	if a := e.Addr.Addr(); !e.Unix && a.IsValid() && a.Zone() == "" {
 		// An IP endpoint: keyed by its address and port alone (cheaper to
 		// hash than the whole Endpoint with its path string; its name is
-		// the address's, whatever else it holds). Names of ipEps are made
-		// only here, and no other name has their form (unix:..., a zone),
-		// so a new one is new to the trace too: no lookup by name.
+		// the address's, whatever else it holds). No other name has
+		// their form (unix:..., a zone), so a new one is a new name too:
+		// no lookup by name, and no name made until written.
 		k := n.ipEpKey(a, e.Addr.Port())
 		if id, ok := n.ipEps.get(k); ok {
 			return id
 		}
-		id := n.t.NewEndpoint(n.ipName(e.Addr))
+		id := n.newEndpoint(k)
 		n.ipEps.put(k, id)
 		return id
 	}
-	if id, ok := n.eps[e]; ok {
+	if id, ok := n.epIdx[e]; ok {
 		return id
 	}
 	s := e.String()
@@ -275,8 +301,13 @@ func (n *namer) endpoint(e libsockcap.Endpoint) trace.EndpointID {
 			return trace.NoEndpoint // unnamed, and no inode to tell it by
 		}
 	}
-	id := n.t.Endpoint(s)
-	n.eps[e] = id
+	id, ok := n.strIdx[s]
+	if !ok {
+		id = n.newEndpoint(epStrBit | uint64(len(n.strs)))
+		n.strs = append(n.strs, s)
+		n.strIdx[s] = id
+	}
+	n.epIdx[e] = id
 	return id
 }
 

@@ -214,6 +214,9 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 		}
 	}
 	m.finish()
+	// Warnings of the namer's tables (a node out of actor ids) came as
+	// the matcher decided.
+	t.Warnings = append(t.Warnings, m.names.t.Warnings...)
 	sort.Slice(ended, func(i, j int) bool { return ended[i].idx < ended[j].idx })
 	for _, c := range ended {
 		t.Warnings = append(t.Warnings, c.src.Warnings()...)
@@ -228,6 +231,7 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 			return nil, nil, err
 		}
 		m.st.warnings(t)
+		m.canon.finishTables()
 		if err := m.st.sink.End(t, m.st.n); err != nil {
 			return nil, nil, err
 		}

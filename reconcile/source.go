@@ -261,12 +261,21 @@ const DefaultSortWindow = 60 * time.Second
 // being read (Options.Stream).
 type StreamSink interface {
 	// Messages receives the next messages, numbered, in trace order; t's
-	// tables name everything they use (names are only ever added). The
-	// slice is only valid during the call.
+	// tables name everything they use (names are only ever added; see
+	// LateNames for endpoints). The slice is only valid during the call.
 	Messages(t *trace.Trace, msgs []trace.Message) error
 	// End is called once after the last of the n messages, when t's
 	// tables and warnings are final.
 	End(t *trace.Trace, n int) error
+}
+
+// LateNames may be implemented by a StreamSink that reads the trace's
+// endpoint names only in End (a binary trace's tables, written last): with
+// NamesAtEnd true, t.Endpoints holds only "-" until End and the names are
+// made at once then, while the messages' endpoint ids are final as they are
+// handed out.
+type LateNames interface {
+	NamesAtEnd() bool
 }
 
 // Sink takes a reconciled trace's messages as they are produced.

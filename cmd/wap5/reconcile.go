@@ -235,6 +235,10 @@ func (s *streamSink) Messages(t *trace.Trace, msgs []trace.Message) error {
 	return nil
 }
 
+// NamesAtEnd: a binary trace's tables are written at End, after the
+// messages (reconcile.LateNames).
+func (s *streamSink) NamesAtEnd() bool { return s.binary }
+
 func (s *streamSink) End(t *trace.Trace, n int) error {
 	if err := s.open(t); err != nil {
 		return err
