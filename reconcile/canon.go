@@ -45,6 +45,11 @@ type outCanon struct {
 	node []trace.NodeID
 	ep   []trace.EndpointID
 	act  [][]int32
+	// packed: the output id of each packed IP endpoint (ids < 0), by key;
+	// recent: the last ones looked up, by a hash of the id (a connection's
+	// messages come close together: most lookups stop here).
+	packed epTable
+	recent [recentSize]struct{ id, out trace.EndpointID }
 	// outEP: the internal id of each output endpoint (outEP[0] is "-");
 	// the output's Endpoints hold the names of outEP[:len(t.Endpoints)].
 	outEP []trace.EndpointID
@@ -147,9 +152,19 @@ func (c *outCanon) sortTies(msgs []trace.Message) {
 }
 
 // remap renumbers settled messages (in output order) into the output's
-// tables, giving each new node, endpoint and actor the next id.
+// tables, giving each new node, endpoint and actor the next id. The
+// table slots of packed endpoints a few messages ahead are fetched while
+// it works (most of them are met for the first time: a cache miss each,
+// overlapped this way).
 func (c *outCanon) remap(msgs []trace.Message) {
+	const ahead = 8
+	for i := range min(ahead, len(msgs)) {
+		c.prefetch(&msgs[i])
+	}
 	for i := range msgs {
+		if i+ahead < len(msgs) {
+			c.prefetch(&msgs[i+ahead])
+		}
 		x := &msgs[i]
 		src, dst := x.Src, x.Dst
 		x.Src, x.SrcEP = c.nodeOf(src), c.epOf(x.SrcEP)
@@ -160,6 +175,19 @@ func (c *outCanon) remap(msgs []trace.Message) {
 		if x.DstActor != trace.NoActor {
 			x.DstActor = c.actorOf(dst, x.Dst, x.DstActor)
 		}
+	}
+}
+
+const recentSize = 1024
+
+func recentSlot(id trace.EndpointID) uint32 { return uint32(id) * 0x9e3779b1 >> 22 }
+
+func (c *outCanon) prefetch(x *trace.Message) {
+	if id := x.SrcEP; id < 0 && c.recent[recentSlot(id)].id != id {
+		c.packed.prefetch(packedKey(id))
+	}
+	if id := x.DstEP; id < 0 && c.recent[recentSlot(id)].id != id {
+		c.packed.prefetch(packedKey(id))
 	}
 }
 
@@ -180,6 +208,21 @@ func (c *outCanon) nodeOf(id trace.NodeID) trace.NodeID {
 func (c *outCanon) epOf(id trace.EndpointID) trace.EndpointID {
 	if id == trace.NoEndpoint {
 		return trace.NoEndpoint
+	}
+	if id < 0 {
+		r := &c.recent[recentSlot(id)]
+		if r.id == id {
+			return r.out
+		}
+		k := packedKey(id)
+		o, ok := c.packed.get(k)
+		if !ok {
+			o = trace.EndpointID(len(c.outEP))
+			c.outEP = append(c.outEP, id)
+			c.packed.put(k, o)
+		}
+		r.id, r.out = id, o
+		return o
 	}
 	if int(id) >= len(c.ep) {
 		c.ep = slices.Grow(c.ep, c.n.endpointCount()-len(c.ep))[:c.n.endpointCount()]
@@ -276,9 +319,11 @@ func (c *outCanon) nameEndpoints() {
 	t.Endpoints = slices.Grow(t.Endpoints, len(c.outEP)-len(t.Endpoints))
 	const chunk = 256 << 10
 	for _, id := range c.outEP[len(t.Endpoints):] {
-		if k := c.n.eps[id]; k&epStrBit != 0 {
-			t.Endpoints = append(t.Endpoints, c.n.strs[k&^epStrBit])
-			continue
+		if id > 0 {
+			if k := c.n.eps[id]; k&epStrBit != 0 {
+				t.Endpoints = append(t.Endpoints, c.n.strs[k&^epStrBit])
+				continue
+			}
 		}
 		if cap(c.arena)-len(c.arena) < 64 { // the longest: [v6]:port, 47 bytes
 			c.arena = make([]byte, 0, chunk)

@@ -6,6 +6,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"wap5/libsockcap"
 	"wap5/trace"
@@ -15,31 +16,36 @@ import (
 // its own, in the order the matcher decides (internal ids): nodes and
 // actors in a private trace (t), endpoints in eps. Messages carry these
 // ids until step 9 writes them out in the canonical order, renumbered by
-// first use (canon.go). IP endpoints are kept as integers, their address's
-// index and the port, and named only when the output's tables are written.
+// first use (canon.go).
+//
+// IP endpoints (without a zone) are not interned at all: a message carries
+// the endpoint itself as a negative id, −1 − ipEpKey (its address's index
+// and the port, which fit in 31 bits for up to 32,767 addresses; the rest
+// are interned), and it is named only when the output's tables are
+// written. The millions of ephemeral ports of a large set thus cost no
+// table probe while matching; step 9 maps each to its output id once, in
+// batches (outCanon.remap).
 type namer struct {
 	t    *trace.Trace
 	gran Granularity
-	// eps: each endpoint's key by internal id (0: unknown, "-"): an IP
-	// endpoint's ipEpKey, or epStrBit | its index in strs (a name made
-	// when interned: Unix endpoints, zoned addresses). ips: the addresses
-	// by index (ipEpKey's upper bits); strIdx indexes strs by name.
+	// eps: each interned endpoint's key by internal id (0: unknown, "-"):
+	// an IP endpoint's ipEpKey (of an address index too large to pack),
+	// or epStrBit | its index in strs (a name made when interned: Unix
+	// endpoints, zoned addresses). ips: the addresses by index
+	// (ipEpKey's upper bits); strIdx indexes strs by name.
 	eps    []uint64
 	strs   []string
 	strIdx map[string]trace.EndpointID
 	ips    []netip.Addr
 	nodes  map[*Observer]trace.NodeID
 	addrs  map[string]trace.NodeID
-	// epIdx: endpoints other than plain IP ones (ipEps) by value.
+	// epIdx: endpoints other than plain IP ones by value.
 	epIdx map[libsockcap.Endpoint]trace.EndpointID
 	// ipPeers: untraced peers named by their IP address, by address
 	// (IPv4 ones in ipPeers4).
 	ipPeers map[netip.Addr]trace.NodeID
-	// ipEps: IP endpoints (without a zone) by address (its index in ips)
-	// and port, in a key of 8 bytes: one entry per connection's ephemeral
-	// port adds up to millions (the largest table of a large set), which
-	// the collector then need not scan (epTable).
-	ipEps epTable
+	// ipOver: interned IP endpoints whose key does not pack (ipEpKey).
+	ipOver map[uint64]trace.EndpointID
 	// ips: the index of each address (in the order first seen): IPv4
 	// addresses by their 4 bytes in ips4 (a map of 4-byte keys, hashed
 	// and compared as one word), others in ips6; nips counts both.
@@ -57,11 +63,22 @@ type namer struct {
 // epStrBit marks an endpoint key that indexes strs.
 const epStrBit = 1 << 63
 
+// epPacked bounds the ipEpKeys a message carries as they are (as −1 −
+// key: an EndpointID below 0).
+const epPacked = 1<<31 - 1
+
+// packedKey is the ipEpKey of a packed endpoint id (id < 0).
+func packedKey(id trace.EndpointID) uint64 { return uint64(-1 - int64(id)) }
+
 // appendEndpoint appends the name of internal endpoint id: an IP
 // endpoint's as libsockcap.Endpoint.String writes it.
 func (n *namer) appendEndpoint(b []byte, id trace.EndpointID) []byte {
 	if id == trace.NoEndpoint {
 		return append(b, '-')
+	}
+	if id < 0 {
+		k := packedKey(id)
+		return netip.AddrPortFrom(n.ips[k>>16], uint16(k)).AppendTo(b)
 	}
 	k := n.eps[id]
 	if k&epStrBit != 0 {
@@ -70,7 +87,7 @@ func (n *namer) appendEndpoint(b []byte, id trace.EndpointID) []byte {
 	return netip.AddrPortFrom(n.ips[k>>16], uint16(k)).AppendTo(b)
 }
 
-// endpointCount is the number of internal endpoint ids (with 0, "-").
+// endpointCount is the number of interned endpoint ids (with 0, "-").
 func (n *namer) endpointCount() int { return len(n.eps) }
 
 // newEndpoint hands out the next internal endpoint id for key k.
@@ -277,11 +294,17 @@ func (n *namer) endpoint(e libsockcap.Endpoint) trace.EndpointID {
 		// their form (unix:..., a zone), so a new one is a new name too:
 		// no lookup by name, and no name made until written.
 		k := n.ipEpKey(a, e.Addr.Port())
-		if id, ok := n.ipEps.get(k); ok {
+		if k < epPacked {
+			return trace.EndpointID(-1 - int64(k))
+		}
+		if id, ok := n.ipOver[k]; ok {
 			return id
 		}
 		id := n.newEndpoint(k)
-		n.ipEps.put(k, id)
+		if n.ipOver == nil {
+			n.ipOver = map[uint64]trace.EndpointID{}
+		}
+		n.ipOver[k] = id
 		return id
 	}
 	if id, ok := n.epIdx[e]; ok {
@@ -311,7 +334,8 @@ func (n *namer) endpoint(e libsockcap.Endpoint) trace.EndpointID {
 	return id
 }
 
-// epTable maps ipEpKeys to endpoint ids: each key and its id packed in one
+// epTable maps ipEpKeys to endpoint ids (step 9: packed ones to output
+// ids): each key and its id packed in one
 // 8-byte slot of an open-addressing table (linear probing), split into
 // segments by the key's hash that grow one at a time. A Go map of the same
 // entries takes about twice the memory (16-byte slots, control bytes,
@@ -359,6 +383,14 @@ func (t *epTable) get(k uint64) (trace.EndpointID, bool) {
 		return id, ok
 	}
 	return 0, false
+}
+
+// prefetch asks for the line where a lookup of k begins.
+func (t *epTable) prefetch(k uint64) {
+	h := epHash(k)
+	if s := &t.segs[h>>58]; len(s.slots) > 0 {
+		prefetchLines(uintptr(unsafe.Pointer(&s.slots[h&uint64(len(s.slots)-1)])), 8)
+	}
 }
 
 // put adds k (not in the table) with id.
