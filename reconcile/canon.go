@@ -255,8 +255,9 @@ func (c *outCanon) actorOf(in, out trace.NodeID, a trace.ActorID) trace.ActorID 
 
 // finishTables appends what no message used to the output's tables, each
 // sorted by name (a set the inputs decide, whatever the order the matcher
-// named it in), and names every endpoint.
-func (c *outCanon) finishTables() {
+// named it in), and with name names every endpoint in the output's
+// Endpoints (else they stay for a LateNames sink to ask: Len, AppendName).
+func (c *outCanon) finishTables(name bool) {
 	nodes := c.n.t.Nodes
 	var rest []trace.NodeID
 	for id := range nodes {
@@ -301,7 +302,18 @@ func (c *outCanon) finishTables() {
 			c.actorOf(trace.NodeID(in), out, a)
 		}
 	}
-	c.nameEndpoints()
+	if name {
+		c.nameEndpoints()
+	}
+}
+
+// Len is the number of the output's endpoints ("-" included): outCanon is
+// the trace.EndpointNames of a LateNames sink.
+func (c *outCanon) Len() int { return len(c.outEP) }
+
+// AppendName appends the name of output endpoint id.
+func (c *outCanon) AppendName(b []byte, id trace.EndpointID) []byte {
+	return c.n.appendEndpoint(b, c.outEP[id])
 }
 
 // nameEndpoints makes the names of the output's endpoints not named yet

@@ -133,7 +133,7 @@ type streamState struct {
 	lastT      int64
 	free       [][]trace.Message // arrays of blocks written out, for new blocks
 	freeKeys   [][]sortKey       // and of their keys
-	lateNames  bool              // the sink reads endpoint names only at End (LateNames)
+	lateNames  bool              // the sink takes endpoint names only at the end (LateNames)
 	late       int64             // messages written out of time order
 	forced     int64             // held messages written before they were settled
 	err        error
@@ -144,8 +144,12 @@ func newStreamState(sink StreamSink, opts Options, minCorr int64) *streamState {
 	if w <= 0 {
 		w = int64(DefaultSortWindow)
 	}
-	ln, _ := sink.(LateNames)
-	return &streamState{sink: sink, window: w, minCorr: minCorr, lateNames: ln != nil && ln.NamesAtEnd(),
+	inner := sink
+	if p, ok := sink.(*prefixStream); ok {
+		inner = p.StreamSink
+	}
+	_, late := inner.(LateNames)
+	return &streamState{sink: sink, window: w, minCorr: minCorr, lateNames: late,
 		out: make([]trace.Message, 0, outBatch), lastT: math.MinInt64, calls: newCallWindow()}
 }
 

@@ -1164,7 +1164,7 @@ func (m *matcher) messages() error {
 		if err := pass(false); err != nil {
 			return err
 		}
-		c.finishTables()
+		c.finishTables(true)
 		if err := m.sink.Begin(m.t, n); err != nil {
 			return err
 		}
@@ -1184,7 +1184,7 @@ func (m *matcher) messages() error {
 		return nil
 	})
 	settle(msgs[done:])
-	c.finishTables()
+	c.finishTables(true)
 	m.chunks, m.chunk = nil, nil
 	m.t.Messages = msgs
 	if release {

@@ -269,13 +269,16 @@ type StreamSink interface {
 	End(t *trace.Trace, n int) error
 }
 
-// LateNames may be implemented by a StreamSink that reads the trace's
-// endpoint names only in End (a binary trace's tables, written last): with
-// NamesAtEnd true, t.Endpoints holds only "-" until End and the names are
-// made at once then, while the messages' endpoint ids are final as they are
-// handed out.
+// LateNames may be implemented by a StreamSink that needs the trace's
+// endpoint names only at the end (a binary trace's tables, written last):
+// Reconcile then calls EndNamed instead of End, with t's tables final but
+// for its Endpoints, which hold only "-": names names every endpoint id
+// the messages carry, each name made only as the sink asks for it (the
+// millions of ephemeral ports of a large set are never held as strings).
+// Until then Messages gets messages whose endpoint ids are final but not
+// yet in t.Endpoints.
 type LateNames interface {
-	NamesAtEnd() bool
+	EndNamed(t *trace.Trace, n int, names trace.EndpointNames) error
 }
 
 // Sink takes a reconciled trace's messages as they are produced.
