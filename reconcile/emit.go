@@ -19,7 +19,8 @@ import (
 // chunkSize (as without streaming); a full block is sealed — its sort keys
 // sorted stably by time — at the next observation, and then every message
 // whose time lies below the watermark is merged out of the sealed blocks in
-// time order (ties in emission order), numbered and handed to the sink. A
+// time order, runs of one time put in canonical order (canon.go), renumbered
+// into the output's tables, numbered and handed to the sink. A
 // block is dropped once all its messages are out, so memory holds the
 // messages of the window, not of the trace.
 //
