@@ -163,7 +163,8 @@
 //     log covers, in flows with such an uncovered peer (pcapsource.go, P3),
 //     so that a captured server's ends pair here with its masqueraded
 //     traced clients'.
-//  7. Name nodes at Options.Granularity: HOST, HOST/EXE or HOST/EXE/PID (EXE
+//  7. Name nodes at Options.Granularity (into the namer's own tables, in the
+//     order decided; step 9 numbers the output's): HOST, HOST/EXE or HOST/EXE/PID (EXE
 //     is the program's base name, libsockcap.Process.Program: argv[0]'s for
 //     a multi-call binary such as redis-server; spaces become '_'); untraced peers by their
 //     IP address (or Unix endpoint). With Options.AggregateClients, ports
@@ -176,15 +177,24 @@
 //     server had read when it began to answer (kind=, call=). The pairing is
 //     by stream position, so it holds whatever the two hosts' clocks say; a
 //     call answered by nothing stays a call, a second answer is no return.
-//  9. Sort the messages by time (send time, else receive time; ties in the
-//     order they were decided): sort each block of emitted messages, merge
-//     the blocks; then number them (id=) and renumber the calls in time
-//     order. Streaming (Options.Stream, emit.go), the same is done as the
+//  9. Sort the messages by time (send time, else receive time), messages
+//     of the same time by content (canon.go: send, receive, source node and
+//     endpoint names, destination node and endpoint names, bytes, kind,
+//     the actors' names): sort each block of emitted messages by time,
+//     merge the blocks, and put each run of one time in content order once
+//     nothing more of its time can come; then number them (id=), renumber
+//     the calls in time order, and renumber nodes, endpoints and actors
+//     from the namer's ids (step 7: in decision order) to the output's, by
+//     first use in this order (unused ones after, by name). So the trace is
+//     a function of the messages, whatever order the matcher decided them
+//     in. IP endpoints travel in the messages as packed integers (address
+//     index, port) and are named only when the tables are written.
+//     Streaming (Options.Stream, emit.go), the same is done as the
 //     inputs are read: a full block is sealed (its keys sorted), and the
 //     sealed blocks' messages below the watermark — the earliest time a
-//     message decided from now on can have — are merged out, numbered and
-//     written; call ids are renumbered through a window over the calls in
-//     flight.
+//     message decided from now on can have — are merged out, put in
+//     order, renumbered, numbered and written; call ids are renumbered
+//     through a window over the calls in flight.
 //
 // # Memory
 //
@@ -206,7 +216,8 @@
 // blocks' memory goes back to the system as they are copied, so the peak
 // stays near the size of the result instead of twice it. With Options.Sink
 // the merge hands the messages to the sink as it goes and no result is
-// built at all (but the blocks are kept to the end).
+// built at all (but the blocks are kept to the end): it merges twice, the
+// first time only to number the tables, which the sink's Begin needs final.
 //
 // Actors (trace.Message.SrcActor, DstActor: which thread sent and which
 // received, a hint for inference): a stream message's sender actor is the thread (pid/tid

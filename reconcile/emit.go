@@ -19,7 +19,8 @@ import (
 // chunkSize (as without streaming); a full block is sealed — its sort keys
 // sorted stably by time — at the next observation, and then every message
 // whose time lies below the watermark is merged out of the sealed blocks in
-// time order (ties in emission order), numbered and handed to the sink. A
+// time order, runs of one time put in canonical order (canon.go), renumbered
+// into the output's tables, numbered and handed to the sink. A
 // block is dropped once all its messages are out, so memory holds the
 // messages of the window, not of the trace.
 //
@@ -133,6 +134,7 @@ type streamState struct {
 	lastT      int64
 	free       [][]trace.Message // arrays of blocks written out, for new blocks
 	freeKeys   [][]sortKey       // and of their keys
+	lateNames  bool              // the sink takes endpoint names only at the end (LateNames)
 	late       int64             // messages written out of time order
 	forced     int64             // held messages written before they were settled
 	err        error
@@ -143,7 +145,12 @@ func newStreamState(sink StreamSink, opts Options, minCorr int64) *streamState {
 	if w <= 0 {
 		w = int64(DefaultSortWindow)
 	}
-	return &streamState{sink: sink, window: w, minCorr: minCorr,
+	inner := sink
+	if p, ok := sink.(*prefixStream); ok {
+		inner = p.StreamSink
+	}
+	_, late := inner.(LateNames)
+	return &streamState{sink: sink, window: w, minCorr: minCorr, lateNames: late,
 		out: make([]trace.Message, 0, outBatch), lastT: math.MinInt64, calls: newCallWindow()}
 }
 
@@ -194,9 +201,11 @@ func (m *matcher) releaseMsgs(final bool) error {
 			wm = min(wm, m.chunk[i].Time())
 		}
 	}
-	s.merge(m, wm, floor)
+	held := s.merge(m, wm, floor)
 	if s.err == nil && len(s.out) > 0 {
-		s.flush(m.t)
+		// Every message below wm is out unless a held one stopped the
+		// merge: then more of the last time may still come.
+		s.flush(m, final || !held)
 	}
 	return s.err
 }
@@ -375,9 +384,9 @@ func (k sortKey) cmp(o sortKey) int {
 }
 
 // merge writes the sealed blocks' messages below wm in time order (ties
-// to the earlier block), stopping at a held message unless it is older
-// than floor.
-func (s *streamState) merge(m *matcher, wm, floor int64) {
+// to the earlier block; flush puts them in canonical order), stopping at a
+// held message unless it is older than floor; stopped reports such a stop.
+func (s *streamState) merge(m *matcher, wm, floor int64) (stopped bool) {
 	for len(s.live) > 0 && s.err == nil {
 		// The block with the earliest head, and the runner-up's head.
 		bi := -1
@@ -427,8 +436,8 @@ func (s *streamState) merge(m *matcher, wm, floor int64) {
 				s.lastT = k.t
 			}
 			s.out = append(s.out, c[k.idx])
-			if len(s.out) == cap(s.out) {
-				s.flush(m.t)
+			if len(s.out) >= outBatch {
+				s.flush(m, false)
 			}
 			b.pos++
 		}
@@ -451,26 +460,45 @@ func (s *streamState) merge(m *matcher, wm, floor int64) {
 			s.live = slices.Delete(s.live, bi, bi+1)
 		}
 		if stop {
-			break
+			return true
 		}
 	}
+	return false
 }
 
-// flush numbers the messages gathered (step 9) and hands them to the sink.
-func (s *streamState) flush(t *trace.Trace) {
-	for i := range s.out {
-		x := &s.out[i]
+// flush settles the messages gathered (step 9): runs of one time put in
+// canonical order, renumbered into the output's tables (canon.go),
+// numbered, and handed to the sink. Unless complete (nothing more of
+// their times can come), the last run of one time waits for the next
+// flush.
+func (s *streamState) flush(m *matcher, complete bool) {
+	cut := len(s.out)
+	if !complete {
+		cut = tieCut(s.out)
+	}
+	if cut == 0 {
+		return
+	}
+	done := s.out[:cut]
+	c := m.canon
+	c.sortTies(done)
+	c.remap(done)
+	for i := range done {
+		x := &done[i]
 		x.ID = s.nextID
 		s.nextID++
 		if x.Kind != trace.KindNone && x.Call >= 0 {
 			x.Call = s.calls.number(x.Call, x.Kind)
 		}
 	}
-	s.n += len(s.out)
+	s.n += len(done)
 	if s.err == nil {
-		s.err = s.sink.Messages(t, s.out)
+		if !s.lateNames {
+			c.nameEndpoints()
+		}
+		s.err = s.sink.Messages(m.t, done)
 	}
-	s.out = s.out[:0]
+	s.out = s.out[:copy(s.out, s.out[cut:])]
 	s.calls.trim()
 }
 

@@ -58,7 +58,8 @@ func eventsFromBytes(data []byte) []Source {
 }
 
 // FuzzReconcileEvents: any sequence of socket events reconciles without a
-// panic into a valid trace.
+// panic into a valid trace, in canonical order with its tables numbered by
+// first use (without aggregation, which renames after).
 func FuzzReconcileEvents(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 1, 8, 0, 0, 1, 1, 1, 2, 1, 1, 0, 0, 1, 0, 2, 1, 1, 0, 10, 0, 1, 1, 3, 2, 1, 1, 10, 0, 1})
 	f.Add([]byte{0, 2, 1, 2, 3, 40, 7, 1, 1, 3, 1, 2, 3, 40, 7, 1, 1, 3, 1, 2, 3, 40, 7, 1})
@@ -78,6 +79,9 @@ func FuzzReconcileEvents(f *testing.F) {
 			}
 			if err := tr.CheckValid(); err != nil {
 				t.Fatalf("invalid trace: %v", err)
+			}
+			if !opts.AggregateClients {
+				checkCanonical(t, "fuzz", tr)
 			}
 		}
 	})

@@ -275,8 +275,9 @@ type matcher struct {
 	// corr is the clock offset of the observation being handled (step 0):
 	// times compared across sources are ob.Time − corr.
 	corr  int64
-	t     *trace.Trace
+	t     *trace.Trace // the output (tables by first use: canon)
 	names *namer
+	canon *outCanon
 	nat   natTable
 	ks    keyStrings // the strings of connection keys
 	now   int64
@@ -347,9 +348,10 @@ func newMatcher(t *trace.Trace, opts Options) (*matcher, error) {
 	if w <= 0 {
 		w = int64(DefaultWindow)
 	}
-	m := &matcher{opts: opts, window: w, t: t, names: newNamer(t, opts.Granularity),
+	m := &matcher{opts: opts, window: w, t: t, names: newNamer(opts.Granularity),
 		hostAddr: map[string]netip.Addr{},
 		logged:   map[string]bool{}, logAddr: map[netip.Addr]string{}, covered: map[*Observer]bool{}}
+	m.canon = newOutCanon(m.names, t)
 	m.dg.init()
 	for _, tr := range opts.NAT {
 		if err := m.nat.addRule(tr); err != nil {
@@ -1091,7 +1093,8 @@ func (m *matcher) pairCalls(c *conn, final bool) {
 var chunkSize = 1 << 15 // a variable for tests (small blocks release often)
 
 // messages moves the collected messages into the trace, sorted by time
-// (send time, else receive time; ties in emission order) — step 9. Sorting
+// (send time, else receive time; ties by content: canon.go), renumbered
+// into the trace's tables by first use — step 9. Sorting
 // 16-byte keys and gathering once is much cheaper than sorting 64-byte
 // messages, and the gather is the copy out of the blocks anyway.
 func (m *matcher) messages() error {
@@ -1104,7 +1107,7 @@ func (m *matcher) messages() error {
 	}
 	blocks := m.chunks
 	// With a sink there is no result to make room for: blocks are
-	// dropped as they are consumed.
+	// dropped as they are consumed (by the second merge).
 	release := m.opts.ReturnMemory && len(blocks) >= releaseBlocks && m.sink == nil
 	if release {
 		debug.FreeOSMemory() // the inputs' buffers, before the result
@@ -1116,24 +1119,89 @@ func (m *matcher) messages() error {
 		keys = sortBlock(c, keys)
 	}
 	keys = nil
-	// Merge the blocks into the result: ties go to the earlier block, so
-	// the order is that of a stable sort of everything in emission order.
-	// Messages come out nearly in time order, so the merge mostly copies
-	// long runs from one block, and blocks empty one after another: each
-	// is dropped once copied, and with ReturnMemory the memory goes back
-	// to the system now and then, so that blocks and result are not both
-	// resident (peak ≈ the result, not twice it).
-	var msgs []trace.Message
+	// Merge the blocks into the result (mergeBlocks).
+	// Step 9's numbering and renumbering into the output's tables (canon)
+	// are done as the messages are copied (while they are in cache), not
+	// in passes of their own; a run of messages of one time is settled
+	// once the merge has moved past its time.
+	num := newCallNumbers(m.nextCall)
+	c := m.canon
+	settle := func(msgs []trace.Message) {
+		c.sortTies(msgs)
+		c.remap(msgs)
+		num.number(msgs)
+	}
 	if m.sink != nil {
+		// The sink begins with the final tables: a first merge only
+		// numbers them (first use), the second hands the messages out.
+		var stage []trace.Message
+		pass := func(out bool) error {
+			stage = stage[:0]
+			step := func(msgs []trace.Message) error {
+				if !out {
+					c.sortTies(msgs)
+					c.remap(msgs)
+					return nil
+				}
+				settle(msgs)
+				return m.sink.Messages(msgs)
+			}
+			err := mergeBlocks(blocks, out, false, func(run []trace.Message) error {
+				stage = append(stage, run...)
+				cut := tieCut(stage)
+				if cut == 0 {
+					return nil
+				}
+				err := step(stage[:cut])
+				stage = stage[:copy(stage, stage[cut:])]
+				return err
+			})
+			if err == nil && len(stage) > 0 {
+				err = step(stage)
+			}
+			return err
+		}
+		if err := pass(false); err != nil {
+			return err
+		}
+		c.finishTables(true)
 		if err := m.sink.Begin(m.t, n); err != nil {
 			return err
 		}
-	} else {
-		msgs = make([]trace.Message, 0, n)
+		if err := pass(true); err != nil {
+			return err
+		}
+		m.chunks, m.chunk = nil, nil
+		return nil
 	}
-	// Step 9's numbering is done as the messages are copied (while they
-	// are in cache), not in passes of its own.
-	num := newCallNumbers(m.nextCall)
+	msgs := make([]trace.Message, 0, n)
+	done := 0
+	mergeBlocks(blocks, true, release, func(run []trace.Message) error {
+		msgs = append(msgs, run...)
+		cut := done + tieCut(msgs[done:])
+		settle(msgs[done:cut])
+		done = cut
+		return nil
+	})
+	settle(msgs[done:])
+	c.finishTables(true)
+	m.chunks, m.chunk = nil, nil
+	m.t.Messages = msgs
+	if release {
+		debug.FreeOSMemory() // the last blocks
+	}
+	return nil
+}
+
+// mergeBlocks merges the blocks, each sorted by time, handing out runs
+// of messages in time order (ties to the earlier block: the order of a
+// stable sort of everything in emission order). Messages come out nearly
+// in time order, so the merge mostly hands out long runs of one block, and
+// blocks empty one after another: with drop each is dropped once handed
+// out, and with release the memory goes back to the system now and then,
+// so that blocks and result are not both resident (peak ≈ the result, not
+// twice it).
+func mergeBlocks(blocks [][]trace.Message, drop, release bool, out func([]trace.Message) error) error {
 	pos := make([]int, len(blocks))
 	h := blockHeap{blocks: blocks, pos: pos}
 	for i, c := range blocks {
@@ -1147,7 +1215,8 @@ func (m *matcher) messages() error {
 	for len(h.idx) > 0 {
 		bi := h.idx[0]
 		b := blocks[bi]
-		// Copy from this block while it stays ahead of every other head.
+		// Hand out this block's messages while it stays ahead of every
+		// other head.
 		p := pos[bi]
 		end := len(b)
 		if len(h.idx) > 1 {
@@ -1162,18 +1231,14 @@ func (m *matcher) messages() error {
 			}
 			end = q
 		}
-		if m.sink != nil {
-			num.number(b[p:end])
-			if err := m.sink.Messages(b[p:end]); err != nil {
-				return err
-			}
-		} else {
-			msgs = append(msgs, b[p:end]...)
-			num.number(msgs[len(msgs)-(end-p):])
+		if err := out(b[p:end]); err != nil {
+			return err
 		}
 		pos[bi] = end
 		if end == len(b) {
-			blocks[bi] = nil
+			if drop {
+				blocks[bi] = nil
+			}
 			h.pop()
 			if freed++; release && freed%every == 0 {
 				debug.FreeOSMemory()
@@ -1181,11 +1246,6 @@ func (m *matcher) messages() error {
 		} else {
 			h.down(0)
 		}
-	}
-	m.chunks, m.chunk = nil, nil
-	m.t.Messages = msgs
-	if release {
-		debug.FreeOSMemory() // the last blocks
 	}
 	return nil
 }

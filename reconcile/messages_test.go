@@ -9,8 +9,8 @@ import (
 	"wap5/trace"
 )
 
-// The block sort and merge of step 9 orders messages exactly as a stable
-// sort by time of everything in emission order would, whatever the block
+// The block sort and merge of step 9 orders messages exactly as a sort by
+// time, then content (here: send, receive, bytes) would, whatever the block
 // boundaries, ties and disorder, and numbers them in that order (id=).
 func TestMessagesOrder(t *testing.T) {
 	r := rand.New(rand.NewSource(9))
@@ -22,14 +22,16 @@ func TestMessagesOrder(t *testing.T) {
 		{"shuffled", 3000, 100, 1 << 30}, {"many ties", 4000, 128, 3}, {"exact blocks", 512, 128, 50},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &matcher{t: trace.New()}
+			m := &matcher{t: trace.New(), names: newNamer(ByHost)}
+			m.canon = newOutCanon(m.names, m.t)
+			m.names.t.Node("n")
 			var all []trace.Message
 			for i := 0; i < tc.n; i++ {
 				tm := int64(i) + int64(r.Intn(tc.jump))
 				if tc.jump == 3 {
 					tm = int64(i / 10)
 				}
-				msg := trace.Message{Send: tm, Recv: trace.Unknown, Bytes: int64(i), ID: trace.NoRef, Call: trace.NoRef}
+				msg := trace.Message{Send: tm, Recv: trace.Unknown, Bytes: int64(r.Intn(1000)), ID: trace.NoRef, Call: trace.NoRef}
 				if r.Intn(5) == 0 {
 					msg.Send, msg.Recv = trace.Unknown, tm
 				}
@@ -42,7 +44,9 @@ func TestMessagesOrder(t *testing.T) {
 			}
 			m.messages()
 			want := slices.Clone(all)
-			slices.SortStableFunc(want, func(a, b trace.Message) int { return cmp.Compare(a.Time(), b.Time()) })
+			slices.SortStableFunc(want, func(a, b trace.Message) int {
+				return cmp.Or(cmp.Compare(a.Time(), b.Time()), cmp.Compare(a.Send, b.Send), cmp.Compare(a.Recv, b.Recv), cmp.Compare(a.Bytes, b.Bytes))
+			})
 			if len(m.t.Messages) != len(want) {
 				t.Fatalf("%d messages, want %d", len(m.t.Messages), len(want))
 			}

@@ -12,21 +12,40 @@ import (
 	"wap5/trace"
 )
 
-// namer interns node and endpoint names into the trace (step 7).
+// namer interns node, actor and endpoint names (step 7) into tables of
+// its own, in the order the matcher decides (internal ids): nodes and
+// actors in a private trace (t), endpoints in eps. Messages carry these
+// ids until step 9 writes them out in the canonical order, renumbered by
+// first use (canon.go).
+//
+// IP endpoints (without a zone) are not interned at all: a message carries
+// the endpoint itself as a negative id, −1 − ipEpKey (its address's index
+// and the port, which fit in 31 bits for up to 32,767 addresses; the rest
+// are interned), and it is named only when the output's tables are
+// written. The millions of ephemeral ports of a large set thus cost no
+// table probe while matching; step 9 maps each to its output id once, in
+// batches (outCanon.remap).
 type namer struct {
-	t     *trace.Trace
-	gran  Granularity
-	nodes map[*Observer]trace.NodeID
-	addrs map[string]trace.NodeID
-	eps   map[libsockcap.Endpoint]trace.EndpointID
+	t    *trace.Trace
+	gran Granularity
+	// eps: each interned endpoint's key by internal id (0: unknown, "-"):
+	// an IP endpoint's ipEpKey (of an address index too large to pack),
+	// or epStrBit | its index in strs (a name made when interned: Unix
+	// endpoints, zoned addresses). ips: the addresses by index
+	// (ipEpKey's upper bits); strIdx indexes strs by name.
+	eps    []uint64
+	strs   []string
+	strIdx map[string]trace.EndpointID
+	ips    []netip.Addr
+	nodes  map[*Observer]trace.NodeID
+	addrs  map[string]trace.NodeID
+	// epIdx: endpoints other than plain IP ones by value.
+	epIdx map[libsockcap.Endpoint]trace.EndpointID
 	// ipPeers: untraced peers named by their IP address, by address
 	// (IPv4 ones in ipPeers4).
 	ipPeers map[netip.Addr]trace.NodeID
-	// ipEps: IP endpoints (without a zone) by address (its index in ips)
-	// and port, in a key of 8 bytes: one entry per connection's ephemeral
-	// port adds up to millions (the largest table of a large set), which
-	// the collector then need not scan (epTable).
-	ipEps epTable
+	// ipOver: interned IP endpoints whose key does not pack (ipEpKey).
+	ipOver map[uint64]trace.EndpointID
 	// ips: the index of each address (in the order first seen): IPv4
 	// addresses by their 4 bytes in ips4 (a map of 4-byte keys, hashed
 	// and compared as one word), others in ips6; nips counts both.
@@ -39,22 +58,42 @@ type namer struct {
 	last    ipAddrKey
 	lastIdx uint32
 	hasLast bool
-	arena   []byte // see ipName
 }
 
-// ipName formats an IP endpoint's name (as libsockcap.Endpoint.String
-// does) into an arena of names: one heap object per 64 KiB of names instead
-// of one per name, for the millions of ephemeral ports of a large set that
-// every collection would otherwise mark one by one. The arena's bytes are
-// never written again once a name is made of them.
-func (n *namer) ipName(ap netip.AddrPort) string {
-	const chunk = 64 << 10
-	if cap(n.arena)-len(n.arena) < 64 { // the longest: [v6]:port, 47 bytes
-		n.arena = make([]byte, 0, chunk)
+// epStrBit marks an endpoint key that indexes strs.
+const epStrBit = 1 << 63
+
+// epPacked bounds the ipEpKeys a message carries as they are (as −1 −
+// key: an EndpointID below 0).
+const epPacked = 1<<31 - 1
+
+// packedKey is the ipEpKey of a packed endpoint id (id < 0).
+func packedKey(id trace.EndpointID) uint64 { return uint64(-1 - int64(id)) }
+
+// appendEndpoint appends the name of internal endpoint id: an IP
+// endpoint's as libsockcap.Endpoint.String writes it.
+func (n *namer) appendEndpoint(b []byte, id trace.EndpointID) []byte {
+	if id == trace.NoEndpoint {
+		return append(b, '-')
 	}
-	start := len(n.arena)
-	n.arena = ap.AppendTo(n.arena)
-	return unsafe.String(&n.arena[start], len(n.arena)-start)
+	if id < 0 {
+		k := packedKey(id)
+		return netip.AddrPortFrom(n.ips[k>>16], uint16(k)).AppendTo(b)
+	}
+	k := n.eps[id]
+	if k&epStrBit != 0 {
+		return append(b, n.strs[k&^epStrBit]...)
+	}
+	return netip.AddrPortFrom(n.ips[k>>16], uint16(k)).AppendTo(b)
+}
+
+// endpointCount is the number of interned endpoint ids (with 0, "-").
+func (n *namer) endpointCount() int { return len(n.eps) }
+
+// newEndpoint hands out the next internal endpoint id for key k.
+func (n *namer) newEndpoint(k uint64) trace.EndpointID {
+	n.eps = append(n.eps, k)
+	return trace.EndpointID(len(n.eps) - 1)
 }
 
 // ipAddrKey is an IP address as plain bytes (its 16-byte form and whether
@@ -84,6 +123,9 @@ func (n *namer) ipEpKey(a netip.Addr, port uint16) uint64 {
 				n.ips6[k] = idx
 			}
 		}
+		if !ok {
+			n.ips = append(n.ips, a)
+		}
 		n.last, n.lastIdx, n.hasLast = k, idx, true
 	}
 	return uint64(n.lastIdx)<<16 | uint64(port)
@@ -102,9 +144,10 @@ func (n *namer) addrIndex(k ipAddrKey) (uint32, bool) {
 	return idx, ok
 }
 
-func newNamer(t *trace.Trace, g Granularity) *namer {
-	return &namer{t: t, gran: g, nodes: map[*Observer]trace.NodeID{},
-		addrs: map[string]trace.NodeID{}, eps: map[libsockcap.Endpoint]trace.EndpointID{}}
+func newNamer(g Granularity) *namer {
+	return &namer{t: trace.New(), gran: g, nodes: map[*Observer]trace.NodeID{},
+		addrs: map[string]trace.NodeID{}, epIdx: map[libsockcap.Endpoint]trace.EndpointID{},
+		eps: []uint64{0}, strIdx: map[string]trace.EndpointID{"-": trace.NoEndpoint}}
 }
 
 // clean makes a name component safe for the text format: no spaces, no
@@ -247,18 +290,24 @@ func (n *namer) endpoint(e libsockcap.Endpoint) trace.EndpointID {
 	if a := e.Addr.Addr(); !e.Unix && a.IsValid() && a.Zone() == "" {
 		// An IP endpoint: keyed by its address and port alone (cheaper to
 		// hash than the whole Endpoint with its path string; its name is
-		// the address's, whatever else it holds). Names of ipEps are made
-		// only here, and no other name has their form (unix:..., a zone),
-		// so a new one is new to the trace too: no lookup by name.
+		// the address's, whatever else it holds). No other name has
+		// their form (unix:..., a zone), so a new one is a new name too:
+		// no lookup by name, and no name made until written.
 		k := n.ipEpKey(a, e.Addr.Port())
-		if id, ok := n.ipEps.get(k); ok {
+		if k < epPacked {
+			return trace.EndpointID(-1 - int64(k))
+		}
+		if id, ok := n.ipOver[k]; ok {
 			return id
 		}
-		id := n.t.NewEndpoint(n.ipName(e.Addr))
-		n.ipEps.put(k, id)
+		id := n.newEndpoint(k)
+		if n.ipOver == nil {
+			n.ipOver = map[uint64]trace.EndpointID{}
+		}
+		n.ipOver[k] = id
 		return id
 	}
-	if id, ok := n.eps[e]; ok {
+	if id, ok := n.epIdx[e]; ok {
 		return id
 	}
 	s := e.String()
@@ -275,12 +324,18 @@ func (n *namer) endpoint(e libsockcap.Endpoint) trace.EndpointID {
 			return trace.NoEndpoint // unnamed, and no inode to tell it by
 		}
 	}
-	id := n.t.Endpoint(s)
-	n.eps[e] = id
+	id, ok := n.strIdx[s]
+	if !ok {
+		id = n.newEndpoint(epStrBit | uint64(len(n.strs)))
+		n.strs = append(n.strs, s)
+		n.strIdx[s] = id
+	}
+	n.epIdx[e] = id
 	return id
 }
 
-// epTable maps ipEpKeys to endpoint ids: each key and its id packed in one
+// epTable maps ipEpKeys to endpoint ids (step 9: packed ones to output
+// ids): each key and its id packed in one
 // 8-byte slot of an open-addressing table (linear probing), split into
 // segments by the key's hash that grow one at a time. A Go map of the same
 // entries takes about twice the memory (16-byte slots, control bytes,
@@ -328,6 +383,14 @@ func (t *epTable) get(k uint64) (trace.EndpointID, bool) {
 		return id, ok
 	}
 	return 0, false
+}
+
+// prefetch asks for the line where a lookup of k begins.
+func (t *epTable) prefetch(k uint64) {
+	h := epHash(k)
+	if s := &t.segs[h>>58]; len(s.slots) > 0 {
+		prefetchLines(uintptr(unsafe.Pointer(&s.slots[h&uint64(len(s.slots)-1)])), 8)
+	}
 }
 
 // put adds k (not in the table) with id.

@@ -214,6 +214,9 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 		}
 	}
 	m.finish()
+	// Warnings of the namer's tables (a node out of actor ids) came as
+	// the matcher decided.
+	t.Warnings = append(t.Warnings, m.names.t.Warnings...)
 	sort.Slice(ended, func(i, j int) bool { return ended[i].idx < ended[j].idx })
 	for _, c := range ended {
 		t.Warnings = append(t.Warnings, c.src.Warnings()...)
@@ -228,7 +231,14 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 			return nil, nil, err
 		}
 		m.st.warnings(t)
-		if err := m.st.sink.End(t, m.st.n); err != nil {
+		m.canon.finishTables(!m.st.lateNames)
+		var err error
+		if m.st.lateNames {
+			err = m.st.sink.(LateNames).EndNamed(t, m.st.n, m.canon)
+		} else {
+			err = m.st.sink.End(t, m.st.n)
+		}
+		if err != nil {
 			return nil, nil, err
 		}
 		return t, m, nil
@@ -293,6 +303,13 @@ func (p *prefixStream) End(t *trace.Trace, n int) error {
 	t.Warnings = append(append([]string(nil), p.warns...), t.Warnings...)
 	p.applied = true
 	return p.StreamSink.End(t, n)
+}
+
+// EndNamed is End for a StreamSink that implements LateNames.
+func (p *prefixStream) EndNamed(t *trace.Trace, n int, names trace.EndpointNames) error {
+	t.Warnings = append(append([]string(nil), p.warns...), t.Warnings...)
+	p.applied = true
+	return p.StreamSink.(LateNames).EndNamed(t, n, names)
 }
 
 // report turns the matcher's counts and translations into warnings.

@@ -261,12 +261,24 @@ const DefaultSortWindow = 60 * time.Second
 // being read (Options.Stream).
 type StreamSink interface {
 	// Messages receives the next messages, numbered, in trace order; t's
-	// tables name everything they use (names are only ever added). The
-	// slice is only valid during the call.
+	// tables name everything they use (names are only ever added; see
+	// LateNames for endpoints). The slice is only valid during the call.
 	Messages(t *trace.Trace, msgs []trace.Message) error
 	// End is called once after the last of the n messages, when t's
 	// tables and warnings are final.
 	End(t *trace.Trace, n int) error
+}
+
+// LateNames may be implemented by a StreamSink that needs the trace's
+// endpoint names only at the end (a binary trace's tables, written last):
+// Reconcile then calls EndNamed instead of End, with t's tables final but
+// for its Endpoints, which hold only "-": names names every endpoint id
+// the messages carry, each name made only as the sink asks for it (the
+// millions of ephemeral ports of a large set are never held as strings).
+// Until then Messages gets messages whose endpoint ids are final but not
+// yet in t.Endpoints.
+type LateNames interface {
+	EndNamed(t *trace.Trace, n int, names trace.EndpointNames) error
 }
 
 // Sink takes a reconciled trace's messages as they are produced.

@@ -145,22 +145,18 @@ func TestStreamLate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The same messages, whatever their order and numbering.
-	strip := func(ms []trace.Message) []trace.Message {
-		out := append([]trace.Message(nil), ms...)
-		for i := range out {
-			out[i].ID, out[i].Call = 0, 0
+	// The same messages, whatever their order and numbering (of
+	// messages, calls, and the tables: numbered by first use).
+	strip := func(tr *trace.Trace, ms []trace.Message) []string {
+		var out []string
+		for _, m := range ms {
+			m.ID, m.Call = trace.NoRef, trace.NoRef
+			out = append(out, string(trace.AppendMessageText(nil, tr, &m)))
 		}
-		sort.Slice(out, func(i, j int) bool {
-			a, b := out[i], out[j]
-			if a.Time() != b.Time() {
-				return a.Time() < b.Time()
-			}
-			return a.Recv < b.Recv
-		})
+		sort.Strings(out)
 		return out
 	}
-	if !reflect.DeepEqual(strip(c.msgs), strip(want.Messages)) {
+	if !reflect.DeepEqual(strip(got, c.msgs), strip(want, want.Messages)) {
 		t.Fatalf("late streaming lost or changed messages: %d, want %d", len(c.msgs), len(want.Messages))
 	}
 	late := false
@@ -232,5 +228,53 @@ func TestCallWindow(t *testing.T) {
 	}
 	if len(w.ids) > 2*callFar || len(w.over) > calls/10 {
 		t.Errorf("window holds %d ids and %d far ones", len(w.ids), len(w.over))
+	}
+}
+
+// lateCollect is a streamCollect that takes the endpoint names at the end
+// (LateNames).
+type lateCollect struct {
+	streamCollect
+	eps []string
+}
+
+func (c *lateCollect) Messages(t *trace.Trace, m []trace.Message) error {
+	c.msgs = append(c.msgs, m...)
+	c.pieces++
+	return nil
+}
+
+func (c *lateCollect) EndNamed(t *trace.Trace, n int, names trace.EndpointNames) error {
+	if len(t.Endpoints) != 1 {
+		panic("endpoints named before the end")
+	}
+	for id := range names.Len() {
+		c.eps = append(c.eps, string(names.AppendName(nil, trace.EndpointID(id))))
+	}
+	return c.End(t, n)
+}
+
+// TestStreamLateNames: a sink that takes the endpoint names only at the
+// end gets the messages and the names of the trace sorted at the end.
+func TestStreamLateNames(t *testing.T) {
+	for _, in := range []Inputs{
+		{Logs: []string{"testdata/logs/testbed", "testdata/logs/damaged.sclog.zst"}},
+		{Pcaps: []string{"../testdata/pcap/nat-client-side.pcap", "../testdata/pcap/nat-server-side.pcapng"}},
+	} {
+		want, err := Reconcile(in, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c lateCollect
+		got, err := Reconcile(in, Options{Stream: &c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.ended != 1 || !reflect.DeepEqual(c.msgs, want.Messages) || !reflect.DeepEqual(c.eps, want.Endpoints) {
+			t.Errorf("%v: ended %d, %d messages, endpoints %q; want %d messages, %q", in, c.ended, len(c.msgs), c.eps, len(want.Messages), want.Endpoints)
+		}
+		if !reflect.DeepEqual(got.Warnings, want.Warnings) || !reflect.DeepEqual(got.Nodes, want.Nodes) {
+			t.Errorf("%v: warnings or nodes differ", in)
+		}
 	}
 }

@@ -68,7 +68,7 @@ func (b *binWriter) flush() {
 // Times are delta-encoded against the previous message, so a time-sorted
 // trace compresses best.
 func WriteBinary(w io.Writer, t *Trace) error {
-	zw, b, err := startBinary(w, t, len(t.Messages))
+	zw, b, err := startBinary(w, t, len(t.Messages), nil)
 	if err != nil {
 		return err
 	}
@@ -80,8 +80,9 @@ func WriteBinary(w io.Writer, t *Trace) error {
 }
 
 // startBinary writes the magic, the tables of t and the message count n,
-// and returns the compressor and the writer the messages go to.
-func startBinary(w io.Writer, t *Trace, n int) (*zstd.Encoder, *binWriter, error) {
+// and returns the compressor and the writer the messages go to. The
+// endpoints' names come from names unless it is nil (then t.Endpoints).
+func startBinary(w io.Writer, t *Trace, n int, names EndpointNames) (*zstd.Encoder, *binWriter, error) {
 	if _, err := io.WriteString(w, BinaryMagic); err != nil {
 		return nil, nil, err
 	}
@@ -98,10 +99,22 @@ func startBinary(w io.Writer, t *Trace, n int) (*zstd.Encoder, *binWriter, error
 		b.str(n.Name)
 		b.uv(uint64(b2i(n.Untraced)))
 	}
-	b.uv(uint64(len(t.Endpoints)))
-	for _, e := range t.Endpoints {
-		b.str(e)
-		b.maybeFlush() // millions of endpoints: not all in one buffer
+	if names != nil {
+		n := names.Len()
+		b.uv(uint64(n))
+		var name []byte
+		for id := range n {
+			name = names.AppendName(name[:0], EndpointID(id))
+			b.uv(uint64(len(name)))
+			b.b = append(b.b, name...)
+			b.maybeFlush()
+		}
+	} else {
+		b.uv(uint64(len(t.Endpoints)))
+		for _, e := range t.Endpoints {
+			b.str(e)
+			b.maybeFlush() // millions of endpoints: not all in one buffer
+		}
 	}
 	b.uv(uint64(len(t.Labels)))
 	for _, l := range t.Labels {

@@ -26,7 +26,7 @@ type BinaryWriter struct {
 // NewBinaryWriter writes the tables of t and announces n messages, which
 // Write must then deliver in total before Close.
 func NewBinaryWriter(w io.Writer, t *Trace, n int) (*BinaryWriter, error) {
-	zw, b, err := startBinary(w, t, n)
+	zw, b, err := startBinary(w, t, n, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +146,23 @@ func (sw *SpoolWriter) flushBlock() {
 // Finish writes the whole binary trace to w: the tables of t (final now;
 // its Messages and Extra are not written) and the messages written.
 func (sw *SpoolWriter) Finish(w io.Writer, t *Trace) error {
+	return sw.FinishNamed(w, t, nil)
+}
+
+// EndpointNames names a trace's endpoints for a writer without holding
+// them as strings (FinishNamed): a producer of millions of endpoints that
+// keeps them as integers makes each name only as it is written.
+type EndpointNames interface {
+	// Len is the number of endpoints, "-" (id 0) included.
+	Len() int
+	// AppendName appends the name of endpoint id (0: "-").
+	AppendName(b []byte, id EndpointID) []byte
+}
+
+// FinishNamed is Finish with the endpoints' names taken from names (t's
+// Endpoints are not read) unless it is nil: the file is the one Finish
+// writes for a t whose Endpoints hold the same names.
+func (sw *SpoolWriter) FinishNamed(w io.Writer, t *Trace, names EndpointNames) error {
 	sw.flushBlock()
 	if sw.b.flush(); sw.b.err != nil {
 		return sw.b.err
@@ -156,7 +173,7 @@ func (sw *SpoolWriter) Finish(w io.Writer, t *Trace) error {
 	if _, err := sw.spool.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	zw, b, err := startBinary(w, t, sw.n)
+	zw, b, err := startBinary(w, t, sw.n, names)
 	if err != nil {
 		if zw != nil {
 			zw.Close()

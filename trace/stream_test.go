@@ -60,10 +60,19 @@ func TestBinaryWriterCount(t *testing.T) {
 	}
 }
 
+// namesOf names endpoints from a table of strings (FinishNamed).
+type namesOf []string
+
+func (n namesOf) Len() int { return len(n) }
+func (n namesOf) AppendName(b []byte, id EndpointID) []byte {
+	return append(b, n[id]...)
+}
+
 // TestSpoolWriter: messages spooled in pieces of any size, with the tables
 // only given at the end (and grown after the first messages), give the
-// same file as WriteBinary of the whole trace; the text of them streamed
-// with AppendMessageText is WriteText's.
+// same file as WriteBinary of the whole trace, also with the endpoints
+// named by FinishNamed; the text of them streamed with AppendMessageText
+// is WriteText's.
 func TestSpoolWriter(t *testing.T) {
 	for _, n := range []int{0, 5, colBlock, 2*colBlock + 77} {
 		tr := bigTrace(n)
@@ -72,7 +81,11 @@ func TestSpoolWriter(t *testing.T) {
 		if err := WriteBinary(&want, tr); err != nil {
 			t.Fatal(err)
 		}
-		for _, piece := range []int{7, colBlock + 3} {
+		for _, piece := range []int{7, colBlock + 3, -1} {
+			named := piece < 0
+			if named {
+				piece = 11
+			}
 			f, err := os.CreateTemp(t.TempDir(), "spool")
 			if err != nil {
 				t.Fatal(err)
@@ -91,7 +104,14 @@ func TestSpoolWriter(t *testing.T) {
 				t.Fatalf("Len %d, want %d", sw.Len(), n)
 			}
 			var got bytes.Buffer
-			if err := sw.Finish(&got, &final); err != nil {
+			if named {
+				names := namesOf(final.Endpoints)
+				final.Endpoints = []string{"-"} // not read
+				err = sw.FinishNamed(&got, &final, names)
+			} else {
+				err = sw.Finish(&got, &final)
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 			f.Close()

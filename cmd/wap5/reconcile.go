@@ -144,6 +144,9 @@ func reconcileAction(c *cli.Context) error {
 	// are final.
 	sink := &streamSink{path: out, stdout: c.App.Writer, binary: binary}
 	opts.Stream = sink
+	if binary {
+		opts.Stream = binarySink{sink}
+	}
 	t, err := reconcile.Reconcile(in, opts)
 	if t != nil {
 		for _, w := range t.Warnings {
@@ -235,7 +238,20 @@ func (s *streamSink) Messages(t *trace.Trace, msgs []trace.Message) error {
 	return nil
 }
 
-func (s *streamSink) End(t *trace.Trace, n int) error {
+func (s *streamSink) End(t *trace.Trace, n int) error { return s.end(t, n, nil) }
+
+// binarySink is a streamSink of a binary trace, whose tables are written
+// last: it takes the endpoints' names only then (reconcile.LateNames), so
+// reconcile never holds them as strings.
+type binarySink struct{ *streamSink }
+
+func (s binarySink) EndNamed(t *trace.Trace, n int, names trace.EndpointNames) error {
+	return s.end(t, n, names)
+}
+
+// end writes a binary trace's tables, the endpoints named by names (nil:
+// t's).
+func (s *streamSink) end(t *trace.Trace, n int, names trace.EndpointNames) error {
 	if err := s.open(t); err != nil {
 		return err
 	}
@@ -246,7 +262,7 @@ func (s *streamSink) End(t *trace.Trace, n int) error {
 	if err := s.create(); err != nil {
 		return err
 	}
-	return s.sw.Finish(s.buf, t)
+	return s.sw.FinishNamed(s.buf, t, names)
 }
 
 // close finishes the output; ok false (reconcile failed) leaves no
