@@ -355,62 +355,177 @@ func (a *aggregator) linkerLabels(l *linker) []int32 {
 	return labels
 }
 
-// gather holds the records of a batch of patterns' instances (step 4):
-// instance q of the batch (counted from its first pattern's first) has
-// records recs[at[q]:at[q+1]] and probability prob[q].
-type gather struct {
-	span []int32 // instance q's messages: order[span[2q]:span[2q+1]]
-	idx  []int32 // the batch's messages, instance after instance
-	par  []int32 // the canonical parents of each pattern's first instance, pattern after pattern
-	at   []int32
-	prob []float64
-	recs []msgRec
+// delayRec is what step 4 reads of a message of a whole trace's instance:
+// its local send and receive times and its network delay on the reference
+// clock (where both times are known; else 0). Its time
+// (trace.Message.Time) is the send time where known, else the receive
+// time.
+type delayRec struct {
+	send, recv, net int64
 }
 
-// gatherMessages is about how many messages a batch gathers: their
-// records stay in the processor's second-level cache. (A variable for
-// tests.)
-var gatherMessages = 4096
+// shapeRec is a pattern's position as its first instance has it: the
+// message's labels and kind and its canonical parent.
+type shapeRec struct {
+	from, to, par int32
+	kind          trace.Kind
+}
 
-// load gathers the records of the instances of the patterns ranked from
-// r0 (insts[byRank[r]:byRank[r+1]] are rank r's instances) and returns
-// where the batch ends: the first rank it leaves out, at most full.
-func (g *gather) load(a *aggregator, in *instances, insts, byRank []int32, r0, full int, order []int32, ms []trace.Message, labels []int32) int {
-	// The batch: whole patterns up to gatherMessages (one at least), by
-	// the size of each pattern's first instance times its count.
-	r1, size := r0, 0
-	for r1 < full && (r1 == r0 || size < gatherMessages) {
-		first := insts[byRank[r1]]
-		size += int(in.start[first+1]-in.start[first]) * int(byRank[r1+1]-byRank[r1])
+// gather holds the records of a chunk of ranked patterns (step 4, whole
+// traces): rank r's instances, in instance order, have probabilities
+// prob[byRank[r]-byRank[r0]:] and records recs[msgAt[r]-msgAt[r0]:], n
+// records each (n the pattern's size: shape[shapeAt[r]-shapeAt[r0]:][:n]).
+type gather struct {
+	recs  []delayRec
+	prob  []float64
+	shape []shapeRec
+	// where each rank's instances, messages and shape begin (ranks 0 to
+	// full), and each rank's next free places
+	byRank, msgAt, shapeAt []int32
+	cur                    []rankCursor
+}
+
+// rankCursor is where a rank's next instance goes (its probability and
+// records), where its first went and where its shape goes: what g.load
+// reads of a rank, in one cache line.
+type rankCursor struct {
+	inst, msg, first, shape int32
+}
+
+// gatherMessages bounds the records of a chunk (24 bytes each): the
+// ranks are gathered in as many passes over the instances as it takes,
+// and the chunk's arrays are reused from pass to pass (fresh memory is
+// dear on a virtual machine). (A variable for tests.)
+var gatherMessages = 1 << 20
+
+// places counts, in one pass over the instances (instRank: every
+// instance's rank, or −1 where its pattern is not built in full), each
+// rank's instances, messages and size, and sets where each begins in the
+// chunk arrays.
+func (g *gather) places(in *instances, instRank []int32, full int) {
+	g.byRank = make([]int32, full+1)
+	g.msgAt = make([]int32, full+1)
+	g.shapeAt = make([]int32, full+1)
+	for i, r := range instRank {
+		if r < 0 {
+			continue
+		}
+		n := in.start[i+1] - in.start[i]
+		if g.byRank[r+1] == 0 {
+			g.shapeAt[r+1] = n
+		} else if g.shapeAt[r+1] != n {
+			panic(fmt.Sprintf("linking: instances of %d and %d messages with one pattern hash", g.shapeAt[r+1], n))
+		}
+		g.byRank[r+1]++
+		g.msgAt[r+1] += n
+	}
+	for r := 0; r < full; r++ {
+		g.byRank[r+1] += g.byRank[r]
+		g.msgAt[r+1] += g.msgAt[r]
+		g.shapeAt[r+1] += g.shapeAt[r]
+	}
+	g.cur = make([]rankCursor, full)
+	for r := range g.cur {
+		g.cur[r] = rankCursor{inst: g.byRank[r], msg: g.msgAt[r], first: g.byRank[r], shape: g.shapeAt[r]}
+	}
+}
+
+// load gathers the records of the patterns ranked from r0 in one pass over
+// the instances in their order (so over the trace's messages nearly in
+// theirs), each instance's records written where its rank's go, and
+// returns where the chunk ends: the first rank it leaves out, at most
+// full.
+func (g *gather) load(a *aggregator, in *instances, instRank []int32, r0, full int, order []int32, ms []trace.Message, labels []int32) int {
+	// The chunk: whole patterns up to gatherMessages records (one at
+	// least).
+	r1 := r0 + 1
+	for r1 < full && int(g.msgAt[r1+1]-g.msgAt[r0]) <= gatherMessages {
 		r1++
 	}
-	is := insts[byRank[r0]:byRank[r1]]
-	// Pass 1: the instances' spans and probabilities.
-	g.span = slices.Grow(g.span[:0], 2*len(is))[:2*len(is)]
-	g.prob = slices.Grow(g.prob[:0], len(is))[:len(is)]
-	for q, ii := range is {
-		g.span[2*q], g.span[2*q+1] = in.start[ii], in.start[ii+1]
-		g.prob[q] = in.prob[ii]
-	}
-	// Pass 2: their messages, and each pattern's shape (its first
-	// instance's canonical parents).
-	g.idx, g.at = g.idx[:0], append(g.at[:0], 0)
-	for q := range is {
-		g.idx = append(g.idx, order[g.span[2*q]:g.span[2*q+1]]...)
-		g.at = append(g.at, int32(len(g.idx)))
-	}
-	g.par = g.par[:0]
-	for r := r0; r < r1; r++ {
-		q := byRank[r] - byRank[r0]
-		g.par = append(g.par, in.par[g.span[2*q]:g.span[2*q+1]]...)
-	}
-	// Pass 3: the messages' records.
-	g.recs = slices.Grow(g.recs[:0], len(g.idx))[:len(g.idx)]
-	for k, mi := range g.idx {
-		a.rec(&g.recs[k], &ms[mi], labels)
+	i0, m0, s0 := g.byRank[r0], g.msgAt[r0], g.shapeAt[r0]
+	g.recs = slices.Grow(g.recs[:0], int(g.msgAt[r1]-m0))[:g.msgAt[r1]-m0]
+	g.prob = slices.Grow(g.prob[:0], int(g.byRank[r1]-i0))[:g.byRank[r1]-i0]
+	g.shape = slices.Grow(g.shape[:0], int(g.shapeAt[r1]-s0))[:g.shapeAt[r1]-s0]
+	lo, hi := int32(r0), int32(r1)
+	n := len(instRank)
+	for i, r := range instRank {
+		// The messages and the cursor of the chunk's instance instAhead
+		// on.
+		if ia := i + instAhead; ia < n {
+			if ra := instRank[ia]; ra >= lo && ra < hi {
+				for _, mi := range order[in.start[ia]:in.start[ia+1]] {
+					prefetchAt(ms, mi)
+				}
+				prefetchAt(g.cur, ra)
+			}
+		}
+		if r < lo || r >= hi {
+			continue
+		}
+		s, e := in.start[i], in.start[i+1]
+		c := &g.cur[r]
+		q, k := c.inst-i0, c.msg-m0
+		first := c.inst == c.first
+		c.inst++
+		c.msg += e - s
+		g.prob[q] = in.prob[i]
+		o := order[s:e]
+		recs := g.recs[k : k+e-s]
+		for j, mi := range o {
+			m, d := &ms[mi], &recs[j]
+			d.send, d.recv, d.net = m.Send, m.Recv, 0
+			if m.Send != trace.Unknown && m.Recv != trace.Unknown {
+				d.net = a.clock.Reference(m.Dst, m.Recv) - a.clock.Reference(m.Src, m.Send)
+			}
+		}
+		if first {
+			// The pattern's first instance: its shape.
+			sh := g.shape[c.shape-s0:][:e-s]
+			for j, mi := range o {
+				m := &ms[mi]
+				sh[j] = shapeRec{from: labels[m.Src], to: labels[m.Dst], par: in.par[s+int32(j)], kind: m.Kind}
+			}
+		}
 	}
 	return r1
 }
+
+// accumulateDelays is accumulateRecs for an instance's delayRecs in
+// canonical order.
+func (a *aggregator) accumulateDelays(p *pattern, o []delayRec, w float64) {
+	acc := p.acc
+	for j := range o {
+		m := &o[j]
+		if m.send != trace.Unknown && m.recv != trace.Unknown {
+			acc.net[j].Add(float64(m.net)/1e9, w)
+		}
+		if c := p.closer[j]; c >= 0 {
+			if ret := &o[c]; m.send != trace.Unknown && ret.recv != trace.Unknown {
+				acc.lat[j].Add(float64(ret.recv-m.send)/1e9, w)
+			}
+		}
+		pj := p.par[j]
+		if pj < 0 {
+			continue
+		}
+		pm := &o[pj]
+		if m.send != trace.Unknown && pm.recv != trace.Unknown {
+			acc.wait[j].Add(float64(m.send-pm.recv)/1e9, w)
+		}
+		mt, pt := m.send, pm.send
+		if mt == trace.Unknown {
+			mt = m.recv
+		}
+		if pt == trace.Unknown {
+			pt = pm.recv
+		}
+		acc.off[j].Add(float64(mt-pt)/1e9, w)
+	}
+}
+
+// instAhead is how many instances ahead the passes over the instances ask
+// for the cache lines of their messages (prefetch).
+const instAhead = 16
 
 // patCount is a pattern of a whole trace while its instances are counted
 // (step 3): its hash and counts, and its position in the counting order.
@@ -517,6 +632,13 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 		i1 := min(i0+len(hs), in.len())
 		for i := i0; i < i1; i++ {
 			s, e := in.start[i], in.start[i+1]
+			// The messages of the instance instAhead on: an instance's
+			// messages lie up to seconds apart in the trace.
+			if e2 := in.start[min(i+instAhead, in.len())]; e2 > e {
+				for _, mi := range in.msgs[in.start[min(i+instAhead-1, in.len())]:e2] {
+					prefetchAt(l.msgs, mi)
+				}
+			}
 			hs[i-i0], _ = a.order(l.msgs, labels, in.msgs[s:e], in.par[s:e], order[s:s])
 			copy(in.par[s:e], a.cpar)
 		}
@@ -538,7 +660,9 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 		}
 	}
 	a.byHash = nil
+	phase("TMP rank")
 	ranked := rankPatterns(pats, l.o.Top)
+	phase("TMP places")
 	built := len(ranked)
 	// Patterns ranked from full on are handed over with their counts only
 	// (Options.Shown).
@@ -546,7 +670,9 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	if l.o.OnPattern != nil && l.o.Shown > 0 && l.o.NoInstances {
 		full = min(full, l.o.Shown)
 	}
-	// The instances of the patterns built in full, grouped by rank (CSR).
+	// Every instance's rank where its pattern is built in full, else −1
+	// (instPat rewritten in place), and where each rank's instances,
+	// messages and shape go (g.places).
 	rank := make([]int32, len(pats))
 	for i := range rank {
 		rank[i] = -1
@@ -554,24 +680,26 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	for r, p := range ranked[:full] {
 		rank[p.idx] = int32(r)
 	}
-	byRank := make([]int32, full+1)
-	for _, pi := range instPat {
-		if r := rank[pi]; r >= 0 {
-			byRank[r+1]++
-		}
-	}
-	for r := 0; r < full; r++ {
-		byRank[r+1] += byRank[r]
-	}
-	insts := make([]int32, byRank[full])
-	fill := slices.Clone(byRank[:full])
+	instRank := instPat
 	for i, pi := range instPat {
-		if r := rank[pi]; r >= 0 {
-			insts[fill[r]] = int32(i)
-			fill[r]++
+		instRank[i] = rank[pi]
+	}
+	rank, instPat = nil, nil
+	g := &a.gather
+	g.places(in, instRank, full)
+	byRank := g.byRank
+	// The instances by rank (CSR), for --instances.
+	var insts []int32
+	if !l.o.NoInstances {
+		insts = make([]int32, byRank[full])
+		fill := slices.Clone(byRank[:full])
+		for i, r := range instRank {
+			if r >= 0 {
+				insts[fill[r]] = int32(i)
+				fill[r]++
+			}
 		}
 	}
-	rank, instPat, fill = nil, nil, nil
 	out := trace.Paths{Algorithm: "linking"}
 	// The instances (unless NoInstances) go in the order of their root
 	// messages, those of one root as they are built (by rank, then in
@@ -607,29 +735,38 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	}
 	// Step 4, pattern by pattern in rank order: the shape from its first
 	// instance, the delays from all of them. The patterns' instances are
-	// spread over the trace: their messages' records are gathered a batch
-	// of patterns at a time, in passes of independent loads (the
-	// instances' spans, their messages, the messages), which the processor
-	// overlaps, rather than one instance after the other.
+	// spread over the trace: rather than chase each pattern's instances
+	// through it, their messages' records are gathered in one pass over the
+	// instances in their order (near the messages' order), each written
+	// where its rank's go (g.load; a chunk of ranks at a time, bounded by
+	// gatherMessages), and the patterns then read them in sequence.
 	reuse := l.o.OnPattern != nil && l.o.ReusePatterns
 	scratch := &patAcc{}
 	p := &pattern{}
-	g := &a.gather
 	for r0 := 0; r0 < full; {
-		r1 := g.load(a, in, insts, byRank, r0, full, order, l.msgs, labels)
-		par := g.par
+		phase("TMP load")
+		r1 := g.load(a, in, instRank, r0, full, order, l.msgs, labels)
+		phase("TMP build")
+		i0, m0, s0 := byRank[r0], g.msgAt[r0], g.shapeAt[r0]
 		for r := r0; r < r1; r++ {
-			q0, q1 := byRank[r]-byRank[r0], byRank[r+1]-byRank[r0]
-			fo := g.recs[g.at[q0]:g.at[q0+1]]
-			n := len(fo)
+			sh := g.shape[g.shapeAt[r]-s0 : g.shapeAt[r+1]-s0]
+			n := len(sh)
 			pc := &ranked[r]
 			p.count, p.expected, p.maxProb, p.hash = int(pc.count), pc.expected, pc.maxProb, pc.hash
-			p.par, par = par[:n], par[n:]
+			p.par = slices.Grow(p.par[:0], n)[:n]
 			p.from = slices.Grow(p.from[:0], n)[:n]
 			p.to = slices.Grow(p.to[:0], n)[:n]
 			p.kind = slices.Grow(p.kind[:0], n)[:n]
 			p.closer = slices.Grow(p.closer[:0], n)[:n]
-			fillShape(p.from, p.to, p.kind, p.closer, p.par, fo)
+			for j := range sh {
+				p.from[j], p.to[j], p.kind[j], p.par[j] = sh[j].from, sh[j].to, sh[j].kind, sh[j].par
+				p.closer[j] = -1
+			}
+			for j := 1; j < n; j++ {
+				if pj := p.par[j]; p.to[j] == p.from[pj] {
+					p.closer[pj] = int32(j)
+				}
+			}
 			// The delays' accumulators: new ones where they fill histograms
 			// (the steps' Stats keep them), else the previous pattern's,
 			// cleared.
@@ -638,8 +775,9 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 			} else {
 				p.acc = scratch.reset(n)
 			}
-			for q := q0; q < q1; q++ {
-				a.accumulateRecs(p, g.recs[g.at[q]:g.at[q+1]], g.prob[q])
+			recs := g.recs[g.msgAt[r]-m0 : g.msgAt[r+1]-m0]
+			for q, w := range g.prob[byRank[r]-i0 : byRank[r+1]-i0] {
+				a.accumulateDelays(p, recs[q*n:(q+1)*n], w)
 			}
 			tp, perm := a.buildPattern(p, reuse)
 			tp.Rank = r + 1
@@ -670,6 +808,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 		}
 		r0 = r1
 	}
+	phase("TMP end")
 	for r := full; r < built; r++ {
 		pc := &ranked[r]
 		tp := &a.tp
