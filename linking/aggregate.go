@@ -3,6 +3,7 @@ package linking
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 
@@ -567,7 +568,7 @@ func byRank(p, q *patCount) int {
 func rankPatterns(pats []patCount, top int) []patCount {
 	cmp := func(p, q patCount) int { return byRank(&p, &q) }
 	if top <= 0 || top >= len(pats)/4 {
-		slices.SortFunc(pats, cmp)
+		sortByRank(pats)
 		if top > 0 && top < len(pats) {
 			return pats[:top]
 		}
@@ -606,6 +607,62 @@ func rankPatterns(pats []patCount, top int) []patCount {
 	}
 	slices.SortFunc(h, cmp)
 	return h
+}
+
+// sortByRank sorts pats by byRank. Where every expected count is a
+// non-negative number (sums of probabilities), it sorts integers rather
+// than calling byRank n·log n times: each pattern's key is its expected
+// count's bits subtracted from 2⁶³−1 (so that larger counts come first;
+// for non-negative floats the bits are in the numbers' order) with the low
+// bits replaced by the pattern's position, and the runs of patterns whose
+// keys agree above those bits (equal expected counts, or nearly) are then
+// sorted by byRank itself: as the keys' order never contradicts byRank's,
+// the result is byRank's order.
+func sortByRank(pats []patCount) {
+	cmp := func(p, q patCount) int { return byRank(&p, &q) }
+	shift := uint(bits.Len(uint(len(pats))))
+	keys := make([]uint64, len(pats))
+	for i := range pats {
+		e := pats[i].expected
+		if !(e >= 0) || math.Signbit(e) {
+			slices.SortFunc(pats, cmp)
+			return
+		}
+		keys[i] = (math.MaxInt64-math.Float64bits(e))>>shift<<shift | uint64(i)
+	}
+	slices.Sort(keys)
+	// pats[k] = the pattern at keys[k]'s position, by following cycles
+	// (a key is marked done by setting its top bit, which keys do not
+	// use, once its pattern is in place).
+	const done = 1 << 63
+	mask := uint64(1)<<shift - 1
+	for k := range keys {
+		if keys[k]&done != 0 {
+			continue
+		}
+		tmp := pats[k]
+		j := k
+		for {
+			src := int(keys[j] & mask)
+			keys[j] |= done
+			if src == k {
+				pats[j] = tmp
+				break
+			}
+			pats[j] = pats[src]
+			j = src
+		}
+	}
+	for a := 0; a < len(keys); {
+		b := a + 1
+		for b < len(keys) && (keys[b]&^done)>>shift == (keys[a]&^done)>>shift {
+			b++
+		}
+		if b-a > 1 {
+			slices.SortFunc(pats[a:b], cmp)
+		}
+		a = b
+	}
 }
 
 // aggregate builds the result paths (res.Paths) from the instances of one
@@ -660,9 +717,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 		}
 	}
 	a.byHash = nil
-	phase("TMP rank")
 	ranked := rankPatterns(pats, l.o.Top)
-	phase("TMP places")
 	built := len(ranked)
 	// Patterns ranked from full on are handed over with their counts only
 	// (Options.Shown).
@@ -744,9 +799,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	scratch := &patAcc{}
 	p := &pattern{}
 	for r0 := 0; r0 < full; {
-		phase("TMP load")
 		r1 := g.load(a, in, instRank, r0, full, order, l.msgs, labels)
-		phase("TMP build")
 		i0, m0, s0 := byRank[r0], g.msgAt[r0], g.shapeAt[r0]
 		for r := r0; r < r1; r++ {
 			sh := g.shape[g.shapeAt[r]-s0 : g.shapeAt[r+1]-s0]
@@ -808,7 +861,6 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 		}
 		r0 = r1
 	}
-	phase("TMP end")
 	for r := full; r < built; r++ {
 		pc := &ranked[r]
 		tp := &a.tp

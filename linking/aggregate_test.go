@@ -3,6 +3,7 @@ package linking
 import (
 	"fmt"
 	"maps"
+	"math"
 	"math/rand"
 	"reflect"
 	"slices"
@@ -232,16 +233,46 @@ func TestAggregateReference(t *testing.T) {
 // the full ranking, ties in expected and count included.
 func TestRankPatterns(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
-	for _, n := range []int{0, 1, 2, 5, 100, 3000} {
+	// expected counts: few values (ties), values a few units in the last
+	// place apart (equal keys above the position bits), random ones, zeros,
+	// and in some sets a negative, −0 or NaN (sortByRank's fallback).
+	expected := func(set int) float64 {
+		switch rng.Intn(6) {
+		case 0:
+			return float64(rng.Intn(20)) / 4
+		case 1:
+			return math.Nextafter(0.75, float64(1+rng.Intn(3))) + float64(rng.Intn(3))*math.Nextafter(0.75, 1)
+		case 2:
+			return math.Float64frombits(math.Float64bits(0.9795403480529785) + uint64(rng.Intn(1<<22)))
+		case 3:
+			if set%4 == 3 {
+				return []float64{-1, math.Copysign(0, -1), math.NaN()}[rng.Intn(3)]
+			}
+			return 0
+		default:
+			return rng.ExpFloat64() * 100
+		}
+	}
+	for set, n := range []int{0, 1, 2, 5, 100, 3000, 3000, 3000, 3000, 70000} {
 		pats := make([]patCount, n)
+		nan := false
 		for i := range pats {
-			pats[i] = patCount{hash: rng.Uint64(), expected: float64(rng.Intn(20)) / 4, count: int32(rng.Intn(5)), idx: int32(i)}
+			pats[i] = patCount{hash: rng.Uint64(), expected: expected(set), count: int32(rng.Intn(5)), idx: int32(i)}
+			nan = nan || math.IsNaN(pats[i].expected)
 		}
 		all := rankPatterns(slices.Clone(pats), 0)
-		for i := 1; i < len(all); i++ {
+		for i := 1; i < len(all) && !nan; i++ {
 			if byRank(&all[i-1], &all[i]) >= 0 {
 				t.Fatalf("n %d: ranks %d and %d out of order", n, i-1, i)
 			}
+		}
+		want := slices.Clone(pats)
+		slices.SortFunc(want, func(p, q patCount) int { return byRank(&p, &q) })
+		if !slices.EqualFunc(all, want, func(p, q patCount) bool { return p.hash == q.hash }) {
+			t.Fatalf("set %d n %d: not the order slices.SortFunc gives", set, n)
+		}
+		if nan { // no order: byRank is not one with NaN
+			continue
 		}
 		for _, top := range []int{1, 2, 3, 10, 99, 100, 101, 749, 750, 751, 2999, 5000} {
 			got := rankPatterns(slices.Clone(pats), top)
