@@ -529,13 +529,12 @@ func (a *aggregator) accumulateDelays(p *pattern, o []delayRec, w float64) {
 const instAhead = 16
 
 // patCount is a pattern of a whole trace while its instances are counted
-// (step 3): its hash and counts, and its position in the counting order.
+// (step 3): its hash and counts.
 type patCount struct {
 	hash     uint64
 	expected float64
 	maxProb  float64
 	count    int32
-	idx      int32
 }
 
 // byRank orders patterns by expected count, then count, then hash (as
@@ -562,30 +561,30 @@ func byRank(p, q *patCount) int {
 	return 0
 }
 
-// rankPatterns returns the top patterns (all where top is 0) in rank order
-// (byRank: a total order, as hashes are distinct, so the result does not
-// depend on how it is found); pats may be reordered.
-func rankPatterns(pats []patCount, top int) []patCount {
-	cmp := func(p, q patCount) int { return byRank(&p, &q) }
+// rankPatterns returns the positions in pats of the top patterns (all
+// where top is 0) in rank order (byRank: a total order, as hashes are
+// distinct, so the result does not depend on how it is found).
+func rankPatterns(pats []patCount, top int) []int32 {
 	if top <= 0 || top >= len(pats)/4 {
-		sortByRank(pats)
-		if top > 0 && top < len(pats) {
-			return pats[:top]
+		r := sortByRank(pats)
+		if top > 0 && top < len(r) {
+			return r[:top]
 		}
-		return pats
+		return r
 	}
 	// A heap of the best top so far, the lowest ranked at its root.
-	h := make([]patCount, 0, top)
+	h := make([]int32, 0, top)
+	above := func(x, y int32) bool { return byRank(&pats[x], &pats[y]) > 0 }
 	down := func(i int) {
 		for {
 			c := 2*i + 1
 			if c >= len(h) {
 				return
 			}
-			if c+1 < len(h) && byRank(&h[c+1], &h[c]) > 0 {
+			if c+1 < len(h) && above(h[c+1], h[c]) {
 				c++
 			}
-			if byRank(&h[c], &h[i]) <= 0 {
+			if !above(h[c], h[i]) {
 				return
 			}
 			h[i], h[c] = h[c], h[i]
@@ -593,76 +592,62 @@ func rankPatterns(pats []patCount, top int) []patCount {
 		}
 	}
 	for k := range pats {
-		p := pats[k]
 		switch {
 		case len(h) < top:
-			h = append(h, p)
-			for i := len(h) - 1; i > 0 && byRank(&h[i], &h[(i-1)/2]) > 0; i = (i - 1) / 2 {
+			h = append(h, int32(k))
+			for i := len(h) - 1; i > 0 && above(h[i], h[(i-1)/2]); i = (i - 1) / 2 {
 				h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
 			}
-		case byRank(&p, &h[0]) < 0:
-			h[0] = p
+		case byRank(&pats[k], &pats[h[0]]) < 0:
+			h[0] = int32(k)
 			down(0)
 		}
 	}
-	slices.SortFunc(h, cmp)
+	slices.SortFunc(h, func(x, y int32) int { return byRank(&pats[x], &pats[y]) })
 	return h
 }
 
-// sortByRank sorts pats by byRank. Where every expected count is a
-// non-negative number (sums of probabilities), it sorts integers rather
-// than calling byRank n·log n times: each pattern's key is its expected
-// count's bits subtracted from 2⁶³−1 (so that larger counts come first;
-// for non-negative floats the bits are in the numbers' order) with the low
-// bits replaced by the pattern's position, and the runs of patterns whose
-// keys agree above those bits (equal expected counts, or nearly) are then
-// sorted by byRank itself: as the keys' order never contradicts byRank's,
-// the result is byRank's order.
-func sortByRank(pats []patCount) {
-	cmp := func(p, q patCount) int { return byRank(&p, &q) }
+// sortByRank returns the positions of pats in byRank's order. Where every
+// expected count is a non-negative number (sums of probabilities), it
+// sorts integers rather than calling byRank n·log n times: each pattern's
+// key is its expected count's bits subtracted from 2⁶³−1 (so that larger
+// counts come first; for non-negative floats the bits are in the numbers'
+// order) with the low bits replaced by the pattern's position, and the
+// runs of patterns whose keys agree above those bits (equal expected
+// counts, or nearly) are then sorted by byRank itself: as the keys' order
+// never contradicts byRank's, the result is byRank's order.
+func sortByRank(pats []patCount) []int32 {
+	cmp := func(x, y int32) int { return byRank(&pats[x], &pats[y]) }
+	r := make([]int32, len(pats))
+	for i := range r {
+		r[i] = int32(i)
+	}
 	shift := uint(bits.Len(uint(len(pats))))
 	keys := make([]uint64, len(pats))
 	for i := range pats {
 		e := pats[i].expected
 		if !(e >= 0) || math.Signbit(e) {
-			slices.SortFunc(pats, cmp)
-			return
+			slices.SortFunc(r, cmp)
+			return r
 		}
 		keys[i] = (math.MaxInt64-math.Float64bits(e))>>shift<<shift | uint64(i)
 	}
 	slices.Sort(keys)
-	// pats[k] = the pattern at keys[k]'s position, by following cycles
-	// (a key is marked done by setting its top bit, which keys do not
-	// use, once its pattern is in place).
-	const done = 1 << 63
 	mask := uint64(1)<<shift - 1
-	for k := range keys {
-		if keys[k]&done != 0 {
-			continue
-		}
-		tmp := pats[k]
-		j := k
-		for {
-			src := int(keys[j] & mask)
-			keys[j] |= done
-			if src == k {
-				pats[j] = tmp
-				break
-			}
-			pats[j] = pats[src]
-			j = src
-		}
+	for k, key := range keys {
+		r[k] = int32(key & mask)
 	}
 	for a := 0; a < len(keys); {
 		b := a + 1
-		for b < len(keys) && (keys[b]&^done)>>shift == (keys[a]&^done)>>shift {
+		for b < len(keys) && keys[b]>>shift == keys[a]>>shift {
 			b++
 		}
 		if b-a > 1 {
-			slices.SortFunc(pats[a:b], cmp)
+			slices.SortFunc(r[a:b], cmp)
 		}
 		a = b
 	}
+	return r
 }
 
 // aggregate builds the result paths (res.Paths) from the instances of one
@@ -704,7 +689,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 			pi, ok := a.byHash.get(h)
 			if !ok {
 				pi = int32(len(pats))
-				pats = append(pats, patCount{hash: h, idx: pi})
+				pats = append(pats, patCount{hash: h})
 				a.byHash.put(h, pi)
 			}
 			instPat[i] = pi
@@ -732,8 +717,8 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	for i := range rank {
 		rank[i] = -1
 	}
-	for r, p := range ranked[:full] {
-		rank[p.idx] = int32(r)
+	for r, pi := range ranked[:full] {
+		rank[pi] = int32(r)
 	}
 	instRank := instPat
 	for i, pi := range instPat {
@@ -804,7 +789,11 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 		for r := r0; r < r1; r++ {
 			sh := g.shape[g.shapeAt[r]-s0 : g.shapeAt[r+1]-s0]
 			n := len(sh)
-			pc := &ranked[r]
+			// (The next pattern's counts, far away in pats.)
+			if r+1 < r1 {
+				prefetchAt(pats, ranked[r+1])
+			}
+			pc := &pats[ranked[r]]
 			p.count, p.expected, p.maxProb, p.hash = int(pc.count), pc.expected, pc.maxProb, pc.hash
 			p.par = slices.Grow(p.par[:0], n)[:n]
 			p.from = slices.Grow(p.from[:0], n)[:n]
@@ -862,7 +851,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 		r0 = r1
 	}
 	for r := full; r < built; r++ {
-		pc := &ranked[r]
+		pc := &pats[ranked[r]]
 		tp := &a.tp
 		if !reuse {
 			tp = new(trace.Pattern)
