@@ -537,6 +537,57 @@ type patCount struct {
 	count    int32
 }
 
+// patTable finds a whole trace's patterns by hash (step 3): open
+// addressing over slots that hold a position in pats (plus one; 0 is
+// empty), the hashes compared in pats itself, whose counts the lookup then
+// updates: 4 bytes a slot, so that the table stays in the processor's
+// caches where a table of keys would not.
+type patTable struct {
+	slots []int32
+	mask  uint64
+}
+
+func newPatTable(size int) *patTable {
+	return &patTable{slots: make([]int32, size), mask: uint64(size - 1)}
+}
+
+// find returns the position in pats of the pattern of hash h, appending a
+// new one where there is none.
+func (t *patTable) find(pats *[]patCount, h uint64) int32 {
+	ps := *pats
+	for j := mix(h) & t.mask; ; j = (j + 1) & t.mask {
+		pi := t.slots[j]
+		if pi == 0 {
+			break
+		}
+		if ps[pi-1].hash == h {
+			return pi - 1
+		}
+	}
+	pi := int32(len(ps))
+	*pats = append(ps, patCount{hash: h})
+	if 2*(len(*pats)) > len(t.slots) {
+		// Twice as many slots, filled again from the hashes in pats.
+		t.slots = make([]int32, 2*len(t.slots))
+		t.mask = uint64(len(t.slots) - 1)
+		for k := range *pats {
+			t.put((*pats)[k].hash, int32(k))
+		}
+	} else {
+		t.put(h, pi)
+	}
+	return pi
+}
+
+// put places position pi of a hash not in the table.
+func (t *patTable) put(h uint64, pi int32) {
+	j := mix(h) & t.mask
+	for t.slots[j] != 0 {
+		j = (j + 1) & t.mask
+	}
+	t.slots[j] = pi + 1
+}
+
 // byRank orders patterns by expected count, then count, then hash (as
 // aggregator.ranked does).
 func byRank(p, q *patCount) int {
@@ -669,6 +720,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	order := make([]int32, len(in.msgs))
 	instPat := make([]int32, in.len()) // pattern of every instance
 	var pats []patCount
+	tab := newPatTable(1024)
 	var hs [256]uint64
 	for i0 := 0; i0 < in.len(); i0 += len(hs) {
 		i1 := min(i0+len(hs), in.len())
@@ -684,15 +736,18 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 			hs[i-i0], _ = a.order(l.msgs, labels, in.msgs[s:e], in.par[s:e], order[s:s])
 			copy(in.par[s:e], a.cpar)
 		}
-		for i := i0; i < i1; i++ {
-			h := hs[i-i0]
-			pi, ok := a.byHash.get(h)
-			if !ok {
-				pi = int32(len(pats))
-				pats = append(pats, patCount{hash: h})
-				a.byHash.put(h, pi)
+		// The table's slots, then the patterns they hold (asked for
+		// ahead), then the lookups.
+		for _, h := range hs[:i1-i0] {
+			prefetchAt(tab.slots, int32(mix(h)&tab.mask))
+		}
+		for _, h := range hs[:i1-i0] {
+			if pi := tab.slots[mix(h)&tab.mask]; pi > 0 {
+				prefetchAt(pats, pi-1)
 			}
-			instPat[i] = pi
+		}
+		for i := i0; i < i1; i++ {
+			instPat[i] = tab.find(&pats, hs[i-i0])
 		}
 		for i := i0; i < i1; i++ {
 			p, prob := &pats[instPat[i]], in.prob[i]
@@ -701,7 +756,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 			p.maxProb = math.Max(p.maxProb, prob)
 		}
 	}
-	a.byHash = nil
+	tab = nil
 	ranked := rankPatterns(pats, l.o.Top)
 	built := len(ranked)
 	// Patterns ranked from full on are handed over with their counts only
