@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"unsafe"
 
 	"wap5/trace"
 )
@@ -96,6 +97,7 @@ type aggregator struct {
 	stack []int32
 	posOf []int32
 	cpar  []int32
+	ord   []int32
 	recs  []msgRec
 	// step 4's batches (whole traces)
 	gather gather
@@ -425,10 +427,30 @@ func (g *gather) places(in *instances, instRank []int32, full int) {
 		g.msgAt[r+1] += g.msgAt[r]
 		g.shapeAt[r+1] += g.shapeAt[r]
 	}
+	// The chunks' arrays, once, for the largest chunk.
+	var nm, ni, ns int32
+	for r0 := 0; r0 < full; {
+		r1 := g.chunk(r0, full)
+		nm = max(nm, g.msgAt[r1]-g.msgAt[r0])
+		ni = max(ni, g.byRank[r1]-g.byRank[r0])
+		ns = max(ns, g.shapeAt[r1]-g.shapeAt[r0])
+		r0 = r1
+	}
+	g.recs, g.prob, g.shape = make([]delayRec, nm), make([]float64, ni), make([]shapeRec, ns)
 	g.cur = make([]rankCursor, full)
 	for r := range g.cur {
 		g.cur[r] = rankCursor{inst: g.byRank[r], msg: g.msgAt[r], first: g.byRank[r], shape: g.shapeAt[r]}
 	}
+}
+
+// chunk returns where the chunk of ranks from r0 ends: whole patterns up
+// to gatherMessages records (one at least).
+func (g *gather) chunk(r0, full int) int {
+	r1 := r0 + 1
+	for r1 < full && int(g.msgAt[r1+1]-g.msgAt[r0]) <= gatherMessages {
+		r1++
+	}
+	return r1
 }
 
 // load gathers the records of the patterns ranked from r0 in one pass over
@@ -437,16 +459,8 @@ func (g *gather) places(in *instances, instRank []int32, full int) {
 // returns where the chunk ends: the first rank it leaves out, at most
 // full.
 func (g *gather) load(a *aggregator, in *instances, instRank []int32, r0, full int, order []int32, ms []trace.Message, labels []int32) int {
-	// The chunk: whole patterns up to gatherMessages records (one at
-	// least).
-	r1 := r0 + 1
-	for r1 < full && int(g.msgAt[r1+1]-g.msgAt[r0]) <= gatherMessages {
-		r1++
-	}
+	r1 := g.chunk(r0, full)
 	i0, m0, s0 := g.byRank[r0], g.msgAt[r0], g.shapeAt[r0]
-	g.recs = slices.Grow(g.recs[:0], int(g.msgAt[r1]-m0))[:g.msgAt[r1]-m0]
-	g.prob = slices.Grow(g.prob[:0], int(g.byRank[r1]-i0))[:g.byRank[r1]-i0]
-	g.shape = slices.Grow(g.shape[:0], int(g.shapeAt[r1]-s0))[:g.shapeAt[r1]-s0]
 	lo, hi := int32(r0), int32(r1)
 	n := len(instRank)
 	for i, r := range instRank {
@@ -551,27 +565,25 @@ func newPatTable(size int) *patTable {
 	return &patTable{slots: make([]int32, size), mask: uint64(size - 1)}
 }
 
-// find returns the position in pats of the pattern of hash h, appending a
+// find returns the position in pats of the pattern of hash h, adding a
 // new one where there is none.
-func (t *patTable) find(pats *[]patCount, h uint64) int32 {
-	ps := *pats
+func (t *patTable) find(pats *patCounts, h uint64) int32 {
 	for j := mix(h) & t.mask; ; j = (j + 1) & t.mask {
 		pi := t.slots[j]
 		if pi == 0 {
 			break
 		}
-		if ps[pi-1].hash == h {
+		if pats.at(pi-1).hash == h {
 			return pi - 1
 		}
 	}
-	pi := int32(len(ps))
-	*pats = append(ps, patCount{hash: h})
-	if 2*(len(*pats)) > len(t.slots) {
+	pi := pats.add(h)
+	if 2*pats.n > len(t.slots) {
 		// Twice as many slots, filled again from the hashes in pats.
 		t.slots = make([]int32, 2*len(t.slots))
 		t.mask = uint64(len(t.slots) - 1)
-		for k := range *pats {
-			t.put((*pats)[k].hash, int32(k))
+		for k := range int32(pats.n) {
+			t.put(pats.at(k).hash, k)
 		}
 	} else {
 		t.put(h, pi)
@@ -586,6 +598,29 @@ func (t *patTable) put(h uint64, pi int32) {
 		j = (j + 1) & t.mask
 	}
 	t.slots[j] = pi + 1
+}
+
+// patCounts holds the patCounts of a whole trace in blocks of patBlock:
+// growing a slice of hundreds of thousands of them would allocate five
+// times their size, and the garbage collector would run for it.
+type patCounts struct {
+	blocks [][]patCount
+	n      int
+}
+
+const patBlock = 1 << 14
+
+func (c *patCounts) at(i int32) *patCount { return &c.blocks[i/patBlock][i%patBlock] }
+
+// add appends a pattern of hash h and returns its position.
+func (c *patCounts) add(h uint64) int32 {
+	if c.n%patBlock == 0 {
+		c.blocks = append(c.blocks, make([]patCount, patBlock))
+	}
+	i := int32(c.n)
+	c.n++
+	c.at(i).hash = h
+	return i
 }
 
 // byRank orders patterns by expected count, then count, then hash (as
@@ -612,12 +647,13 @@ func byRank(p, q *patCount) int {
 	return 0
 }
 
-// rankPatterns returns the positions in pats of the top patterns (all
-// where top is 0) in rank order (byRank: a total order, as hashes are
-// distinct, so the result does not depend on how it is found).
-func rankPatterns(pats []patCount, top int) []int32 {
-	if top <= 0 || top >= len(pats)/4 {
-		r := sortByRank(pats)
+// rankPatterns returns the positions of the top patterns (all where top
+// is 0) of the n at(0), …, at(n−1) in rank order (byRank: a total order,
+// as hashes are distinct, so the result does not depend on how it is
+// found).
+func rankPatterns(n int, at func(int32) *patCount, top int) []int32 {
+	if top <= 0 || top >= n/4 {
+		r := sortByRank(n, at)
 		if top > 0 && top < len(r) {
 			return r[:top]
 		}
@@ -625,7 +661,7 @@ func rankPatterns(pats []patCount, top int) []int32 {
 	}
 	// A heap of the best top so far, the lowest ranked at its root.
 	h := make([]int32, 0, top)
-	above := func(x, y int32) bool { return byRank(&pats[x], &pats[y]) > 0 }
+	above := func(x, y int32) bool { return byRank(at(x), at(y)) > 0 }
 	down := func(i int) {
 		for {
 			c := 2*i + 1
@@ -642,41 +678,42 @@ func rankPatterns(pats []patCount, top int) []int32 {
 			i = c
 		}
 	}
-	for k := range pats {
+	for k := range int32(n) {
 		switch {
 		case len(h) < top:
-			h = append(h, int32(k))
+			h = append(h, k)
 			for i := len(h) - 1; i > 0 && above(h[i], h[(i-1)/2]); i = (i - 1) / 2 {
 				h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
 			}
-		case byRank(&pats[k], &pats[h[0]]) < 0:
-			h[0] = int32(k)
+		case byRank(at(k), at(h[0])) < 0:
+			h[0] = k
 			down(0)
 		}
 	}
-	slices.SortFunc(h, func(x, y int32) int { return byRank(&pats[x], &pats[y]) })
+	slices.SortFunc(h, func(x, y int32) int { return byRank(at(x), at(y)) })
 	return h
 }
 
-// sortByRank returns the positions of pats in byRank's order. Where every
-// expected count is a non-negative number (sums of probabilities), it
-// sorts integers rather than calling byRank n·log n times: each pattern's
-// key is its expected count's bits subtracted from 2⁶³−1 (so that larger
-// counts come first; for non-negative floats the bits are in the numbers'
-// order) with the low bits replaced by the pattern's position, and the
-// runs of patterns whose keys agree above those bits (equal expected
-// counts, or nearly) are then sorted by byRank itself: as the keys' order
-// never contradicts byRank's, the result is byRank's order.
-func sortByRank(pats []patCount) []int32 {
-	cmp := func(x, y int32) int { return byRank(&pats[x], &pats[y]) }
-	r := make([]int32, len(pats))
+// sortByRank returns the positions of the n patterns at(0), …, at(n−1) in
+// byRank's order. Where every expected count is a non-negative number
+// (sums of probabilities), it sorts integers rather than calling byRank
+// n·log n times: each pattern's key is its expected count's bits
+// subtracted from 2⁶³−1 (so that larger counts come first; for
+// non-negative floats the bits are in the numbers' order) with the low
+// bits replaced by the pattern's position, and the runs of patterns whose
+// keys agree above those bits (equal expected counts, or nearly) are then
+// sorted by byRank itself: as the keys' order never contradicts byRank's,
+// the result is byRank's order.
+func sortByRank(n int, at func(int32) *patCount) []int32 {
+	cmp := func(x, y int32) int { return byRank(at(x), at(y)) }
+	r := make([]int32, n)
 	for i := range r {
 		r[i] = int32(i)
 	}
-	shift := uint(bits.Len(uint(len(pats))))
-	keys := make([]uint64, len(pats))
-	for i := range pats {
-		e := pats[i].expected
+	shift := uint(bits.Len(uint(n)))
+	keys := make([]uint64, n)
+	for i := range keys {
+		e := at(int32(i)).expected
 		if !(e >= 0) || math.Signbit(e) {
 			slices.SortFunc(r, cmp)
 			return r
@@ -704,23 +741,26 @@ func sortByRank(pats []patCount) []int32 {
 // aggregate builds the result paths (res.Paths) from the instances of one
 // linker, the linker's and the trace's warnings first; with
 // Options.OnPattern, it hands each pattern over as it is built and keeps
-// none (the error is OnPattern's). The instances' parents (in.par) are
-// rewritten to canonical positions.
+// none (the error is OnPattern's). The instances' messages and parents
+// (in.msgs, in.par) are rewritten to canonical order and positions.
 func (l *linker) aggregate(in *instances, res *Result) error {
 	a := newAggregator(l.o.HistTop)
 	a.clock = trace.NewClockMap(l.t)
 	labels := a.linkerLabels(l)
-	// Step 3: every instance's messages in canonical order (order), its
-	// parents as canonical positions (in place), and its pattern, counted
+	// Step 3: every instance's messages in canonical order and its parents
+	// as canonical positions (both in place: order is in.msgs from here
+	// on), and its pattern, counted
 	// by hash in instance order (so the expected counts are summed in one
 	// fixed order).
 	// An instance's pattern takes a lookup in a large table and its counts
 	// a write far away: these go a batch of instances at a time, in loops
 	// of independent loads, which the processor overlaps.
-	order := make([]int32, len(in.msgs))
+	order := in.msgs
 	instPat := make([]int32, in.len()) // pattern of every instance
-	var pats []patCount
-	tab := newPatTable(1024)
+	// (The table has a slot per instance at least: unless most instances
+	// are patterns of their own, it never grows.)
+	pats := &patCounts{}
+	tab := newPatTable(1 << bits.Len(uint(in.len())))
 	var hs [256]uint64
 	for i0 := 0; i0 < in.len(); i0 += len(hs) {
 		i1 := min(i0+len(hs), in.len())
@@ -733,7 +773,8 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 					prefetchAt(l.msgs, mi)
 				}
 			}
-			hs[i-i0], _ = a.order(l.msgs, labels, in.msgs[s:e], in.par[s:e], order[s:s])
+			hs[i-i0], a.ord = a.order(l.msgs, labels, in.msgs[s:e], in.par[s:e], a.ord[:0])
+			copy(in.msgs[s:e], a.ord)
 			copy(in.par[s:e], a.cpar)
 		}
 		// The table's slots, then the patterns they hold (asked for
@@ -743,21 +784,21 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 		}
 		for _, h := range hs[:i1-i0] {
 			if pi := tab.slots[mix(h)&tab.mask]; pi > 0 {
-				prefetchAt(pats, pi-1)
+				prefetch(uintptr(unsafe.Pointer(pats.at(pi - 1))))
 			}
 		}
 		for i := i0; i < i1; i++ {
-			instPat[i] = tab.find(&pats, hs[i-i0])
+			instPat[i] = tab.find(pats, hs[i-i0])
 		}
 		for i := i0; i < i1; i++ {
-			p, prob := &pats[instPat[i]], in.prob[i]
+			p, prob := pats.at(instPat[i]), in.prob[i]
 			p.count++
 			p.expected += prob
 			p.maxProb = math.Max(p.maxProb, prob)
 		}
 	}
 	tab = nil
-	ranked := rankPatterns(pats, l.o.Top)
+	ranked := rankPatterns(pats.n, pats.at, l.o.Top)
 	built := len(ranked)
 	// Patterns ranked from full on are handed over with their counts only
 	// (Options.Shown).
@@ -768,7 +809,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	// Every instance's rank where its pattern is built in full, else −1
 	// (instPat rewritten in place), and where each rank's instances,
 	// messages and shape go (g.places).
-	rank := make([]int32, len(pats))
+	rank := make([]int32, pats.n)
 	for i := range rank {
 		rank[i] = -1
 	}
@@ -821,8 +862,8 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 		out.Patterns = make([]*trace.Pattern, 0, built)
 	}
 	out.Warnings = append(append([]string(nil), l.t.Warnings...), l.warnings...)
-	if built < len(pats) {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d more patterns not built (top %d)", len(pats)-built, l.o.Top))
+	if built < pats.n {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d more patterns not built (top %d)", pats.n-built, l.o.Top))
 	}
 	if l.o.OnPattern != nil && l.o.BeforePatterns != nil {
 		res.Paths = out
@@ -846,9 +887,9 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 			n := len(sh)
 			// (The next pattern's counts, far away in pats.)
 			if r+1 < r1 {
-				prefetchAt(pats, ranked[r+1])
+				prefetch(uintptr(unsafe.Pointer(pats.at(ranked[r+1]))))
 			}
-			pc := &pats[ranked[r]]
+			pc := pats.at(ranked[r])
 			p.count, p.expected, p.maxProb, p.hash = int(pc.count), pc.expected, pc.maxProb, pc.hash
 			p.par = slices.Grow(p.par[:0], n)[:n]
 			p.from = slices.Grow(p.from[:0], n)[:n]
@@ -906,7 +947,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 		r0 = r1
 	}
 	for r := full; r < built; r++ {
-		pc := &pats[ranked[r]]
+		pc := pats.at(ranked[r])
 		tp := &a.tp
 		if !reuse {
 			tp = new(trace.Pattern)

@@ -231,6 +231,11 @@ func TestAggregateReference(t *testing.T) {
 
 // TestRankPatterns: the top patterns found by the heap are the first of
 // the full ranking, ties in expected and count included.
+// patSlice is a slice's patterns as patCounts.at gives them.
+func patSlice(pats []patCount) (int, func(int32) *patCount) {
+	return len(pats), func(i int32) *patCount { return &pats[i] }
+}
+
 func TestRankPatterns(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
 	// expected counts: few values (ties), values a few units in the last
@@ -267,7 +272,8 @@ func TestRankPatterns(t *testing.T) {
 			}
 			return ps
 		}
-		all := at(rankPatterns(pats, 0))
+		n, get := patSlice(pats)
+		all := at(rankPatterns(n, get, 0))
 		for i := 1; i < len(all) && !nan; i++ {
 			if byRank(&all[i-1], &all[i]) >= 0 {
 				t.Fatalf("n %d: ranks %d and %d out of order", n, i-1, i)
@@ -282,7 +288,7 @@ func TestRankPatterns(t *testing.T) {
 			continue
 		}
 		for _, top := range []int{1, 2, 3, 10, 99, 100, 101, 749, 750, 751, 2999, 5000} {
-			got := at(rankPatterns(pats, top))
+			got := at(rankPatterns(n, get, top))
 			if want := all[:min(top, n)]; !slices.Equal(got, want) {
 				t.Fatalf("n %d top %d: %d patterns, not the first of the ranking", n, top, len(got))
 			}
