@@ -99,7 +99,7 @@ type aggregator struct {
 	cpar  []int32
 	ord   []int32
 	recs  []msgRec
-	// step 4's batches (whole traces)
+	// step 4's chunks of records (whole traces)
 	gather gather
 	// build's scratch, and with reuse its pattern, steps, child pointers,
 	// metrics and perm
