@@ -404,8 +404,10 @@ var gatherMessages = 1 << 20
 // places counts, in one pass over the instances (instRank: every
 // instance's rank, or −1 where its pattern is not built in full), each
 // rank's instances, messages and size, and sets where each begins in the
-// chunk arrays.
-func (g *gather) places(in *instances, instRank []int32, full int) {
+// chunk arrays. An instance whose size differs from its rank's first
+// (two shapes sharing a 64-bit pattern hash) is left out (its rank set
+// to −1); places returns how many were.
+func (g *gather) places(in *instances, instRank []int32, full int) (collided int) {
 	g.byRank = make([]int32, full+1)
 	g.msgAt = make([]int32, full+1)
 	g.shapeAt = make([]int32, full+1)
@@ -417,7 +419,9 @@ func (g *gather) places(in *instances, instRank []int32, full int) {
 		if g.byRank[r+1] == 0 {
 			g.shapeAt[r+1] = n
 		} else if g.shapeAt[r+1] != n {
-			panic(fmt.Sprintf("linking: instances of %d and %d messages with one pattern hash", g.shapeAt[r+1], n))
+			instRank[i] = -1
+			collided++
+			continue
 		}
 		g.byRank[r+1]++
 		g.msgAt[r+1] += n
@@ -441,6 +445,7 @@ func (g *gather) places(in *instances, instRank []int32, full int) {
 	for r := range g.cur {
 		g.cur[r] = rankCursor{inst: g.byRank[r], msg: g.msgAt[r], first: g.byRank[r], shape: g.shapeAt[r]}
 	}
+	return collided
 }
 
 // chunk returns where the chunk of ranks from r0 ends: whole patterns up
@@ -822,7 +827,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	}
 	rank, instPat = nil, nil
 	g := &a.gather
-	g.places(in, instRank, full)
+	collided := g.places(in, instRank, full)
 	byRank := g.byRank
 	// The instances by rank (CSR), for --instances.
 	var insts []int32
@@ -864,6 +869,9 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	out.Warnings = append(append([]string(nil), l.t.Warnings...), l.warnings...)
 	if built < pats.n {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d more patterns not built (top %d)", pats.n-built, l.o.Top))
+	}
+	if collided > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d path instances left out of their patterns' delays and instances: their shapes share a pattern hash with another shape's", collided))
 	}
 	if l.o.OnPattern != nil && l.o.BeforePatterns != nil {
 		res.Paths = out

@@ -295,3 +295,28 @@ func TestRankPatterns(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherPlacesCollision: an instance whose size differs from the
+// first of its rank (two shapes sharing a pattern hash) is left out and
+// counted, never a panic; the rank's places count only the others.
+func TestGatherPlacesCollision(t *testing.T) {
+	var in instances
+	in.add([]int32{0, 1}, []int32{-1, 0}, 1)       // rank 0, 2 messages
+	in.add([]int32{2, 3, 4}, []int32{-1, 0, 1}, 1) // rank 0 too, 3 messages: collides
+	in.add([]int32{5, 6}, []int32{-1, 0}, 1)       // rank 0, 2 messages
+	in.add([]int32{7}, []int32{-1}, 1)             // rank 1
+	instRank := []int32{0, 0, 0, 1}
+	var g gather
+	if got := g.places(&in, instRank, 2); got != 1 {
+		t.Fatalf("places left out %d instances, want 1", got)
+	}
+	if instRank[1] != -1 {
+		t.Errorf("the colliding instance keeps rank %d, want -1", instRank[1])
+	}
+	if g.byRank[1] != 2 || g.byRank[2] != 3 {
+		t.Errorf("instances by rank %v, want rank 0: 2, rank 1: 1", g.byRank)
+	}
+	if g.msgAt[1] != 4 || g.msgAt[2] != 5 {
+		t.Errorf("messages by rank %v, want rank 0: 4, rank 1: 1", g.msgAt)
+	}
+}
