@@ -3,8 +3,10 @@ package linking
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
+	"unsafe"
 
 	"wap5/trace"
 )
@@ -95,8 +97,9 @@ type aggregator struct {
 	stack []int32
 	posOf []int32
 	cpar  []int32
+	ord   []int32
 	recs  []msgRec
-	// step 4's batches (whole traces)
+	// step 4's chunks of records (whole traces)
 	gather gather
 	// build's scratch, and with reuse its pattern, steps, child pointers,
 	// metrics and perm
@@ -355,71 +358,274 @@ func (a *aggregator) linkerLabels(l *linker) []int32 {
 	return labels
 }
 
-// gather holds the records of a batch of patterns' instances (step 4):
-// instance q of the batch (counted from its first pattern's first) has
-// records recs[at[q]:at[q+1]] and probability prob[q].
-type gather struct {
-	span []int32 // instance q's messages: order[span[2q]:span[2q+1]]
-	idx  []int32 // the batch's messages, instance after instance
-	par  []int32 // the canonical parents of each pattern's first instance, pattern after pattern
-	at   []int32
-	prob []float64
-	recs []msgRec
+// delayRec is what step 4 reads of a message of a whole trace's instance:
+// its local send and receive times and its network delay on the reference
+// clock (where both times are known; else 0). Its time
+// (trace.Message.Time) is the send time where known, else the receive
+// time.
+type delayRec struct {
+	send, recv, net int64
 }
 
-// gatherMessages is about how many messages a batch gathers: their
-// records stay in the processor's second-level cache. (A variable for
-// tests.)
-var gatherMessages = 4096
+// shapeRec is a pattern's position as its first instance has it: the
+// message's labels and kind and its canonical parent.
+type shapeRec struct {
+	from, to, par int32
+	kind          trace.Kind
+}
 
-// load gathers the records of the instances of the patterns ranked from
-// r0 (insts[byRank[r]:byRank[r+1]] are rank r's instances) and returns
-// where the batch ends: the first rank it leaves out, at most full.
-func (g *gather) load(a *aggregator, in *instances, insts, byRank []int32, r0, full int, order []int32, ms []trace.Message, labels []int32) int {
-	// The batch: whole patterns up to gatherMessages (one at least), by
-	// the size of each pattern's first instance times its count.
-	r1, size := r0, 0
-	for r1 < full && (r1 == r0 || size < gatherMessages) {
-		first := insts[byRank[r1]]
-		size += int(in.start[first+1]-in.start[first]) * int(byRank[r1+1]-byRank[r1])
+// gather holds the records of a chunk of ranked patterns (step 4, whole
+// traces): rank r's instances, in instance order, have probabilities
+// prob[byRank[r]-byRank[r0]:] and records recs[msgAt[r]-msgAt[r0]:], n
+// records each (n the pattern's size: shape[shapeAt[r]-shapeAt[r0]:][:n]).
+type gather struct {
+	recs  []delayRec
+	prob  []float64
+	shape []shapeRec
+	// where each rank's instances, messages and shape begin (ranks 0 to
+	// full), and each rank's next free places
+	byRank, msgAt, shapeAt []int32
+	cur                    []rankCursor
+}
+
+// rankCursor is where a rank's next instance goes (its probability and
+// records), where its first went and where its shape goes: what g.load
+// reads of a rank, in one cache line.
+type rankCursor struct {
+	inst, msg, first, shape int32
+}
+
+// gatherMessages bounds the records of a chunk (24 bytes each): the
+// ranks are gathered in as many passes over the instances as it takes,
+// and the chunk's arrays are reused from pass to pass (fresh memory is
+// dear on a virtual machine). (A variable for tests.)
+var gatherMessages = 1 << 20
+
+// places counts, in one pass over the instances (instRank: every
+// instance's rank, or −1 where its pattern is not built in full), each
+// rank's instances, messages and size, and sets where each begins in the
+// chunk arrays. An instance whose size differs from its rank's first
+// (two shapes sharing a 64-bit pattern hash) is left out (its rank set
+// to −1); places returns how many were.
+func (g *gather) places(in *instances, instRank []int32, full int) (collided int) {
+	g.byRank = make([]int32, full+1)
+	g.msgAt = make([]int32, full+1)
+	g.shapeAt = make([]int32, full+1)
+	for i, r := range instRank {
+		if r < 0 {
+			continue
+		}
+		n := in.start[i+1] - in.start[i]
+		if g.byRank[r+1] == 0 {
+			g.shapeAt[r+1] = n
+		} else if g.shapeAt[r+1] != n {
+			instRank[i] = -1
+			collided++
+			continue
+		}
+		g.byRank[r+1]++
+		g.msgAt[r+1] += n
+	}
+	for r := 0; r < full; r++ {
+		g.byRank[r+1] += g.byRank[r]
+		g.msgAt[r+1] += g.msgAt[r]
+		g.shapeAt[r+1] += g.shapeAt[r]
+	}
+	// The chunks' arrays, once, for the largest chunk.
+	var nm, ni, ns int32
+	for r0 := 0; r0 < full; {
+		r1 := g.chunk(r0, full)
+		nm = max(nm, g.msgAt[r1]-g.msgAt[r0])
+		ni = max(ni, g.byRank[r1]-g.byRank[r0])
+		ns = max(ns, g.shapeAt[r1]-g.shapeAt[r0])
+		r0 = r1
+	}
+	g.recs, g.prob, g.shape = make([]delayRec, nm), make([]float64, ni), make([]shapeRec, ns)
+	g.cur = make([]rankCursor, full)
+	for r := range g.cur {
+		g.cur[r] = rankCursor{inst: g.byRank[r], msg: g.msgAt[r], first: g.byRank[r], shape: g.shapeAt[r]}
+	}
+	return collided
+}
+
+// chunk returns where the chunk of ranks from r0 ends: whole patterns up
+// to gatherMessages records (one at least).
+func (g *gather) chunk(r0, full int) int {
+	r1 := r0 + 1
+	for r1 < full && int(g.msgAt[r1+1]-g.msgAt[r0]) <= gatherMessages {
 		r1++
-	}
-	is := insts[byRank[r0]:byRank[r1]]
-	// Pass 1: the instances' spans and probabilities.
-	g.span = slices.Grow(g.span[:0], 2*len(is))[:2*len(is)]
-	g.prob = slices.Grow(g.prob[:0], len(is))[:len(is)]
-	for q, ii := range is {
-		g.span[2*q], g.span[2*q+1] = in.start[ii], in.start[ii+1]
-		g.prob[q] = in.prob[ii]
-	}
-	// Pass 2: their messages, and each pattern's shape (its first
-	// instance's canonical parents).
-	g.idx, g.at = g.idx[:0], append(g.at[:0], 0)
-	for q := range is {
-		g.idx = append(g.idx, order[g.span[2*q]:g.span[2*q+1]]...)
-		g.at = append(g.at, int32(len(g.idx)))
-	}
-	g.par = g.par[:0]
-	for r := r0; r < r1; r++ {
-		q := byRank[r] - byRank[r0]
-		g.par = append(g.par, in.par[g.span[2*q]:g.span[2*q+1]]...)
-	}
-	// Pass 3: the messages' records.
-	g.recs = slices.Grow(g.recs[:0], len(g.idx))[:len(g.idx)]
-	for k, mi := range g.idx {
-		a.rec(&g.recs[k], &ms[mi], labels)
 	}
 	return r1
 }
 
+// load gathers the records of the patterns ranked from r0 in one pass over
+// the instances in their order (so over the trace's messages nearly in
+// theirs), each instance's records written where its rank's go, and
+// returns where the chunk ends: the first rank it leaves out, at most
+// full.
+func (g *gather) load(a *aggregator, in *instances, instRank []int32, r0, full int, order []int32, ms []trace.Message, labels []int32) int {
+	r1 := g.chunk(r0, full)
+	i0, m0, s0 := g.byRank[r0], g.msgAt[r0], g.shapeAt[r0]
+	lo, hi := int32(r0), int32(r1)
+	n := len(instRank)
+	for i, r := range instRank {
+		// The messages and the cursor of the chunk's instance instAhead
+		// on.
+		if ia := i + instAhead; ia < n {
+			if ra := instRank[ia]; ra >= lo && ra < hi {
+				for _, mi := range order[in.start[ia]:in.start[ia+1]] {
+					prefetchAt(ms, mi)
+				}
+				prefetchAt(g.cur, ra)
+			}
+		}
+		if r < lo || r >= hi {
+			continue
+		}
+		s, e := in.start[i], in.start[i+1]
+		c := &g.cur[r]
+		q, k := c.inst-i0, c.msg-m0
+		first := c.inst == c.first
+		c.inst++
+		c.msg += e - s
+		g.prob[q] = in.prob[i]
+		o := order[s:e]
+		recs := g.recs[k : k+e-s]
+		for j, mi := range o {
+			m, d := &ms[mi], &recs[j]
+			d.send, d.recv, d.net = m.Send, m.Recv, 0
+			if m.Send != trace.Unknown && m.Recv != trace.Unknown {
+				d.net = a.clock.Reference(m.Dst, m.Recv) - a.clock.Reference(m.Src, m.Send)
+			}
+		}
+		if first {
+			// The pattern's first instance: its shape.
+			sh := g.shape[c.shape-s0:][:e-s]
+			for j, mi := range o {
+				m := &ms[mi]
+				sh[j] = shapeRec{from: labels[m.Src], to: labels[m.Dst], par: in.par[s+int32(j)], kind: m.Kind}
+			}
+		}
+	}
+	return r1
+}
+
+// accumulateDelays is accumulateRecs for an instance's delayRecs in
+// canonical order.
+func (a *aggregator) accumulateDelays(p *pattern, o []delayRec, w float64) {
+	acc := p.acc
+	for j := range o {
+		m := &o[j]
+		if m.send != trace.Unknown && m.recv != trace.Unknown {
+			acc.net[j].Add(float64(m.net)/1e9, w)
+		}
+		if c := p.closer[j]; c >= 0 {
+			if ret := &o[c]; m.send != trace.Unknown && ret.recv != trace.Unknown {
+				acc.lat[j].Add(float64(ret.recv-m.send)/1e9, w)
+			}
+		}
+		pj := p.par[j]
+		if pj < 0 {
+			continue
+		}
+		pm := &o[pj]
+		if m.send != trace.Unknown && pm.recv != trace.Unknown {
+			acc.wait[j].Add(float64(m.send-pm.recv)/1e9, w)
+		}
+		mt, pt := m.send, pm.send
+		if mt == trace.Unknown {
+			mt = m.recv
+		}
+		if pt == trace.Unknown {
+			pt = pm.recv
+		}
+		acc.off[j].Add(float64(mt-pt)/1e9, w)
+	}
+}
+
+// instAhead is how many instances ahead the passes over the instances ask
+// for the cache lines of their messages (prefetch).
+const instAhead = 16
+
 // patCount is a pattern of a whole trace while its instances are counted
-// (step 3): its hash and counts, and its position in the counting order.
+// (step 3): its hash and counts.
 type patCount struct {
 	hash     uint64
 	expected float64
 	maxProb  float64
 	count    int32
-	idx      int32
+}
+
+// patTable finds a whole trace's patterns by hash (step 3): open
+// addressing over slots that hold a position in pats (plus one; 0 is
+// empty), the hashes compared in pats itself, whose counts the lookup then
+// updates: 4 bytes a slot, so that the table stays in the processor's
+// caches where a table of keys would not.
+type patTable struct {
+	slots []int32
+	mask  uint64
+}
+
+func newPatTable(size int) *patTable {
+	return &patTable{slots: make([]int32, size), mask: uint64(size - 1)}
+}
+
+// find returns the position in pats of the pattern of hash h, adding a
+// new one where there is none.
+func (t *patTable) find(pats *patCounts, h uint64) int32 {
+	for j := mix(h) & t.mask; ; j = (j + 1) & t.mask {
+		pi := t.slots[j]
+		if pi == 0 {
+			break
+		}
+		if pats.at(pi-1).hash == h {
+			return pi - 1
+		}
+	}
+	pi := pats.add(h)
+	if 2*pats.n > len(t.slots) {
+		// Twice as many slots, filled again from the hashes in pats.
+		t.slots = make([]int32, 2*len(t.slots))
+		t.mask = uint64(len(t.slots) - 1)
+		for k := range int32(pats.n) {
+			t.put(pats.at(k).hash, k)
+		}
+	} else {
+		t.put(h, pi)
+	}
+	return pi
+}
+
+// put places position pi of a hash not in the table.
+func (t *patTable) put(h uint64, pi int32) {
+	j := mix(h) & t.mask
+	for t.slots[j] != 0 {
+		j = (j + 1) & t.mask
+	}
+	t.slots[j] = pi + 1
+}
+
+// patCounts holds the patCounts of a whole trace in blocks of patBlock:
+// growing a slice of hundreds of thousands of them would allocate five
+// times their size, and the garbage collector would run for it.
+type patCounts struct {
+	blocks [][]patCount
+	n      int
+}
+
+const patBlock = 1 << 14
+
+func (c *patCounts) at(i int32) *patCount { return &c.blocks[i/patBlock][i%patBlock] }
+
+// add appends a pattern of hash h and returns its position.
+func (c *patCounts) add(h uint64) int32 {
+	if c.n%patBlock == 0 {
+		c.blocks = append(c.blocks, make([]patCount, patBlock))
+	}
+	i := int32(c.n)
+	c.n++
+	c.at(i).hash = h
+	return i
 }
 
 // byRank orders patterns by expected count, then count, then hash (as
@@ -446,99 +652,158 @@ func byRank(p, q *patCount) int {
 	return 0
 }
 
-// rankPatterns returns the top patterns (all where top is 0) in rank order
-// (byRank: a total order, as hashes are distinct, so the result does not
-// depend on how it is found); pats may be reordered.
-func rankPatterns(pats []patCount, top int) []patCount {
-	cmp := func(p, q patCount) int { return byRank(&p, &q) }
-	if top <= 0 || top >= len(pats)/4 {
-		slices.SortFunc(pats, cmp)
-		if top > 0 && top < len(pats) {
-			return pats[:top]
+// rankPatterns returns the positions of the top patterns (all where top
+// is 0) of the n at(0), …, at(n−1) in rank order (byRank: a total order,
+// as hashes are distinct, so the result does not depend on how it is
+// found).
+func rankPatterns(n int, at func(int32) *patCount, top int) []int32 {
+	if top <= 0 || top >= n/4 {
+		r := sortByRank(n, at)
+		if top > 0 && top < len(r) {
+			return r[:top]
 		}
-		return pats
+		return r
 	}
 	// A heap of the best top so far, the lowest ranked at its root.
-	h := make([]patCount, 0, top)
+	h := make([]int32, 0, top)
+	above := func(x, y int32) bool { return byRank(at(x), at(y)) > 0 }
 	down := func(i int) {
 		for {
 			c := 2*i + 1
 			if c >= len(h) {
 				return
 			}
-			if c+1 < len(h) && byRank(&h[c+1], &h[c]) > 0 {
+			if c+1 < len(h) && above(h[c+1], h[c]) {
 				c++
 			}
-			if byRank(&h[c], &h[i]) <= 0 {
+			if !above(h[c], h[i]) {
 				return
 			}
 			h[i], h[c] = h[c], h[i]
 			i = c
 		}
 	}
-	for k := range pats {
-		p := pats[k]
+	for k := range int32(n) {
 		switch {
 		case len(h) < top:
-			h = append(h, p)
-			for i := len(h) - 1; i > 0 && byRank(&h[i], &h[(i-1)/2]) > 0; i = (i - 1) / 2 {
+			h = append(h, k)
+			for i := len(h) - 1; i > 0 && above(h[i], h[(i-1)/2]); i = (i - 1) / 2 {
 				h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
 			}
-		case byRank(&p, &h[0]) < 0:
-			h[0] = p
+		case byRank(at(k), at(h[0])) < 0:
+			h[0] = k
 			down(0)
 		}
 	}
-	slices.SortFunc(h, cmp)
+	slices.SortFunc(h, func(x, y int32) int { return byRank(at(x), at(y)) })
 	return h
+}
+
+// sortByRank returns the positions of the n patterns at(0), …, at(n−1) in
+// byRank's order. Where every expected count is a non-negative number
+// (sums of probabilities), it sorts integers rather than calling byRank
+// n·log n times: each pattern's key is its expected count's bits
+// subtracted from 2⁶³−1 (so that larger counts come first; for
+// non-negative floats the bits are in the numbers' order) with the low
+// bits replaced by the pattern's position, and the runs of patterns whose
+// keys agree above those bits (equal expected counts, or nearly) are then
+// sorted by byRank itself: as the keys' order never contradicts byRank's,
+// the result is byRank's order.
+func sortByRank(n int, at func(int32) *patCount) []int32 {
+	cmp := func(x, y int32) int { return byRank(at(x), at(y)) }
+	r := make([]int32, n)
+	for i := range r {
+		r[i] = int32(i)
+	}
+	shift := uint(bits.Len(uint(n)))
+	keys := make([]uint64, n)
+	for i := range keys {
+		e := at(int32(i)).expected
+		if !(e >= 0) || math.Signbit(e) {
+			slices.SortFunc(r, cmp)
+			return r
+		}
+		keys[i] = (math.MaxInt64-math.Float64bits(e))>>shift<<shift | uint64(i)
+	}
+	slices.Sort(keys)
+	mask := uint64(1)<<shift - 1
+	for k, key := range keys {
+		r[k] = int32(key & mask)
+	}
+	for a := 0; a < len(keys); {
+		b := a + 1
+		for b < len(keys) && keys[b]>>shift == keys[a]>>shift {
+			b++
+		}
+		if b-a > 1 {
+			slices.SortFunc(r[a:b], cmp)
+		}
+		a = b
+	}
+	return r
 }
 
 // aggregate builds the result paths (res.Paths) from the instances of one
 // linker, the linker's and the trace's warnings first; with
 // Options.OnPattern, it hands each pattern over as it is built and keeps
-// none (the error is OnPattern's). The instances' parents (in.par) are
-// rewritten to canonical positions.
+// none (the error is OnPattern's). The instances' messages and parents
+// (in.msgs, in.par) are rewritten to canonical order and positions.
 func (l *linker) aggregate(in *instances, res *Result) error {
 	a := newAggregator(l.o.HistTop)
 	a.clock = trace.NewClockMap(l.t)
 	labels := a.linkerLabels(l)
-	// Step 3: every instance's messages in canonical order (order), its
-	// parents as canonical positions (in place), and its pattern, counted
+	// Step 3: every instance's messages in canonical order and its parents
+	// as canonical positions (both in place: order is in.msgs from here
+	// on), and its pattern, counted
 	// by hash in instance order (so the expected counts are summed in one
 	// fixed order).
 	// An instance's pattern takes a lookup in a large table and its counts
 	// a write far away: these go a batch of instances at a time, in loops
 	// of independent loads, which the processor overlaps.
-	order := make([]int32, len(in.msgs))
+	order := in.msgs
 	instPat := make([]int32, in.len()) // pattern of every instance
-	var pats []patCount
+	// (The table has a slot per instance at least: unless most instances
+	// are patterns of their own, it never grows.)
+	pats := &patCounts{}
+	tab := newPatTable(1 << bits.Len(uint(in.len())))
 	var hs [256]uint64
 	for i0 := 0; i0 < in.len(); i0 += len(hs) {
 		i1 := min(i0+len(hs), in.len())
 		for i := i0; i < i1; i++ {
 			s, e := in.start[i], in.start[i+1]
-			hs[i-i0], _ = a.order(l.msgs, labels, in.msgs[s:e], in.par[s:e], order[s:s])
+			// The messages of the instance instAhead on: an instance's
+			// messages lie up to seconds apart in the trace.
+			if e2 := in.start[min(i+instAhead, in.len())]; e2 > e {
+				for _, mi := range in.msgs[in.start[min(i+instAhead-1, in.len())]:e2] {
+					prefetchAt(l.msgs, mi)
+				}
+			}
+			hs[i-i0], a.ord = a.order(l.msgs, labels, in.msgs[s:e], in.par[s:e], a.ord[:0])
+			copy(in.msgs[s:e], a.ord)
 			copy(in.par[s:e], a.cpar)
 		}
-		for i := i0; i < i1; i++ {
-			h := hs[i-i0]
-			pi, ok := a.byHash.get(h)
-			if !ok {
-				pi = int32(len(pats))
-				pats = append(pats, patCount{hash: h, idx: pi})
-				a.byHash.put(h, pi)
+		// The table's slots, then the patterns they hold (asked for
+		// ahead), then the lookups.
+		for _, h := range hs[:i1-i0] {
+			prefetchAt(tab.slots, int32(mix(h)&tab.mask))
+		}
+		for _, h := range hs[:i1-i0] {
+			if pi := tab.slots[mix(h)&tab.mask]; pi > 0 {
+				prefetch(uintptr(unsafe.Pointer(pats.at(pi - 1))))
 			}
-			instPat[i] = pi
 		}
 		for i := i0; i < i1; i++ {
-			p, prob := &pats[instPat[i]], in.prob[i]
+			instPat[i] = tab.find(pats, hs[i-i0])
+		}
+		for i := i0; i < i1; i++ {
+			p, prob := pats.at(instPat[i]), in.prob[i]
 			p.count++
 			p.expected += prob
 			p.maxProb = math.Max(p.maxProb, prob)
 		}
 	}
-	a.byHash = nil
-	ranked := rankPatterns(pats, l.o.Top)
+	tab = nil
+	ranked := rankPatterns(pats.n, pats.at, l.o.Top)
 	built := len(ranked)
 	// Patterns ranked from full on are handed over with their counts only
 	// (Options.Shown).
@@ -546,32 +811,36 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	if l.o.OnPattern != nil && l.o.Shown > 0 && l.o.NoInstances {
 		full = min(full, l.o.Shown)
 	}
-	// The instances of the patterns built in full, grouped by rank (CSR).
-	rank := make([]int32, len(pats))
+	// Every instance's rank where its pattern is built in full, else −1
+	// (instPat rewritten in place), and where each rank's instances,
+	// messages and shape go (g.places).
+	rank := make([]int32, pats.n)
 	for i := range rank {
 		rank[i] = -1
 	}
-	for r, p := range ranked[:full] {
-		rank[p.idx] = int32(r)
+	for r, pi := range ranked[:full] {
+		rank[pi] = int32(r)
 	}
-	byRank := make([]int32, full+1)
-	for _, pi := range instPat {
-		if r := rank[pi]; r >= 0 {
-			byRank[r+1]++
-		}
-	}
-	for r := 0; r < full; r++ {
-		byRank[r+1] += byRank[r]
-	}
-	insts := make([]int32, byRank[full])
-	fill := slices.Clone(byRank[:full])
+	instRank := instPat
 	for i, pi := range instPat {
-		if r := rank[pi]; r >= 0 {
-			insts[fill[r]] = int32(i)
-			fill[r]++
+		instRank[i] = rank[pi]
+	}
+	rank, instPat = nil, nil
+	g := &a.gather
+	collided := g.places(in, instRank, full)
+	byRank := g.byRank
+	// The instances by rank (CSR), for --instances.
+	var insts []int32
+	if !l.o.NoInstances {
+		insts = make([]int32, byRank[full])
+		fill := slices.Clone(byRank[:full])
+		for i, r := range instRank {
+			if r >= 0 {
+				insts[fill[r]] = int32(i)
+				fill[r]++
+			}
 		}
 	}
-	rank, instPat, fill = nil, nil, nil
 	out := trace.Paths{Algorithm: "linking"}
 	// The instances (unless NoInstances) go in the order of their root
 	// messages, those of one root as they are built (by rank, then in
@@ -598,8 +867,11 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 		out.Patterns = make([]*trace.Pattern, 0, built)
 	}
 	out.Warnings = append(append([]string(nil), l.t.Warnings...), l.warnings...)
-	if built < len(pats) {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d more patterns not built (top %d)", len(pats)-built, l.o.Top))
+	if built < pats.n {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d more patterns not built (top %d)", pats.n-built, l.o.Top))
+	}
+	if collided > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d path instances left out of their patterns' delays and instances: their shapes share a pattern hash with another shape's", collided))
 	}
 	if l.o.OnPattern != nil && l.o.BeforePatterns != nil {
 		res.Paths = out
@@ -607,29 +879,40 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	}
 	// Step 4, pattern by pattern in rank order: the shape from its first
 	// instance, the delays from all of them. The patterns' instances are
-	// spread over the trace: their messages' records are gathered a batch
-	// of patterns at a time, in passes of independent loads (the
-	// instances' spans, their messages, the messages), which the processor
-	// overlaps, rather than one instance after the other.
+	// spread over the trace: rather than chase each pattern's instances
+	// through it, their messages' records are gathered in one pass over the
+	// instances in their order (near the messages' order), each written
+	// where its rank's go (g.load; a chunk of ranks at a time, bounded by
+	// gatherMessages), and the patterns then read them in sequence.
 	reuse := l.o.OnPattern != nil && l.o.ReusePatterns
 	scratch := &patAcc{}
 	p := &pattern{}
-	g := &a.gather
 	for r0 := 0; r0 < full; {
-		r1 := g.load(a, in, insts, byRank, r0, full, order, l.msgs, labels)
-		par := g.par
+		r1 := g.load(a, in, instRank, r0, full, order, l.msgs, labels)
+		i0, m0, s0 := byRank[r0], g.msgAt[r0], g.shapeAt[r0]
 		for r := r0; r < r1; r++ {
-			q0, q1 := byRank[r]-byRank[r0], byRank[r+1]-byRank[r0]
-			fo := g.recs[g.at[q0]:g.at[q0+1]]
-			n := len(fo)
-			pc := &ranked[r]
+			sh := g.shape[g.shapeAt[r]-s0 : g.shapeAt[r+1]-s0]
+			n := len(sh)
+			// (The next pattern's counts, far away in pats.)
+			if r+1 < r1 {
+				prefetch(uintptr(unsafe.Pointer(pats.at(ranked[r+1]))))
+			}
+			pc := pats.at(ranked[r])
 			p.count, p.expected, p.maxProb, p.hash = int(pc.count), pc.expected, pc.maxProb, pc.hash
-			p.par, par = par[:n], par[n:]
+			p.par = slices.Grow(p.par[:0], n)[:n]
 			p.from = slices.Grow(p.from[:0], n)[:n]
 			p.to = slices.Grow(p.to[:0], n)[:n]
 			p.kind = slices.Grow(p.kind[:0], n)[:n]
 			p.closer = slices.Grow(p.closer[:0], n)[:n]
-			fillShape(p.from, p.to, p.kind, p.closer, p.par, fo)
+			for j := range sh {
+				p.from[j], p.to[j], p.kind[j], p.par[j] = sh[j].from, sh[j].to, sh[j].kind, sh[j].par
+				p.closer[j] = -1
+			}
+			for j := 1; j < n; j++ {
+				if pj := p.par[j]; p.to[j] == p.from[pj] {
+					p.closer[pj] = int32(j)
+				}
+			}
 			// The delays' accumulators: new ones where they fill histograms
 			// (the steps' Stats keep them), else the previous pattern's,
 			// cleared.
@@ -638,8 +921,9 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 			} else {
 				p.acc = scratch.reset(n)
 			}
-			for q := q0; q < q1; q++ {
-				a.accumulateRecs(p, g.recs[g.at[q]:g.at[q+1]], g.prob[q])
+			recs := g.recs[g.msgAt[r]-m0 : g.msgAt[r+1]-m0]
+			for q, w := range g.prob[byRank[r]-i0 : byRank[r+1]-i0] {
+				a.accumulateDelays(p, recs[q*n:(q+1)*n], w)
 			}
 			tp, perm := a.buildPattern(p, reuse)
 			tp.Rank = r + 1
@@ -671,7 +955,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 		r0 = r1
 	}
 	for r := full; r < built; r++ {
-		pc := &ranked[r]
+		pc := pats.at(ranked[r])
 		tp := &a.tp
 		if !reuse {
 			tp = new(trace.Pattern)

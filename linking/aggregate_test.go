@@ -3,6 +3,7 @@ package linking
 import (
 	"fmt"
 	"maps"
+	"math"
 	"math/rand"
 	"reflect"
 	"slices"
@@ -230,24 +231,92 @@ func TestAggregateReference(t *testing.T) {
 
 // TestRankPatterns: the top patterns found by the heap are the first of
 // the full ranking, ties in expected and count included.
+// patSlice is a slice's patterns as patCounts.at gives them.
+func patSlice(pats []patCount) (int, func(int32) *patCount) {
+	return len(pats), func(i int32) *patCount { return &pats[i] }
+}
+
 func TestRankPatterns(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
-	for _, n := range []int{0, 1, 2, 5, 100, 3000} {
-		pats := make([]patCount, n)
-		for i := range pats {
-			pats[i] = patCount{hash: rng.Uint64(), expected: float64(rng.Intn(20)) / 4, count: int32(rng.Intn(5)), idx: int32(i)}
+	// expected counts: few values (ties), values a few units in the last
+	// place apart (equal keys above the position bits), random ones, zeros,
+	// and in some sets a negative, −0 or NaN (sortByRank's fallback).
+	expected := func(set int) float64 {
+		switch rng.Intn(6) {
+		case 0:
+			return float64(rng.Intn(20)) / 4
+		case 1:
+			return math.Nextafter(0.75, float64(1+rng.Intn(3))) + float64(rng.Intn(3))*math.Nextafter(0.75, 1)
+		case 2:
+			return math.Float64frombits(math.Float64bits(0.9795403480529785) + uint64(rng.Intn(1<<22)))
+		case 3:
+			if set%4 == 3 {
+				return []float64{-1, math.Copysign(0, -1), math.NaN()}[rng.Intn(3)]
+			}
+			return 0
+		default:
+			return rng.ExpFloat64() * 100
 		}
-		all := rankPatterns(slices.Clone(pats), 0)
-		for i := 1; i < len(all); i++ {
+	}
+	for set, n := range []int{0, 1, 2, 5, 100, 3000, 3000, 3000, 3000, 70000} {
+		pats := make([]patCount, n)
+		nan := false
+		for i := range pats {
+			pats[i] = patCount{hash: rng.Uint64(), expected: expected(set), count: int32(rng.Intn(5))}
+			nan = nan || math.IsNaN(pats[i].expected)
+		}
+		at := func(r []int32) []patCount {
+			ps := make([]patCount, len(r))
+			for k, i := range r {
+				ps[k] = pats[i]
+			}
+			return ps
+		}
+		n, get := patSlice(pats)
+		all := at(rankPatterns(n, get, 0))
+		for i := 1; i < len(all) && !nan; i++ {
 			if byRank(&all[i-1], &all[i]) >= 0 {
 				t.Fatalf("n %d: ranks %d and %d out of order", n, i-1, i)
 			}
 		}
+		want := slices.Clone(pats)
+		slices.SortFunc(want, func(p, q patCount) int { return byRank(&p, &q) })
+		if !slices.EqualFunc(all, want, func(p, q patCount) bool { return p.hash == q.hash }) {
+			t.Fatalf("set %d n %d: not the order slices.SortFunc gives", set, n)
+		}
+		if nan { // no order: byRank is not one with NaN
+			continue
+		}
 		for _, top := range []int{1, 2, 3, 10, 99, 100, 101, 749, 750, 751, 2999, 5000} {
-			got := rankPatterns(slices.Clone(pats), top)
+			got := at(rankPatterns(n, get, top))
 			if want := all[:min(top, n)]; !slices.Equal(got, want) {
 				t.Fatalf("n %d top %d: %d patterns, not the first of the ranking", n, top, len(got))
 			}
 		}
+	}
+}
+
+// TestGatherPlacesCollision: an instance whose size differs from the
+// first of its rank (two shapes sharing a pattern hash) is left out and
+// counted, never a panic; the rank's places count only the others.
+func TestGatherPlacesCollision(t *testing.T) {
+	var in instances
+	in.add([]int32{0, 1}, []int32{-1, 0}, 1)       // rank 0, 2 messages
+	in.add([]int32{2, 3, 4}, []int32{-1, 0, 1}, 1) // rank 0 too, 3 messages: collides
+	in.add([]int32{5, 6}, []int32{-1, 0}, 1)       // rank 0, 2 messages
+	in.add([]int32{7}, []int32{-1}, 1)             // rank 1
+	instRank := []int32{0, 0, 0, 1}
+	var g gather
+	if got := g.places(&in, instRank, 2); got != 1 {
+		t.Fatalf("places left out %d instances, want 1", got)
+	}
+	if instRank[1] != -1 {
+		t.Errorf("the colliding instance keeps rank %d, want -1", instRank[1])
+	}
+	if g.byRank[1] != 2 || g.byRank[2] != 3 {
+		t.Errorf("instances by rank %v, want rank 0: 2, rank 1: 1", g.byRank)
+	}
+	if g.msgAt[1] != 4 || g.msgAt[2] != 5 {
+		t.Errorf("messages by rank %v, want rank 0: 4, rank 1: 1", g.msgAt)
 	}
 }

@@ -273,10 +273,15 @@ func (st *partial) has(m int32) bool {
 	return false
 }
 
+// clone is a copy of st whose messages and parents are placed right after
+// st's in their arrays (new ones only where those are full): the trees are
+// grown depth first, so st is not grown again until its clone is done
+// with, and it then takes the clone's places.
 func (st *partial) clone() partial {
 	c := *st
-	c.msgs = append(make([]int32, 0, len(st.msgs)+4), st.msgs...)
-	c.par = append(make([]int32, 0, len(st.par)+4), st.par...)
+	n := len(st.msgs)
+	c.msgs = append(st.msgs[n:n], st.msgs...)
+	c.par = append(st.par[n:n], st.par...)
 	return c
 }
 
@@ -288,6 +293,9 @@ func (l *linker) buildTrees(k *links) *instances {
 	in := &instances{start: make([]int32, 1, n/2+2), msgs: make([]int32, 0, n+n/4), par: make([]int32, 0, n+n/4),
 		prob: make([]float64, 0, n/2+1)}
 	big := false
+	// Every root's instance is grown in these arrays, and its try-both
+	// alternatives after it (clone): no allocation per root.
+	msgArena, parArena := make([]int32, 8*maxTree), make([]int32, 8*maxTree)
 	var grow func(st partial)
 	grow = func(st partial) {
 		for int(st.cur) < len(st.msgs) {
@@ -349,7 +357,8 @@ func (l *linker) buildTrees(k *links) *instances {
 		if float64(ps) < l.o.MinProb {
 			continue
 		}
-		grow(partial{msgs: []int32{int32(r)}, par: []int32{-1}, prob: float64(ps), budget: l.o.TryBoth})
+		msgArena[0], parArena[0] = int32(r), -1
+		grow(partial{msgs: msgArena[:1], par: parArena[:1], prob: float64(ps), budget: l.o.TryBoth})
 	}
 	if big {
 		l.warnings = append(l.warnings, fmt.Sprintf("linking: some instances were cut at %d messages", maxTree))

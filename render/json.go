@@ -28,24 +28,42 @@ func JSON(w io.Writer, p *trace.Paths) error {
 // caller that makes the patterns one by one (wap5 link hands each over as
 // it is built): Pattern for every pattern in rank order, then Close with
 // the warnings (they follow the patterns in the document). The bytes are
-// JSON's for the same paths.
+// JSON's for the same paths. The patterns are appended to one buffer,
+// written out whenever it holds pathsFlush bytes and by Close (an error is
+// returned by that call and every later one; after an error nothing more
+// is written).
 type PathsWriter struct {
-	bw        *bufio.Writer
+	w         io.Writer
 	algorithm string
 	n         int // patterns written
 	one       bytes.Buffer
 	pe        *json.Encoder
-	nj        patternJSON
+	nj        patternJSON // its b is the buffer
 	err       error
 }
+
+// pathsFlush is how many bytes PathsWriter gathers before it writes them:
+// few writes for a document of hundreds of megabytes, in a buffer that
+// stays in the processor's second-level cache.
+const pathsFlush = 128 << 10
 
 // NewPathsWriter starts a document for patterns of algorithm on w; nothing
 // is written before the first pattern (or Close).
 func NewPathsWriter(w io.Writer, algorithm string) *PathsWriter {
-	pw := &PathsWriter{bw: bufio.NewWriterSize(w, 64<<10), algorithm: algorithm}
+	pw := &PathsWriter{w: w, algorithm: algorithm}
+	pw.nj.b = make([]byte, 0, pathsFlush+pathsFlush/2)
 	pw.pe = json.NewEncoder(&pw.one)
 	pw.pe.SetIndent("  ", " ")
 	return pw
+}
+
+// flush writes the buffer out.
+func (pw *PathsWriter) flush() error {
+	if len(pw.nj.b) > 0 {
+		_, pw.err = pw.w.Write(pw.nj.b)
+		pw.nj.b = pw.nj.b[:0]
+	}
+	return pw.err
 }
 
 // frame is the document without patterns (what one Encode of it with every
@@ -75,6 +93,7 @@ func (pw *PathsWriter) Pattern(pat *trace.Pattern) error {
 	if pw.err != nil {
 		return pw.err
 	}
+	nj := &pw.nj
 	if pw.n == 0 {
 		// The frame up to its pattern list (the warnings come after).
 		frame, cut, err := pw.frame(nil)
@@ -82,8 +101,14 @@ func (pw *PathsWriter) Pattern(pat *trace.Pattern) error {
 			pw.err = err
 			return err
 		}
-		pw.bw.Write(frame[:cut])
+		nj.b = append(nj.b, frame[:cut]...)
 	}
+	mark := len(nj.b)
+	if pw.n > 0 {
+		nj.b = append(nj.b, ',')
+	}
+	nj.b = append(nj.b, "\n  "...)
+	at := len(nj.b)
 	var v any
 	switch pw.algorithm {
 	case "convolution":
@@ -92,22 +117,18 @@ func (pw *PathsWriter) Pattern(pat *trace.Pattern) error {
 		// Nesting and linking: the same bytes as encoding/json's, written
 		// directly; a NaN or an infinity goes to encoding/json for its
 		// error.
-		nj := &pw.nj
-		nj.b, nj.bad = nj.b[:0], false
+		nj.bad = false
 		if pw.algorithm == "nesting" {
 			nj.nestPattern(pat)
 		} else {
 			nj.linkPattern(pat)
 		}
 		if !nj.bad {
-			if pw.n > 0 {
-				pw.bw.WriteByte(',')
-			}
 			pw.n++
-			pw.bw.WriteString("\n  ")
-			_, err := pw.bw.Write(nj.b)
-			pw.err = err
-			return err
+			if len(nj.b) >= pathsFlush {
+				return pw.flush()
+			}
+			return nil
 		}
 		if pw.algorithm == "nesting" {
 			v = jsonNestPattern{Rank: pat.Rank, Count: pat.Count, Root: nestStep(pat.Root), Metrics: pat.Metrics}
@@ -118,17 +139,16 @@ func (pw *PathsWriter) Pattern(pat *trace.Pattern) error {
 	}
 	pw.one.Reset()
 	if err := pw.pe.Encode(v); err != nil {
+		nj.b = nj.b[:mark]
 		pw.err = err
 		return err
 	}
-	if pw.n > 0 {
-		pw.bw.WriteByte(',')
-	}
+	nj.b = append(nj.b[:at], bytes.TrimSuffix(pw.one.Bytes(), []byte("\n"))...)
 	pw.n++
-	pw.bw.WriteString("\n  ")
-	_, err := pw.bw.Write(bytes.TrimSuffix(pw.one.Bytes(), []byte("\n")))
-	pw.err = err
-	return err
+	if len(nj.b) >= pathsFlush {
+		return pw.flush()
+	}
+	return nil
 }
 
 // Close ends the document with the warnings and flushes it.
@@ -141,12 +161,12 @@ func (pw *PathsWriter) Close(warnings []string) error {
 		return err
 	}
 	if pw.n == 0 {
-		pw.bw.Write(frame)
+		pw.nj.b = append(pw.nj.b, frame...)
 	} else {
-		pw.bw.WriteString("\n ")
-		pw.bw.Write(frame[cut:])
+		pw.nj.b = append(pw.nj.b, "\n "...)
+		pw.nj.b = append(pw.nj.b, frame[cut:]...)
 	}
-	return pw.bw.Flush()
+	return pw.flush()
 }
 
 // Instances writes one JSON object per instance:

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"wap5/trace"
 )
@@ -25,6 +26,16 @@ type patternJSON struct {
 	lastBits uint64
 	last     [32]byte
 	lastN    int
+	// linkPattern's keys by depth, and node names as they were encoded
+	lk    []linkKeys
+	named [64]namedString
+}
+
+// namedString is a string and its encoded form (name).
+type namedString struct {
+	p   *byte
+	n   int
+	enc []byte
 }
 
 // nestPattern appends nesting pattern pat at depth 0 (the caller's prefix holds the pattern
@@ -108,6 +119,25 @@ func (w *patternJSON) str(s string) {
 		w.names[s] = e
 	}
 	w.b = append(w.b, e...)
+}
+
+// name is str for the node names of steps: a handful of strings, each in
+// thousands of steps, whose encoded forms are kept by the strings' memory
+// (a string's bytes never change), direct-mapped.
+func (w *patternJSON) name(s string) {
+	p := unsafe.StringData(s)
+	if p == nil {
+		w.str(s)
+		return
+	}
+	c := &w.named[(uintptr(unsafe.Pointer(p))>>4^uintptr(len(s)))%uintptr(len(w.named))]
+	if c.p == p && c.n == len(s) {
+		w.b = append(w.b, c.enc...)
+		return
+	}
+	at := len(w.b)
+	w.str(s)
+	c.p, c.n, c.enc = p, len(s), append(c.enc[:0], w.b[at:]...)
 }
 
 // float appends f as encoding/json's float64 encoder does.
@@ -196,16 +226,23 @@ func (w *patternJSON) rounded(x float64) {
 		w.b = append(w.b, 'e', '-', byte('0'+exp))
 		return
 	}
-	w.b = strconv.AppendUint(w.b, u/1e9, 10)
-	frac := u % 1e9
+	if u < 1e9 {
+		w.b = append(w.b, '0')
+	} else {
+		w.b = strconv.AppendUint(w.b, u/1e9, 10)
+	}
+	frac := uint32(u % 1e9)
 	if frac == 0 {
 		return
 	}
+	// The nine decimals, by pairs, trailing zeros dropped.
 	var d [10]byte
-	d[0] = '.'
-	for i := 9; i > 0; i-- {
-		d[i] = byte('0' + frac%10)
-		frac /= 10
+	d[0], d[1] = '.', byte('0'+frac/1e8)
+	frac %= 1e8
+	for i := 8; i > 0; i -= 2 {
+		p := frac % 100 * 2
+		frac /= 100
+		d[i], d[i+1] = digitPairs[p], digitPairs[p+1]
 	}
 	n := 10
 	for d[n-1] == '0' {
@@ -213,6 +250,18 @@ func (w *patternJSON) rounded(x float64) {
 	}
 	w.b = append(w.b, d[:n]...)
 }
+
+// digitPairs are the two digits of 0 to 99.
+const digitPairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
 
 // mean appends what mean(s) gives: null, or the rounded mean.
 func (w *patternJSON) mean(s trace.Stats) {
