@@ -50,6 +50,7 @@ func init() {
 				&cli.BoolFlag{Name: "aggregate-clients", Usage: "name client nodes CLIENT (WAP5 §2.5)"},
 				&cli.BoolFlag{Name: "ignore-kinds", Usage: "ignore kind=/call= and pair RPCs by connection only"},
 				&cli.DurationFlag{Name: "window", Usage: "streaming: link in time chunks of `D`, memory bounded by a chunk"},
+				&cli.IntFlag{Name: "window-memory", Value: linking.DefaultStreamMemory >> 20, Usage: "streaming: keep at most `MB` of pattern shapes and delays in memory and spill the rest to a temporary file (same result; 0: spill every chunk, negative: never)"},
 				&cli.IntFlag{Name: "top", Usage: "show only the top `N` patterns (text default 20)"},
 				&cli.BoolFlag{Name: "histograms", Usage: "text: draw node-delay histograms"},
 				&cli.BoolFlag{Name: "no-skew", Usage: "do not estimate clock offsets when the trace carries none (net_s then uses raw timestamps)"},
@@ -76,6 +77,7 @@ func linkAction(c *cli.Context) error {
 		AggregateClients: c.Bool("aggregate-clients"),
 		IgnoreKinds:      c.Bool("ignore-kinds"),
 		Stream:           c.Duration("window"),
+		StreamMemory:     streamMemory(c.Int("window-memory")),
 		// Instances cost memory per message; keep them only when asked.
 		NoInstances: c.String("instances") == "",
 		Top:         c.Int("top"),
@@ -194,6 +196,17 @@ func linkAction(c *cli.Context) error {
 		lo := &render.LinkTextOptions{Top: top, Histograms: c.Bool("histograms"), Counts: &counts}
 		return render.LinkText(w, p, lo)
 	})
+}
+
+// streamMemory is Options.StreamMemory for --window-memory mb.
+func streamMemory(mb int) int64 {
+	switch {
+	case mb < 0:
+		return -1
+	case mb == 0:
+		return 1 // spill at the end of every chunk
+	}
+	return int64(mb) << 20
 }
 
 // clonePattern is a copy of p that shares nothing with it but the steps'
