@@ -60,6 +60,14 @@ func NewStream(t *trace.Trace, opts Options) (*Stream, error) {
 	return &Stream{t: t, o: opts, core: math.MinInt64, a: a, tab: newPatTable(a, budget), mod: newModels()}, nil
 }
 
+// KeepTables tells s that its trace's tables are complete and fixed (a
+// binary trace's, read as a stream): it never compacts the endpoint table,
+// whose ids the messages pushed keep.
+func (s *Stream) KeepTables() { s.shared = true }
+
+// Discard abandons s (without Close): it frees the pattern spill file.
+func (s *Stream) Discard() { s.tab.close() }
+
 // StreamInstance is one path instance found by a Stream, given to
 // Options.OnInstance as soon as its chunk is linked (the slices are valid
 // during the call only).

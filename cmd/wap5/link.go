@@ -162,7 +162,11 @@ func linkAction(c *cli.Context) error {
 		}
 	}
 	if o.Stream > 0 {
-		t, res, err = linkStreaming(path, o)
+		var reset func() error
+		if spool != nil {
+			reset = spool.reset
+		}
+		t, res, err = linkStreaming(path, o, reset)
 	} else {
 		hugemem.Reserve(linkReserve(path))
 		if t, err = trace.ReadFile(path); err != nil {
@@ -307,6 +311,17 @@ func (sp *instanceSpool) add(in linking.StreamInstance) {
 	sp.buf = b
 }
 
+// reset empties the spool.
+func (sp *instanceSpool) reset() error {
+	if sp.err == nil {
+		sp.w.Reset(sp.f)
+		if sp.err = sp.f.Truncate(0); sp.err == nil {
+			_, sp.err = sp.f.Seek(0, io.SeekStart)
+		}
+	}
+	return sp.err
+}
+
 func (sp *instanceSpool) close() {
 	sp.f.Close()
 	os.Remove(sp.f.Name())
@@ -399,9 +414,12 @@ func (sp *instanceSpool) finish(path string, t *trace.Trace, pats []linking.Stre
 	return out.Close()
 }
 
-// linkStreaming reads a text trace message by message into a linking
-// stream; other forms are read whole and then streamed.
-func linkStreaming(path string, o linking.Options) (*trace.Trace, *linking.Result, error) {
+// linkStreaming reads a text or binary trace message by message into a
+// linking stream; other forms (and binary input on stdin) are read whole
+// and then streamed. A binary trace whose messages are not in time order
+// is read again whole (Link sorts it), after reset (which empties what
+// the stream gave Options.OnInstance), so that the result is the same.
+func linkStreaming(path string, o linking.Options, reset func() error) (*trace.Trace, *linking.Result, error) {
 	var r *bufio.Reader
 	name := path
 	if path == "-" {
@@ -415,6 +433,24 @@ func linkStreaming(path string, o linking.Options) (*trace.Trace, *linking.Resul
 		r = bufio.NewReaderSize(f, 1<<16)
 	}
 	head, _ := r.Peek(512)
+	if bytes.HasPrefix(head, []byte(trace.BinaryMagic)) && path != "-" {
+		t, res, sorted, err := linkBinaryStreaming(r, name, o)
+		if sorted {
+			return t, res, err
+		}
+		if reset != nil {
+			if err := reset(); err != nil {
+				return nil, nil, err
+			}
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer f.Close()
+		r = bufio.NewReaderSize(f, 1<<16)
+		head, _ = r.Peek(512)
+	}
 	if !bytes.HasPrefix(head, []byte(trace.TextHeader)) && !strings.HasPrefix(string(head), "#") {
 		t, err := trace.Read(r, name)
 		if err != nil {
@@ -437,6 +473,42 @@ func linkStreaming(path string, o linking.Options) (*trace.Trace, *linking.Resul
 	}
 	res := s.Close()
 	return t, res, s.Err()
+}
+
+// linkBinaryStreaming links a binary trace as it is read, a block of
+// messages at a time (trace.BinaryScanner: the tables, then the blocks).
+// sorted is false, and nothing is returned, when its messages turn out
+// not to be in time order: the stream is abandoned, for the caller to
+// read the trace whole.
+func linkBinaryStreaming(r io.Reader, name string, o linking.Options) (t *trace.Trace, res *linking.Result, sorted bool, err error) {
+	sc, err := trace.NewBinaryScanner(r, name)
+	if err != nil {
+		return nil, nil, true, err
+	}
+	defer sc.Close()
+	t = sc.Trace()
+	s, err := linking.NewStream(t, o)
+	if err != nil {
+		return nil, nil, true, err
+	}
+	s.KeepTables()
+	last := int64(math.MinInt64)
+	for sc.Scan() {
+		m := sc.Message()
+		if tm := m.Time(); tm >= last {
+			last = tm
+		} else {
+			s.Discard()
+			return nil, nil, false, nil
+		}
+		s.Push(m)
+	}
+	if err := sc.Err(); err != nil {
+		s.Discard()
+		return nil, nil, true, err
+	}
+	res = s.Close()
+	return t, res, true, s.Err()
 }
 
 // correctClocks estimates clock offsets for a trace that carries no clock
