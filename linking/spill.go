@@ -16,7 +16,7 @@ import (
 // DefaultStreamMemory is Options.StreamMemory's default: the bytes of
 // pattern shapes and delay accumulators a Stream keeps in memory before it
 // spills them.
-const DefaultStreamMemory = 64 << 20
+const DefaultStreamMemory = 16 << 20
 
 // patTable is a Stream's pattern table (steps 3–4) with its memory bounded.
 // Every pattern keeps a small entry in memory: its hash, count, expected

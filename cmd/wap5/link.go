@@ -35,7 +35,8 @@ func init() {
 				"chooses parents jointly per node (spans, delay models learned by iteration, minimum-cost " +
 				"assignment); --method wap5 is WAP5 §5 as published (exponential delay model, try-both " +
 				"trees). --window D links in time chunks of D so that memory stays bounded by a chunk " +
-				"(text input is then read as a stream and must be in time order; --instances are spooled " +
+				"(text input is then read as a stream and must be in time order, binary input block by block; " +
+				"pattern shapes and delays beyond --window-memory go to a temporary file; --instances are spooled " +
 				"to a temporary file next to FILE and written once the patterns are ranked).",
 			Flags: []cli.Flag{
 				&cli.BoolFlag{Name: "json", Usage: "machine-readable output (the contract's JSON)"},
