@@ -23,10 +23,11 @@ const DefaultStreamMemory = 16 << 20
 // count and maximum probability, summed in instance order exactly as an
 // unbounded table sums them, and where its shape and delay accumulators
 // are. Those are resident until all the resident ones outgrow the budget
-// (Options.StreamMemory); then, at the end of a chunk, they are all written
+// (Options.StreamMemory); then, at the end of a chunk, they are written
 // to a spill file (a temporary file, 0600, created with O_EXCL in $TMPDIR
 // and unlinked at once, so that it goes away with the process however it
-// ends) and dropped. A pattern seen again reads its own back and goes on:
+// ends) and dropped, all but the frequent ones used in that chunk (up to
+// half the budget), which would be read back at once. A pattern seen again reads its own back and goes on:
 // every accumulator takes the same samples in the same order, with the same
 // running sums, as if it had never left memory, so the result is bit for
 // bit the unbounded table's, whatever spills. At the end the patterns are
@@ -40,6 +41,8 @@ type patTable struct {
 	byHash *pairTable // hash → entry
 	ents   []patEntry
 	res    []*pattern // resident patterns (pattern.idx is the entry)
+	seen   []int32    // the chunk in which each resident pattern was last used
+	chunk  int32      // the chunk being aggregated (spill counts them)
 	// resBytes estimates the heap the resident patterns hold.
 	resBytes int64
 	budget   int64 // < 0: never spill
@@ -86,12 +89,13 @@ func (t *patTable) get(h uint64, ms []trace.Message, labels []int32, o []int32) 
 	}
 	e := &t.ents[ei]
 	if e.res >= 0 {
+		t.seen[e.res] = t.chunk
 		return t.res[e.res]
 	}
 	var p *pattern
 	if e.off >= 0 {
 		var err error
-		if p, err = t.read(e.off); err != nil {
+		if p, err = t.read(e.off, len(o)); err != nil {
 			if t.err == nil {
 				t.err = err
 			}
@@ -109,6 +113,7 @@ func (t *patTable) get(h uint64, ms []trace.Message, labels []int32, o []int32) 
 	p.hash, p.idx, p.first = h, ei, -1
 	e.res = int32(len(t.res))
 	t.res = append(t.res, p)
+	t.seen = append(t.seen, t.chunk)
 	t.resBytes += residentSize(len(p.par))
 	return p
 }
@@ -127,7 +132,10 @@ func (t *patTable) over() bool {
 	return t.budget >= 0 && t.resBytes > t.budget && t.err == nil
 }
 
-// spill writes every resident pattern to the spill file and drops them.
+// spill writes the resident patterns to the spill file and drops them,
+// but for the frequent ones used in this chunk (seen at least keepCount
+// times), up to half the budget: those would only be read back at once.
+// Which patterns stay changes nothing but the work.
 func (t *patTable) spill() {
 	if t.f == nil {
 		f, err := os.CreateTemp("", ".wap5-patterns-*")
@@ -140,8 +148,16 @@ func (t *patTable) spill() {
 		os.Remove(f.Name())
 		t.f, t.w = f, bufio.NewWriterSize(f, 1<<16)
 	}
-	for _, p := range t.res {
+	kept, keptBytes := 0, int64(0)
+	for i, p := range t.res {
 		e := &t.ents[p.idx]
+		if size := residentSize(len(p.par)); t.seen[i] == t.chunk && e.count >= keepCount && keptBytes+size <= t.budget/2 {
+			t.res[kept], t.seen[kept] = p, t.seen[i]
+			e.res = int32(kept)
+			kept++
+			keptBytes += size
+			continue
+		}
 		e.off, e.res = t.end, -1
 		t.buf = appendPattern(t.buf[:0], p)
 		if _, err := t.w.Write(t.buf); err != nil {
@@ -154,10 +170,17 @@ func (t *patTable) spill() {
 		t.err = fmt.Errorf("linking: writing the pattern spill file: %w", err)
 		return
 	}
-	clear(t.res)
-	t.res, t.resBytes = t.res[:0], 0
+	clear(t.res[kept:])
+	t.res, t.seen, t.resBytes = t.res[:kept], t.seen[:kept], keptBytes
 	t.spills++
 }
+
+// keepCount is how many instances a pattern used in the chunk that spills
+// must have had to stay resident.
+const keepCount = 3
+
+// endChunk counts a chunk aggregated.
+func (t *patTable) endChunk() { t.chunk++ }
 
 // A spilled pattern: its position count n (uint32), then per position its
 // canonical parent, closer, from and to labels (int32) and kind (a byte),
@@ -193,19 +216,25 @@ func appendPattern(b []byte, p *pattern) []byte {
 }
 
 // read reads back the pattern spilled at off (shape and accumulators; the
-// caller sets the rest).
-func (t *patTable) read(off int64) (*pattern, error) {
-	var head [4]byte
-	if _, err := t.f.ReadAt(head[:], off); err != nil {
-		return nil, fmt.Errorf("linking: reading the pattern spill file: %w", err)
+// caller sets the rest), of n positions when n > 0 (one read), else of
+// the number written there.
+func (t *patTable) read(off int64, n int) (*pattern, error) {
+	if n <= 0 {
+		var head [4]byte
+		if _, err := t.f.ReadAt(head[:], off); err != nil {
+			return nil, fmt.Errorf("linking: reading the pattern spill file: %w", err)
+		}
+		n = int(binary.LittleEndian.Uint32(head[:]))
 	}
-	n := int(binary.LittleEndian.Uint32(head[:]))
 	if n <= 0 || off+int64(spillSize(n)) > t.end {
 		return nil, fmt.Errorf("linking: pattern spill file: bad pattern of %d positions at %d", n, off)
 	}
 	t.buf = slices.Grow(t.buf[:0], spillSize(n))[:spillSize(n)]
 	if _, err := t.f.ReadAt(t.buf, off); err != nil && err != io.EOF {
 		return nil, fmt.Errorf("linking: reading the pattern spill file: %w", err)
+	}
+	if int(binary.LittleEndian.Uint32(t.buf)) != n {
+		return nil, fmt.Errorf("linking: pattern spill file: pattern at %d has %d positions, want %d", off, binary.LittleEndian.Uint32(t.buf), n)
 	}
 	return decodePattern(t.buf[4:], n), nil
 }
@@ -277,10 +306,10 @@ func (t *patTable) take(ei int32) (*pattern, error) {
 	case e.res >= 0:
 		p = t.res[e.res]
 		t.res[e.res] = nil
-		e.res = -1
+		e.res = -1 // t.res is not used again
 	case e.off >= 0:
 		var err error
-		if p, err = t.read(e.off); err != nil {
+		if p, err = t.read(e.off, 0); err != nil {
 			return nil, err
 		}
 	default:

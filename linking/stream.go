@@ -206,6 +206,7 @@ func (s *Stream) flush(final bool) {
 	if s.tab.over() {
 		s.tab.spill()
 	}
+	s.tab.endChunk()
 	// Ephemeral endpoints accumulate in the interning table: keep only
 	// those the buffer still uses once the table has doubled.
 	if !s.shared && len(s.t.Endpoints) > 2*s.endpoints+1024 {
