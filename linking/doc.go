@@ -146,5 +146,9 @@
 // with an overlap of the window x, carrying the delay models from chunk to
 // chunk, so memory is bounded by the chunk rather than the trace; instances
 // are handed to Options.OnInstance as each chunk is linked, and the result's
-// StreamPatterns rank their patterns at the end.
+// StreamPatterns rank their patterns at the end. Its pattern table keeps
+// the patterns' counts in memory and spills their shapes and delay
+// accumulators beyond Options.StreamMemory to a temporary file, reading each
+// back when it is met again and at the end (spill.go): the same result, bit
+// for bit, with memory bounded but for a small entry per pattern.
 package linking

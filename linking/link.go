@@ -112,6 +112,11 @@ type Options struct {
 	// chunk is linked, instead of keeping it in Paths.Instances; the
 	// result's StreamPatterns then place each pattern.
 	OnInstance func(StreamInstance)
+	// StreamMemory (with Stream) bounds the bytes of pattern shapes and
+	// delay accumulators kept in memory: beyond it they are spilled to a
+	// temporary file and read back when needed, with the same result
+	// (spill.go). 0: DefaultStreamMemory; negative: never spill.
+	StreamMemory int64
 	// ActorMin and ActorChance (joint) gate the same-thread hint (J2b,
 	// actors.go): where a node's calls with one possible request span left
 	// from the thread that received it in at least the share ActorMin

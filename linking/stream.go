@@ -23,6 +23,7 @@ type Stream struct {
 	inst  StreamInstance
 	core  int64 // start of the chunk being filled; MinInt64 before the first message
 	a     *aggregator
+	tab   *spillTable // the patterns, bounded (spill.go)
 	mod   *models
 	late  int
 	fit   Fit
@@ -51,8 +52,21 @@ func NewStream(t *trace.Trace, opts Options) (*Stream, error) {
 	opts.NoInstances = true
 	opts.HistTop = -1
 	a := newAggregator(-1)
-	return &Stream{t: t, o: opts, core: math.MinInt64, a: a, mod: newModels()}, nil
+	a.byHash = nil // the table's (spillTable)
+	budget := opts.StreamMemory
+	if budget == 0 {
+		budget = DefaultStreamMemory
+	}
+	return &Stream{t: t, o: opts, core: math.MinInt64, a: a, tab: newSpillTable(a, budget), mod: newModels()}, nil
 }
+
+// KeepTables tells s that its trace's tables are complete and fixed (a
+// binary trace's, read as a stream): it never compacts the endpoint table,
+// whose ids the messages pushed keep.
+func (s *Stream) KeepTables() { s.shared = true }
+
+// Discard abandons s (without Close): it frees the pattern spill file.
+func (s *Stream) Discard() { s.tab.close() }
 
 // StreamInstance is one path instance found by a Stream, given to
 // Options.OnInstance as soon as its chunk is linked (the slices are valid
@@ -150,13 +164,11 @@ func (s *Stream) flush(final bool) {
 				s.claimed[k] = true
 			}
 		}
-		var p *pattern
-		p, s.order = s.a.canon(ct.Messages, labels, msgs, par, s.order[:0], true)
-		if p.acc == nil {
-			p.acc = newPatAcc(len(p.par), false)
-		}
+		var h uint64
+		h, s.order = s.a.order(ct.Messages, labels, msgs, par, s.order[:0])
+		p := s.tab.get(h, ct.Messages, labels, s.order)
 		s.a.accumulate(p, ct.Messages, s.order, in.prob[i])
-		s.a.add(p, in.prob[i])
+		s.tab.add(p, in.prob[i])
 		if f := s.o.OnInstance; f != nil {
 			si := &s.inst
 			si.Pattern, si.Prob = int(p.idx), in.prob[i]
@@ -189,6 +201,12 @@ func (s *Stream) flush(final bool) {
 		s.seq = s.seq[:n]
 	}
 	s.core = end
+	// The patterns' shapes and delays beyond the budget go to the spill
+	// file (spill.go).
+	if s.tab.over() {
+		s.tab.spill()
+	}
+	s.tab.endChunk()
 	// Ephemeral endpoints accumulate in the interning table: keep only
 	// those the buffer still uses once the table has doubled.
 	if !s.shared && len(s.t.Endpoints) > 2*s.endpoints+1024 {
@@ -212,16 +230,25 @@ func (s *Stream) Close() *Result {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d messages arrived out of time order beyond the window and were left out", s.late))
 	}
 	res := &Result{Fit: s.fit, Iterations: s.iters}
+	defer s.tab.close()
 	if s.o.OnInstance != nil {
-		res.StreamPatterns = make([]StreamPattern, len(s.a.pats))
+		res.StreamPatterns = make([]StreamPattern, len(s.tab.ents))
 	}
-	ranked := s.a.ranked()
+	ranked := s.tab.ranked()
 	if s.o.OnPattern != nil {
 		res.Paths = out
 		s.err = s.handOver(ranked, res)
+		if s.err == nil {
+			s.err = s.tab.err
+		}
 		return res
 	}
-	for r, p := range ranked {
+	for r, ei := range ranked {
+		p, err := s.tab.take(ei)
+		if err != nil {
+			s.err = err
+			break
+		}
 		tp, perm := s.a.build(p)
 		tp.Rank = r + 1
 		out.Patterns = append(out.Patterns, tp)
@@ -229,22 +256,25 @@ func (s *Stream) Close() *Result {
 			res.StreamPatterns[p.idx] = StreamPattern{Rank: r + 1, Perm: perm}
 		}
 	}
+	if s.err == nil {
+		s.err = s.tab.err
+	}
 	res.Paths = out
 	return res
 }
 
-// Err is the error Options.OnPattern returned in Close, if any.
+// Err is the error Options.OnPattern returned in Close, if any, or the
+// pattern spill file's.
 func (s *Stream) Err() error { return s.err }
 
 // handOver is Close with Options.OnPattern: the top Options.Top patterns
 // (all when 0) are handed over in rank order as they are built, those
 // ranked from Options.Shown on with their counts only when no instances
-// need their step order, and each pattern's delays are dropped once it is
-// built, so that the built patterns are never all held at once (on the
-// CoDeeN-sized trace they outweigh everything else the stream keeps).
-// Options.BeforePatterns sees res first.
-func (s *Stream) handOver(ranked []*pattern, res *Result) error {
-	s.a.pats = nil // ranked holds them; each is dropped once handed over
+// need their step order, and each pattern is dropped once it is built, so
+// that the built patterns are never all held at once (on the CoDeeN-sized
+// trace they outweigh everything else the stream keeps). ranked holds the
+// table's entries in rank order. Options.BeforePatterns sees res first.
+func (s *Stream) handOver(ranked []int32, res *Result) error {
 	if s.o.BeforePatterns != nil {
 		s.o.BeforePatterns(res)
 	}
@@ -256,12 +286,16 @@ func (s *Stream) handOver(ranked []*pattern, res *Result) error {
 	if s.o.Shown > 0 && res.StreamPatterns == nil {
 		full = min(full, s.o.Shown)
 	}
-	for r, p := range ranked {
+	for r, ei := range ranked {
 		if r >= top && res.StreamPatterns == nil {
 			break
 		}
 		var tp *trace.Pattern
 		if r < full || res.StreamPatterns != nil {
+			p, err := s.tab.take(ei)
+			if err != nil {
+				return err
+			}
 			var perm []int32
 			tp, perm = s.a.build(p)
 			tp.Rank = r + 1
@@ -269,12 +303,12 @@ func (s *Stream) handOver(ranked []*pattern, res *Result) error {
 				res.StreamPatterns[p.idx] = StreamPattern{Rank: r + 1, Perm: perm}
 			}
 		}
-		ranked[r] = nil
 		if r >= top {
 			continue
 		}
 		if r >= full {
-			tp = &trace.Pattern{Rank: r + 1, Count: p.count, Expected: p.expected, MaxProb: p.maxProb}
+			e := &s.tab.ents[ei]
+			tp = &trace.Pattern{Rank: r + 1, Count: int(e.count), Expected: e.expected, MaxProb: e.maxProb}
 		}
 		if err := s.o.OnPattern(tp); err != nil {
 			return err

@@ -385,40 +385,45 @@ func (t *Trace) checkTables() error {
 
 // checkMessages is CheckValid's check of every message against the tables.
 func (t *Trace) checkMessages() error {
-	nn, ne := NodeID(len(t.Nodes)), EndpointID(len(t.Endpoints))
 	for i := range t.Messages {
-		m := &t.Messages[i]
-		switch {
-		case m.Src < 0 || m.Src >= nn:
-			return fmt.Errorf("message %d: source node %d out of range [0,%d)", i, m.Src, nn)
-		case m.Dst < 0 || m.Dst >= nn:
-			return fmt.Errorf("message %d: destination node %d out of range [0,%d)", i, m.Dst, nn)
-		case m.SrcEP < 0 || m.SrcEP >= ne:
-			return fmt.Errorf("message %d: source endpoint %d out of range [0,%d)", i, m.SrcEP, ne)
-		case m.DstEP < 0 || m.DstEP >= ne:
-			return fmt.Errorf("message %d: destination endpoint %d out of range [0,%d)", i, m.DstEP, ne)
-		case m.Send == Unknown && m.Recv == Unknown:
-			return fmt.Errorf("message %d: neither send nor receive time is known", i)
-		case m.Bytes < 0:
-			return fmt.Errorf("message %d: negative size %d", i, m.Bytes)
-		case m.Kind > KindReturn:
-			return fmt.Errorf("message %d: bad kind %d", i, m.Kind)
-		case m.SrcActor != NoActor && int(m.SrcActor) > t.actorCount(m.Src):
-			return fmt.Errorf("message %d: source actor %d out of range [0,%d] of node %d", i, m.SrcActor, t.actorCount(m.Src), m.Src)
-		case m.DstActor != NoActor && int(m.DstActor) > t.actorCount(m.Dst):
-			return fmt.Errorf("message %d: destination actor %d out of range [0,%d] of node %d", i, m.DstActor, t.actorCount(m.Dst), m.Dst)
-		}
-		for _, r := range [...]int64{m.ID, int64(m.Call), int64(m.Truth)} {
-			if r < -1 && !IsLineRef(r) && -2-r >= int64(len(t.Labels)) {
-				return fmt.Errorf("message %d: label reference %d out of range", i, r)
-			}
+		if err := t.checkMessage(i, &t.Messages[i]); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// checkTablesAndClock is CheckValid without the pass over the messages, for
-// readers that checked every message as they decoded it.
+// checkMessage is CheckValid's check of message i, m, against the tables.
+func (t *Trace) checkMessage(i int, m *Message) error {
+	nn, ne := NodeID(len(t.Nodes)), EndpointID(len(t.Endpoints))
+	switch {
+	case m.Src < 0 || m.Src >= nn:
+		return fmt.Errorf("message %d: source node %d out of range [0,%d)", i, m.Src, nn)
+	case m.Dst < 0 || m.Dst >= nn:
+		return fmt.Errorf("message %d: destination node %d out of range [0,%d)", i, m.Dst, nn)
+	case m.SrcEP < 0 || m.SrcEP >= ne:
+		return fmt.Errorf("message %d: source endpoint %d out of range [0,%d)", i, m.SrcEP, ne)
+	case m.DstEP < 0 || m.DstEP >= ne:
+		return fmt.Errorf("message %d: destination endpoint %d out of range [0,%d)", i, m.DstEP, ne)
+	case m.Send == Unknown && m.Recv == Unknown:
+		return fmt.Errorf("message %d: neither send nor receive time is known", i)
+	case m.Bytes < 0:
+		return fmt.Errorf("message %d: negative size %d", i, m.Bytes)
+	case m.Kind > KindReturn:
+		return fmt.Errorf("message %d: bad kind %d", i, m.Kind)
+	case m.SrcActor != NoActor && int(m.SrcActor) > t.actorCount(m.Src):
+		return fmt.Errorf("message %d: source actor %d out of range [0,%d] of node %d", i, m.SrcActor, t.actorCount(m.Src), m.Src)
+	case m.DstActor != NoActor && int(m.DstActor) > t.actorCount(m.Dst):
+		return fmt.Errorf("message %d: destination actor %d out of range [0,%d] of node %d", i, m.DstActor, t.actorCount(m.Dst), m.Dst)
+	}
+	for _, r := range [...]int64{m.ID, int64(m.Call), int64(m.Truth)} {
+		if r < -1 && !IsLineRef(r) && -2-r >= int64(len(t.Labels)) {
+			return fmt.Errorf("message %d: label reference %d out of range", i, r)
+		}
+	}
+	return nil
+}
+
 func (t *Trace) checkTablesAndClock() error {
 	if err := t.checkTables(); err != nil {
 		return err

@@ -35,7 +35,8 @@ func init() {
 				"chooses parents jointly per node (spans, delay models learned by iteration, minimum-cost " +
 				"assignment); --method wap5 is WAP5 §5 as published (exponential delay model, try-both " +
 				"trees). --window D links in time chunks of D so that memory stays bounded by a chunk " +
-				"(text input is then read as a stream and must be in time order; --instances are spooled " +
+				"(text input is then read as a stream and must be in time order, binary input block by block; " +
+				"pattern shapes and delays beyond --window-memory go to a temporary file; --instances are spooled " +
 				"to a temporary file next to FILE and written once the patterns are ranked).",
 			Flags: []cli.Flag{
 				&cli.BoolFlag{Name: "json", Usage: "machine-readable output (the contract's JSON)"},
@@ -52,6 +53,7 @@ func init() {
 				&cli.BoolFlag{Name: "aggregate-clients", Usage: "name client nodes CLIENT (WAP5 §2.5)"},
 				&cli.BoolFlag{Name: "ignore-kinds", Usage: "ignore kind=/call= and pair RPCs by connection only"},
 				&cli.DurationFlag{Name: "window", Usage: "streaming: link in time chunks of `D`, memory bounded by a chunk"},
+				&cli.IntFlag{Name: "window-memory", Value: linking.DefaultStreamMemory >> 20, Usage: "streaming: keep at most `MB` of pattern shapes and delays in memory and spill the rest to a temporary file (same result; 0: spill every chunk, negative: never)"},
 				&cli.IntFlag{Name: "top", Usage: "show only the top `N` patterns (text default 20)"},
 				&cli.BoolFlag{Name: "histograms", Usage: "text: draw node-delay histograms"},
 				&cli.BoolFlag{Name: "no-skew", Usage: "do not estimate clock offsets when the trace carries none (net_s then uses raw timestamps)"},
@@ -80,6 +82,7 @@ func linkAction(c *cli.Context) error {
 		AggregateClients: c.Bool("aggregate-clients"),
 		IgnoreKinds:      c.Bool("ignore-kinds"),
 		Stream:           c.Duration("window"),
+		StreamMemory:     streamMemory(c.Int("window-memory")),
 		// Instances cost memory per message; keep them only when asked.
 		NoInstances: c.String("instances") == "",
 		Top:         c.Int("top"),
@@ -164,7 +167,11 @@ func linkAction(c *cli.Context) error {
 		}
 	}
 	if o.Stream > 0 {
-		t, res, err = linkStreaming(path, o)
+		var reset func() error
+		if spool != nil {
+			reset = spool.reset
+		}
+		t, res, err = linkStreaming(path, o, reset)
 	} else {
 		hugemem.Reserve(linkReserve(path))
 		if t, err = trace.ReadFile(path); err != nil {
@@ -198,6 +205,17 @@ func linkAction(c *cli.Context) error {
 		lo := &render.LinkTextOptions{Top: top, Histograms: c.Bool("histograms"), Counts: &counts}
 		return render.LinkText(w, p, lo)
 	})
+}
+
+// streamMemory is Options.StreamMemory for --window-memory mb.
+func streamMemory(mb int) int64 {
+	switch {
+	case mb < 0:
+		return -1
+	case mb == 0:
+		return 1 // spill at the end of every chunk
+	}
+	return int64(mb) << 20
 }
 
 // clonePattern is a copy of p that shares nothing with it but the steps'
@@ -298,6 +316,17 @@ func (sp *instanceSpool) add(in linking.StreamInstance) {
 	sp.buf = b
 }
 
+// reset empties the spool.
+func (sp *instanceSpool) reset() error {
+	if sp.err == nil {
+		sp.w.Reset(sp.f)
+		if sp.err = sp.f.Truncate(0); sp.err == nil {
+			_, sp.err = sp.f.Seek(0, io.SeekStart)
+		}
+	}
+	return sp.err
+}
+
 func (sp *instanceSpool) close() {
 	sp.f.Close()
 	os.Remove(sp.f.Name())
@@ -390,9 +419,12 @@ func (sp *instanceSpool) finish(path string, t *trace.Trace, pats []linking.Stre
 	return out.Close()
 }
 
-// linkStreaming reads a text trace message by message into a linking
-// stream; other forms are read whole and then streamed.
-func linkStreaming(path string, o linking.Options) (*trace.Trace, *linking.Result, error) {
+// linkStreaming reads a text or binary trace message by message into a
+// linking stream; other forms (and binary input on stdin) are read whole
+// and then streamed. A binary trace whose messages are not in time order
+// is read again whole (Link sorts it), after reset (which empties what
+// the stream gave Options.OnInstance), so that the result is the same.
+func linkStreaming(path string, o linking.Options, reset func() error) (*trace.Trace, *linking.Result, error) {
 	var r *bufio.Reader
 	name := path
 	if path == "-" {
@@ -406,6 +438,24 @@ func linkStreaming(path string, o linking.Options) (*trace.Trace, *linking.Resul
 		r = bufio.NewReaderSize(f, 1<<16)
 	}
 	head, _ := r.Peek(512)
+	if bytes.HasPrefix(head, []byte(trace.BinaryMagic)) && path != "-" {
+		t, res, sorted, err := linkBinaryStreaming(r, name, o)
+		if sorted {
+			return t, res, err
+		}
+		if reset != nil {
+			if err := reset(); err != nil {
+				return nil, nil, err
+			}
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer f.Close()
+		r = bufio.NewReaderSize(f, 1<<16)
+		head, _ = r.Peek(512)
+	}
 	if !bytes.HasPrefix(head, []byte(trace.TextHeader)) && !strings.HasPrefix(string(head), "#") {
 		t, err := trace.Read(r, name)
 		if err != nil {
@@ -428,6 +478,42 @@ func linkStreaming(path string, o linking.Options) (*trace.Trace, *linking.Resul
 	}
 	res := s.Close()
 	return t, res, s.Err()
+}
+
+// linkBinaryStreaming links a binary trace as it is read, a block of
+// messages at a time (trace.BinaryScanner: the tables, then the blocks).
+// sorted is false, and nothing is returned, when its messages turn out
+// not to be in time order: the stream is abandoned, for the caller to
+// read the trace whole.
+func linkBinaryStreaming(r io.Reader, name string, o linking.Options) (t *trace.Trace, res *linking.Result, sorted bool, err error) {
+	sc, err := trace.NewBinaryScanner(r, name)
+	if err != nil {
+		return nil, nil, true, err
+	}
+	defer sc.Close()
+	t = sc.Trace()
+	s, err := linking.NewStream(t, o)
+	if err != nil {
+		return nil, nil, true, err
+	}
+	s.KeepTables()
+	last := int64(math.MinInt64)
+	for sc.Scan() {
+		m := sc.Message()
+		if tm := m.Time(); tm >= last {
+			last = tm
+		} else {
+			s.Discard()
+			return nil, nil, false, nil
+		}
+		s.Push(m)
+	}
+	if err := sc.Err(); err != nil {
+		s.Discard()
+		return nil, nil, true, err
+	}
+	res = s.Close()
+	return t, res, true, s.Err()
 }
 
 // correctClocks estimates clock offsets for a trace that carries no clock

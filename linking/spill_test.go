@@ -1,0 +1,112 @@
+package linking
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"wap5/trace"
+)
+
+// streamRun links tr through a Stream with the pattern table's budget
+// (StreamMemory), and returns the result, the instances handed over, the
+// patterns handed over (with OnPattern set) and how often the table spilled.
+func streamRun(t *testing.T, tr *trace.Trace, o Options, budget int64, handOver bool) (*Result, []StreamInstance, []*trace.Pattern, int) {
+	t.Helper()
+	o.StreamMemory = budget
+	var inst []StreamInstance
+	o.OnInstance = func(in StreamInstance) {
+		in.Messages, in.Seq = append([]trace.Message(nil), in.Messages...), append([]int64(nil), in.Seq...)
+		inst = append(inst, in)
+	}
+	var got []*trace.Pattern
+	if handOver {
+		o.OnPattern = func(p *trace.Pattern) error {
+			got = append(got, p)
+			return nil
+		}
+	}
+	s, err := NewStream(tr, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.shared = true
+	for i := range tr.Messages {
+		s.Push(tr.Messages[i])
+	}
+	res := s.Close()
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return res, inst, got, s.tab.spills
+}
+
+// TestStreamSpill: a pattern table that spills (at the end of every chunk,
+// or beyond a few kilobytes) gives exactly the result, instances, stream
+// patterns and handed-over patterns of one that never does: every
+// accumulator is read back and goes on bit for bit.
+func TestStreamSpill(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	tr := simulate(simConfig{clients: 6, perClient: 150, think: gauss{ms(100), ms(30)}, net: gauss{ms(0.3), ms(0.05)},
+		tracelets: multiTier(5, false), seed: 11, spread: 3})
+	tr.Sort()
+	for _, method := range []string{MethodJoint, MethodWAP5} {
+		o := Options{Method: method, Window: 200 * time.Millisecond, Stream: 3 * time.Second}
+		want, wantInst, _, spills := streamRun(t, tr, o, -1, false)
+		if spills != 0 {
+			t.Fatalf("%s: spilled without a budget", method)
+		}
+		if len(want.Patterns) < 10 || want.Iterations < 5 {
+			t.Fatalf("%s: %d patterns in %d chunks, want more", method, len(want.Patterns), want.Iterations)
+		}
+		for _, budget := range []int64{1, 4 << 10} {
+			name := fmt.Sprintf("%s budget %d", method, budget)
+			got, inst, _, spills := streamRun(t, tr, o, budget, false)
+			if spills < 2 {
+				t.Errorf("%s: %d spills, want several", name, spills)
+			}
+			if !reflect.DeepEqual(got.Paths, want.Paths) {
+				t.Errorf("%s: patterns differ from the unbounded table's", name)
+			}
+			if !reflect.DeepEqual(got.StreamPatterns, want.StreamPatterns) || !reflect.DeepEqual(inst, wantInst) {
+				t.Errorf("%s: instances or stream patterns differ", name)
+			}
+			// Handed over (as wap5 link does), top 5 shown in full.
+			o2 := o
+			o2.Top, o2.Shown = 8, 5
+			_, _, gotH, _ := streamRun(t, tr, o2, budget, true)
+			_, _, wantH, _ := streamRun(t, tr, o2, -1, true)
+			if len(gotH) != 8 || !reflect.DeepEqual(gotH, wantH) {
+				t.Errorf("%s: %d patterns handed over, equal %v", name, len(gotH), reflect.DeepEqual(gotH, wantH))
+			}
+		}
+	}
+	// The spill file is unlinked as soon as it is made.
+	if left, _ := filepath.Glob(filepath.Join(os.Getenv("TMPDIR"), "*")); len(left) > 0 {
+		t.Errorf("left in TMPDIR: %v", left)
+	}
+}
+
+// TestStreamSpillError: a spill file that cannot be made is the stream's
+// error.
+func TestStreamSpillError(t *testing.T) {
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	tr := simulate(simConfig{clients: 3, perClient: 60, think: gauss{ms(100), ms(30)}, net: gauss{ms(0.3), ms(0.05)},
+		tracelets: multiTier(3, false), seed: 12})
+	tr.Sort()
+	s, err := NewStream(tr, Options{Window: 200 * time.Millisecond, Stream: 2 * time.Second, StreamMemory: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.shared = true
+	for i := range tr.Messages {
+		s.Push(tr.Messages[i])
+	}
+	s.Close()
+	if s.Err() == nil {
+		t.Fatal("no error without a spill file")
+	}
+}
