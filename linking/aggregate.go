@@ -631,20 +631,26 @@ func (c *patCounts) add(h uint64) int32 {
 // byRank orders patterns by expected count, then count, then hash (as
 // aggregator.ranked does).
 func byRank(p, q *patCount) int {
-	if p.expected != q.expected {
-		if p.expected > q.expected {
+	return cmpRank(p.expected, q.expected, p.count, q.count, p.hash, q.hash)
+}
+
+// cmpRank is the rank order of two patterns by their expected counts
+// (pe, qe), counts and hashes: byRank's, and the stream's spill table's.
+func cmpRank(pe, qe float64, pc, qc int32, ph, qh uint64) int {
+	if pe != qe {
+		if pe > qe {
 			return -1
 		}
 		return 1
 	}
-	if p.count != q.count {
-		if p.count > q.count {
+	if pc != qc {
+		if pc > qc {
 			return -1
 		}
 		return 1
 	}
-	if p.hash != q.hash {
-		if p.hash < q.hash {
+	if ph != qh {
+		if ph < qh {
 			return -1
 		}
 		return 1

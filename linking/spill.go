@@ -274,25 +274,7 @@ func (t *spillTable) ranked() []int32 {
 	}
 	slices.SortFunc(r, func(x, y int32) int {
 		p, q := &t.ents[x], &t.ents[y]
-		if p.expected != q.expected {
-			if p.expected > q.expected {
-				return -1
-			}
-			return 1
-		}
-		if p.count != q.count {
-			if p.count > q.count {
-				return -1
-			}
-			return 1
-		}
-		switch {
-		case p.hash < q.hash:
-			return -1
-		case p.hash > q.hash:
-			return 1
-		}
-		return 0
+		return cmpRank(p.expected, q.expected, p.count, q.count, p.hash, q.hash)
 	})
 	return r
 }

@@ -337,51 +337,9 @@ func readBinarySized(r io.Reader, file string, size int64, env *envelopes) (t *T
 // decode is readBinarySized after the magic, from b.
 func (b *binReader) decode(env *envelopes) (t *Trace, decoded bool, err error) {
 	file := b.file
-	version := b.uv()
-	if b.err == nil && (version < 1 || version > binaryVersion) {
-		return nil, false, fmt.Errorf("%s: binary trace version %d, want 1 to %d", file, version, binaryVersion)
-	}
-	t = &Trace{}
-	const maxTable = 1 << 28
-	for n := b.count("node", maxTable); n > 0 && b.err == nil; n-- {
-		name := b.str()
-		t.Nodes = append(t.Nodes, Node{Name: name, Untraced: b.uv() == 1})
-	}
-	if n := b.count("endpoint", maxTable); b.err == nil {
-		t.Endpoints = b.strs(n)
-	}
-	if n := b.count("label", maxTable); b.err == nil {
-		t.Labels = b.strs(n)
-	}
-	for n := b.count("clock", maxTable); n > 0 && b.err == nil; n-- {
-		var c Correction
-		c.Node = NodeID(b.uv())
-		c.Offset = b.sv()
-		c.DriftPPM = math.Float64frombits(b.uv())
-		c.At = b.sv()
-		c.Error = b.sv()
-		c.Applied = b.uv() == 1
-		t.Clock = append(t.Clock, c)
-	}
-	for n := b.count("warning", maxTable); n > 0 && b.err == nil; n-- {
-		t.Warnings = append(t.Warnings, b.str())
-	}
-	if version >= 2 {
-		nodes := b.count("actor table", uint64(len(t.Nodes)))
-		if nodes > 0 && b.err == nil {
-			t.Actors = make([][]string, nodes)
-		}
-		for i := 0; i < nodes && b.err == nil; i++ {
-			for n := b.count("actor", MaxActors); n > 0 && b.err == nil; n-- {
-				t.Actors[i] = append(t.Actors[i], b.str())
-			}
-		}
-	}
-	if b.err != nil {
-		return nil, false, b.err
-	}
-	if len(t.Endpoints) == 0 || t.Endpoints[0] != "-" {
-		return nil, false, fmt.Errorf("%s: binary trace: endpoint table does not start with -", file)
+	t, version, err := b.tables()
+	if err != nil {
+		return nil, false, err
 	}
 	n := b.count("message", 1<<40)
 	if env != nil {
@@ -601,3 +559,57 @@ func decompressWhole(r io.Reader, size int) ([]byte, io.Reader, func()) {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// tables reads everything before the messages (the version, the node,
+// endpoint, label, clock, warning and actor tables) with their checks and
+// errors: decode's and BinaryScanner's first steps.
+func (b *binReader) tables() (*Trace, uint64, error) {
+	file := b.file
+	version := b.uv()
+	if b.err == nil && (version < 1 || version > binaryVersion) {
+		return nil, 0, fmt.Errorf("%s: binary trace version %d, want 1 to %d", file, version, binaryVersion)
+	}
+	t := &Trace{}
+	const maxTable = 1 << 28
+	for n := b.count("node", maxTable); n > 0 && b.err == nil; n-- {
+		name := b.str()
+		t.Nodes = append(t.Nodes, Node{Name: name, Untraced: b.uv() == 1})
+	}
+	if n := b.count("endpoint", maxTable); b.err == nil {
+		t.Endpoints = b.strs(n)
+	}
+	if n := b.count("label", maxTable); b.err == nil {
+		t.Labels = b.strs(n)
+	}
+	for n := b.count("clock", maxTable); n > 0 && b.err == nil; n-- {
+		var c Correction
+		c.Node = NodeID(b.uv())
+		c.Offset = b.sv()
+		c.DriftPPM = math.Float64frombits(b.uv())
+		c.At = b.sv()
+		c.Error = b.sv()
+		c.Applied = b.uv() == 1
+		t.Clock = append(t.Clock, c)
+	}
+	for n := b.count("warning", maxTable); n > 0 && b.err == nil; n-- {
+		t.Warnings = append(t.Warnings, b.str())
+	}
+	if version >= 2 {
+		nodes := b.count("actor table", uint64(len(t.Nodes)))
+		if nodes > 0 && b.err == nil {
+			t.Actors = make([][]string, nodes)
+		}
+		for i := 0; i < nodes && b.err == nil; i++ {
+			for n := b.count("actor", MaxActors); n > 0 && b.err == nil; n-- {
+				t.Actors[i] = append(t.Actors[i], b.str())
+			}
+		}
+	}
+	if b.err != nil {
+		return nil, 0, b.err
+	}
+	if len(t.Endpoints) == 0 || t.Endpoints[0] != "-" {
+		return nil, 0, fmt.Errorf("%s: binary trace: endpoint table does not start with -", file)
+	}
+	return t, version, nil
+}

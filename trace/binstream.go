@@ -3,7 +3,6 @@ package trace
 import (
 	"fmt"
 	"io"
-	"math"
 
 	"wap5/internal/hugemem"
 
@@ -68,51 +67,9 @@ func NewBinaryScanner(r io.Reader, file string) (*BinaryScanner, error) {
 // steps, checks and errors), and the tables' check.
 func (s *BinaryScanner) tables() error {
 	b, file := s.b, s.b.file
-	version := b.uv()
-	if b.err == nil && (version < 1 || version > binaryVersion) {
-		return fmt.Errorf("%s: binary trace version %d, want 1 to %d", file, version, binaryVersion)
-	}
-	t := &Trace{}
-	const maxTable = 1 << 28
-	for n := b.count("node", maxTable); n > 0 && b.err == nil; n-- {
-		name := b.str()
-		t.Nodes = append(t.Nodes, Node{Name: name, Untraced: b.uv() == 1})
-	}
-	if n := b.count("endpoint", maxTable); b.err == nil {
-		t.Endpoints = b.strs(n)
-	}
-	if n := b.count("label", maxTable); b.err == nil {
-		t.Labels = b.strs(n)
-	}
-	for n := b.count("clock", maxTable); n > 0 && b.err == nil; n-- {
-		var c Correction
-		c.Node = NodeID(b.uv())
-		c.Offset = b.sv()
-		c.DriftPPM = math.Float64frombits(b.uv())
-		c.At = b.sv()
-		c.Error = b.sv()
-		c.Applied = b.uv() == 1
-		t.Clock = append(t.Clock, c)
-	}
-	for n := b.count("warning", maxTable); n > 0 && b.err == nil; n-- {
-		t.Warnings = append(t.Warnings, b.str())
-	}
-	if version >= 2 {
-		nodes := b.count("actor table", uint64(len(t.Nodes)))
-		if nodes > 0 && b.err == nil {
-			t.Actors = make([][]string, nodes)
-		}
-		for i := 0; i < nodes && b.err == nil; i++ {
-			for n := b.count("actor", MaxActors); n > 0 && b.err == nil; n-- {
-				t.Actors[i] = append(t.Actors[i], b.str())
-			}
-		}
-	}
-	if b.err != nil {
-		return b.err
-	}
-	if len(t.Endpoints) == 0 || t.Endpoints[0] != "-" {
-		return fmt.Errorf("%s: binary trace: endpoint table does not start with -", file)
+	t, version, err := b.tables()
+	if err != nil {
+		return err
 	}
 	s.n = b.count("message", 1<<40)
 	if err := t.checkTables(); err != nil {
