@@ -125,16 +125,7 @@ func TestCountStructure(t *testing.T) {
 		{"children-0-2", 0.75},
 		{"children-d-cc", 0.55},
 	} {
-		cfg, err := tracegen.ParseConfigFile(filepath.Join("..", "testdata", "gen", c.name+".gen"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Parents = true
-		cfg.Duration = 60
-		tr, err := tracegen.Generate(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr := genScenario(t, c.name, 60)
 		res, err := Link(tr, Options{AggregateClients: true})
 		if err != nil {
 			t.Fatal(err)
@@ -156,16 +147,7 @@ func TestCountStructure(t *testing.T) {
 // alternative, the result is exactly the one without the test (the state
 // is restored: links, probabilities, models, the delay-model comparison).
 func TestCountStructureRestore(t *testing.T) {
-	cfg, err := tracegen.ParseConfigFile(filepath.Join("..", "testdata", "gen", "children-0-2.gen"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Parents = true
-	cfg.Duration = 30
-	tr, err := tracegen.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := genScenario(t, "children-0-2", 30)
 	run := func(keep func(cost, alt float64) bool) (*Result, bool) {
 		saved := keepAlternative
 		defer func() { keepAlternative = saved }()
@@ -207,4 +189,21 @@ func TestCountStructureRestore(t *testing.T) {
 	if dump(off) == dump(kept) {
 		t.Errorf("a kept alternative left the result as it was")
 	}
+}
+
+// genScenario generates the shipped scenario testdata/gen/NAME.gen for
+// dur seconds with its ground truth (parents).
+func genScenario(t testing.TB, name string, dur float64) *trace.Trace {
+	t.Helper()
+	cfg, err := tracegen.ParseConfigFile(filepath.Join("..", "testdata", "gen", name+".gen"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Parents = true
+	cfg.Duration = dur
+	tr, err := tracegen.Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
 }

@@ -2,7 +2,6 @@ package linking
 
 import (
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -258,16 +257,7 @@ func TestAmbiguity(t *testing.T) {
 		if c.long && os.Getenv("WAP5_LONG") == "" {
 			continue
 		}
-		cfg, err := tracegen.ParseConfigFile(filepath.Join("..", "testdata", "gen", c.name+".gen"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Parents = true
-		cfg.Duration = 60
-		tr, err := tracegen.Generate(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr := genScenario(t, c.name, 60)
 		a := measureAmbiguity(t, tr)
 		t.Logf("%s: %d components of wrongly assigned spans (%d spans); %d (%d spans) genuinely ambiguous (the chosen assignment costs %.1f nats less in all, under the models fitted from the truth); the linker put %d of %d calls in their true span, a pass with the truth's models %d; %d of %d true instances have a span in an ambiguous component (exact-set bound %.3f); under the linker's own models the truth is cheaper in %d components (%d spans)",
 			c.name, a.components, a.wrongSpans, a.ambiguous, a.ambSpans, a.margin, a.chosenRight, a.oracleCalls, a.oracleRight,

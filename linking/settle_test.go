@@ -1,13 +1,10 @@
 package linking
 
 import (
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
-
-	"wap5/tracegen"
 )
 
 // TestSettle: J5c. With serial clients nothing is ambiguous: the first
@@ -97,16 +94,7 @@ func same(t *testing.T, name string, def, never *Result) {
 // without J5c (children-0/2 with Settle 1, which settles any pass: the same
 // passes, paths and fit as with Settle −1).
 func TestSettleDoubt(t *testing.T) {
-	cfg, err := tracegen.ParseConfigFile(filepath.Join("..", "testdata", "gen", "children-0-2.gen"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Parents = true
-	cfg.Duration = 30
-	tr, err := tracegen.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := genScenario(t, "children-0-2", 30)
 	saved := keepAlternative
 	defer func() { keepAlternative = saved }()
 	ran := 0

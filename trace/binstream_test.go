@@ -138,8 +138,9 @@ func FuzzBinaryScanner(f *testing.F) {
 
 // TestBinaryScannerDamaged: inputs with a few bits flipped anywhere (the
 // tables, the frame, the columns) read as the whole-trace reader reads
-// them (the fuzz target's check over fixed random damage: the fuzzer gets
-// few executions per second out of the zstd decoder on this machine).
+// them (the fuzz target's check over fixed random damage, so that plain
+// `go test` covers it too; the fuzzer spends much of a short run
+// minimising its kilobyte inputs: scripts/fuzz-all.sh caps that).
 func TestBinaryScannerDamaged(t *testing.T) {
 	var bin bytes.Buffer
 	if err := WriteBinary(&bin, bigTrace(700)); err != nil {
