@@ -53,6 +53,7 @@ type spillTable struct {
 	buf    []byte
 	spills int
 	err    error
+	warn   string // the spill file could not be made: patterns stay in memory
 }
 
 // patEntry is a pattern's entry in a spillTable.
@@ -140,7 +141,10 @@ func (t *spillTable) spill() {
 	if t.f == nil {
 		f, err := os.CreateTemp("", ".wap5-patterns-*")
 		if err != nil {
-			t.err = fmt.Errorf("linking: pattern spill file: %w", err)
+			// Nothing is lost yet: the patterns stay in memory (the
+			// result is the same; only the memory bound is given up).
+			t.warn = fmt.Sprintf("linking: pattern spill file: %v: patterns kept in memory (--window-memory not held)", err)
+			t.budget = -1
 			return
 		}
 		// Unlinked at once: the file goes away with the process, however

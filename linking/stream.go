@@ -229,6 +229,9 @@ func (s *Stream) Close() *Result {
 	if s.late > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("linking: %d messages arrived out of time order beyond the window and were left out", s.late))
 	}
+	if s.tab.warn != "" {
+		out.Warnings = append(out.Warnings, s.tab.warn)
+	}
 	res := &Result{Fit: s.fit, Iterations: s.iters}
 	defer s.tab.close()
 	if s.o.OnInstance != nil {
