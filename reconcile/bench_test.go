@@ -335,3 +335,41 @@ func BenchmarkIngestLogs(b *testing.B) {
 	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 	b.ReportMetric(float64(obs), "obs")
 }
+
+// BenchmarkStep0Logs is step 0 alone on real logs (estimateClocks: the
+// offset pass over every log of $WAP5_BENCH_LOGS, read until its stop
+// rule), reporting CPU seconds and how many sources got an offset.
+func BenchmarkStep0Logs(b *testing.B) {
+	dir := os.Getenv("WAP5_BENCH_LOGS")
+	if dir == "" {
+		dir = "testdata/logs/testbed"
+	}
+	files, err := libsockcap.FindLogs(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cpu time.Duration
+	var off int
+	for i := 0; i < b.N; i++ {
+		srcs := make([]Source, len(files))
+		for j, f := range files {
+			if srcs[j], err = NewLogSource(f); err != nil {
+				b.Fatal(err)
+			}
+		}
+		c0 := cpuTime()
+		rel, _ := estimateClocks(srcs, Options{})
+		cpu += cpuTime() - c0
+		off = 0
+		for _, o := range rel.off {
+			if o != 0 {
+				off++
+			}
+		}
+		for _, s := range srcs {
+			s.(*logSource).stop()
+		}
+	}
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric(float64(off), "offsets")
+}

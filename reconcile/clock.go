@@ -50,19 +50,27 @@ const (
 	clockNear = int64(500 * time.Millisecond)
 )
 
-// hsKey identifies what one source does first and another then sees: a
-// connection (its protocol and canonical client and server ends; connect,
-// then accept), or a datagram (destination port, length and checksum; send,
-// then receive).
-type hsKey struct {
-	client, server hsEnd
-	n              int64
-	sum            uint32
-	dport          uint16
+// hsConn and hsDgram identify what one source does first and another then
+// sees: a connection (its protocol and canonical client and server ends,
+// each an interned address, clockPass.ipID, and a port; connect, then
+// accept), or a datagram (destination port, length and checksum; send, then
+// receive). Small keys: the table of waiting events is probed once per open
+// and datagram of the pass.
+type hsConn struct {
+	client, server uint32
+	cport, sport   uint16
 	proto          libsockcap.Proto
 }
 
-// hsEnd is an IP endpoint of an hsKey: an epKey without the Unix fields
+type hsDgram struct {
+	n     int64
+	sum   uint32
+	dport uint16
+	proto libsockcap.Proto
+}
+
+// hsEnd is an IP endpoint as the pass pairs it (interned without its port
+// by clockPass.ipID for an hsConn): an epKey without the Unix fields
 // (the pass skips Unix sockets), so that the table of waiting events, which
 // holds every open of an untraced peer for clockHorizon, stays small.
 type hsEnd struct {
@@ -96,12 +104,15 @@ type srcPair struct{ first, second int32 }
 // clockPass collects samples: the time of a second event minus that of its
 // first (raw clocks), which is at least offset(second) − offset(first).
 type clockPass struct {
-	nat     *natTable
-	ks      keyStrings
-	waiting map[hsKey]*hsQueue
-	samples map[srcPair][]int64
-	now     int64 // latest raw time seen
-	pruneAt int
+	nat *natTable
+	ks  keyStrings
+	// waiting: the events waiting for their other half, by key (the
+	// two kinds of key never meet: prune counts both tables together).
+	waiting  map[hsConn]*hsQueue
+	waitingD map[hsDgram]*hsQueue
+	samples  map[srcPair]*[]int64 // one lookup per sample taken
+	now      int64                // latest raw time seen
+	pruneAt  int
 	// from, to: the first and the last time (raw) a sample was taken,
 	// for the drift allowance of clockRel.drift.
 	from, to int64
@@ -182,7 +193,7 @@ func (p *clockPass) enough(n int, hosts []string, idx []int) bool {
 	cnt := p.enoughN[:n*n]
 	clear(cnt)
 	for pair, s := range p.samples {
-		cnt[int(pair.first)*n+int(pair.second)] += len(s)
+		cnt[int(pair.first)*n+int(pair.second)] += len(*s)
 	}
 	for a := 0; a < n; a++ {
 		for b := a + 1; b < n; b++ {
@@ -225,28 +236,26 @@ func (p *clockPass) observe(src int, ob *Observation) {
 	if ob.Proto == libsockcap.ProtoUnix || ob.Local.Unix || ob.Remote.Unix {
 		return // one kernel, one clock
 	}
-	var k hsKey
 	var second bool
 	switch {
 	case ob.Stream && ob.Op == OpOpen:
 		if !ob.Local.Addr.IsValid() || !ob.Remote.Addr.IsValid() {
 			return
 		}
-		l, r := p.endKey(ob.Local, ob.Observer), p.endKey(ob.Remote, ob.Observer)
 		switch ob.Role {
 		case RoleClient:
-			k = hsKey{proto: ob.Proto, client: l, server: r}
 		case RoleServer:
-			k, second = hsKey{proto: ob.Proto, client: r, server: l}, true
+			second = true
 		default:
 			return
 		}
+		l, r := p.endKey(ob.Local, ob.Observer), p.endKey(ob.Remote, ob.Observer)
 		if ob.Time > p.now {
 			p.now = ob.Time
 		}
 		p.prune()
 		// Only an open whose peer's address a source uses locally can
-		// ever pair: the other half of k is observed by that source.
+		// ever pair: the other half is observed by that source.
 		// This source's address is one from now on; opens parked under
 		// it join the table first, in their order.
 		li, ri := p.ipID(l), p.ipID(r)
@@ -261,7 +270,11 @@ func (p *clockPass) observe(src int, ob *Observation) {
 				proto: ob.Proto, second: second})
 			return
 		}
-		p.pair(k, second, hsOpen{int32(src), ob.Time})
+		k := hsConn{proto: ob.Proto, client: li, server: ri, cport: l.port, sport: r.port}
+		if second {
+			k = hsConn{proto: ob.Proto, client: ri, server: li, cport: r.port, sport: l.port}
+		}
+		p.pair(p.queue(k), second, hsOpen{int32(src), ob.Time})
 		return
 	case !ob.Stream && ob.HasSum && (ob.Op == OpSend || ob.Op == OpRecv):
 		dst := ob.Remote.Addr
@@ -271,33 +284,46 @@ func (p *clockPass) observe(src int, ob *Observation) {
 		if !dst.IsValid() {
 			return
 		}
-		k = hsKey{proto: ob.Proto, dport: p.nat.canon(dst).Port(), n: ob.Bytes, sum: ob.Sum}
-	default:
-		return
+		if ob.Time > p.now {
+			p.now = ob.Time
+		}
+		p.prune()
+		p.pair(p.queueD(hsDgram{proto: ob.Proto, dport: p.nat.canon(dst).Port(), n: ob.Bytes, sum: ob.Sum}),
+			second, hsOpen{int32(src), ob.Time})
 	}
-	if ob.Time > p.now {
-		p.now = ob.Time
-	}
-	p.prune()
-	p.pair(k, second, hsOpen{int32(src), ob.Time})
 }
 
-// queue is k's entry of the table of waiting events.
-func (p *clockPass) queue(k hsKey) *hsQueue {
+// newQueue is an empty entry of the table of waiting events.
+func newQueue() *hsQueue {
+	q := &hsQueue{}
+	q.first, q.second = q.first0[:0], q.second0[:0]
+	return q
+}
+
+// queue is connection k's entry of the table of waiting events.
+func (p *clockPass) queue(k hsConn) *hsQueue {
 	q := p.waiting[k]
 	if q == nil {
-		q = &hsQueue{}
-		q.first, q.second = q.first0[:0], q.second0[:0]
+		q = newQueue()
 		p.waiting[k] = q
 	}
 	return q
 }
 
-// pair pairs event me of key k (a second event when second) with the oldest
-// waiting event of the other kind from another source, taking a sample,
-// or leaves it waiting.
-func (p *clockPass) pair(k hsKey, second bool, me hsOpen) {
-	q := p.queue(k)
+// queueD is datagram k's entry of the table of waiting events.
+func (p *clockPass) queueD(k hsDgram) *hsQueue {
+	q := p.waitingD[k]
+	if q == nil {
+		q = newQueue()
+		p.waitingD[k] = q
+	}
+	return q
+}
+
+// pair pairs event me of a key (its queue q; a second event when second)
+// with the oldest waiting event of the other kind from another source,
+// taking a sample, or leaves it waiting.
+func (p *clockPass) pair(q *hsQueue, second bool, me hsOpen) {
 	mine, other := &q.first, &q.second
 	if second {
 		mine, other = &q.second, &q.first
@@ -337,16 +363,19 @@ func (p *clockPass) pair(k hsKey, second bool, me hsOpen) {
 		}
 		p.to = max(p.to, me.t)
 		s := p.samples[pair]
+		if s == nil {
+			s = new([]int64)
+			p.samples[pair] = s
+		}
 		for _, t := range cand[:nc] {
-			if len(s) < maxClockSamples {
+			if len(*s) < maxClockSamples {
 				if second {
-					s = append(s, me.t-t)
+					*s = append(*s, me.t-t)
 				} else {
-					s = append(s, t-me.t)
+					*s = append(*s, t-me.t)
 				}
 			}
 		}
-		p.samples[pair] = s
 		*last, *hasLast = o, true
 		*other = slices.Delete(*other, i, i+1)
 		return
@@ -394,12 +423,6 @@ func (p *clockPass) ipID(e hsEnd) uint32 {
 	return id
 }
 
-// end is the hsEnd of an interned address and a port.
-func (p *clockPass) end(id uint32, port uint16) hsEnd {
-	a := &p.ips[id]
-	return hsEnd{addr: a.addr, zone: a.zone, scope: a.scope, port: port, bits: a.bits}
-}
-
 // park keeps an open whose peer's address (ips index peer) is no source's
 // local address so far; old ones are dropped as in prune.
 func (p *clockPass) park(peer uint32, o parkedOpen) {
@@ -431,10 +454,9 @@ func (p *clockPass) park(peer uint32, o parkedOpen) {
 // before).
 func (p *clockPass) promote(ip uint32) {
 	for _, o := range p.parked[ip] {
-		l, r := p.end(o.local, o.lport), p.end(ip, o.pport)
-		k := hsKey{proto: o.proto, client: l, server: r}
+		k := hsConn{proto: o.proto, client: o.local, server: ip, cport: o.lport, sport: o.pport}
 		if o.second {
-			k.client, k.server = r, l
+			k = hsConn{proto: o.proto, client: ip, server: o.local, cport: o.pport, sport: o.lport}
 		}
 		q := p.queue(k)
 		mine := &q.first
@@ -450,7 +472,7 @@ func (p *clockPass) promote(ip uint32) {
 // prune drops what has waited past clockHorizon, whenever the table has
 // doubled since the last pruning.
 func (p *clockPass) prune() {
-	if len(p.waiting) < p.pruneAt {
+	if len(p.waiting)+len(p.waitingD) < p.pruneAt {
 		return
 	}
 	old := p.now - clockHorizon
@@ -467,7 +489,13 @@ func (p *clockPass) prune() {
 			delete(p.waiting, k)
 		}
 	}
-	p.pruneAt = max(4096, 2*len(p.waiting))
+	for k, q := range p.waitingD {
+		q.first, q.second = keep(q.first), keep(q.second)
+		if len(q.first) == 0 && len(q.second) == 0 {
+			delete(p.waitingD, k)
+		}
+	}
+	p.pruneAt = max(4096, 2*(len(p.waiting)+len(p.waitingD)))
 }
 
 // lowInDensest is the smallest sample of the densest cluster: the window
@@ -537,7 +565,7 @@ func estimateClocks(sources []Source, opts Options) (clockRel, []string) {
 	if len(re) < 2 {
 		return sameHostClocks(hosts), nil
 	}
-	p := &clockPass{nat: &natTable{}, waiting: map[hsKey]*hsQueue{}, samples: map[srcPair][]int64{}, pruneAt: 4096}
+	p := &clockPass{nat: &natTable{}, waiting: map[hsConn]*hsQueue{}, waitingD: map[hsDgram]*hsQueue{}, samples: map[srcPair]*[]int64{}, pruneAt: 4096}
 	for _, tr := range opts.NAT {
 		p.nat.addRule(tr) // checked by newMatcher
 	}
@@ -577,9 +605,11 @@ func estimateClocks(sources []Source, opts Options) (clockRel, []string) {
 	}
 	// Per unordered pair: both bounds.
 	var edges []clockEdge
-	for pair, s := range p.samples {
+	for pair, sp := range p.samples {
+		s := *sp
 		a, b := int(pair.first), int(pair.second)
-		if back, ok := p.samples[srcPair{pair.second, pair.first}]; ok {
+		if bp, ok := p.samples[srcPair{pair.second, pair.first}]; ok {
+			back := *bp
 			if a > b {
 				continue // handled from the other side
 			}

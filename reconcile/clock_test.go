@@ -341,9 +341,9 @@ func TestClockEnough(t *testing.T) {
 		{"third source on a tied host", []string{"a", "b", "b"}, []int{0, 1, 2}, map[srcPair][]int64{{0, 1}: many}, true},
 		{"a source not read does not count", []string{"a", "b", "c"}, []int{0, 1}, map[srcPair][]int64{{1, 0}: many}, true},
 	} {
-		p := &clockPass{samples: tc.samples}
-		if p.samples == nil {
-			p.samples = map[srcPair][]int64{}
+		p := &clockPass{samples: map[srcPair]*[]int64{}}
+		for k, v := range tc.samples {
+			p.samples[k] = &v
 		}
 		if got := p.enough(len(tc.hosts), tc.hosts, tc.idx); got != tc.want {
 			t.Errorf("%s: enough = %v, want %v", tc.name, got, tc.want)
