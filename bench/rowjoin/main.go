@@ -79,6 +79,9 @@ type source struct {
 type stats struct {
 	events, tcpEnds, longEnds, otherEnds int64
 	pairs, lone, msgs                    int64
+	// events (open, calls, close) of the joined ends, and the messages, of
+	// pairs and of lone ends: what a lane taking only pairs would take
+	pairEvents, loneEvents, pairMsgs     int64
 	cpuDecode, cpuJoin, cpuMsgs, cpuSort float64
 }
 
@@ -230,6 +233,8 @@ func main() {
 	msgs = out.all
 	fmt.Printf("events %d  tcp ends %d (long %d)  other ends %d  pairs %d  lone %d  messages %d\n",
 		st.events, st.tcpEnds, st.longEnds, st.otherEnds, st.pairs, st.lone, st.msgs)
+	fmt.Printf("pairs: %d events, %d messages; lone ends: %d events, %d messages\n",
+		st.pairEvents, st.pairMsgs, st.loneEvents, st.msgs-st.pairMsgs)
 	fmt.Printf("cpu-s: decode+rows %.2f  sort-join %.2f  messages %.2f  sort+merge+write %.2f (of which naming+writing %.2f)  total %.2f\n",
 		st.cpuDecode, st.cpuJoin, st.cpuMsgs, st.cpuSort, out.cpuWrite, cpuNow())
 	if *check != "" {
@@ -414,7 +419,10 @@ func (st *stats) group(rs *rowSet, g []uint64, next *[]row, msgs *[]msg, live bo
 				c, s = s, c
 			}
 			st.pairs++
+			st.pairEvents += int64(c.nops) + int64(s.nops) + 4
+			n0 := len(*msgs)
 			*msgs = pairMsgs(c, s, *msgs)
+			st.pairMsgs += int64(len(*msgs) - n0)
 			break
 		}
 		if !used[x] {
@@ -429,6 +437,7 @@ func (st *stats) unpaired(rs *rowSet, i uint32, next *[]row, msgs *[]msg, live b
 		return
 	}
 	st.lone++
+	st.loneEvents += int64(rs.at(i).nops) + 2
 	*msgs = loneMsgs(rs.at(i), *msgs)
 }
 
