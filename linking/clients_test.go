@@ -47,3 +47,65 @@ func TestClientAggregation(t *testing.T) {
 		}
 	}
 }
+
+// FixedEndpoints (flat slots for few peers, lists for many) marks exactly
+// the endpoints with at least peers distinct peers, counted naively here,
+// on random traces whose endpoints meet 0 to 12 peers, NoEndpoint among
+// them, the same pairs repeated.
+func TestFixedEndpointsPeers(t *testing.T) {
+	for _, tc := range []struct {
+		eps, msgs int
+		seed      uint64
+	}{{5, 40, 1}, {50, 400, 2}, {300, 5000, 3}, {2000, 3000, 4}} {
+		tr := trace.New()
+		for i := 1; i < tc.eps; i++ {
+			tr.Endpoint(fmt.Sprintf("10.0.0.%d:%d", i%200, i))
+		}
+		rng := tc.seed
+		next := func(n int) int {
+			rng ^= rng << 13
+			rng ^= rng >> 7
+			rng ^= rng << 17
+			return int(rng % uint64(n))
+		}
+		for range tc.msgs {
+			// Endpoint 0 is "-"; NoEndpoint now and then.
+			a, b := trace.EndpointID(next(len(tr.Endpoints))), trace.EndpointID(next(len(tr.Endpoints)/4+1))
+			if next(10) == 0 {
+				b = trace.NoEndpoint
+			}
+			tr.Messages = append(tr.Messages, trace.Message{SrcEP: a, DstEP: b, Send: 1, Recv: 2})
+		}
+		peersOf := map[trace.EndpointID]map[trace.EndpointID]bool{}
+		note := func(a, b trace.EndpointID) {
+			if a == trace.NoEndpoint || b == trace.NoEndpoint {
+				return
+			}
+			if peersOf[a] == nil {
+				peersOf[a] = map[trace.EndpointID]bool{}
+			}
+			peersOf[a][b] = true
+		}
+		for _, m := range tr.Messages {
+			note(m.SrcEP, m.DstEP)
+			note(m.DstEP, m.SrcEP)
+		}
+		for peers := -1; peers <= 14; peers++ {
+			got := FixedEndpoints(tr, peers)
+			nFixed := 0
+			for e := range tr.Endpoints {
+				want := len(peersOf[trace.EndpointID(e)]) >= max(peers, 1)
+				if got[e] != want {
+					t.Fatalf("seed %d, peers %d: endpoint %d with %d distinct peers: fixed %v, want %v",
+						tc.seed, peers, e, len(peersOf[trace.EndpointID(e)]), got[e], want)
+				}
+				if want {
+					nFixed++
+				}
+			}
+			if peers == 3 && (nFixed == 0 || nFixed == len(tr.Endpoints)) {
+				t.Errorf("seed %d: %d of %d endpoints fixed at 3 peers: the trace tests nothing", tc.seed, nFixed, len(tr.Endpoints))
+			}
+		}
+	}
+}

@@ -293,7 +293,8 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// when the run ends.
 	mem := &l.runMem
 	j.markHalves()
-	j.client = Clients(l.t, l.o.FixedPortPeers)
+	// (The fixed endpoints J1 found: FixedEndpoints once per run.)
+	j.client = clientsOf(l.t, l.fixedEndpoints())
 	j.edgeTrig, j.edgeAct = make([]uint32, len(l.edgeSrc)), make([]uint32, len(l.edgeSrc))
 	for e := range l.edgeSrc {
 		j.edgeTrig[e] = uint32(j.trigNode(l.edgeSrc[e]) + 2)

@@ -81,6 +81,12 @@ func (l *linker) pairRPCs() *rpcs {
 			nOn++
 		}
 	}
+	if nOn == 0 {
+		// Every message was paired by id or has no connection (the
+		// CoDeeN-sized trace): no connection table, and no arrays by
+		// message (~24 MB of fresh memory there) for nothing.
+		return r
+	}
 	conns := make(map[[2]end]int32, nOn/2+1) // a request and its reply per connection, at least
 	conn := make([]int32, n)
 	fwd := make([]bool, n)

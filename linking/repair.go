@@ -956,25 +956,49 @@ func (j *joint) costOf(b trace.NodeID, ns *nodeSpans, s int32) float64 {
 func (j *joint) countPriors() {
 	spans := make([]float64, len(j.t.Nodes))
 	classes := map[trace.NodeID][]trace.NodeID{} // node → the senders of its spans
-	seen := map[uint64]bool{}
+	// The span classes seen (spanClass): a node's are two at most, the
+	// requests from the node itself and from anyone else (classSender),
+	// so by node and which (a map lookup per span cost more).
+	seen := make([]bool, 2*len(j.t.Nodes))
+	// (From the records the passes read, hot, not the messages (pm): a
+	// request's peer is scattered over a large trace, and its record is
+	// asked for a few requests ahead, as in sweep.)
+	n := len(j.hot)
 	for c := range j.hot {
-		if mc := j.pm(int32(c)); j.r.role[c] == roleRequest && mc.Recv != trace.Unknown {
-			if p := j.pm(j.r.peer[c]); p.Send != trace.Unknown && p.Src == mc.Dst {
-				b := mc.Dst
-				spans[b]++
-				if k := j.spanClass(int32(c)); !seen[k] {
-					seen[k] = true
-					classes[b] = append(classes[b], classSender(mc.Src, b))
-				}
+		if a := c + sweepAhead; a < n && j.r.role[a] == roleRequest && j.hot[a].peer >= 0 {
+			prefetchAt(j.hot, j.hot[a].peer)
+		}
+		hc := &j.hot[c]
+		if j.r.role[c] != roleRequest || hc.recv == trace.Unknown {
+			continue
+		}
+		if hp := &j.hot[j.r.peer[c]]; hp.send != trace.Unknown && j.edgeSrc[hp.edge] == j.edgeDst[hc.edge] {
+			b := j.edgeDst[hc.edge]
+			spans[b]++
+			src, node := j.spanEnds(int32(c))
+			k := 2 * int(node)
+			if classSender(src, node) != node {
+				k++
+			}
+			if !seen[k] {
+				seen[k] = true
+				classes[b] = append(classes[b], classSender(j.edgeSrc[hc.edge], b))
 			}
 		}
 	}
+	// The calls per node and destination: counted per edge (the node and
+	// the destination), then summed by the pair.
 	type nodeDst struct{ node, dst trace.NodeID }
-	calls := map[nodeDst]float64{}
+	perEdge := make([]float64, len(j.edgeSrc))
 	for k := range j.hot {
-		m := j.pm(int32(k))
-		if j.r.role[k] == roleRequest && m.Send != trace.Unknown && spans[m.Src] > 0 {
-			calls[nodeDst{m.Src, m.Dst}]++
+		if h := &j.hot[k]; j.r.role[k] == roleRequest && h.send != trace.Unknown {
+			perEdge[h.edge]++
+		}
+	}
+	calls := map[nodeDst]float64{}
+	for e, n := range perEdge {
+		if n > 0 && spans[j.edgeSrc[e]] > 0 {
+			calls[nodeDst{j.edgeSrc[e], j.edgeDst[e]}] += n
 		}
 	}
 	// Every class at a node starts from the node's calls per request; the

@@ -371,6 +371,12 @@ func readText(r io.Reader, file string, n int) (*Trace, error) {
 		}
 		t.Messages = append(t.Messages, s.msg)
 	}
+	// The endpoints were indexed by the reader's own table (epTable), not
+	// the trace's map: a lookup by name builds that again from
+	// t.Endpoints (ensureEndpointIndex), as for a binary trace. A large
+	// trace's map (a string key per ephemeral port: millions) would
+	// otherwise stay in the heap for every collection to scan.
+	t.epIdx, t.epIndexed = nil, 0
 	return t, s.Err()
 }
 

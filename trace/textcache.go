@@ -2,6 +2,7 @@ package trace
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"math/bits"
 	"unsafe"
 )
@@ -17,6 +18,80 @@ type nameCache struct {
 	ep    [4096]cachedName
 	actor [1024]cachedActor
 	arena []byte // new endpoint names, many to an allocation
+	eps   epTable
+}
+
+// epTable is ReadText's index of the trace's endpoint names, in place of
+// the trace's map (Trace.epIdx, a string key per name, which readText
+// leaves unmade): open addressing with linear probing over slots of a
+// name's 32-bit hash and id, 8 bytes and no pointers each, so that
+// growing it moves no strings and the collector never scans it; a hit
+// compares the name with Trace.Endpoints[id]. On the CoDeeN-sized text
+// trace (a new ephemeral port on most lines) the map's inserts, growth
+// and scans were ~3 of its ~25 CPU-s.
+type epTable struct {
+	seed  maphash.Seed
+	slots []epSlot // a power of two long, at most half full
+	n     int
+}
+
+type epSlot struct {
+	hash uint32
+	id   int32 // EndpointID + 1; 0: empty
+}
+
+// find returns the id of endpoint name b in t, adding it when new (as
+// str(b), so that the name does not keep the scanner's buffer).
+func (e *epTable) find(t *Trace, b []byte, str func([]byte) string) EndpointID {
+	if e.slots == nil {
+		e.seed = maphash.MakeSeed()
+		e.slots = make([]epSlot, 1<<12)
+		if len(t.Endpoints) == 0 {
+			t.Endpoints = append(t.Endpoints, "-")
+		}
+		for i, name := range t.Endpoints {
+			e.insert(uint32(maphash.String(e.seed, name)), EndpointID(i))
+		}
+	}
+	h := uint32(maphash.Bytes(e.seed, b))
+	mask := len(e.slots) - 1
+	for i := int(h) & mask; ; i = (i + 1) & mask {
+		sl := e.slots[i]
+		if sl.id == 0 {
+			break
+		}
+		if sl.hash == h && t.Endpoints[sl.id-1] == string(b) {
+			return EndpointID(sl.id - 1)
+		}
+	}
+	id := EndpointID(len(t.Endpoints))
+	t.Endpoints = append(t.Endpoints, str(b))
+	e.insert(h, id)
+	return id
+}
+
+func (e *epTable) insert(h uint32, id EndpointID) {
+	if 2*(e.n+1) > len(e.slots) {
+		old := e.slots
+		e.slots = make([]epSlot, 2*len(old))
+		e.n = 0
+		for _, sl := range old {
+			if sl.id != 0 {
+				e.put(sl)
+			}
+		}
+	}
+	e.put(epSlot{h, int32(id) + 1})
+}
+
+func (e *epTable) put(sl epSlot) {
+	mask := len(e.slots) - 1
+	i := int(sl.hash) & mask
+	for e.slots[i].id != 0 {
+		i = (i + 1) & mask
+	}
+	e.slots[i] = sl
+	e.n++
 }
 
 // str returns b as a string kept in the arena: a trace with a new endpoint
@@ -99,11 +174,7 @@ func (s *TextScanner) endpoint(b []byte) EndpointID {
 	if id, ok := c.get(b); ok {
 		return EndpointID(id)
 	}
-	s.t.ensureEndpointIndex()
-	id, ok := s.t.epIdx[string(b)]
-	if !ok {
-		id = s.t.Endpoint(s.names.str(b))
-	}
+	id := s.names.eps.find(s.t, b, s.names.str)
 	c.put(b, int32(id))
 	return id
 }
