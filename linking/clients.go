@@ -12,21 +12,43 @@ const ClientName = "CLIENT"
 // FixedEndpoints marks the endpoints that talk to at least peers distinct
 // other endpoints (WAP5 §2.5: a port is fixed if it communicates with many
 // other ports; the others are ephemeral).
+//
+// The peers seen so far are kept per endpoint of t.Messages only: a
+// stream's chunk over a binary trace's whole endpoint table (millions of
+// ephemeral ports) would otherwise allocate a list head for each of them
+// at every chunk.
 func FixedEndpoints(t *trace.Trace, peers int) []bool {
-	seen := make([][]trace.EndpointID, len(t.Endpoints))
 	fixed := make([]bool, len(t.Endpoints))
+	// at gives an endpoint its place in seen, +1 (0: none yet), where
+	// the table is much larger than the messages; else seen is the
+	// table's size and indexed directly.
+	var at map[trace.EndpointID]int32
+	var seen [][]trace.EndpointID
+	if n := len(t.Endpoints); n > 4*len(t.Messages)+1024 {
+		at = make(map[trace.EndpointID]int32, min(n, 2*len(t.Messages)))
+	} else {
+		seen = make([][]trace.EndpointID, n)
+	}
 	note := func(a, b trace.EndpointID) {
 		if a == trace.NoEndpoint || b == trace.NoEndpoint || fixed[a] {
 			return
 		}
-		for _, x := range seen[a] {
+		i := int32(a)
+		if at != nil {
+			if i = at[a] - 1; i < 0 {
+				i = int32(len(seen))
+				at[a] = i + 1
+				seen = append(seen, nil)
+			}
+		}
+		for _, x := range seen[i] {
 			if x == b {
 				return
 			}
 		}
-		seen[a] = append(seen[a], b)
-		if len(seen[a]) >= peers {
-			fixed[a], seen[a] = true, nil
+		seen[i] = append(seen[i], b)
+		if len(seen[i]) >= peers {
+			fixed[a], seen[i] = true, nil
 		}
 	}
 	for i := range t.Messages {

@@ -59,6 +59,20 @@ type models struct {
 	peaks []dist
 	// moms are the classes' moments (classModel.momAt).
 	moms []moments
+	// A stream's classes, carried from chunk to chunk, come from slab; they
+	// and moms live outside the heap (mem, freed with the stream): they
+	// grow with the classes the trace meets, and in the heap they would
+	// count twice towards the peak.
+	slab []classModel
+	mem  offHeap
+}
+
+// free gives back m's classes and moments; nothing may refer to them any
+// more.
+func (m *models) free() {
+	m.mem.free()
+	m.slab, m.moms = nil, nil
+	clear(m.class)
 }
 
 // poolKey groups the classes of one node and action over the senders of
@@ -505,7 +519,12 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		}
 	}
 	fit.Settled = fit.Change < 1e-3
-	fit = j.compare(fit)
+	if j.carried == nil {
+		fit = j.compare(fit)
+	}
+	// A stream's chunk leaves it to Stream.Close (models.compare): only
+	// the last chunk's counts, and comparing every carried class at
+	// every chunk sorted all their keys (hundreds of thousands) anew.
 	if afterJoint != nil {
 		afterJoint(j) // tests: measure the final state
 	}
@@ -591,26 +610,30 @@ func (j *joint) classOf(trig, act int32) *classModel {
 			return c
 		}
 	}
+	if c == nil && keyed {
+		// Carried to the next chunk: from the models' own slab, of up to
+		// 64k classes, outside the heap from 4 MB.
+		if len(j.mod.slab) == 0 {
+			j.mod.slab = offMake[classModel](&j.mod.mem, min(1<<16, max(1024, len(j.mod.class))))
+		}
+		c = &j.mod.slab[0]
+		j.mod.slab = j.mod.slab[1:]
+		*c = classModel{d: j.base[j.edge[act]], pool: j.poolOf(ae, k), trig: j.trigOf(te, k)}
+		j.mod.class[k] = c
+	}
 	if c == nil {
 		if len(j.slab) == 0 {
-			if j.carried == nil {
-				// A whole trace's classes end with the run: in
-				// slabs growing to 64k classes, outside the heap
-				// from 4 MB (millions of them on a large trace),
-				// kept in j.slabs so that the tables and lists
-				// outside the heap may point to them.
-				j.slab = offMake[classModel](&j.runMem, min(1<<16, max(1024, len(j.classes))))
-				j.slabs = append(j.slabs, j.slab)
-			} else {
-				j.slab = make([]classModel, 1024) // carried to the next chunk
-			}
+			// A whole trace's classes end with the run: in slabs
+			// growing to 64k classes, outside the heap from 4 MB
+			// (millions of them on a large trace), kept in j.slabs so
+			// that the tables and lists outside the heap may point to
+			// them.
+			j.slab = offMake[classModel](&j.runMem, min(1<<16, max(1024, len(j.classes))))
+			j.slabs = append(j.slabs, j.slab)
 		}
 		c = &j.slab[0]
 		j.slab = j.slab[1:]
 		*c = classModel{d: j.base[j.edge[act]], pool: j.poolOf(ae, k), trig: j.trigOf(te, k)}
-		if keyed {
-			j.mod.class[k] = c
-		}
 	}
 	c.idx = int32(len(j.classes))
 	tab.put(fk, c)
@@ -1620,38 +1643,35 @@ func (j *joint) classMoments(yield func(*moments) bool) {
 // trace's), made (empty) where it has none yet: valid until the next call.
 func (j *joint) momOf(c *classModel) *moments {
 	if c.momAt == 0 {
-		j.mod.moms = append(j.mod.moms, moments{})
+		j.mod.moms = append(offGrow(&j.mod.mem, j.mod.moms, 1), moments{})
 		c.momAt = int32(len(j.mod.moms))
 	}
 	return &j.mod.moms[c.momAt-1]
 }
 
-// momsOf is class c's moments, nil where it has none.
-func (j *joint) momsOf(c *classModel) *moments {
-	if c.momAt == 0 {
-		return nil
-	}
-	return &j.mod.moms[c.momAt-1]
+// compare reports how the delay families fit the chosen links of a whole
+// trace (a whole trace's classes are j.classes: no map of copies, there
+// are millions).
+func (j *joint) compare(fit Fit) Fit {
+	return compareFits(j.classMoments, fit)
 }
 
-// compare reports how the delay families fit the chosen links.
-func (j *joint) compare(fit Fit) Fit {
-	// A whole trace's classes are j.classes (no map of copies: there are
-	// millions); a stream's are the carried map's.
+// compare is joint.compare for a stream's carried classes, after its last
+// chunk: the moments each class kept from the last pass of the last chunk
+// that used it.
+func (m *models) compare(fit Fit) Fit {
 	return compareFits(func(yield func(*moments) bool) {
-		if j.carried == nil {
-			j.classMoments(yield)
-			return
-		}
 		// In key order: float sums in map order differ from run to run.
-		keys := make([]classKey, 0, len(j.mod.class))
-		for k := range j.mod.class {
+		keys := make([]classKey, 0, len(m.class))
+		for k := range m.class {
 			keys = append(keys, k)
 		}
 		slices.SortFunc(keys, compareClassKeys)
 		for _, k := range keys {
-			if m := j.momsOf(j.mod.class[k]); m != nil && m.n > 0 && !yield(m) {
-				return
+			if c := m.class[k]; c.momAt > 0 {
+				if mo := &m.moms[c.momAt-1]; mo.n > 0 && !yield(mo) {
+					return
+				}
 			}
 		}
 	}, fit)

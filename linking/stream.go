@@ -65,8 +65,12 @@ func NewStream(t *trace.Trace, opts Options) (*Stream, error) {
 // whose ids the messages pushed keep.
 func (s *Stream) KeepTables() { s.shared = true }
 
-// Discard abandons s (without Close): it frees the pattern spill file.
-func (s *Stream) Discard() { s.tab.close() }
+// Discard abandons s (without Close): it frees the pattern spill file and
+// the memory outside the heap.
+func (s *Stream) Discard() {
+	s.tab.close()
+	s.mod.free()
+}
 
 // StreamInstance is one path instance found by a Stream, given to
 // Options.OnInstance as soon as its chunk is linked (the slices are valid
@@ -232,8 +236,12 @@ func (s *Stream) Close() *Result {
 	if s.tab.warn != "" {
 		out.Warnings = append(out.Warnings, s.tab.warn)
 	}
+	if s.o.Method != MethodWAP5 && s.iters > 0 {
+		s.fit = s.mod.compare(s.fit)
+	}
 	res := &Result{Fit: s.fit, Iterations: s.iters}
 	defer s.tab.close()
+	defer s.mod.free()
 	if s.o.OnInstance != nil {
 		res.StreamPatterns = make([]StreamPattern, len(s.tab.ents))
 	}
