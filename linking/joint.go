@@ -48,7 +48,9 @@ type fanKey struct {
 // models are the joint linker's learned delay and fan-out models, carried
 // between iterations and between stream chunks.
 type models struct {
-	class map[classKey]*classModel
+	// class holds a stream's carried classes, those resident (spill,
+	// classspill.go, holds the others).
+	class map[classKey]classRef
 	fan   map[fanKey]*fanModel
 	count map[countKey]*countModel
 	// Dense ids of the groups refit pools classes by (given once, when a
@@ -65,13 +67,22 @@ type models struct {
 	// count twice towards the peak.
 	slab []classModel
 	mem  offHeap
+	// The slots and moments given back by classes spilled (models.evict).
+	freeCls []*classModel
+	freeMom []int32
+	spill   *classSpill
+	chunk   int32 // the stream's chunks linked so far (classModel.seen)
 }
 
 // free gives back m's classes and moments; nothing may refer to them any
 // more.
 func (m *models) free() {
+	if m.spill != nil && m.spill.f != nil {
+		m.spill.f.Close()
+		m.spill.f = nil
+	}
 	m.mem.free()
-	m.slab, m.moms = nil, nil
+	m.slab, m.moms, m.freeCls, m.freeMom = nil, nil, nil, nil
 	clear(m.class)
 }
 
@@ -115,6 +126,7 @@ type classModel struct {
 	idx    int32 // position in joint.classes of the current run
 	fit    bool  // d was fitted from chosen links
 	active bool  // has data in the current pass (listed in joint.active)
+	seen   uint16
 	peak   int32 // the peak found in cand (kept for the passes before repair): models.peaks[peak−1], 0: none
 	pool   int32 // models.poolID of its poolKey
 	trig   int32 // models.trigID of its trigKey
@@ -123,6 +135,8 @@ type classModel struct {
 	// 0: none (momOf). A whole trace's are summed by compare alone
 	// (classMoments): 32 bytes less for each of its millions of classes.
 	momAt int32
+	// seen is the stream chunk (modulo 2¹⁶) that last used a carried
+	// class (classspill.go; in the padding after active).
 	// (64 bytes, no pointers: a whole trace's classes live outside the
 	// Go heap; its key is known to whoever looks it up.)
 }
@@ -133,7 +147,7 @@ type fanModel struct {
 }
 
 func newModels() *models {
-	return &models{class: map[classKey]*classModel{}, fan: map[fanKey]*fanModel{}, count: map[countKey]*countModel{},
+	return &models{class: map[classKey]classRef{}, fan: map[fanKey]*fanModel{}, count: map[countKey]*countModel{},
 		poolID: map[poolKey]int32{}, trigID: map[trigKey]int32{}}
 }
 
@@ -604,22 +618,21 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	keyed := j.carried != nil
 	var c *classModel
 	if keyed {
-		c = j.mod.class[k]
+		c = j.mod.class[k].c
 		if c != nil && int(c.idx) < len(j.classes) && j.classes[c.idx] == c {
 			tab.put(fk, c) // in this run already (cannot happen: one key per class)
 			return c
 		}
-	}
-	if c == nil && keyed {
-		// Carried to the next chunk: from the models' own slab, of up to
-		// 64k classes, outside the heap from 4 MB.
-		if len(j.mod.slab) == 0 {
-			j.mod.slab = offMake[classModel](&j.mod.mem, min(1<<16, max(1024, len(j.mod.class))))
+		if c == nil {
+			c = j.mod.reload(k) // spilled by an earlier chunk (classspill.go)
 		}
-		c = &j.mod.slab[0]
-		j.mod.slab = j.mod.slab[1:]
-		*c = classModel{d: j.base[j.edge[act]], pool: j.poolOf(ae, k), trig: j.trigOf(te, k)}
-		j.mod.class[k] = c
+		if c == nil {
+			// Carried to the next chunk: in the models' own slots.
+			c = j.mod.newClass()
+			*c = classModel{d: j.base[j.edge[act]], pool: j.poolOf(ae, k), trig: j.trigOf(te, k)}
+			j.mod.class[k] = classRef{c: c, rec: -1}
+		}
+		c.seen = uint16(j.mod.chunk)
 	}
 	if c == nil {
 		if len(j.slab) == 0 {
@@ -1643,8 +1656,7 @@ func (j *joint) classMoments(yield func(*moments) bool) {
 // trace's), made (empty) where it has none yet: valid until the next call.
 func (j *joint) momOf(c *classModel) *moments {
 	if c.momAt == 0 {
-		j.mod.moms = append(offGrow(&j.mod.mem, j.mod.moms, 1), moments{})
-		c.momAt = int32(len(j.mod.moms))
+		return j.mod.newMoments(c)
 	}
 	return &j.mod.moms[c.momAt-1]
 }
@@ -1659,22 +1671,19 @@ func (j *joint) compare(fit Fit) Fit {
 // compare is joint.compare for a stream's carried classes, after its last
 // chunk: the moments each class kept from the last pass of the last chunk
 // that used it.
-func (m *models) compare(fit Fit) Fit {
+func (m *models) compare(fit Fit) (Fit, error) {
+	// In key order: float sums in map order differ from run to run.
+	all, err := m.allMoments()
+	if err != nil {
+		return fit, err
+	}
 	return compareFits(func(yield func(*moments) bool) {
-		// In key order: float sums in map order differ from run to run.
-		keys := make([]classKey, 0, len(m.class))
-		for k := range m.class {
-			keys = append(keys, k)
-		}
-		slices.SortFunc(keys, compareClassKeys)
-		for _, k := range keys {
-			if c := m.class[k]; c.momAt > 0 {
-				if mo := &m.moms[c.momAt-1]; mo.n > 0 && !yield(mo) {
-					return
-				}
+		for i := range all {
+			if !yield(&all[i].mo) {
+				return
 			}
 		}
-	}, fit)
+	}, fit), nil
 }
 
 // instances is J6: the trees under parentless messages.

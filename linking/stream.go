@@ -211,6 +211,12 @@ func (s *Stream) flush(final bool) {
 		s.tab.spill()
 	}
 	s.tab.endChunk()
+	// The carried classes this chunk did not use, beyond the budget, go
+	// to their own spill file (classspill.go).
+	if s.o.Method != MethodWAP5 {
+		s.mod.evict(s.tab.budget)
+	}
+	s.mod.chunk++
 	// Ephemeral endpoints accumulate in the interning table: keep only
 	// those the buffer still uses once the table has doubled.
 	if !s.shared && len(s.t.Endpoints) > 2*s.endpoints+1024 {
@@ -236,9 +242,25 @@ func (s *Stream) Close() *Result {
 	if s.tab.warn != "" {
 		out.Warnings = append(out.Warnings, s.tab.warn)
 	}
+	// The carried classes' fit (classspill.go, step 4), and the class
+	// spill file's error, which makes the result wrong: it comes first.
+	var classErr error
 	if s.o.Method != MethodWAP5 && s.iters > 0 {
-		s.fit = s.mod.compare(s.fit)
+		s.fit, classErr = s.mod.compare(s.fit)
 	}
+	if sp := s.mod.spill; sp != nil {
+		if sp.warn != "" {
+			out.Warnings = append(out.Warnings, sp.warn)
+		}
+		if sp.err != nil {
+			classErr = sp.err
+		}
+	}
+	defer func() {
+		if classErr != nil {
+			s.err = classErr
+		}
+	}()
 	res := &Result{Fit: s.fit, Iterations: s.iters}
 	defer s.tab.close()
 	defer s.mod.free()
