@@ -24,14 +24,14 @@ import (
 //  3. A later chunk that meets a spilled class reads its record back: the
 //     model and its moments as they were, bit for bit, so the linking is
 //     the unbounded stream's. The records are found by an index outside
-//     the heap (hash of the key → record, ≈ 32 bytes a class); keys whose
-//     hash another key holds are in a map of their own.
+//     the heap (32 bits of the key's hash → record, ≈ 16 bytes a class); keys
+//     whose tag another key holds are in a map of their own.
 //  4. Stream.Close compares the delay families over every class, resident
 //     or spilled, in key order (models.compare).
 type classSpill struct {
 	f        *os.File
-	recs     int32      // records written
-	idx      *pairTable // hash of the key → record, outside the heap (models.mem)
+	recs     int32    // records written
+	idx      tagIndex // 32 bits of the key's hash → record, outside the heap (models.mem)
 	collided map[classKey]int32
 	buf, one []byte
 	err      error
@@ -61,8 +61,8 @@ const (
 // moments and its map entry.
 const classResident = recModel + recMom + 48
 
-// keyHash is the spill index's key of k.
-func keyHash(k classKey) uint64 {
+// keyTag is the spill index's key of k.
+func keyTag(k classKey) uint32 {
 	a := uint64(uint32(k.trig))<<32 | uint64(uint32(k.node))
 	b := uint64(uint32(k.act)) << 2
 	if k.reply {
@@ -71,7 +71,7 @@ func keyHash(k classKey) uint64 {
 	if k.ret {
 		b |= 1
 	}
-	return mix(a ^ mix(b))
+	return uint32(mix(a ^ mix(b)))
 }
 
 func appendBytes[T any](b []byte, v *T) []byte {
@@ -97,7 +97,7 @@ func (m *models) evict(budget int64) {
 			return
 		}
 		os.Remove(f.Name()) // goes away with the process, however it ends
-		s = &classSpill{f: f, idx: newPairTable(1024), collided: map[classKey]int32{}}
+		s = &classSpill{f: f, collided: map[classKey]int32{}}
 		s.idx.mem = &m.mem
 		m.spill = s
 	}
@@ -128,7 +128,7 @@ func (m *models) evict(budget int64) {
 			r.rec = s.recs
 			s.recs++
 			s.buf = append(s.buf, b...)
-			h := keyHash(k)
+			h := keyTag(k)
 			if _, ok := s.idx.get(h); ok {
 				s.collided[k] = r.rec
 			} else {
@@ -183,7 +183,7 @@ func (m *models) reload(k classKey) *classModel {
 	}
 	rec, ok := s.collided[k]
 	if !ok {
-		if rec, ok = s.idx.get(keyHash(k)); !ok {
+		if rec, ok = s.idx.get(keyTag(k)); !ok {
 			return nil
 		}
 	}

@@ -79,8 +79,8 @@ func TestClassSpillCollision(t *testing.T) {
 		t.Fatalf("after the first spill: %d resident, spill %+v", len(m.class), m.spill)
 	}
 	// keys[1]'s hash taken (by keys[0]'s record), as by a collision.
-	m.spill.idx.put(keyHash(keys[1]), 0)
-	m.spill.idx.put(keyHash(keys[2]), 0)
+	m.spill.idx.put(keyTag(keys[1]), 0)
+	m.spill.idx.put(keyTag(keys[2]), 0)
 	add(keys[1], 0.25)
 	m.chunk++
 	m.evict(1)

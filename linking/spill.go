@@ -38,7 +38,7 @@ const DefaultStreamMemory = 16 << 20
 // with the hash table), not with their sizes or the trace's length.
 type spillTable struct {
 	a      *aggregator
-	byHash *pairTable // hash → entry
+	byHash entIndex // hash → entry
 	ents   []patEntry
 	res    []*pattern // resident patterns (pattern.idx is the entry)
 	seen   []int32    // the chunk in which each resident pattern was last used
@@ -72,7 +72,7 @@ type patEntry struct {
 }
 
 func newSpillTable(a *aggregator, budget int64) *spillTable {
-	t := &spillTable{a: a, byHash: newPairTable(1024), budget: budget}
+	t := &spillTable{a: a, budget: budget}
 	t.byHash.mem = &t.mem
 	return t
 }
@@ -89,11 +89,11 @@ func residentSize(n int) int64 {
 // messages o of ms in canonical order), making it or reading it back.
 func (t *spillTable) get(h uint64, ms []trace.Message, labels []int32, o []int32) *pattern {
 	a := t.a
-	ei, ok := t.byHash.get(h)
-	if !ok {
+	_, ei := t.byHash.find(h, t.ents)
+	if ei < 0 {
 		ei = int32(len(t.ents))
 		t.ents = append(offGrow(&t.mem, t.ents, 1), patEntry{hash: h, off: -1, res: -1})
-		t.byHash.put(h, ei)
+		t.byHash.add(h, ei, t.ents)
 	}
 	e := &t.ents[ei]
 	if e.res >= 0 {
@@ -320,6 +320,6 @@ func (t *spillTable) close() {
 		t.f.Close()
 		t.f, t.w = nil, nil
 	}
-	t.ents, t.byHash = nil, nil
+	t.ents, t.byHash = nil, entIndex{}
 	t.mem.free()
 }
