@@ -486,7 +486,9 @@ func linkStreaming(path string, o linking.Options, reset func() error) (*trace.T
 // not to be in time order: the stream is abandoned, for the caller to
 // read the trace whole.
 func linkBinaryStreaming(r io.Reader, name string, o linking.Options) (t *trace.Trace, res *linking.Result, sorted bool, err error) {
-	sc, err := trace.NewBinaryScanner(r, name)
+	// The stream needs no endpoint names (a large trace's table is most of
+	// what the scanner would hold): it numbers the endpoints itself.
+	sc, err := trace.NewBinaryScannerNoNames(r, name)
 	if err != nil {
 		return nil, nil, true, err
 	}
@@ -496,7 +498,7 @@ func linkBinaryStreaming(r io.Reader, name string, o linking.Options) (t *trace.
 	if err != nil {
 		return nil, nil, true, err
 	}
-	s.KeepTables()
+	s.RenumberEndpoints(sc.UnixEndpoint)
 	last := int64(math.MinInt64)
 	for sc.Scan() {
 		m := sc.Message()
