@@ -21,39 +21,79 @@ const ClientName = "CLIENT"
 // For the usual few peers (≤ fixedSlots), the peers met are kept in one
 // flat array of peers−1 slots per endpoint, with a count per endpoint: a
 // large trace has millions of endpoints, and a slice each (24 bytes and an
-// allocation per endpoint) cost more than the scan.
+// allocation per endpoint) cost more than the scan. The state is kept per
+// endpoint of t.Messages only where the table is much larger than the
+// messages: a stream's chunk over a binary trace's whole endpoint table
+// (millions of ephemeral ports) would otherwise allocate it for each of
+// them at every chunk.
 func FixedEndpoints(t *trace.Trace, peers int) []bool {
 	fixed := make([]bool, len(t.Endpoints))
 	k := max(peers-1, 0)
-	if k > fixedSlots {
-		return fixedEndpointsLists(t, peers, fixed)
+	// at gives an endpoint its place, +1 (0: none yet), where the table is
+	// much larger than the messages; else the place is the endpoint's id.
+	var at map[trace.EndpointID]int32
+	places := len(t.Endpoints)
+	if n := len(t.Endpoints); n > 4*len(t.Messages)+1024 {
+		places = min(n, 2*len(t.Messages))
+		at = make(map[trace.EndpointID]int32, places)
 	}
-	var slots []trace.EndpointID
-	var n []uint8
-	if k > 0 {
-		slots = make([]trace.EndpointID, k*len(t.Endpoints))
-		n = make([]uint8, len(t.Endpoints))
+	place := func(a trace.EndpointID) int {
+		if at == nil {
+			return int(a)
+		}
+		i := at[a] - 1
+		if i < 0 {
+			i = int32(len(at))
+			at[a] = i + 1
+		}
+		return int(i)
 	}
-	note := func(a, b trace.EndpointID) {
-		if a == trace.NoEndpoint || b == trace.NoEndpoint || fixed[a] {
-			return
-		}
-		if k == 0 { // (peers ≤ 1: the first peer makes it fixed)
-			fixed[a] = true
-			return
-		}
-		seen := slots[k*int(a) : k*int(a)+int(n[a])]
-		for _, x := range seen {
-			if x == b {
-				return
+	var note func(a, b trace.EndpointID)
+	switch {
+	case k == 0: // (peers ≤ 1: the first peer makes it fixed)
+		note = func(a, b trace.EndpointID) {
+			if a != trace.NoEndpoint && b != trace.NoEndpoint {
+				fixed[a] = true
 			}
 		}
-		if len(seen) == k {
-			fixed[a] = true
-			return
+	case k <= fixedSlots:
+		slots := make([]trace.EndpointID, k*places)
+		n := make([]uint8, places)
+		note = func(a, b trace.EndpointID) {
+			if a == trace.NoEndpoint || b == trace.NoEndpoint || fixed[a] {
+				return
+			}
+			i := place(a)
+			seen := slots[k*i : k*i+int(n[i])]
+			for _, x := range seen {
+				if x == b {
+					return
+				}
+			}
+			if len(seen) == k {
+				fixed[a] = true
+				return
+			}
+			slots[k*i+len(seen)] = b
+			n[i]++
 		}
-		slots[k*int(a)+len(seen)] = b
-		n[a]++
+	default: // many peers: a list of the peers met per endpoint
+		seen := make([][]trace.EndpointID, places)
+		note = func(a, b trace.EndpointID) {
+			if a == trace.NoEndpoint || b == trace.NoEndpoint || fixed[a] {
+				return
+			}
+			i := place(a)
+			for _, x := range seen[i] {
+				if x == b {
+					return
+				}
+			}
+			seen[i] = append(seen[i], b)
+			if len(seen[i]) >= peers {
+				fixed[a], seen[i] = true, nil
+			}
+		}
 	}
 	for i := range t.Messages {
 		m := &t.Messages[i]
@@ -65,32 +105,6 @@ func FixedEndpoints(t *trace.Trace, peers int) []bool {
 
 // fixedSlots is the most peers−1 FixedEndpoints keeps in its flat array.
 const fixedSlots = 8
-
-// fixedEndpointsLists is FixedEndpoints with a list of the peers met per
-// endpoint, for many peers.
-func fixedEndpointsLists(t *trace.Trace, peers int, fixed []bool) []bool {
-	seen := make([][]trace.EndpointID, len(t.Endpoints))
-	note := func(a, b trace.EndpointID) {
-		if a == trace.NoEndpoint || b == trace.NoEndpoint || fixed[a] {
-			return
-		}
-		for _, x := range seen[a] {
-			if x == b {
-				return
-			}
-		}
-		seen[a] = append(seen[a], b)
-		if len(seen[a]) >= peers {
-			fixed[a], seen[a] = true, nil
-		}
-	}
-	for i := range t.Messages {
-		m := &t.Messages[i]
-		note(m.SrcEP, m.DstEP)
-		note(m.DstEP, m.SrcEP)
-	}
-	return fixed
-}
 
 // Clients reports the client nodes: nodes with known endpoints none of which
 // is fixed (a node is a server if it uses a fixed port at least once).

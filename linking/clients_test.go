@@ -2,6 +2,7 @@ package linking
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"wap5/trace"
@@ -106,6 +107,47 @@ func TestFixedEndpointsPeers(t *testing.T) {
 			if peers == 3 && (nFixed == 0 || nFixed == len(tr.Endpoints)) {
 				t.Errorf("seed %d: %d of %d endpoints fixed at 3 peers: the trace tests nothing", tc.seed, nFixed, len(tr.Endpoints))
 			}
+		}
+	}
+}
+
+// TestFixedEndpointsSparse: the same fixed ports whether the endpoint table
+// holds only the messages' endpoints or a million more (a binary trace's
+// whole table under a stream's chunk), and in the second case without a
+// per-endpoint list head for the whole table (24 MB).
+func TestFixedEndpointsSparse(t *testing.T) {
+	for _, extra := range []int{0, 1 << 20} {
+		tr := trace.New()
+		for i := 0; i < extra; i++ {
+			tr.Endpoints = append(tr.Endpoints, "")
+		}
+		srv, other := tr.Endpoint("10.1.0.1:80"), tr.Endpoint("10.1.0.2:80")
+		var clients []trace.EndpointID
+		for i := 0; i < 6; i++ {
+			c := tr.Endpoint(fmt.Sprintf("10.0.0.%d:4000%d", i+1, i))
+			clients = append(clients, c)
+			tr.Add(trace.Message{Send: int64(i), Recv: int64(i) + 1, Src: tr.Node("c"), Dst: tr.Node("s"), SrcEP: c, DstEP: srv, ID: trace.NoRef, Call: trace.NoRef, Truth: trace.NoRef})
+			if i < 2 {
+				tr.Add(trace.Message{Send: int64(i), Recv: int64(i) + 1, Src: tr.Node("c"), Dst: tr.Node("s"), SrcEP: c, DstEP: other, ID: trace.NoRef, Call: trace.NoRef, Truth: trace.NoRef})
+			}
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		fixed := FixedEndpoints(tr, 3)
+		runtime.ReadMemStats(&after)
+		if len(fixed) != len(tr.Endpoints) {
+			t.Fatalf("extra %d: %d marks for %d endpoints", extra, len(fixed), len(tr.Endpoints))
+		}
+		for _, c := range clients {
+			if fixed[c] {
+				t.Errorf("extra %d: client endpoint %s fixed", extra, tr.Endpoints[c])
+			}
+		}
+		if !fixed[srv] || fixed[other] {
+			t.Errorf("extra %d: server fixed %v (want true), other %v (want false)", extra, fixed[srv], fixed[other])
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; extra > 0 && alloc > uint64(len(tr.Endpoints))+1<<20 {
+			t.Errorf("extra %d: %d bytes allocated for %d endpoints", extra, alloc, len(tr.Endpoints))
 		}
 	}
 }

@@ -149,6 +149,9 @@
 // StreamPatterns rank their patterns at the end. Its pattern table keeps
 // the patterns' counts in memory and spills their shapes and delay
 // accumulators beyond Options.StreamMemory to a temporary file, reading each
-// back when it is met again and at the end (spill.go): the same result, bit
-// for bit, with memory bounded but for a small entry per pattern.
+// back when it is met again and at the end (spill.go); the joint linker's
+// carried classes beyond the same budget that a chunk did not use go to
+// another (classspill.go) and are read back when a later chunk meets them:
+// the same result, bit for bit, with memory bounded but for a small entry
+// per pattern and an index slot per spilled class.
 package linking

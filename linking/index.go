@@ -3,6 +3,7 @@ package linking
 import (
 	"math"
 	"slices"
+	"unsafe"
 
 	"wap5/trace"
 )
@@ -380,6 +381,9 @@ func (l *linker) floorDelay(d float64) float64 {
 type pairTable struct {
 	ents []pairEnt
 	n    int
+	// mem, where set, holds ents outside the heap from 4 MB (offMake): a
+	// table that lives as long as a stream (spillTable's).
+	mem *offHeap
 }
 
 type pairEnt struct {
@@ -430,11 +434,18 @@ func (t *pairTable) get(k uint64) (int32, bool) {
 func (t *pairTable) put(k uint64, v int32) {
 	if 2*(t.n+1) > len(t.ents) {
 		old := t.ents
-		t.ents = make([]pairEnt, 2*len(old))
+		if t.mem != nil {
+			t.ents = offMake[pairEnt](t.mem, 2*len(old))
+		} else {
+			t.ents = make([]pairEnt, 2*len(old))
+		}
 		for _, e := range old {
 			if e.val != 0 {
 				t.ents[t.slot(e.key)] = e
 			}
+		}
+		if t.mem != nil {
+			t.mem.release(unsafe.Pointer(unsafe.SliceData(old)))
 		}
 	}
 	e := &t.ents[t.slot(k)]

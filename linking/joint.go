@@ -48,7 +48,9 @@ type fanKey struct {
 // models are the joint linker's learned delay and fan-out models, carried
 // between iterations and between stream chunks.
 type models struct {
-	class map[classKey]*classModel
+	// class holds a stream's carried classes, those resident (spill,
+	// classspill.go, holds the others).
+	class map[classKey]classRef
 	fan   map[fanKey]*fanModel
 	count map[countKey]*countModel
 	// Dense ids of the groups refit pools classes by (given once, when a
@@ -59,6 +61,29 @@ type models struct {
 	peaks []dist
 	// moms are the classes' moments (classModel.momAt).
 	moms []moments
+	// A stream's classes, carried from chunk to chunk, come from slab; they
+	// and moms live outside the heap (mem, freed with the stream): they
+	// grow with the classes the trace meets, and in the heap they would
+	// count twice towards the peak.
+	slab []classModel
+	mem  offHeap
+	// The slots and moments given back by classes spilled (models.evict).
+	freeCls []*classModel
+	freeMom []int32
+	spill   *classSpill
+	chunk   int32 // the stream's chunks linked so far (classModel.seen)
+}
+
+// free gives back m's classes and moments; nothing may refer to them any
+// more.
+func (m *models) free() {
+	if m.spill != nil && m.spill.f != nil {
+		m.spill.f.Close()
+		m.spill.f = nil
+	}
+	m.mem.free()
+	m.slab, m.moms, m.freeCls, m.freeMom = nil, nil, nil, nil
+	clear(m.class)
 }
 
 // poolKey groups the classes of one node and action over the senders of
@@ -101,6 +126,7 @@ type classModel struct {
 	idx    int32 // position in joint.classes of the current run
 	fit    bool  // d was fitted from chosen links
 	active bool  // has data in the current pass (listed in joint.active)
+	seen   uint16
 	peak   int32 // the peak found in cand (kept for the passes before repair): models.peaks[peak−1], 0: none
 	pool   int32 // models.poolID of its poolKey
 	trig   int32 // models.trigID of its trigKey
@@ -109,6 +135,8 @@ type classModel struct {
 	// 0: none (momOf). A whole trace's are summed by compare alone
 	// (classMoments): 32 bytes less for each of its millions of classes.
 	momAt int32
+	// seen is the stream chunk (modulo 2¹⁶) that last used a carried
+	// class (classspill.go; in the padding after active).
 	// (64 bytes, no pointers: a whole trace's classes live outside the
 	// Go heap; its key is known to whoever looks it up.)
 }
@@ -119,7 +147,7 @@ type fanModel struct {
 }
 
 func newModels() *models {
-	return &models{class: map[classKey]*classModel{}, fan: map[fanKey]*fanModel{}, count: map[countKey]*countModel{},
+	return &models{class: map[classKey]classRef{}, fan: map[fanKey]*fanModel{}, count: map[countKey]*countModel{},
 		poolID: map[poolKey]int32{}, trigID: map[trigKey]int32{}}
 }
 
@@ -506,7 +534,12 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		}
 	}
 	fit.Settled = fit.Change < 1e-3
-	fit = j.compare(fit)
+	if j.carried == nil {
+		fit = j.compare(fit)
+	}
+	// A stream's chunk leaves it to Stream.Close (models.compare): only
+	// the last chunk's counts, and comparing every carried class at
+	// every chunk sorted all their keys (hundreds of thousands) anew.
 	if afterJoint != nil {
 		afterJoint(j) // tests: measure the final state
 	}
@@ -586,32 +619,35 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	keyed := j.carried != nil
 	var c *classModel
 	if keyed {
-		c = j.mod.class[k]
+		c = j.mod.class[k].c
 		if c != nil && int(c.idx) < len(j.classes) && j.classes[c.idx] == c {
 			tab.put(fk, c) // in this run already (cannot happen: one key per class)
 			return c
 		}
+		if c == nil {
+			c = j.mod.reload(k) // spilled by an earlier chunk (classspill.go)
+		}
+		if c == nil {
+			// Carried to the next chunk: in the models' own slots.
+			c = j.mod.newClass()
+			*c = classModel{d: j.base[j.edge[act]], pool: j.poolOf(ae, k), trig: j.trigOf(te, k)}
+			j.mod.class[k] = classRef{c: c, rec: -1}
+		}
+		c.seen = uint16(j.mod.chunk)
 	}
 	if c == nil {
 		if len(j.slab) == 0 {
-			if j.carried == nil {
-				// A whole trace's classes end with the run: in
-				// slabs growing to 64k classes, outside the heap
-				// from 4 MB (millions of them on a large trace),
-				// kept in j.slabs so that the tables and lists
-				// outside the heap may point to them.
-				j.slab = offMake[classModel](&j.runMem, min(1<<16, max(1024, len(j.classes))))
-				j.slabs = append(j.slabs, j.slab)
-			} else {
-				j.slab = make([]classModel, 1024) // carried to the next chunk
-			}
+			// A whole trace's classes end with the run: in slabs
+			// growing to 64k classes, outside the heap from 4 MB
+			// (millions of them on a large trace), kept in j.slabs so
+			// that the tables and lists outside the heap may point to
+			// them.
+			j.slab = offMake[classModel](&j.runMem, min(1<<16, max(1024, len(j.classes))))
+			j.slabs = append(j.slabs, j.slab)
 		}
 		c = &j.slab[0]
 		j.slab = j.slab[1:]
 		*c = classModel{d: j.base[j.edge[act]], pool: j.poolOf(ae, k), trig: j.trigOf(te, k)}
-		if keyed {
-			j.mod.class[k] = c
-		}
 	}
 	c.idx = int32(len(j.classes))
 	tab.put(fk, c)
@@ -1621,41 +1657,34 @@ func (j *joint) classMoments(yield func(*moments) bool) {
 // trace's), made (empty) where it has none yet: valid until the next call.
 func (j *joint) momOf(c *classModel) *moments {
 	if c.momAt == 0 {
-		j.mod.moms = append(j.mod.moms, moments{})
-		c.momAt = int32(len(j.mod.moms))
+		return j.mod.newMoments(c)
 	}
 	return &j.mod.moms[c.momAt-1]
 }
 
-// momsOf is class c's moments, nil where it has none.
-func (j *joint) momsOf(c *classModel) *moments {
-	if c.momAt == 0 {
-		return nil
-	}
-	return &j.mod.moms[c.momAt-1]
-}
-
-// compare reports how the delay families fit the chosen links.
+// compare reports how the delay families fit the chosen links of a whole
+// trace (a whole trace's classes are j.classes: no map of copies, there
+// are millions).
 func (j *joint) compare(fit Fit) Fit {
-	// A whole trace's classes are j.classes (no map of copies: there are
-	// millions); a stream's are the carried map's.
+	return compareFits(j.classMoments, fit)
+}
+
+// compare is joint.compare for a stream's carried classes, after its last
+// chunk: the moments each class kept from the last pass of the last chunk
+// that used it.
+func (m *models) compare(fit Fit) (Fit, error) {
+	// In key order: float sums in map order differ from run to run.
+	all, err := m.allMoments()
+	if err != nil {
+		return fit, err
+	}
 	return compareFits(func(yield func(*moments) bool) {
-		if j.carried == nil {
-			j.classMoments(yield)
-			return
-		}
-		// In key order: float sums in map order differ from run to run.
-		keys := make([]classKey, 0, len(j.mod.class))
-		for k := range j.mod.class {
-			keys = append(keys, k)
-		}
-		slices.SortFunc(keys, compareClassKeys)
-		for _, k := range keys {
-			if m := j.momsOf(j.mod.class[k]); m != nil && m.n > 0 && !yield(m) {
+		for i := range all {
+			if !yield(&all[i].mo) {
 				return
 			}
 		}
-	}, fit)
+	}, fit), nil
 }
 
 // instances is J6: the trees under parentless messages.

@@ -38,7 +38,7 @@ const DefaultStreamMemory = 16 << 20
 // with the hash table), not with their sizes or the trace's length.
 type spillTable struct {
 	a      *aggregator
-	byHash *pairTable // hash → entry
+	byHash entIndex // hash → entry
 	ents   []patEntry
 	res    []*pattern // resident patterns (pattern.idx is the entry)
 	seen   []int32    // the chunk in which each resident pattern was last used
@@ -54,6 +54,11 @@ type spillTable struct {
 	spills int
 	err    error
 	warn   string // the spill file could not be made: patterns stay in memory
+
+	// mem holds ents and byHash's slots outside the heap from 4 MB: they
+	// grow with the distinct patterns (millions on a noisy trace), and in
+	// the heap they would count twice towards the peak.
+	mem offHeap
 }
 
 // patEntry is a pattern's entry in a spillTable.
@@ -67,7 +72,9 @@ type patEntry struct {
 }
 
 func newSpillTable(a *aggregator, budget int64) *spillTable {
-	return &spillTable{a: a, byHash: newPairTable(1024), budget: budget}
+	t := &spillTable{a: a, budget: budget}
+	t.byHash.mem = &t.mem
+	return t
 }
 
 // residentSize estimates the heap a resident pattern of n positions holds:
@@ -82,11 +89,11 @@ func residentSize(n int) int64 {
 // messages o of ms in canonical order), making it or reading it back.
 func (t *spillTable) get(h uint64, ms []trace.Message, labels []int32, o []int32) *pattern {
 	a := t.a
-	ei, ok := t.byHash.get(h)
-	if !ok {
+	_, ei := t.byHash.find(h, t.ents)
+	if ei < 0 {
 		ei = int32(len(t.ents))
-		t.ents = append(t.ents, patEntry{hash: h, off: -1, res: -1})
-		t.byHash.put(h, ei)
+		t.ents = append(offGrow(&t.mem, t.ents, 1), patEntry{hash: h, off: -1, res: -1})
+		t.byHash.add(h, ei, t.ents)
 	}
 	e := &t.ents[ei]
 	if e.res >= 0 {
@@ -306,10 +313,13 @@ func (t *spillTable) take(ei int32) (*pattern, error) {
 	return p, nil
 }
 
-// close removes the spill file (unlinked already: closing frees it).
+// close removes the spill file (unlinked already: closing frees it) and
+// gives back the entries: t is not used again.
 func (t *spillTable) close() {
 	if t.f != nil {
 		t.f.Close()
 		t.f, t.w = nil, nil
 	}
+	t.ents, t.byHash = nil, entIndex{}
+	t.mem.free()
 }

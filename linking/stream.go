@@ -37,6 +37,10 @@ type Stream struct {
 	endpoints int
 	shared    bool  // t holds the whole trace: its tables must stay intact
 	err       error // OnPattern's, in Close
+	// renum maps the pushed messages' endpoint ids (an external table's,
+	// RenumberEndpoints) to t's; unix tells which are unix sockets.
+	renum map[trace.EndpointID]trace.EndpointID
+	unix  func(trace.EndpointID) bool
 }
 
 // NewStream starts a stream over messages whose nodes and endpoints are
@@ -65,8 +69,74 @@ func NewStream(t *trace.Trace, opts Options) (*Stream, error) {
 // whose ids the messages pushed keep.
 func (s *Stream) KeepTables() { s.shared = true }
 
-// Discard abandons s (without Close): it frees the pattern spill file.
-func (s *Stream) Discard() { s.tab.close() }
+// RenumberEndpoints tells s that the messages pushed carry the endpoint ids
+// of an external table whose names t does not hold (a binary trace's, read
+// by trace.NewBinaryScannerNoNames: millions of ephemeral ports), and unix
+// which of them are unix sockets. s gives the endpoints its chunks use ids
+// of its own in t's table, named by their kind only ("unix:" or ""; the
+// linking reads nothing else of an endpoint but its identity), and keeps
+// that table to the endpoints it buffers, as for a text stream; the
+// messages handed to Options.OnInstance carry those ids. Call it before the
+// first Push.
+func (s *Stream) RenumberEndpoints(unix func(trace.EndpointID) bool) {
+	s.renum, s.unix = map[trace.EndpointID]trace.EndpointID{}, unix
+	s.t.Endpoints = []string{s.t.Endpoints[trace.NoEndpoint]}
+}
+
+// local is the stream's id of external endpoint e (RenumberEndpoints).
+func (s *Stream) local(e trace.EndpointID) trace.EndpointID {
+	if e == trace.NoEndpoint {
+		return e
+	}
+	l, ok := s.renum[e]
+	if !ok {
+		l = trace.EndpointID(len(s.t.Endpoints))
+		name := ""
+		if s.unix(e) {
+			name = "unix:"
+		}
+		s.t.Endpoints = append(s.t.Endpoints, name)
+		s.renum[e] = l
+	}
+	return l
+}
+
+// compactRenumbered keeps the stream's endpoint table (RenumberEndpoints)
+// to the endpoints the buffer uses, renumbered in buffer order (as
+// trace.CompactEndpoints does a text stream's), and the map from the
+// external ids to them.
+func (s *Stream) compactRenumbered() {
+	remap := make(map[trace.EndpointID]trace.EndpointID, 2*len(s.buf)+1)
+	eps := []string{s.t.Endpoints[trace.NoEndpoint]}
+	remap[trace.NoEndpoint] = trace.NoEndpoint
+	get := func(e trace.EndpointID) trace.EndpointID {
+		n, ok := remap[e]
+		if !ok {
+			n = trace.EndpointID(len(eps))
+			eps = append(eps, s.t.Endpoints[e])
+			remap[e] = n
+		}
+		return n
+	}
+	for i := range s.buf {
+		s.buf[i].SrcEP = get(s.buf[i].SrcEP)
+		s.buf[i].DstEP = get(s.buf[i].DstEP)
+	}
+	renum := make(map[trace.EndpointID]trace.EndpointID, len(eps))
+	for e, l := range s.renum {
+		if n, ok := remap[l]; ok {
+			renum[e] = n
+		}
+	}
+	s.t.Endpoints, s.renum = eps, renum
+}
+
+// Discard abandons s (without Close): it frees the pattern spill file and
+// the memory outside the heap.
+func (s *Stream) Discard() {
+	s.tab.close()
+	s.mod.free()
+}
 
 // StreamInstance is one path instance found by a Stream, given to
 // Options.OnInstance as soon as its chunk is linked (the slices are valid
@@ -104,6 +174,9 @@ func (s *Stream) Push(m trace.Message) {
 	if tm < s.core-int64(s.o.Window) {
 		s.late++
 		return
+	}
+	if s.renum != nil {
+		m.SrcEP, m.DstEP = s.local(m.SrcEP), s.local(m.DstEP)
 	}
 	s.buf = append(s.buf, m)
 	if s.o.OnInstance != nil {
@@ -207,10 +280,20 @@ func (s *Stream) flush(final bool) {
 		s.tab.spill()
 	}
 	s.tab.endChunk()
+	// The carried classes this chunk did not use, beyond the budget, go
+	// to their own spill file (classspill.go).
+	if s.o.Method != MethodWAP5 {
+		s.mod.evict(s.tab.budget)
+	}
+	s.mod.chunk++
 	// Ephemeral endpoints accumulate in the interning table: keep only
 	// those the buffer still uses once the table has doubled.
 	if !s.shared && len(s.t.Endpoints) > 2*s.endpoints+1024 {
-		s.t.CompactEndpoints(s.buf)
+		if s.renum != nil {
+			s.compactRenumbered()
+		} else {
+			s.t.CompactEndpoints(s.buf)
+		}
 		s.endpoints = len(s.t.Endpoints)
 	}
 }
@@ -232,8 +315,28 @@ func (s *Stream) Close() *Result {
 	if s.tab.warn != "" {
 		out.Warnings = append(out.Warnings, s.tab.warn)
 	}
+	// The carried classes' fit (classspill.go, step 4), and the class
+	// spill file's error, which makes the result wrong: it comes first.
+	var classErr error
+	if s.o.Method != MethodWAP5 && s.iters > 0 {
+		s.fit, classErr = s.mod.compare(s.fit)
+	}
+	if sp := s.mod.spill; sp != nil {
+		if sp.warn != "" {
+			out.Warnings = append(out.Warnings, sp.warn)
+		}
+		if sp.err != nil {
+			classErr = sp.err
+		}
+	}
+	defer func() {
+		if classErr != nil {
+			s.err = classErr
+		}
+	}()
 	res := &Result{Fit: s.fit, Iterations: s.iters}
 	defer s.tab.close()
+	defer s.mod.free()
 	if s.o.OnInstance != nil {
 		res.StreamPatterns = make([]StreamPattern, len(s.tab.ents))
 	}

@@ -155,6 +155,12 @@ type binReader struct {
 	file string
 	err  error
 	size int64 // of the compressed input when known (0: not)
+	// noNames: tables keeps none of the endpoints' names but "-" (the
+	// table's first), only their number (eps) and which name a unix
+	// socket (unix, a bit per endpoint): BinaryScanner's SkipEndpointNames.
+	noNames bool
+	eps     int
+	unix    []uint64
 }
 
 func (b *binReader) fail(format string, a ...any) {
@@ -242,6 +248,33 @@ func (b *binReader) str() string {
 	s := string(b.buf[b.pos : b.pos+n])
 	b.pos += n
 	return s
+}
+
+// endpointKinds reads a table of n endpoint names keeping only the first
+// (the table returned), their number (b.eps) and which are unix sockets
+// (b.unix), with str's errors.
+func (b *binReader) endpointKinds(n int) []string {
+	b.eps, b.unix = n, make([]uint64, (n+63)/64)
+	var first []string
+	for i := 0; i < n && b.err == nil; i++ {
+		l := b.count("string length", 1<<24)
+		if b.err != nil {
+			break
+		}
+		if !b.ensure(l) {
+			b.fail("truncated string: %v", io.ErrUnexpectedEOF)
+			break
+		}
+		name := b.buf[b.pos : b.pos+l]
+		if i == 0 {
+			first = []string{string(name)}
+		}
+		if bytes.HasPrefix(name, []byte("unix:")) {
+			b.unix[i/64] |= 1 << (i % 64)
+		}
+		b.pos += l
+	}
+	return first
 }
 
 // strs reads n strings (a table): when they are all in b.buf already, into
@@ -576,7 +609,11 @@ func (b *binReader) tables() (*Trace, uint64, error) {
 		t.Nodes = append(t.Nodes, Node{Name: name, Untraced: b.uv() == 1})
 	}
 	if n := b.count("endpoint", maxTable); b.err == nil {
-		t.Endpoints = b.strs(n)
+		if b.noNames {
+			t.Endpoints = b.endpointKinds(n)
+		} else {
+			t.Endpoints = b.strs(n)
+		}
 	}
 	if n := b.count("label", maxTable); b.err == nil {
 		t.Labels = b.strs(n)

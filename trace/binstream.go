@@ -3,6 +3,7 @@ package trace
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"wap5/internal/hugemem"
 
@@ -47,6 +48,37 @@ type BinaryScanner struct {
 // NewBinaryScanner reads the magic and the tables of the binary trace r;
 // Trace returns them (with no messages).
 func NewBinaryScanner(r io.Reader, file string) (*BinaryScanner, error) {
+	return newBinaryScanner(r, file, false)
+}
+
+// NewBinaryScannerNoNames is NewBinaryScanner for a reader that needs no
+// endpoint names: a large trace's table (millions of ephemeral ports) is
+// most of what the scanner would hold. Trace's Endpoints hold only "-";
+// the messages keep the file's endpoint ids, of which there are
+// Endpoints(), and UnixEndpoint tells which name a unix socket. The
+// checks, warnings and errors are NewBinaryScanner's.
+func NewBinaryScannerNoNames(r io.Reader, file string) (*BinaryScanner, error) {
+	return newBinaryScanner(r, file, true)
+}
+
+// Endpoints is the number of endpoints in the file's table.
+func (s *BinaryScanner) Endpoints() int {
+	if s.b.noNames {
+		return s.b.eps
+	}
+	return len(s.t.Endpoints)
+}
+
+// UnixEndpoint says whether endpoint e's name is a unix socket's
+// ("unix:…"), e < Endpoints().
+func (s *BinaryScanner) UnixEndpoint(e EndpointID) bool {
+	if s.b.noNames {
+		return s.b.unix[e/64]&(1<<(e%64)) != 0
+	}
+	return strings.HasPrefix(s.t.Endpoints[e], "unix:")
+}
+
+func newBinaryScanner(r io.Reader, file string, noNames bool) (*BinaryScanner, error) {
 	magic := make([]byte, len(BinaryMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != BinaryMagic {
 		return nil, fmt.Errorf("%s: not a wap5 binary trace", file)
@@ -55,7 +87,7 @@ func NewBinaryScanner(r io.Reader, file string) (*BinaryScanner, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &BinaryScanner{b: &binReader{r: zr, file: file}, zr: zr, idx: -1}
+	s := &BinaryScanner{b: &binReader{r: zr, file: file, noNames: noNames}, zr: zr, idx: -1}
 	if err := s.tables(); err != nil {
 		zr.Close()
 		return nil, err
@@ -76,6 +108,7 @@ func (s *BinaryScanner) tables() error {
 		return fmt.Errorf("%s: %v", file, err)
 	}
 	s.t, s.version, s.lim = t, version, newColLimits(t)
+	s.lim.eps = uint64(s.Endpoints())
 	return nil
 }
 
@@ -105,7 +138,7 @@ func (s *BinaryScanner) Scan() bool {
 		if !ok {
 			return s.end()
 		}
-		if err := s.t.checkMessage(s.done, &m); err != nil {
+		if err := s.t.checkMessageEPs(s.done, &m, EndpointID(s.Endpoints())); err != nil {
 			s.err = fmt.Errorf("%s: %v", s.b.file, err)
 			return s.end()
 		}
@@ -192,7 +225,7 @@ func (s *BinaryScanner) block() bool {
 	s.blk.Extra = nil // not kept
 	if !valid {
 		for i := range s.blk.Messages {
-			if err := s.t.checkMessage(s.done+i, &s.blk.Messages[i]); err != nil {
+			if err := s.t.checkMessageEPs(s.done+i, &s.blk.Messages[i], EndpointID(s.Endpoints())); err != nil {
 				s.err = fmt.Errorf("%s: %v", b.file, err)
 				s.blk.Messages = s.blk.Messages[:0]
 				return false

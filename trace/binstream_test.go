@@ -3,31 +3,39 @@ package trace
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 )
 
 // scanAll reads data with a BinaryScanner into a trace as ReadBinary would
 // return it (tables, warnings, messages without their extra text).
 func scanAll(data []byte) (*Trace, error) {
-	s, err := NewBinaryScanner(bytes.NewReader(data), "f")
+	t, _, err := scanWith(data, NewBinaryScanner)
+	return t, err
+}
+
+// scanWith is scanAll with the scanner newScanner makes, and the scanner.
+func scanWith(data []byte, newScanner func(io.Reader, string) (*BinaryScanner, error)) (*Trace, *BinaryScanner, error) {
+	s, err := newScanner(bytes.NewReader(data), "f")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer s.Close()
 	t := s.Trace()
 	for s.Scan() {
 		if s.Index() != len(t.Messages) {
-			return nil, fmt.Errorf("message %d has index %d", len(t.Messages), s.Index())
+			return nil, nil, fmt.Errorf("message %d has index %d", len(t.Messages), s.Index())
 		}
 		t.Messages = append(t.Messages, s.Message())
 	}
 	if err := s.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return t, nil
+	return t, s, nil
 }
 
 // sameAsWhole says how the scanner's reading of data differs from the
@@ -50,6 +58,24 @@ func sameAsWhole(data []byte) string {
 	scan.nodeIdx, whole.nodeIdx = nil, nil
 	if !reflect.DeepEqual(whole, scan) {
 		return fmt.Sprintf("whole and scanner differ: %d and %d messages, warnings %q and %q", len(whole.Messages), len(scan.Messages), whole.Warnings, scan.Warnings)
+	}
+	// Without the endpoints' names: the same but for the table, which
+	// only its number and the unix sockets are left of.
+	lean, s, errL := scanWith(data, NewBinaryScannerNoNames)
+	if fmt.Sprint(errW) != fmt.Sprint(errL) {
+		return fmt.Sprintf("whole: %v; scanner without names: %v", errW, errL)
+	}
+	if s.Endpoints() != len(whole.Endpoints) || !reflect.DeepEqual(lean.Endpoints, []string{"-"}) {
+		return fmt.Sprintf("scanner without names: %d endpoints (table %q), want %d", s.Endpoints(), lean.Endpoints, len(whole.Endpoints))
+	}
+	for e, name := range whole.Endpoints {
+		if s.UnixEndpoint(EndpointID(e)) != strings.HasPrefix(name, "unix:") {
+			return fmt.Sprintf("scanner without names: endpoint %d %q: unix %v", e, name, s.UnixEndpoint(EndpointID(e)))
+		}
+	}
+	lean.nodeIdx, lean.Endpoints = nil, whole.Endpoints
+	if !reflect.DeepEqual(whole, lean) {
+		return fmt.Sprintf("whole and scanner without names differ: %d and %d messages, warnings %q and %q", len(whole.Messages), len(lean.Messages), whole.Warnings, lean.Warnings)
 	}
 	return ""
 }
@@ -75,6 +101,17 @@ func TestBinaryScanner(t *testing.T) {
 		inputs[old] = d
 		inputs[old+" cut"] = d[:len(d)*3/4]
 	}
+	// Unix sockets among the endpoints (NewBinaryScannerNoNames keeps
+	// which they are).
+	ut := bigTrace(300)
+	for i := 0; i < 100; i++ {
+		ut.Messages[i*3].SrcEP = ut.Endpoint(fmt.Sprintf("unix:/run/s%d", i%7))
+	}
+	var ub bytes.Buffer
+	if err := WriteBinary(&ub, ut); err != nil {
+		t.Fatal(err)
+	}
+	inputs["unix"] = ub.Bytes()
 	for name, d := range inputs {
 		if diff := sameAsWhole(d); diff != "" {
 			t.Errorf("%s: %s", name, diff)

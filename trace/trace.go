@@ -395,7 +395,12 @@ func (t *Trace) checkMessages() error {
 
 // checkMessage is CheckValid's check of message i, m, against the tables.
 func (t *Trace) checkMessage(i int, m *Message) error {
-	nn, ne := NodeID(len(t.Nodes)), EndpointID(len(t.Endpoints))
+	return t.checkMessageEPs(i, m, EndpointID(len(t.Endpoints)))
+}
+
+// checkMessageEPs is checkMessage against a table of ne endpoints.
+func (t *Trace) checkMessageEPs(i int, m *Message, ne EndpointID) error {
+	nn := NodeID(len(t.Nodes))
 	switch {
 	case m.Src < 0 || m.Src >= nn:
 		return fmt.Errorf("message %d: source node %d out of range [0,%d)", i, m.Src, nn)

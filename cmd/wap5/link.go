@@ -36,7 +36,7 @@ func init() {
 				"assignment); --method wap5 is WAP5 §5 as published (exponential delay model, try-both " +
 				"trees). --window D links in time chunks of D so that memory stays bounded by a chunk " +
 				"(text input is then read as a stream and must be in time order, binary input block by block; " +
-				"pattern shapes and delays beyond --window-memory go to a temporary file; --instances are spooled " +
+				"pattern shapes and delays, and the joint linker's carried delay models, beyond --window-memory go to temporary files; --instances are spooled " +
 				"to a temporary file next to FILE and written once the patterns are ranked).",
 			Flags: []cli.Flag{
 				&cli.BoolFlag{Name: "json", Usage: "machine-readable output (the contract's JSON)"},
@@ -53,7 +53,7 @@ func init() {
 				&cli.BoolFlag{Name: "aggregate-clients", Usage: "name client nodes CLIENT (WAP5 §2.5)"},
 				&cli.BoolFlag{Name: "ignore-kinds", Usage: "ignore kind=/call= and pair RPCs by connection only"},
 				&cli.DurationFlag{Name: "window", Usage: "streaming: link in time chunks of `D`, memory bounded by a chunk"},
-				&cli.IntFlag{Name: "window-memory", Value: linking.DefaultStreamMemory >> 20, Usage: "streaming: keep at most `MB` of pattern shapes and delays in memory and spill the rest to a temporary file (same result; 0: spill every chunk, negative: never)"},
+				&cli.IntFlag{Name: "window-memory", Value: linking.DefaultStreamMemory >> 20, Usage: "streaming: keep at most `MB` of pattern shapes and delays, and as much of the joint linker's carried delay models, in memory and spill the rest to temporary files (same result; 0: spill every chunk, negative: never)"},
 				&cli.IntFlag{Name: "top", Usage: "show only the top `N` patterns (text default 20)"},
 				&cli.BoolFlag{Name: "histograms", Usage: "text: draw node-delay histograms"},
 				&cli.BoolFlag{Name: "no-skew", Usage: "do not estimate clock offsets when the trace carries none (net_s then uses raw timestamps)"},
@@ -486,7 +486,9 @@ func linkStreaming(path string, o linking.Options, reset func() error) (*trace.T
 // not to be in time order: the stream is abandoned, for the caller to
 // read the trace whole.
 func linkBinaryStreaming(r io.Reader, name string, o linking.Options) (t *trace.Trace, res *linking.Result, sorted bool, err error) {
-	sc, err := trace.NewBinaryScanner(r, name)
+	// The stream needs no endpoint names (a large trace's table is most of
+	// what the scanner would hold): it numbers the endpoints itself.
+	sc, err := trace.NewBinaryScannerNoNames(r, name)
 	if err != nil {
 		return nil, nil, true, err
 	}
@@ -496,7 +498,7 @@ func linkBinaryStreaming(r io.Reader, name string, o linking.Options) (t *trace.
 	if err != nil {
 		return nil, nil, true, err
 	}
-	s.KeepTables()
+	s.RenumberEndpoints(sc.UnixEndpoint)
 	last := int64(math.MinInt64)
 	for sc.Scan() {
 		m := sc.Message()
