@@ -1,7 +1,9 @@
 package linking
 
 import (
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +97,57 @@ func TestClassSpillCollision(t *testing.T) {
 	}
 	if c := m.reload(keys[2]); c != nil {
 		t.Errorf("never spilled key %v read back as %+v", keys[2], c)
+	}
+}
+
+// TestStreamClassSpillError: where the class spill file cannot be made
+// (TMPDIR missing), a joint stream with a budget keeps its classes in memory
+// and says so in a warning: the same patterns and fit as the unbounded
+// stream's, not an error after the whole trace was linked.
+func TestStreamClassSpillError(t *testing.T) {
+	tr := simulate(simConfig{clients: 6, perClient: 150, think: gauss{ms(100), ms(30)}, net: gauss{ms(0.3), ms(0.05)},
+		tracelets: multiTier(5, false), seed: 11, spread: 3})
+	tr.Sort()
+	run := func(budget int64) *Result {
+		o := Options{Window: 200 * time.Millisecond, Stream: 3 * time.Second, StreamMemory: budget}
+		s, err := NewStream(tr, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range tr.Messages {
+			s.Push(tr.Messages[i])
+		}
+		res := s.Close()
+		if err := s.Err(); err != nil {
+			t.Fatalf("budget %d: %v", budget, err)
+		}
+		return res
+	}
+	want := run(-1)
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	got := run(1)
+	var class int
+	var rest []string
+	for _, w := range got.Warnings {
+		switch {
+		case strings.Contains(w, "class spill file"):
+			class++
+		case strings.Contains(w, "pattern spill file"):
+		default:
+			rest = append(rest, w)
+		}
+	}
+	if class != 1 {
+		t.Fatalf("warnings %q, want one about the class spill file", got.Warnings)
+	}
+	if len(rest) != len(want.Warnings) {
+		t.Errorf("other warnings %q, want the unbounded run's %q", rest, want.Warnings)
+	}
+	got.Warnings = want.Warnings // compared above
+	if !reflect.DeepEqual(got.Paths, want.Paths) {
+		t.Error("patterns differ from the unbounded stream's")
+	}
+	if !reflect.DeepEqual(got.Fit, want.Fit) {
+		t.Errorf("fit %+v, want %+v", got.Fit, want.Fit)
 	}
 }

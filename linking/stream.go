@@ -35,8 +35,11 @@ type Stream struct {
 	claimed []bool
 	// endpoints is the size of the endpoint table after the last compaction.
 	endpoints int
-	shared    bool  // t holds the whole trace: its tables must stay intact
-	err       error // OnPattern's, in Close
+	shared    bool // t holds the whole trace: its tables must stay intact
+	// classBudget bounds the carried classes' bytes (--window-memory), apart
+	// from the pattern table's budget, which a failed spill file gives up.
+	classBudget int64
+	err         error // OnPattern's, in Close
 	// renum maps the pushed messages' endpoint ids (an external table's,
 	// RenumberEndpoints) to t's; unix tells which are unix sockets.
 	renum map[trace.EndpointID]trace.EndpointID
@@ -61,7 +64,7 @@ func NewStream(t *trace.Trace, opts Options) (*Stream, error) {
 	if budget == 0 {
 		budget = DefaultStreamMemory
 	}
-	return &Stream{t: t, o: opts, core: math.MinInt64, a: a, tab: newSpillTable(a, budget), mod: newModels()}, nil
+	return &Stream{t: t, o: opts, core: math.MinInt64, a: a, tab: newSpillTable(a, budget), classBudget: budget, mod: newModels()}, nil
 }
 
 // KeepTables tells s that its trace's tables are complete and fixed (a
@@ -283,7 +286,7 @@ func (s *Stream) flush(final bool) {
 	// The carried classes this chunk did not use, beyond the budget, go
 	// to their own spill file (classspill.go).
 	if s.o.Method != MethodWAP5 {
-		s.mod.evict(s.tab.budget)
+		s.mod.evict(s.classBudget)
 	}
 	s.mod.chunk++
 	// Ephemeral endpoints accumulate in the interning table: keep only
