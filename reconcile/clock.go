@@ -310,7 +310,9 @@ func (p *clockPass) queue(k hsConn) *hsQueue {
 	return q
 }
 
-// queueD is datagram k's entry of the table of waiting events.
+// queueD is datagram k's entry of the table of waiting events. (queue and
+// queueD stay two functions: one generic over the key measured 5–15 % slower
+// in BenchmarkStep0Logs, its map accesses going through the dictionary.)
 func (p *clockPass) queueD(k hsDgram) *hsQueue {
 	q := p.waitingD[k]
 	if q == nil {
