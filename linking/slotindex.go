@@ -82,10 +82,11 @@ func (x *patIndex) free() {
 }
 
 // tagIndex finds the spilled classes' records (classSpill) by 32 bits of
-// their key's hash, 8 bytes a slot (a pairTable takes 16): a key's record
-// is read back and its key compared, so two keys of one tag are told apart
-// there (the second is kept in classSpill.collided). Its slots live outside
-// the heap from 4 MB (mem).
+// their key's hash, 8 bytes a slot (a pairTable takes 16), at most 70 %
+// full and of any size (as patIndex): a key's record is read back and its
+// key compared, so two keys of one tag are told apart there (the second is
+// kept in classSpill.collided). Its slots live outside the heap from 4 MB
+// (mem).
 type tagIndex struct {
 	slots []tagSlot
 	n     int
@@ -98,10 +99,12 @@ type tagSlot struct {
 }
 
 func (x *tagIndex) slot(tag uint32) int {
-	mask := len(x.slots) - 1
-	s := int(mix(uint64(tag)) & uint64(mask))
+	h := uint32(mix(uint64(tag)) >> 32)
+	s := int(uint64(h) * uint64(len(x.slots)) >> 32)
 	for e := x.slots[s]; e.rec != 0 && e.tag != tag; e = x.slots[s] {
-		s = (s + 1) & mask
+		if s++; s == len(x.slots) {
+			s = 0
+		}
 	}
 	return s
 }
@@ -117,9 +120,9 @@ func (x *tagIndex) get(tag uint32) (int32, bool) {
 
 // put indexes record rec under tag (not indexed yet).
 func (x *tagIndex) put(tag uint32, rec int32) {
-	if 2*(x.n+1) > len(x.slots) {
+	if 10*(x.n+1) > 7*len(x.slots) {
 		old := x.slots
-		x.slots = offMake[tagSlot](x.mem, max(1024, 2*len(old)))
+		x.slots = offMake[tagSlot](x.mem, max(1024, len(old)+len(old)/2))
 		for _, e := range old {
 			if e.rec != 0 {
 				x.slots[x.slot(e.tag)] = e

@@ -25,8 +25,8 @@ func TestSlotIndexes(t *testing.T) {
 				ti.put(uint32(mix(uint64(i)+1)), int32(i))
 			}
 		}
-		if 10*pi.n > 7*len(pi.slots) {
-			t.Errorf("n %d: %d slots, more than 70 %% full", n, len(pi.slots))
+		if 10*pi.n > 7*len(pi.slots) || 10*ti.n > 7*len(ti.slots) {
+			t.Errorf("n %d: %d and %d slots, more than 70 %% full", n, len(pi.slots), len(ti.slots))
 		}
 		for i := 0; i < n; i++ {
 			if s := pi.find(tag(i), uint32(i)+1); s < 0 || pi.slots[s] != patSlot(tag(i), uint32(i)+1) {
