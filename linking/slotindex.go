@@ -2,61 +2,91 @@ package linking
 
 import "unsafe"
 
-// entIndex finds a spillTable's entries by pattern hash: open addressing
-// (linear probing, at most half full) over the entries' positions, the hash
-// read from the entry itself — 4 bytes a slot where a pairTable takes 16:
-// a noisy trace has hundreds of thousands of patterns (CoDeeN-sized: 450,000).
-// Its slots live outside the heap from 4 MB (mem).
-type entIndex struct {
-	slots []int32 // entry + 1; 0: empty
+// patIndex finds a spillTable's patterns by hash: open addressing (linear
+// probing, at most 70 % full, any size) whose slots hold 32 bits of the
+// pattern's hash, its tag, and where the pattern is: resident (its position
+// in spillTable.res) or the spill file's record of its last state. Nothing
+// else of a pattern stays in memory — 8 bytes a slot, ≈ 13 bytes a
+// pattern — where a noisy trace has hundreds of thousands of them
+// (CoDeeN-sized: 450,000) and their count grows with the trace. Two hashes
+// of one tag are told apart by the pattern's full hash, resident or read
+// back with its record. Its slots live outside the heap from 4 MB (mem).
+type patIndex struct {
+	slots []uint64 // tag<<32 | loc; 0: empty
 	n     int
 	mem   *offHeap
 }
 
-// find returns the slot of hash h and its entry, or −1 where h has none
-// (the slot is then where put would place it).
-func (x *entIndex) find(h uint64, ents []patEntry) (int, int32) {
-	if len(x.slots) == 0 {
-		return -1, -1
+// A slot's loc is locResident | a position in spillTable.res, or a record
+// of the spill file: its offset / spillAlign + 1 (never 0, so that a slot
+// in use is never 0 either).
+const locResident = 1 << 31
+
+func patSlot(tag, loc uint32) uint64 { return uint64(tag)<<32 | uint64(loc) }
+
+// home is the first slot probed for tag (the table is not empty): tags
+// spread over the slots in order, whatever their number.
+func (x *patIndex) home(tag uint32) int { return int(uint64(tag) * uint64(len(x.slots)) >> 32) }
+
+// next is the slot probed after s.
+func (x *patIndex) next(s int) int {
+	if s++; s == len(x.slots) {
+		s = 0
 	}
-	mask := len(x.slots) - 1
-	s := int(mix(h) & uint64(mask))
-	for v := x.slots[s]; v != 0; v = x.slots[s] {
-		if ents[v-1].hash == h {
-			return s, v - 1
-		}
-		s = (s + 1) & mask
-	}
-	return s, -1
+	return s
 }
 
-// add indexes entry ei, of hash h (not indexed yet).
-func (x *entIndex) add(h uint64, ei int32, ents []patEntry) {
-	if 2*(x.n+1) > len(x.slots) {
+// find returns the slot holding tag and loc, or −1.
+func (x *patIndex) find(tag, loc uint32) int {
+	if len(x.slots) == 0 {
+		return -1
+	}
+	want := patSlot(tag, loc)
+	for s := x.home(tag); x.slots[s] != 0; s = x.next(s) {
+		if x.slots[s] == want {
+			return s
+		}
+	}
+	return -1
+}
+
+// add indexes a pattern of tag at loc (not indexed yet).
+func (x *patIndex) add(tag, loc uint32) {
+	if 10*(x.n+1) > 7*len(x.slots) {
 		old := x.slots
-		x.slots = offMake[int32](x.mem, max(1024, 2*len(old)))
-		mask := len(x.slots) - 1
+		x.slots = offMake[uint64](x.mem, max(1024, len(old)+len(old)/2))
 		for _, v := range old {
 			if v != 0 {
-				s := int(mix(ents[v-1].hash) & uint64(mask))
-				for x.slots[s] != 0 {
-					s = (s + 1) & mask
-				}
-				x.slots[s] = v
+				x.put(v)
 			}
 		}
 		x.mem.release(unsafe.Pointer(unsafe.SliceData(old)))
 	}
-	s, _ := x.find(h, ents)
-	x.slots[s] = ei + 1
+	x.put(patSlot(tag, loc))
 	x.n++
 }
 
+// put places slot value v in the first free slot from its home.
+func (x *patIndex) put(v uint64) {
+	s := x.home(uint32(v >> 32))
+	for x.slots[s] != 0 {
+		s = x.next(s)
+	}
+	x.slots[s] = v
+}
+
+// free gives the slots back: x is not used again.
+func (x *patIndex) free() {
+	x.mem.release(unsafe.Pointer(unsafe.SliceData(x.slots)))
+	x.slots, x.n = nil, 0
+}
+
 // tagIndex finds the spilled classes' records (classSpill) by 32 bits of
-// their key's hash, 8 bytes a slot (a pairTable takes 16): a key's record
-// is read back and its key compared, so two keys of one tag are told apart
-// there (the second is kept in classSpill.collided). Its slots live outside
-// the heap from 4 MB (mem).
+// their key's hash, 8 bytes a slot (a pairTable takes 16), at most 70 %
+// full and of any size (as patIndex): a key's record is read back and its
+// key compared, so two keys of one tag are told apart there (the second is
+// kept in classSpill.collided). Its slots live outside the heap from 4 MB
+// (mem).
 type tagIndex struct {
 	slots []tagSlot
 	n     int
@@ -69,10 +99,12 @@ type tagSlot struct {
 }
 
 func (x *tagIndex) slot(tag uint32) int {
-	mask := len(x.slots) - 1
-	s := int(mix(uint64(tag)) & uint64(mask))
+	h := uint32(mix(uint64(tag)) >> 32)
+	s := int(uint64(h) * uint64(len(x.slots)) >> 32)
 	for e := x.slots[s]; e.rec != 0 && e.tag != tag; e = x.slots[s] {
-		s = (s + 1) & mask
+		if s++; s == len(x.slots) {
+			s = 0
+		}
 	}
 	return s
 }
@@ -88,9 +120,9 @@ func (x *tagIndex) get(tag uint32) (int32, bool) {
 
 // put indexes record rec under tag (not indexed yet).
 func (x *tagIndex) put(tag uint32, rec int32) {
-	if 2*(x.n+1) > len(x.slots) {
+	if 10*(x.n+1) > 7*len(x.slots) {
 		old := x.slots
-		x.slots = offMake[tagSlot](x.mem, max(1024, 2*len(old)))
+		x.slots = offMake[tagSlot](x.mem, max(1024, len(old)+len(old)/2))
 		for _, e := range old {
 			if e.rec != 0 {
 				x.slots[x.slot(e.tag)] = e

@@ -2,38 +2,49 @@ package linking
 
 import "testing"
 
-// TestSlotIndexes: entIndex and tagIndex find every key put, through their
-// growths (from 1024 slots), and none that was not.
+// TestSlotIndexes: patIndex and tagIndex find every key put, through their
+// growths (from 1024 slots), and none that was not; patIndex also where
+// many patterns share a tag.
 func TestSlotIndexes(t *testing.T) {
 	var mem offHeap
 	defer mem.free()
-	for _, n := range []int{1, 511, 512, 5000} {
-		ei := entIndex{mem: &mem}
+	for _, tc := range []struct {
+		n    int
+		tags uint32 // patIndex tags keep these bits
+	}{{1, ^uint32(0)}, {716, ^uint32(0)}, {717, ^uint32(0)}, {5000, ^uint32(0)}, {300000, ^uint32(0)}, {3000, 7}, {500, 0}} {
+		n := tc.n
+		pi := patIndex{mem: &mem}
 		ti := tagIndex{mem: &mem}
-		var ents []patEntry
+		tag := func(i int) uint32 { return uint32(mix(uint64(i)+1)>>32) & tc.tags }
 		for i := 0; i < n; i++ {
-			h := mix(uint64(i) + 1)
-			if _, e := ei.find(h, ents); e >= 0 {
-				t.Fatalf("n %d: hash %d found before it was added", n, i)
+			if pi.find(tag(i), uint32(i)+1) >= 0 {
+				t.Fatalf("n %d: pattern %d found before it was added", n, i)
 			}
-			ents = append(ents, patEntry{hash: h})
-			ei.add(h, int32(i), ents)
-			ti.put(uint32(h), int32(i))
+			pi.add(tag(i), uint32(i)+1)
+			if n <= 5000 {
+				ti.put(uint32(mix(uint64(i)+1)), int32(i))
+			}
+		}
+		if 10*pi.n > 7*len(pi.slots) || 10*ti.n > 7*len(ti.slots) {
+			t.Errorf("n %d: %d and %d slots, more than 70 %% full", n, len(pi.slots), len(ti.slots))
 		}
 		for i := 0; i < n; i++ {
-			h := mix(uint64(i) + 1)
-			if _, e := ei.find(h, ents); e != int32(i) {
-				t.Errorf("n %d: entry %d found as %d", n, i, e)
+			if s := pi.find(tag(i), uint32(i)+1); s < 0 || pi.slots[s] != patSlot(tag(i), uint32(i)+1) {
+				t.Fatalf("n %d: pattern %d not found (slot %d)", n, i, s)
 			}
-			if r, ok := ti.get(uint32(h)); !ok || r != int32(i) {
+			if n > 5000 {
+				continue
+			}
+			if r, ok := ti.get(uint32(mix(uint64(i) + 1))); !ok || r != int32(i) {
 				t.Errorf("n %d: tag %d found as %d, %v", n, i, r, ok)
 			}
 		}
-		if _, e := ei.find(mix(uint64(n)+1), ents); e >= 0 {
-			t.Errorf("n %d: an absent hash found", n)
+		if pi.find(tag(n), uint32(n)+1) >= 0 || pi.find(tag(0), uint32(n)+1) >= 0 {
+			t.Errorf("n %d: an absent pattern found", n)
 		}
-		if _, ok := ti.get(uint32(mix(uint64(n) + 1))); ok {
+		if _, ok := ti.get(uint32(mix(uint64(n) + 1))); ok && n <= 5000 {
 			t.Errorf("n %d: an absent tag found", n)
 		}
+		pi.free()
 	}
 }

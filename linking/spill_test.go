@@ -123,3 +123,34 @@ func TestStreamSpillError(t *testing.T) {
 		t.Error("patterns differ from the unbounded table's")
 	}
 }
+
+// TestStreamSpillTags: patterns whose hashes share the index's tag (one tag
+// in four, or one for all) are told apart by their full hashes, resident or
+// read back from the spill file: the result, instances and stream patterns
+// are the unbounded table's.
+func TestStreamSpillTags(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	t.Cleanup(func() { patTagMask = ^uint32(0) })
+	tr := simulate(simConfig{clients: 6, perClient: 150, think: gauss{ms(100), ms(30)}, net: gauss{ms(0.3), ms(0.05)},
+		tracelets: multiTier(5, false), seed: 11, spread: 3})
+	tr.Sort()
+	for _, method := range []string{MethodJoint, MethodWAP5} {
+		o := Options{Method: method, Window: 200 * time.Millisecond, Stream: 3 * time.Second}
+		patTagMask = ^uint32(0)
+		want, wantInst, _, _ := streamRun(t, tr, o, -1, false)
+		for _, tc := range []struct {
+			mask   uint32
+			budget int64
+		}{{3, -1}, {3, 1}, {3, 4 << 10}, {0, -1}, {0, 1}} {
+			patTagMask = tc.mask
+			got, inst, _, spills := streamRun(t, tr, o, tc.budget, false)
+			name := fmt.Sprintf("%s tags %#x budget %d (%d spills)", method, tc.mask, tc.budget, spills)
+			if !reflect.DeepEqual(got.Paths, want.Paths) {
+				t.Errorf("%s: patterns differ from the unbounded table's (%d, want %d)", name, len(got.Patterns), len(want.Patterns))
+			}
+			if !reflect.DeepEqual(got.StreamPatterns, want.StreamPatterns) || !reflect.DeepEqual(inst, wantInst) {
+				t.Errorf("%s: instances or stream patterns differ", name)
+			}
+		}
+	}
+}

@@ -244,7 +244,7 @@ func (s *Stream) flush(final bool) {
 		h, s.order = s.a.order(ct.Messages, labels, msgs, par, s.order[:0])
 		p := s.tab.get(h, ct.Messages, labels, s.order)
 		s.a.accumulate(p, ct.Messages, s.order, in.prob[i])
-		s.tab.add(p, in.prob[i])
+		s.a.add(p, in.prob[i])
 		if f := s.o.OnInstance; f != nil {
 			si := &s.inst
 			si.Pattern, si.Prob = int(p.idx), in.prob[i]
@@ -280,7 +280,7 @@ func (s *Stream) flush(final bool) {
 	// The patterns' shapes and delays beyond the budget go to the spill
 	// file (spill.go).
 	if s.tab.over() {
-		s.tab.spill()
+		s.tab.spill(false)
 	}
 	s.tab.endChunk()
 	// The carried classes this chunk did not use, beyond the budget, go
@@ -338,12 +338,21 @@ func (s *Stream) Close() *Result {
 		}
 	}()
 	res := &Result{Fit: s.fit, Iterations: s.iters}
+	// The buffers go before the ranking (spillTable.ranked collects).
+	s.buf, s.seq, s.claimed, s.order = nil, nil, nil, nil
 	defer s.tab.close()
 	defer s.mod.free()
 	if s.o.OnInstance != nil {
-		res.StreamPatterns = make([]StreamPattern, len(s.tab.ents))
+		res.StreamPatterns = make([]StreamPattern, s.tab.pats)
 	}
-	ranked := s.tab.ranked()
+	ranked, err := s.tab.ranked()
+	if err != nil {
+		res.Paths = out
+		if s.err = s.tab.err; s.err == nil {
+			s.err = err
+		}
+		return res
+	}
 	if s.o.OnPattern != nil {
 		res.Paths = out
 		s.err = s.handOver(ranked, res)
@@ -352,8 +361,8 @@ func (s *Stream) Close() *Result {
 		}
 		return res
 	}
-	for r, ei := range ranked {
-		p, err := s.tab.take(ei)
+	for r, e := range ranked {
+		p, err := s.tab.take(e)
 		if err != nil {
 			s.err = err
 			break
@@ -382,8 +391,8 @@ func (s *Stream) Err() error { return s.err }
 // need their step order, and each pattern is dropped once it is built, so
 // that the built patterns are never all held at once (on the CoDeeN-sized
 // trace they outweigh everything else the stream keeps). ranked holds the
-// table's entries in rank order. Options.BeforePatterns sees res first.
-func (s *Stream) handOver(ranked []int32, res *Result) error {
+// table's patterns in rank order. Options.BeforePatterns sees res first.
+func (s *Stream) handOver(ranked []rankEnt, res *Result) error {
 	if s.o.BeforePatterns != nil {
 		s.o.BeforePatterns(res)
 	}
@@ -395,13 +404,13 @@ func (s *Stream) handOver(ranked []int32, res *Result) error {
 	if s.o.Shown > 0 && res.StreamPatterns == nil {
 		full = min(full, s.o.Shown)
 	}
-	for r, ei := range ranked {
+	for r, e := range ranked {
 		if r >= top && res.StreamPatterns == nil {
 			break
 		}
 		var tp *trace.Pattern
 		if r < full || res.StreamPatterns != nil {
-			p, err := s.tab.take(ei)
+			p, err := s.tab.take(e)
 			if err != nil {
 				return err
 			}
@@ -416,7 +425,6 @@ func (s *Stream) handOver(ranked []int32, res *Result) error {
 			continue
 		}
 		if r >= full {
-			e := &s.tab.ents[ei]
 			tp = &trace.Pattern{Rank: r + 1, Count: int(e.count), Expected: e.expected, MaxProb: e.maxProb}
 		}
 		if err := s.o.OnPattern(tp); err != nil {
