@@ -313,22 +313,35 @@ func (t *spillTable) readMatch(off int64, n int, h uint64) (*pattern, error) {
 	return decodePattern(t.buf, hd), nil
 }
 
-// read reads back the record at off (two reads: its head, then all of it).
+// read reads back the record at off: in one read of readGuess bytes when
+// it is no longer (most are: a system call costs more here than the bytes
+// it copies), else a second read for the rest.
 func (t *spillTable) read(off int64) (*pattern, error) {
-	var head [spillHead]byte
-	if _, err := t.f.ReadAt(head[:], off); err != nil {
-		return nil, fmt.Errorf("linking: reading the pattern spill file: %w", err)
+	first := min(readGuess, t.end-off)
+	if first < spillHead {
+		return nil, fmt.Errorf("linking: pattern spill file: no record at %d", off)
 	}
-	hd := decodeHeader(head[:])
-	if hd.n <= 0 || off+int64(spillSize(hd.n)) > t.end {
-		return nil, fmt.Errorf("linking: pattern spill file: bad pattern of %d positions at %d", hd.n, off)
-	}
-	t.buf = slices.Grow(t.buf[:0], spillSize(hd.n))[:spillSize(hd.n)]
+	t.buf = slices.Grow(t.buf[:0], int(first))[:first]
 	if _, err := t.f.ReadAt(t.buf, off); err != nil && err != io.EOF {
 		return nil, fmt.Errorf("linking: reading the pattern spill file: %w", err)
 	}
-	return decodePattern(t.buf, hd), nil
+	hd := decodeHeader(t.buf)
+	size := int64(spillSize(hd.n))
+	if hd.n <= 0 || off+size > t.end {
+		return nil, fmt.Errorf("linking: pattern spill file: bad pattern of %d positions at %d", hd.n, off)
+	}
+	if size > first {
+		t.buf = slices.Grow(t.buf, int(size-first))[:size]
+		if _, err := t.f.ReadAt(t.buf[first:], off+first); err != nil && err != io.EOF {
+			return nil, fmt.Errorf("linking: reading the pattern spill file: %w", err)
+		}
+	}
+	return decodePattern(t.buf[:size], hd), nil
 }
+
+// readGuess is how much read reads at first: a record of up to 11
+// positions. (A variable for the tests, which make it a record's head.)
+var readGuess int64 = 2048
 
 // decodePattern decodes record b, whose head is hd.
 func decodePattern(b []byte, hd spillHeader) *pattern {

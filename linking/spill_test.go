@@ -63,8 +63,13 @@ func TestStreamSpill(t *testing.T) {
 		if len(want.Patterns) < 10 || want.Iterations < 5 {
 			t.Fatalf("%s: %d patterns in %d chunks, want more", method, len(want.Patterns), want.Iterations)
 		}
-		for _, budget := range []int64{1, 4 << 10} {
-			name := fmt.Sprintf("%s budget %d", method, budget)
+		for _, c := range []struct {
+			budget, guess int64
+		}{{1, readGuess}, {4 << 10, readGuess}, {1, spillHead}} {
+			budget := c.budget
+			name := fmt.Sprintf("%s budget %d first read %d", method, budget, c.guess)
+			defer func(g int64) { readGuess = g }(readGuess)
+			readGuess = c.guess // spillHead: every record read in two
 			got, inst, _, spills := streamRun(t, tr, o, budget, false)
 			if spills < 2 {
 				t.Errorf("%s: %d spills, want several", name, spills)
