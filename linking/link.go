@@ -3,6 +3,7 @@ package linking
 import (
 	"fmt"
 	"math"
+	"runtime/debug"
 	"time"
 
 	"wap5/trace"
@@ -250,6 +251,14 @@ func Link(t *trace.Trace, opts Options) (*Result, error) {
 	if opts.Stream > 0 {
 		opts.Lean = false
 		return linkStream(t, opts)
+	}
+	// Options.Lean on a large trace: what the caller left in the heap
+	// (a text reader's tables and their growth, the clock estimate's
+	// samples: hundreds of MB on the CoDeeN-sized text trace) is given
+	// back before the run's arrays are made outside the heap, where they
+	// could not reuse it.
+	if opts.Lean && len(t.Messages) >= lowGCMessages {
+		debug.FreeOSMemory()
 	}
 	l := newLinker(t, opts, nil)
 	return l.run()
