@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -42,8 +43,17 @@ func TestLean(t *testing.T) {
 			// differences) and actors on some messages.
 			tr := simulate(simConfig{clients: 5, perClient: 70, think: gauss{ms(30), ms(10)}, net: gauss{ms(0.4), ms(0.1)},
 				tracelets: multiTier(5, true), untraced: []string{"DB"}, seed: 11, clientName: "CLIENT"})
+			// Endpoints: a new port per message at the clients, one
+			// fixed port elsewhere, so that clients are aggregated.
+			ep := func(n trace.NodeID, i int) trace.EndpointID {
+				if name := tr.NodeName(n); strings.HasPrefix(name, "CLIENT") {
+					return tr.Endpoint(fmt.Sprintf("%s:%d", name, 1024+i))
+				}
+				return tr.Endpoint(tr.NodeName(n) + ":80")
+			}
 			for i := range tr.Messages {
 				m := &tr.Messages[i]
+				m.SrcEP, m.DstEP = ep(m.Src, i), ep(m.Dst, i)
 				m.ID = int64(i%7)*1e12 + int64(len(tr.Messages)-i)*1e6
 				if i%3 == 0 {
 					m.SrcActor = tr.Actor(m.Src, fmt.Sprint("t", i%5))
@@ -77,6 +87,29 @@ func TestLean(t *testing.T) {
 				}
 				if len(ra.Instances) == 0 && !noInst {
 					t.Errorf("%s (%+v): no instances", tc.name, o)
+				}
+				if noInst {
+					// DropMessages: the same result; WAP5 leaves no
+					// messages (the joint linker's aggregation reads
+					// them made again, and so does WAP5's to aggregate
+					// clients).
+					c := tc.tr()
+					od := ol
+					od.DropMessages = true
+					rc, err := Link(c, od)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !reflect.DeepEqual(ra, rc) {
+						t.Errorf("%s (%+v): DropMessages changed the result", tc.name, o)
+					}
+					want := len(a.Messages)
+					if o.Method == MethodWAP5 && !o.AggregateClients {
+						want = 0
+					}
+					if len(c.Messages) != want {
+						t.Errorf("%s (%+v): %d messages after DropMessages, want %d", tc.name, o, len(c.Messages), want)
+					}
 				}
 				if len(a.Messages) != len(b.Messages) {
 					t.Fatalf("%s: %d messages after Lean, want %d", tc.name, len(b.Messages), len(a.Messages))

@@ -134,6 +134,11 @@ type Options struct {
 	// NoRef); Bytes is 0, Call and Truth NoRef. For a caller that reads
 	// no more of t's messages after Link (wap5 link). Ignored with Stream.
 	Lean bool
+	// DropMessages, with Lean and NoInstances, leaves t.Messages empty
+	// after Link where the method would make them again for the caller
+	// alone (wap5: its aggregation reads them packed): for a caller that
+	// reads none of them (wap5 link without --instances).
+	DropMessages bool
 }
 
 // Defaults returns o with every unset field at its default.

@@ -272,8 +272,10 @@ func (l *linker) runWAP5() (*instances, Fit, int) {
 	in := l.buildTrees(k)
 	fit = l.fitWAP5(k, fit)
 	k.free()
-	// Options.Lean: the messages again, in place, for the aggregation.
-	if l.packed != nil {
+	// Options.Lean: the aggregation reads the packed messages (msgView),
+	// and run makes them again after it, but where clients are
+	// aggregated: their labels are found from the trace's messages.
+	if l.packed != nil && l.o.AggregateClients {
 		l.unpackMessages()
 	}
 	return in, fit, iters

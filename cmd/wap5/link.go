@@ -90,8 +90,10 @@ func linkAction(c *cli.Context) error {
 		ActorMin:    c.Float64("actor-min"),
 		ActorChance: c.Float64("actor-chance"),
 		// Nothing reads the messages after linking but --instances
-		// (their ids): the linker may drop them during its passes.
-		Lean: true,
+		// (their ids): the linker may drop them during its passes, and
+		// without --instances need not make them again.
+		Lean:         true,
+		DropMessages: c.String("instances") == "",
 	}
 	if o.Method != linking.MethodJoint && o.Method != linking.MethodWAP5 {
 		return usagef("--method %q: want joint or wap5", o.Method)
