@@ -195,37 +195,54 @@ func (a *aggregator) order(ms []trace.Message, labels []int32, msgs, par []int32
 // the trace's, or while Options.Lean has them packed (WAP5), the packed
 // ones with their nodes from their edges (so that they are made again
 // only once the aggregation is done with its arrays).
+//
+// Where the joint linker leaves the messages unmade (Options.DropMessages),
+// it reads the joint linker's records (hot) and kinds instead.
 type msgView struct {
 	ms               []trace.Message
 	packed           []packedMsg
+	hot              []msgHot
+	kinds            []trace.Kind
 	edge             []int32
 	edgeSrc, edgeDst []trace.NodeID
 }
 
-// viewOf is the view of l's messages, packed or not.
+// viewOf is the view of l's messages, packed, unmade or neither.
 func (l *linker) viewOf() *msgView {
-	if l.packed != nil {
+	switch {
+	case l.packed != nil:
 		return &msgView{packed: l.packed, edge: l.edge, edgeSrc: l.edgeSrc, edgeDst: l.edgeDst}
+	case l.hot != nil:
+		return &msgView{hot: l.hot, kinds: l.kinds, edgeSrc: l.edgeSrc, edgeDst: l.edgeDst}
 	}
 	return &msgView{ms: l.msgs}
 }
 
 func (v *msgView) nodes(i int32) (src, dst trace.NodeID) {
-	if v.packed != nil {
-		e := v.edge[i]
-		return v.edgeSrc[e], v.edgeDst[e]
+	if v.ms != nil {
+		m := &v.ms[i]
+		return m.Src, m.Dst
 	}
-	m := &v.ms[i]
-	return m.Src, m.Dst
+	var e int32
+	if v.packed != nil {
+		e = v.edge[i]
+	} else {
+		e = v.hot[i].edge
+	}
+	return v.edgeSrc[e], v.edgeDst[e]
 }
 
 func (v *msgView) times(i int32) (send, recv int64) {
-	if v.packed != nil {
+	switch {
+	case v.ms != nil:
+		m := &v.ms[i]
+		return m.Send, m.Recv
+	case v.packed != nil:
 		p := &v.packed[i]
 		return p.send, p.recv
 	}
-	m := &v.ms[i]
-	return m.Send, m.Recv
+	h := &v.hot[i]
+	return h.send, h.recv
 }
 
 // time is trace.Message.Time.
@@ -238,17 +255,23 @@ func (v *msgView) time(i int32) int64 {
 }
 
 func (v *msgView) kind(i int32) trace.Kind {
-	if v.packed != nil {
+	switch {
+	case v.ms != nil:
+		return v.ms[i].Kind
+	case v.packed != nil:
 		return v.packed[i].kind
 	}
-	return v.ms[i].Kind
+	return v.kinds[i]
 }
 
 func (v *msgView) prefetch(i int32) {
-	if v.packed != nil {
-		prefetchAt(v.packed, i)
-	} else {
+	switch {
+	case v.ms != nil:
 		prefetchAt(v.ms, i)
+	case v.packed != nil:
+		prefetchAt(v.packed, i)
+	default:
+		prefetchAt(v.hot, i)
 	}
 }
 

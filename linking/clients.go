@@ -173,6 +173,10 @@ func (l *linker) run() (*Result, error) {
 	// aggregation's arrays are given back (they are garbage in the heap,
 	// and the messages' second half comes back in fresh pages), or not
 	// at all (DropMessages).
+	if l.hot != nil {
+		l.hot, l.kinds = nil, nil
+		l.keepMem.free()
+	}
 	if l.packed != nil {
 		if l.o.DropMessages && l.o.NoInstances {
 			l.packed, l.lean = nil, nil

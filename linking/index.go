@@ -43,6 +43,11 @@ type linker struct {
 	// (msgs is nil then); lean what the packed records leave out.
 	packed []packedMsg
 	lean   *leanCols
+	// hot and kinds are the joint linker's records of the messages and
+	// their kinds, which its aggregation reads where Options.Lean and
+	// DropMessages leave the messages unmade (msgs is nil then).
+	hot   []msgHot
+	kinds []trace.Kind
 
 	// idxMem holds the per-node and per-edge indexes above (dropIndex
 	// frees it); runMem the joint linker's per-message arrays, freed at the
@@ -76,8 +81,11 @@ func newLinker(t *trace.Trace, o Options, carried *models) *linker {
 // count is the number of messages linked (the trace's, or the packed
 // ones while Options.Lean has packed them).
 func (l *linker) count() int {
-	if l.packed != nil {
+	switch {
+	case l.packed != nil:
 		return len(l.packed)
+	case l.hot != nil:
+		return len(l.hot)
 	}
 	return len(l.msgs)
 }

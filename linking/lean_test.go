@@ -66,7 +66,7 @@ func TestLean(t *testing.T) {
 		}},
 	} {
 		for _, o := range []Options{
-			{Method: MethodJoint}, {Method: MethodWAP5}, {Method: MethodWAP5, Iterate: true},
+			{Method: MethodJoint}, {Method: MethodJoint, AggregateClients: true}, {Method: MethodWAP5}, {Method: MethodWAP5, Iterate: true},
 			{Method: MethodWAP5, Iterate: true, MaxIterations: 1}, {Method: MethodWAP5, AggregateClients: true},
 		} {
 			for _, noInst := range []bool{false, true} {
@@ -89,10 +89,9 @@ func TestLean(t *testing.T) {
 					t.Errorf("%s (%+v): no instances", tc.name, o)
 				}
 				if noInst {
-					// DropMessages: the same result; WAP5 leaves no
-					// messages (the joint linker's aggregation reads
-					// them made again, and so does WAP5's to aggregate
-					// clients).
+					// DropMessages: the same result, and no messages
+					// left but where clients are aggregated (their
+					// labels are found from the messages made again).
 					c := tc.tr()
 					od := ol
 					od.DropMessages = true
@@ -104,7 +103,7 @@ func TestLean(t *testing.T) {
 						t.Errorf("%s (%+v): DropMessages changed the result", tc.name, o)
 					}
 					want := len(a.Messages)
-					if o.Method == MethodWAP5 && !o.AggregateClients {
+					if !o.AggregateClients {
 						want = 0
 					}
 					if len(c.Messages) != want {

@@ -135,9 +135,10 @@ type Options struct {
 	// no more of t's messages after Link (wap5 link). Ignored with Stream.
 	Lean bool
 	// DropMessages, with Lean and NoInstances, leaves t.Messages empty
-	// after Link where the method would make them again for the caller
-	// alone (wap5: its aggregation reads them packed): for a caller that
-	// reads none of them (wap5 link without --instances).
+	// after Link (whole traces): the aggregation reads what the passes
+	// kept of them, and they are not made again, but where clients are
+	// aggregated (AggregateClients finds them from the messages). For a
+	// caller that reads none of them (wap5 link without --instances).
 	DropMessages bool
 }
 
