@@ -270,6 +270,7 @@ func (v *msgView) prefetch(i int32) {
 		prefetchAt(v.ms, i)
 	case v.packed != nil:
 		prefetchAt(v.packed, i)
+		prefetchAt(v.edge, i) // (its nodes: another line)
 	default:
 		prefetchAt(v.hot, i)
 	}

@@ -37,19 +37,13 @@ func (k *links) free() {
 	k.mem.free()
 }
 
-// candidates calls f(parent, delay seconds) for every candidate parent of
-// message i within the window, latest first: messages into its sender before
-// it was sent; for a sender without a send time (untraced), messages from
-// its receiver to the sender before it was received, on the receiver's clock
-// (WAP5 §5.1).
-func (l *linker) candidates(i int, rev []int32, f func(p int32, dt float64) bool) {
-	send, recv := l.times(int32(i))
-	l.candidatesOf(i, send, recv, l.edgeSrc[l.edge[i]], rev, f)
-}
-
-// candidatesOf is candidates for message i sent at send by src and
-// received at recv (what the joint linker's passes know of it without
-// the trace's messages, Options.Lean).
+// candidatesOf calls f(parent, delay seconds) for every candidate parent
+// of message i, sent at send by src and received at recv, within the
+// window, latest first: messages into its sender before it was sent; for
+// a sender without a send time (untraced), messages from its receiver to
+// the sender before it was received, on the receiver's clock (WAP5 §5.1).
+// (The times and the sender are the caller's: what the joint linker's
+// passes know of the message without the trace's messages, Options.Lean.)
 func (l *linker) candidatesOf(i int, send, recv int64, src trace.NodeID, rev []int32, f func(p int32, dt float64) bool) {
 	if send != trace.Unknown {
 		in, ts := l.insOf(src), l.insRecvOf(src)
@@ -126,7 +120,8 @@ func (l *linker) step2(rev []int32, last bool) *links {
 		ls := spont[e]
 		lw, pm = lw[:0], pm[:0]
 		best := ls
-		l.candidates(i, rev, func(p int32, dt float64) bool {
+		send, recv := l.times(int32(i))
+		l.candidatesOf(i, send, recv, l.edgeSrc[e], rev, func(p int32, dt float64) bool {
 			w := dd.logpdf(dt)
 			// Beyond the mode a density only falls: stop once a candidate
 			// is a millionth of the best so far.
