@@ -188,6 +188,96 @@ func fillShape(from, to []int32, kind []trace.Kind, closer, par []int32, o []msg
 // parents (positions in out, −1 at the root) into a.cpar, and returns the
 // pattern's hash (the root's subtree hash).
 func (a *aggregator) order(ms []trace.Message, labels []int32, msgs, par []int32, out []int32) (uint64, []int32) {
+	return a.orderView(&msgView{ms: ms}, labels, msgs, par, out)
+}
+
+// msgView is what the aggregation of a whole trace reads of its messages:
+// the trace's, or while Options.Lean has them packed (WAP5), the packed
+// ones with their nodes from their edges (so that they are made again
+// only once the aggregation is done with its arrays).
+//
+// Where the joint linker leaves the messages unmade (Options.DropMessages),
+// it reads the joint linker's records (hot) and kinds instead.
+type msgView struct {
+	ms               []trace.Message
+	packed           []packedMsg
+	hot              []msgHot
+	kinds            []trace.Kind
+	edge             []int32
+	edgeSrc, edgeDst []trace.NodeID
+}
+
+// viewOf is the view of l's messages, packed, unmade or neither.
+func (l *linker) viewOf() *msgView {
+	switch {
+	case l.packed != nil:
+		return &msgView{packed: l.packed, edge: l.edge, edgeSrc: l.edgeSrc, edgeDst: l.edgeDst}
+	case l.hot != nil:
+		return &msgView{hot: l.hot, kinds: l.kinds, edgeSrc: l.edgeSrc, edgeDst: l.edgeDst}
+	}
+	return &msgView{ms: l.msgs}
+}
+
+func (v *msgView) nodes(i int32) (src, dst trace.NodeID) {
+	if v.ms != nil {
+		m := &v.ms[i]
+		return m.Src, m.Dst
+	}
+	var e int32
+	if v.packed != nil {
+		e = v.edge[i]
+	} else {
+		e = v.hot[i].edge
+	}
+	return v.edgeSrc[e], v.edgeDst[e]
+}
+
+func (v *msgView) times(i int32) (send, recv int64) {
+	switch {
+	case v.ms != nil:
+		m := &v.ms[i]
+		return m.Send, m.Recv
+	case v.packed != nil:
+		p := &v.packed[i]
+		return p.send, p.recv
+	}
+	h := &v.hot[i]
+	return h.send, h.recv
+}
+
+// time is trace.Message.Time.
+func (v *msgView) time(i int32) int64 {
+	send, recv := v.times(i)
+	if send != trace.Unknown {
+		return send
+	}
+	return recv
+}
+
+func (v *msgView) kind(i int32) trace.Kind {
+	switch {
+	case v.ms != nil:
+		return v.ms[i].Kind
+	case v.packed != nil:
+		return v.packed[i].kind
+	}
+	return v.kinds[i]
+}
+
+func (v *msgView) prefetch(i int32) {
+	switch {
+	case v.ms != nil:
+		prefetchAt(v.ms, i)
+	case v.packed != nil:
+		prefetchAt(v.packed, i)
+		prefetchAt(v.edge, i) // (its nodes: another line)
+	default:
+		prefetchAt(v.hot, i)
+	}
+}
+
+// orderView is order over a view of the messages.
+func (a *aggregator) orderView(ms *msgView, labels []int32, msgs, par []int32, out []int32) (uint64, []int32) {
 	n := len(msgs)
 	a.hash = slices.Grow(a.hash[:0], n)[:n]
 	hash := a.hash
@@ -203,8 +293,8 @@ func (a *aggregator) order(ms []trace.Message, labels []int32, msgs, par []int32
 	if chain {
 		var h uint64
 		for j := n - 1; j >= 0; j-- {
-			m := &ms[msgs[j]]
-			hj := mix(uint64(uint32(labels[m.Src]))<<32 | uint64(uint32(labels[m.Dst])))
+			src, dst := ms.nodes(msgs[j])
+			hj := mix(uint64(uint32(labels[src]))<<32 | uint64(uint32(labels[dst])))
 			if j < n-1 {
 				hj = mix(hj*0x9e3779b97f4a7c15 + h + 1)
 			}
@@ -225,8 +315,8 @@ func (a *aggregator) order(ms []trace.Message, labels []int32, msgs, par []int32
 	}
 	// Subtree hashes bottom-up (parents precede children).
 	for j := n - 1; j >= 0; j-- {
-		m := &ms[msgs[j]]
-		h := mix(uint64(uint32(labels[m.Src]))<<32 | uint64(uint32(labels[m.Dst])))
+		src, dst := ms.nodes(msgs[j])
+		h := mix(uint64(uint32(labels[src]))<<32 | uint64(uint32(labels[dst])))
 		ks := kids[j]
 		if len(ks) > 1 {
 			slices.SortFunc(ks, func(x, y int32) int {
@@ -236,7 +326,7 @@ func (a *aggregator) order(ms []trace.Message, labels []int32, msgs, par []int32
 					}
 					return 1
 				}
-				return cmpTime(ms[msgs[x]].Time(), ms[msgs[y]].Time())
+				return cmpTime(ms.time(msgs[x]), ms.time(msgs[y]))
 			})
 		}
 		for _, c := range ks {
@@ -463,7 +553,7 @@ func (g *gather) chunk(r0, full int) int {
 // theirs), each instance's records written where its rank's go, and
 // returns where the chunk ends: the first rank it leaves out, at most
 // full.
-func (g *gather) load(a *aggregator, in *instances, instRank []int32, r0, full int, order []int32, ms []trace.Message, labels []int32) int {
+func (g *gather) load(a *aggregator, in *instances, instRank []int32, r0, full int, order []int32, ms *msgView, labels []int32) int {
 	r1 := g.chunk(r0, full)
 	i0, m0, s0 := g.byRank[r0], g.msgAt[r0], g.shapeAt[r0]
 	lo, hi := int32(r0), int32(r1)
@@ -474,7 +564,7 @@ func (g *gather) load(a *aggregator, in *instances, instRank []int32, r0, full i
 		if ia := i + instAhead; ia < n {
 			if ra := instRank[ia]; ra >= lo && ra < hi {
 				for _, mi := range order[in.start[ia]:in.start[ia+1]] {
-					prefetchAt(ms, mi)
+					ms.prefetch(mi)
 				}
 				prefetchAt(g.cur, ra)
 			}
@@ -492,18 +582,20 @@ func (g *gather) load(a *aggregator, in *instances, instRank []int32, r0, full i
 		o := order[s:e]
 		recs := g.recs[k : k+e-s]
 		for j, mi := range o {
-			m, d := &ms[mi], &recs[j]
-			d.send, d.recv, d.net = m.Send, m.Recv, 0
-			if m.Send != trace.Unknown && m.Recv != trace.Unknown {
-				d.net = a.clock.Reference(m.Dst, m.Recv) - a.clock.Reference(m.Src, m.Send)
+			d := &recs[j]
+			send, recv := ms.times(mi)
+			d.send, d.recv, d.net = send, recv, 0
+			if send != trace.Unknown && recv != trace.Unknown {
+				src, dst := ms.nodes(mi)
+				d.net = a.clock.Reference(dst, recv) - a.clock.Reference(src, send)
 			}
 		}
 		if first {
 			// The pattern's first instance: its shape.
 			sh := g.shape[c.shape-s0:][:e-s]
 			for j, mi := range o {
-				m := &ms[mi]
-				sh[j] = shapeRec{from: labels[m.Src], to: labels[m.Dst], par: in.par[s+int32(j)], kind: m.Kind}
+				src, dst := ms.nodes(mi)
+				sh[j] = shapeRec{from: labels[src], to: labels[dst], par: in.par[s+int32(j)], kind: ms.kind(mi)}
 			}
 		}
 	}
@@ -767,6 +859,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	// a write far away: these go a batch of instances at a time, in loops
 	// of independent loads, which the processor overlaps.
 	order := in.msgs
+	ms := l.viewOf()
 	instPat := make([]int32, in.len()) // pattern of every instance
 	// (The table has a slot per instance at least: unless most instances
 	// are patterns of their own, it never grows.)
@@ -781,10 +874,10 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 			// messages lie up to seconds apart in the trace.
 			if e2 := in.start[min(i+instAhead, in.len())]; e2 > e {
 				for _, mi := range in.msgs[in.start[min(i+instAhead-1, in.len())]:e2] {
-					prefetchAt(l.msgs, mi)
+					ms.prefetch(mi)
 				}
 			}
-			hs[i-i0], a.ord = a.order(l.msgs, labels, in.msgs[s:e], in.par[s:e], a.ord[:0])
+			hs[i-i0], a.ord = a.orderView(ms, labels, in.msgs[s:e], in.par[s:e], a.ord[:0])
 			copy(in.msgs[s:e], a.ord)
 			copy(in.par[s:e], a.cpar)
 		}
@@ -854,7 +947,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	// counting.
 	var slot []int32 // the place of insts[q] in out.Instances
 	if !l.o.NoInstances && len(insts) > 0 {
-		at := make([]int32, len(l.msgs)+1)
+		at := make([]int32, l.count()+1)
 		for _, ii := range insts {
 			at[in.msgs[in.start[ii]]+1]++
 		}
@@ -894,7 +987,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	scratch := &patAcc{}
 	p := &pattern{}
 	for r0 := 0; r0 < full; {
-		r1 := g.load(a, in, instRank, r0, full, order, l.msgs, labels)
+		r1 := g.load(a, in, instRank, r0, full, order, ms, labels)
 		i0, m0, s0 := byRank[r0], g.msgAt[r0], g.shapeAt[r0]
 		for r := r0; r < r1; r++ {
 			sh := g.shape[g.shapeAt[r]-s0 : g.shapeAt[r+1]-s0]

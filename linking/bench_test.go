@@ -62,7 +62,8 @@ func cpuSeconds() float64 {
 }
 
 // BenchmarkLinkPhases links a trace written by wap5 gen (WAP5_BENCH_TRACE),
-// or the simulated multi-tier trace, with the joint method and prints the
+// or the simulated multi-tier trace, with the joint method (or
+// WAP5_BENCH_METHOD's) and prints the
 // process CPU seconds (GC included, so a step pays for the garbage
 // collected while it runs) spent in every step (phaseHook), summed over the
 // runs, with reading the trace as its own line.
@@ -98,6 +99,13 @@ func BenchmarkLinkPhases(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// WAP5_BENCH_METHOD: the method (default joint); WAP5_BENCH_LEAN=1:
+	// Options.Lean, and with WAP5_BENCH_TOP=0 ReusePatterns, as wap5 link
+	// sets them (the messages are dropped and made again on every run).
+	// WAP5_BENCH_DROP=1: Options.DropMessages (wap5 link without
+	// --instances).
+	method, lean := os.Getenv("WAP5_BENCH_METHOD"), os.Getenv("WAP5_BENCH_LEAN") == "1"
+	drop := os.Getenv("WAP5_BENCH_DROP") == "1"
 	var order []string
 	sums, sysSums, faultSums := map[string]float64{}, map[string]float64{}, map[string]float64{}
 	// The peak RSS (getrusage's maxrss), the Go heap's share of the RSS
@@ -133,9 +141,10 @@ func BenchmarkLinkPhases(b *testing.B) {
 	cpu1 := cpuSeconds()
 	for i := 0; i < b.N; i++ {
 		cur, first = "", i == 0
-		o := Options{NoInstances: true, Top: top}
+		o := Options{NoInstances: true, Top: top, Method: method, Lean: lean, DropMessages: drop}
 		if top == 0 {
 			o.OnPattern = func(*trace.Pattern) error { return nil }
+			o.ReusePatterns = lean
 		}
 		if _, err := Link(t, o); err != nil {
 			b.Fatal(err)

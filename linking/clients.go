@@ -1,6 +1,7 @@
 package linking
 
 import (
+	"runtime/debug"
 	"strings"
 
 	"wap5/trace"
@@ -163,11 +164,29 @@ func (l *linker) run() (*Result, error) {
 	phase("steps 4-5 aggregate")
 	res := &Result{Fit: fit, Iterations: iters, Actors: l.actorHabits}
 	restore := func() {}
-	if len(l.msgs) >= lowGCMessages {
+	if l.count() >= lowGCMessages {
 		restore = collectOften(false)
 	}
 	err := l.aggregate(in, res)
 	restore()
+	// Options.Lean, WAP5: the messages again, in place, once the
+	// aggregation's arrays are given back (they are garbage in the heap,
+	// and the messages' second half comes back in fresh pages), or not
+	// at all (DropMessages).
+	if l.hot != nil {
+		l.hot, l.kinds = nil, nil
+		l.keepMem.free()
+	}
+	if l.packed != nil {
+		if l.o.DropMessages && l.o.NoInstances {
+			l.packed, l.lean = nil, nil
+		} else {
+			if l.count() >= lowGCMessages {
+				debug.FreeOSMemory()
+			}
+			l.unpackMessages()
+		}
+	}
 	phase("end")
 	if err != nil {
 		return nil, err

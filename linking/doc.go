@@ -141,6 +141,12 @@
 // their own per-message records (its times, edge, endpoints, threads), and
 // the messages are made again after J6 (without the columns linking does
 // not read); on the CoDeeN-sized trace the messages are ~290 MiB of heap.
+// A WAP5 run instead packs them in place into the first half of their
+// array (times, endpoints, threads, kind: 32 bytes) and gives the second
+// half's pages back for steps 1–3 and the aggregation, which read the
+// packed messages and their edges (msgView). With Options.DropMessages
+// (wap5 link without --instances) neither method makes the messages again:
+// the joint linker's aggregation reads its own records (hot, kinds).
 //
 // The windowed mode (Options.Stream) runs the same algorithm over time chunks
 // with an overlap of the window x, carrying the delay models from chunk to

@@ -38,6 +38,17 @@ type linker struct {
 
 	d []float64 // step 1: mean causal delay per edge, seconds (0: unknown)
 
+	// packed holds the messages, packed in place in the first half of
+	// their array, while Options.Lean has dropped them for the WAP5 steps
+	// (msgs is nil then); lean what the packed records leave out.
+	packed []packedMsg
+	lean   *leanCols
+	// hot and kinds are the joint linker's records of the messages and
+	// their kinds, which its aggregation reads where Options.Lean and
+	// DropMessages leave the messages unmade (msgs is nil then).
+	hot   []msgHot
+	kinds []trace.Kind
+
 	// idxMem holds the per-node and per-edge indexes above (dropIndex
 	// frees it); runMem the joint linker's per-message arrays, freed at the
 	// end of its run, linkMem its links (parent, prob), freed once J6 has
@@ -56,13 +67,43 @@ type linker struct {
 func newLinker(t *trace.Trace, o Options, carried *models) *linker {
 	l := &linker{t: t, o: o, msgs: t.Messages, x: int64(o.Window), carried: carried}
 	phase("index")
+	l.indexEdges()
+	// Options.Lean, WAP5 (whole traces): the steps read the messages'
+	// times alone, and the aggregation all of them again: they are packed
+	// in place before the indexes are made (packMessages).
+	if o.Lean && o.Method == MethodWAP5 && carried == nil {
+		l.packMessages()
+	}
 	l.index()
 	return l
 }
 
-func (l *linker) index() {
+// count is the number of messages linked (the trace's, or the packed
+// ones while Options.Lean has packed them).
+func (l *linker) count() int {
+	switch {
+	case l.packed != nil:
+		return len(l.packed)
+	case l.hot != nil:
+		return len(l.hot)
+	}
+	return len(l.msgs)
+}
+
+// times returns message i's send and receive times (from the packed
+// messages while Options.Lean has packed them).
+func (l *linker) times(i int32) (send, recv int64) {
+	if l.packed != nil {
+		p := &l.packed[i]
+		return p.send, p.recv
+	}
+	m := &l.msgs[i]
+	return m.Send, m.Recv
+}
+
+// indexEdges gives every message the id of its directed node pair.
+func (l *linker) indexEdges() {
 	n := len(l.msgs)
-	nn := len(l.t.Nodes)
 	l.edge = make([]int32, n)
 	// Edge ids through an open-addressing table keyed by the node pair
 	// (linear probing, at most half full): one probe per message in the
@@ -80,18 +121,26 @@ func (l *linker) index() {
 		}
 		l.edge[i] = e
 	}
+}
+
+// index makes the candidate indexes from the messages' edges (indexEdges)
+// and times.
+func (l *linker) index() {
+	n := l.count()
+	nn := len(l.t.Nodes)
 	// The three groupings (receives per node, sends per node, sends per
 	// edge) in one counting pass and one filling pass over the messages.
 	ne := len(l.edgeSrc)
 	l.inStart, l.outStart, l.edgeStart = make([]int32, nn+1), make([]int32, nn+1), make([]int32, ne+1)
-	for i := range l.msgs {
-		m := &l.msgs[i]
-		if m.Recv != trace.Unknown {
-			l.inStart[m.Dst+1]++
+	for i := range int32(n) {
+		send, recv := l.times(i)
+		e := l.edge[i]
+		if recv != trace.Unknown {
+			l.inStart[l.edgeDst[e]+1]++
 		}
-		if m.Send != trace.Unknown {
-			l.outStart[m.Src+1]++
-			l.edgeStart[l.edge[i]+1]++
+		if send != trace.Unknown {
+			l.outStart[l.edgeSrc[e]+1]++
+			l.edgeStart[e+1]++
 		}
 	}
 	for b := 0; b < nn; b++ {
@@ -103,17 +152,19 @@ func (l *linker) index() {
 	}
 	l.ins, l.outs, l.byEdge = offMake[int32](&l.idxMem, int(l.inStart[nn])), offMake[int32](&l.idxMem, int(l.outStart[nn])), offMake[int32](&l.idxMem, int(l.edgeStart[ne]))
 	inPos, outPos, edgePos := slices.Clone(l.inStart[:nn]), slices.Clone(l.outStart[:nn]), slices.Clone(l.edgeStart[:ne])
-	for i := range l.msgs {
-		m := &l.msgs[i]
-		if m.Recv != trace.Unknown {
-			l.ins[inPos[m.Dst]] = int32(i)
-			inPos[m.Dst]++
+	for i := range int32(n) {
+		send, recv := l.times(i)
+		e := l.edge[i]
+		if recv != trace.Unknown {
+			d := l.edgeDst[e]
+			l.ins[inPos[d]] = i
+			inPos[d]++
 		}
-		if m.Send != trace.Unknown {
-			l.outs[outPos[m.Src]] = int32(i)
-			outPos[m.Src]++
-			e := l.edge[i]
-			l.byEdge[edgePos[e]] = int32(i)
+		if send != trace.Unknown {
+			s := l.edgeSrc[e]
+			l.outs[outPos[s]] = i
+			outPos[s]++
+			l.byEdge[edgePos[e]] = i
 			edgePos[e]++
 		}
 	}
@@ -129,7 +180,7 @@ func (l *linker) index() {
 		s, ts := l.ins[a:z], l.insRecv[a:z]
 		sorted := true
 		for k, i := range s {
-			ts[k] = l.msgs[i].Recv
+			_, ts[k] = l.times(i)
 			if k > 0 && ts[k] < ts[k-1] {
 				sorted = false
 			}
@@ -164,7 +215,7 @@ func (l *linker) index() {
 		q := 0
 		prev := int64(math.MinInt64)
 		for _, i := range l.outsOf(trace.NodeID(b)) {
-			t := l.msgs[i].Send
+			t, _ := l.times(i)
 			if t < prev { // not in send order (cannot happen after t.Sort)
 				l.lastPos[i] = int32(lastAtOrBefore64(ts, t))
 				continue
@@ -178,7 +229,7 @@ func (l *linker) index() {
 	}
 	l.byEdgeSend = offMake[int64](&l.idxMem, len(l.byEdge))
 	for k, i := range l.byEdge {
-		l.byEdgeSend[k] = l.msgs[i].Send
+		l.byEdgeSend[k], _ = l.times(i)
 	}
 	// Untraced senders: their messages are in receive order (Time is Recv
 	// without a send time), so one cursor per reverse edge suffices.
@@ -188,9 +239,9 @@ func (l *linker) index() {
 	for e := range last {
 		last[e] = math.MinInt64
 	}
-	for i := range l.msgs {
-		m := &l.msgs[i]
-		if m.Send != trace.Unknown {
+	for i := range int32(n) {
+		send, recv := l.times(i)
+		if send != trace.Unknown {
 			continue
 		}
 		l.lastPos[i] = -1
@@ -199,13 +250,13 @@ func (l *linker) index() {
 			continue
 		}
 		ts := l.sendTimesOn(r)
-		if m.Recv < last[r] { // out of order: search
-			l.lastPos[i] = int32(lastAtOrBefore64(ts, m.Recv))
+		if recv < last[r] { // out of order: search
+			l.lastPos[i] = int32(lastAtOrBefore64(ts, recv))
 			continue
 		}
-		last[r] = m.Recv
+		last[r] = recv
 		q := int(cur[r])
-		for q < len(ts) && ts[q] <= m.Recv {
+		for q < len(ts) && ts[q] <= recv {
 			q++
 		}
 		cur[r] = int32(q)
@@ -332,18 +383,18 @@ func lastAtOrBefore(s []int32, t int64, key func(int32) int64) int {
 func (l *linker) step1(rev []int32) {
 	sum := make([]float64, len(l.edgeSrc))
 	cnt := make([]float64, len(l.edgeSrc))
-	for i := range l.msgs {
-		m := &l.msgs[i]
+	for i := range int32(l.count()) {
+		send, recv := l.times(i)
 		var dt int64 = -1
-		if m.Send != trace.Unknown {
-			ts := l.insRecvOf(m.Src)
+		if send != trace.Unknown {
+			ts := l.insRecvOf(l.edgeSrc[l.edge[i]])
 			if p := l.lastPos[i]; p >= 0 {
-				dt = m.Send - ts[p]
+				dt = send - ts[p]
 			}
 		} else if r := rev[l.edge[i]]; r >= 0 {
 			ts := l.sendTimesOn(r)
 			if p := l.lastPos[i]; p >= 0 {
-				dt = m.Recv - ts[p]
+				dt = recv - ts[p]
 			}
 		}
 		if dt >= 0 && dt <= l.x {

@@ -555,6 +555,16 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	in := j.instances()
 	l.linkMem.free()
 	if lean != nil {
+		if l.o.DropMessages && l.o.NoInstances && !l.o.AggregateClients {
+			// The aggregation reads hot and the kinds (msgView), and
+			// the messages are not made again: run gives keepMem back
+			// after the aggregation, eps and actors now.
+			l.hot, l.kinds = j.hot, lean.kind
+			l.keepMem.release(unsafe.Pointer(unsafe.SliceData(j.eps)))
+			l.keepMem.release(unsafe.Pointer(unsafe.SliceData(j.actors)))
+			j.eps, j.actors = nil, nil
+			return in, fit, iters
+		}
 		l.remakeMessages(j, lean)
 	}
 	l.keepMem.free()

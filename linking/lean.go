@@ -2,6 +2,7 @@ package linking
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"wap5/internal/hugemem"
 	"wap5/trace"
@@ -16,6 +17,9 @@ type leanCols struct {
 	// ids mostly follow the message order (a byte or two each instead of
 	// eight; 10 at most).
 	id []byte
+	// lastID is the last message's id (packMessages: the ids are read
+	// back from the last).
+	lastID int64
 }
 
 // dropMessages drops the trace's messages for the passes (Options.Lean),
@@ -60,4 +64,100 @@ func (l *linker) remakeMessages(j *joint, lc *leanCols) {
 			SrcEP: e.src, DstEP: e.dst, Call: trace.NoRef, Truth: trace.NoRef, Kind: lc.kind[i], SrcActor: a.src, DstActor: a.dst}
 	}
 	l.msgs, l.t.Messages = msgs, msgs
+}
+
+// packedMsg is a message as Options.Lean keeps it for the WAP5 steps:
+// what they read of it (its times; its nodes are its edge's) and what
+// the aggregation reads after them, in half a trace.Message, so that the
+// packed messages fill the first half of the messages' array and the
+// second half can be given back.
+type packedMsg struct {
+	send, recv         int64
+	srcEP, dstEP       trace.EndpointID
+	srcActor, dstActor trace.ActorID
+	kind               trace.Kind
+}
+
+// (A packed message takes at most half a message.)
+var _ [unsafe.Sizeof(trace.Message{}) - 2*unsafe.Sizeof(packedMsg{})]struct{}
+
+// packMessages packs the messages in place into the first half of their
+// array, gives the second half's pages back to the system (a large
+// trace's messages are most of the memory the WAP5 steps would otherwise
+// hold) and drops them from the trace until unpackMessages makes them
+// again (Options.Lean, WAP5). Where instances are kept, their ids go to
+// l.lean.id; else they are NoRef. The edges must be indexed already.
+//
+//  1. Message i is read whole before packed i is written: packed i ends at
+//     byte 32(i+1) ≤ 64i for i ≥ 1, before message i, and packed 0 is
+//     message 0's first half.
+//  2. The whole pages from byte 32n on are discarded (hugemem.Discard).
+func (l *linker) packMessages() {
+	msgs := l.msgs
+	n := len(msgs)
+	p := unsafe.Slice((*packedMsg)(unsafe.Pointer(unsafe.SliceData(msgs))), n)
+	lc := &leanCols{}
+	keepID := !l.o.NoInstances
+	if keepID {
+		lc.id = make([]byte, 0, n+n/2)
+	}
+	prev := int64(0)
+	for i := range msgs {
+		m := msgs[i] // (step 1: a copy, before p[i] is written)
+		if keepID {
+			lc.id = binary.AppendVarint(lc.id, m.ID-prev)
+			prev = m.ID
+		}
+		p[i] = packedMsg{send: m.Send, recv: m.Recv, srcEP: m.SrcEP, dstEP: m.DstEP, srcActor: m.SrcActor, dstActor: m.DstActor, kind: m.Kind}
+	}
+	lc.lastID = prev
+	// Step 2.
+	hugemem.Discard(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(msgs))), n*int(unsafe.Sizeof(trace.Message{})))[n*int(unsafe.Sizeof(packedMsg{})):])
+	l.packed, l.lean = p, lc
+	l.msgs, l.t.Messages = nil, nil
+}
+
+// unpackMessages makes the messages packMessages packed again, in place
+// and in the same order: times, nodes, endpoints, kind and actors, and
+// the ids where instances are kept (else NoRef); Bytes is 0, Call and
+// Truth NoRef.
+//
+//  1. Messages go from the last to the first: message i covers bytes 64i
+//     to 64(i+1), where packed 2i and 2i+1 were, both unpacked already
+//     for i ≥ 1, and packed 0 is read whole before message 0 is written.
+//  2. The ids are read from the end of their varints: each is the
+//     difference from the id before, so the one before is this one less
+//     the difference.
+func (l *linker) unpackMessages() {
+	p, lc := l.packed, l.lean
+	n := len(p)
+	msgs := unsafe.Slice((*trace.Message)(unsafe.Pointer(unsafe.SliceData(p))), n)
+	ids, id := lc.id, lc.lastID
+	for i := n - 1; i >= 0; i-- {
+		q := p[i] // (step 1)
+		mid := int64(trace.NoRef)
+		if ids != nil {
+			// Step 2.
+			d, k := lastVarint(ids)
+			ids = ids[:len(ids)-k]
+			mid, id = id, id-d
+		}
+		e := l.edge[i]
+		msgs[i] = trace.Message{Send: q.send, Recv: q.recv, ID: mid, Src: l.edgeSrc[e], Dst: l.edgeDst[e],
+			SrcEP: q.srcEP, DstEP: q.dstEP, Call: trace.NoRef, Truth: trace.NoRef, Kind: q.kind, SrcActor: q.srcActor, DstActor: q.dstActor}
+	}
+	l.packed, l.lean = nil, nil
+	l.msgs, l.t.Messages = msgs, msgs
+}
+
+// lastVarint decodes the last varint (binary.AppendVarint) of b and
+// returns it with its length in bytes: a varint's last byte is the only
+// one below 0x80, so the one before it ends the varint before.
+func lastVarint(b []byte) (int64, int) {
+	s := len(b) - 1
+	for s > 0 && b[s-1] >= 0x80 {
+		s--
+	}
+	v, _ := binary.Varint(b[s:])
+	return v, len(b) - s
 }

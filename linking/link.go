@@ -3,6 +3,7 @@ package linking
 import (
 	"fmt"
 	"math"
+	"runtime/debug"
 	"time"
 
 	"wap5/trace"
@@ -133,6 +134,12 @@ type Options struct {
 	// NoRef); Bytes is 0, Call and Truth NoRef. For a caller that reads
 	// no more of t's messages after Link (wap5 link). Ignored with Stream.
 	Lean bool
+	// DropMessages, with Lean and NoInstances, leaves t.Messages empty
+	// after Link (whole traces): the aggregation reads what the passes
+	// kept of them, and they are not made again, but where clients are
+	// aggregated (AggregateClients finds them from the messages). For a
+	// caller that reads none of them (wap5 link without --instances).
+	DropMessages bool
 }
 
 // Defaults returns o with every unset field at its default.
@@ -250,6 +257,14 @@ func Link(t *trace.Trace, opts Options) (*Result, error) {
 	if opts.Stream > 0 {
 		opts.Lean = false
 		return linkStream(t, opts)
+	}
+	// Options.Lean on a large trace: what the caller left in the heap
+	// (a text reader's tables and their growth, the clock estimate's
+	// samples: hundreds of MB on the CoDeeN-sized text trace) is given
+	// back before the run's arrays are made outside the heap, where they
+	// could not reuse it.
+	if opts.Lean && len(t.Messages) >= lowGCMessages {
+		debug.FreeOSMemory()
 	}
 	l := newLinker(t, opts, nil)
 	return l.run()

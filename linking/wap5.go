@@ -4,39 +4,46 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"unsafe"
 
 	"wap5/trace"
 )
 
 // links is the output of WAP5 step 2: for every message its candidate
 // parents with probabilities and its spontaneous probability, and the
-// inverted child lists.
+// inverted child lists. On a large trace the arrays are outside the Go
+// heap (mem), given back by free.
 type links struct {
 	parStart []int32
 	parMsg   []int32
 	parProb  []float32
 	spont    []float32
 	spontML  []bool // spontaneous is the most likely cause
+	// best is every message's most likely parent (−1: none): what the
+	// fit reads of the parents once they are dropped (step2's last call).
+	best []int32
 
 	childStart []int32
 	childMsg   []int32
 	childProb  []float32
 	childML    []bool // the parent is the child's most likely cause
+
+	mem offHeap
 }
 
-// candidates calls f(parent, delay seconds) for every candidate parent of
-// message i within the window, latest first: messages into its sender before
-// it was sent; for a sender without a send time (untraced), messages from
-// its receiver to the sender before it was received, on the receiver's clock
-// (WAP5 §5.1).
-func (l *linker) candidates(i int, rev []int32, f func(p int32, dt float64) bool) {
-	m := &l.msgs[i]
-	l.candidatesOf(i, m.Send, m.Recv, m.Src, rev, f)
+// free gives k's arrays back; nothing may read them any more.
+func (k *links) free() {
+	*k = links{mem: k.mem}
+	k.mem.free()
 }
 
-// candidatesOf is candidates for message i sent at send by src and
-// received at recv (what the joint linker's passes know of it without
-// the trace's messages, Options.Lean).
+// candidatesOf calls f(parent, delay seconds) for every candidate parent
+// of message i, sent at send by src and received at recv, within the
+// window, latest first: messages into its sender before it was sent; for
+// a sender without a send time (untraced), messages from its receiver to
+// the sender before it was received, on the receiver's clock (WAP5 §5.1).
+// (The times and the sender are the caller's: what the joint linker's
+// passes know of the message without the trace's messages, Options.Lean.)
 func (l *linker) candidatesOf(i int, send, recv int64, src trace.NodeID, rev []int32, f func(p int32, dt float64) bool) {
 	if send != trace.Unknown {
 		in, ts := l.insOf(src), l.insRecvOf(src)
@@ -81,12 +88,22 @@ const (
 )
 
 // step2 scores candidate parents (WAP5 §5.1 Step 2) with the current d.
-func (l *linker) step2(rev []int32) *links {
-	n := len(l.msgs)
-	k := &links{parStart: make([]int32, n+1), spont: make([]float32, n), spontML: make([]bool, n)}
-	// Room for two candidates per message: growing by doubling from
-	// nothing would leave garbage of the same size behind.
-	k.parMsg, k.parProb = make([]int32, 0, 2*n), make([]float32, 0, 2*n)
+// On its last call (last) the candidate indexes are dropped once the
+// parents are scored, and the parent lists once inverted (best stays).
+func (l *linker) step2(rev []int32, last bool) *links {
+	n := l.count()
+	k := &links{}
+	mem := &k.mem
+	k.parStart, k.spont, k.spontML = offMake[int32](mem, n+1), offMake[float32](mem, n), offMake[bool](mem, n)
+	// Room for every candidate kept (maxParents per message at most)
+	// outside the heap, where only what is written costs memory; a small
+	// trace's in the heap, two per message to begin with (growing by
+	// doubling from nothing would leave garbage of the same size behind).
+	if c := maxParents * n; 4*c >= 4<<20 {
+		k.parMsg, k.parProb = offMake[int32](mem, c)[:0], offMake[float32](mem, c)[:0]
+	} else {
+		k.parMsg, k.parProb = make([]int32, 0, 2*n), make([]float32, 0, 2*n)
+	}
 	y := l.o.Spontaneous
 	// The density and the spontaneous weight per edge, once.
 	dists := make([]dist, len(l.d))
@@ -103,7 +120,8 @@ func (l *linker) step2(rev []int32) *links {
 		ls := spont[e]
 		lw, pm = lw[:0], pm[:0]
 		best := ls
-		l.candidates(i, rev, func(p int32, dt float64) bool {
+		send, recv := l.times(int32(i))
+		l.candidatesOf(i, send, recv, l.edgeSrc[e], rev, func(p int32, dt float64) bool {
 			w := dd.logpdf(dt)
 			// Beyond the mode a density only falls: stop once a candidate
 			// is a millionth of the best so far.
@@ -141,23 +159,30 @@ func (l *linker) step2(rev []int32) *links {
 		}
 		k.parStart[i+1] = int32(len(k.parMsg))
 	}
+	if last {
+		l.dropIndex()
+	}
 	// Invert into child lists, children in time order.
-	k.childStart = make([]int32, n+1)
+	k.childStart = offMake[int32](mem, n+1)
 	for _, p := range k.parMsg {
 		k.childStart[p+1]++
 	}
 	for i := 0; i < n; i++ {
 		k.childStart[i+1] += k.childStart[i]
 	}
-	k.childMsg = make([]int32, len(k.parMsg))
-	k.childProb = make([]float32, len(k.parMsg))
-	k.childML = make([]bool, len(k.parMsg))
-	pos := make([]int32, n)
+	k.childMsg = offMake[int32](mem, len(k.parMsg))
+	k.childProb = offMake[float32](mem, len(k.parMsg))
+	k.childML = offMake[bool](mem, len(k.parMsg))
+	k.best = offMake[int32](mem, n)
+	pos := offMake[int32](mem, n)
 	copy(pos, k.childStart[:n])
 	for c := 0; c < n; c++ {
 		var mx float32
+		k.best[c] = -1
 		for q := k.parStart[c]; q < k.parStart[c+1]; q++ {
-			mx = max(mx, k.parProb[q])
+			if k.parProb[q] > mx {
+				mx, k.best[c] = k.parProb[q], k.parMsg[q]
+			}
 		}
 		for q := k.parStart[c]; q < k.parStart[c+1]; q++ {
 			p := k.parMsg[q]
@@ -168,6 +193,13 @@ func (l *linker) step2(rev []int32) *links {
 			k.childML[at] = k.parProb[q] == mx && !k.spontML[c]
 		}
 	}
+	mem.release(unsafe.Pointer(unsafe.SliceData(pos)))
+	if last {
+		for _, s := range []unsafe.Pointer{unsafe.Pointer(unsafe.SliceData(k.parStart)), unsafe.Pointer(unsafe.SliceData(k.parMsg)), unsafe.Pointer(unsafe.SliceData(k.parProb))} {
+			mem.release(s)
+		}
+		k.parStart, k.parMsg, k.parProb = nil, nil, nil
+	}
 	return k
 }
 
@@ -176,16 +208,16 @@ func (l *linker) step2(rev []int32) *links {
 func (l *linker) reestimate(k *links) float64 {
 	sum := make([]float64, len(l.d))
 	w := make([]float64, len(l.d))
-	for c := range l.msgs {
+	for c := range int32(l.count()) {
 		e := l.edge[c]
-		m := &l.msgs[c]
+		send, recv := l.times(c)
 		for q := k.parStart[c]; q < k.parStart[c+1]; q++ {
-			p := &l.msgs[k.parMsg[q]]
+			psend, precv := l.times(k.parMsg[q])
 			var dt int64
-			if m.Send != trace.Unknown {
-				dt = m.Send - p.Recv
+			if send != trace.Unknown {
+				dt = send - precv
 			} else {
-				dt = m.Recv - p.Send
+				dt = recv - psend
 			}
 			sum[e] += float64(k.parProb[q]) * float64(dt) / 1e9
 			w[e] += float64(k.parProb[q])
@@ -207,29 +239,40 @@ func (l *linker) reestimate(k *links) float64 {
 func (l *linker) runWAP5() (*instances, Fit, int) {
 	rev := l.reverseEdges()
 	// Step 1.
+	phase("step 1")
 	l.step1(rev)
 	// Step 2 (repeated with step 1's estimate refined when iterating).
-	k := l.step2(rev)
+	// Its last call drops the per-node and per-edge indexes before step 3
+	// and the aggregation build their own arrays.
+	phase("step 2")
+	k := l.step2(rev, !l.o.Iterate || l.o.MaxIterations <= 1)
 	iters := 1
 	fit := Fit{}
 	if l.o.Iterate {
 		for iters < l.o.MaxIterations {
 			ch := l.reestimate(k)
 			fit.Change = ch
-			k = l.step2(rev)
+			k.free()
 			iters++
+			k = l.step2(rev, iters == l.o.MaxIterations || ch < 0.01)
 			if ch < 0.01 {
 				fit.Settled = true
 				break
 			}
 		}
 	}
-	// The per-node and per-edge indexes are done with: free them before
-	// step 3 and the aggregation build their own arrays.
 	l.dropIndex()
 	// Step 3.
+	phase("step 3")
 	in := l.buildTrees(k)
 	fit = l.fitWAP5(k, fit)
+	k.free()
+	// Options.Lean: the aggregation reads the packed messages (msgView),
+	// and run makes them again after it, but where clients are
+	// aggregated: their labels are found from the trace's messages.
+	if l.packed != nil && l.o.AggregateClients {
+		l.unpackMessages()
+	}
 	return in, fit, iters
 }
 
@@ -289,7 +332,7 @@ func (st *partial) clone() partial {
 func (l *linker) buildTrees(k *links) *instances {
 	// Room for every message once (each is in about one instance; try-both
 	// adds a few).
-	n := len(l.msgs)
+	n := l.count()
 	in := &instances{start: make([]int32, 1, n/2+2), msgs: make([]int32, 0, n+n/4), par: make([]int32, 0, n+n/4),
 		prob: make([]float64, 0, n/2+1)}
 	big := false
@@ -349,7 +392,7 @@ func (l *linker) buildTrees(k *links) *instances {
 		}
 		in.add(st.msgs, st.par, st.prob)
 	}
-	for r := range l.msgs {
+	for r := range n {
 		ps := k.spont[r]
 		if l.decide(ps, k.spontML[r]) == probablyFalse {
 			continue
@@ -369,23 +412,16 @@ func (l *linker) buildTrees(k *links) *instances {
 // fitWAP5 compares the delay models on the most likely link of each message.
 func (l *linker) fitWAP5(k *links, fit Fit) Fit {
 	perEdge := make([]moments, len(l.edgeSrc)) // by edge: no map per message
-	for c := range l.msgs {
-		if k.spontML[c] {
+	for c := range int32(l.count()) {
+		best := k.best[c]
+		if k.spontML[c] || best < 0 {
 			continue
 		}
-		best, bp := int32(-1), float32(0)
-		for q := k.parStart[c]; q < k.parStart[c+1]; q++ {
-			if k.parProb[q] > bp {
-				best, bp = k.parMsg[q], k.parProb[q]
-			}
-		}
-		if best < 0 {
-			continue
-		}
-		m, p := &l.msgs[c], &l.msgs[best]
-		dt := m.Send - p.Recv
-		if m.Send == trace.Unknown {
-			dt = m.Recv - p.Send
+		send, recv := l.times(c)
+		psend, precv := l.times(best)
+		dt := send - precv
+		if send == trace.Unknown {
+			dt = recv - psend
 		}
 		perEdge[l.edge[c]].add(float64(dt) / 1e9)
 	}

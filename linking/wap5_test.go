@@ -41,7 +41,7 @@ func TestFigure7Probabilities(t *testing.T) {
 	if e := l.edge[c]; math.Abs(l.d[e]-1) > 1e-9 {
 		t.Fatalf("d(B→C) = %v, want 1", l.d[e])
 	}
-	k := l.step2(rev)
+	k := l.step2(rev, false)
 	// Parents Z, Y, X and spontaneous: 0.64, 0.24, 0.09, 0.03.
 	want := map[string]float64{"Z": 0.64, "Y": 0.24, "X": 0.09}
 	for q := k.parStart[c]; q < k.parStart[c+1]; q++ {

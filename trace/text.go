@@ -377,6 +377,7 @@ func readText(r io.Reader, file string, n int) (*Trace, error) {
 	// trace's map (a string key per ephemeral port: millions) would
 	// otherwise stay in the heap for every collection to scan.
 	t.epIdx, t.epIndexed = nil, 0
+	s.names.eps.free()
 	return t, s.Err()
 }
 

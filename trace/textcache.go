@@ -4,7 +4,10 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
+	"slices"
 	"unsafe"
+
+	"wap5/internal/hugemem"
 )
 
 // nameCache remembers recently interned node and endpoint names of a text
@@ -29,10 +32,42 @@ type nameCache struct {
 // compares the name with Trace.Endpoints[id]. On the CoDeeN-sized text
 // trace (a new ephemeral port on most lines) the map's inserts, growth
 // and scans were ~3 of its ~25 CPU-s.
+//
+// From 4 MB the slots are outside the Go heap (hugemem.Map), the old ones
+// given back as soon as the table has grown and the last ones by free:
+// in the heap every table it outgrew would stay as garbage until a
+// collection, and the reader's heap holds the messages (a collection
+// waits for twice their size).
 type epTable struct {
 	seed  maphash.Seed
 	slots []epSlot // a power of two long, at most half full
 	n     int
+	// release gives the slots back where they are outside the heap.
+	release func()
+}
+
+// free gives the table's memory back; it may not be used any more.
+func (e *epTable) free() {
+	if e.release != nil {
+		e.release()
+	}
+	*e = epTable{}
+}
+
+// makeSlots makes e.slots n long (zero), giving the old ones back where
+// they were outside the heap: the caller has copied what it keeps.
+func (e *epTable) makeSlots(n int) {
+	rel := e.release
+	e.slots, e.release = nil, nil
+	if size := n * int(unsafe.Sizeof(epSlot{})); size >= 4<<20 {
+		b, release := hugemem.Map(size)
+		e.slots, e.release = unsafe.Slice((*epSlot)(unsafe.Pointer(unsafe.SliceData(b))), n), release
+	} else {
+		e.slots = make([]epSlot, n)
+	}
+	if rel != nil {
+		rel()
+	}
 }
 
 type epSlot struct {
@@ -45,7 +80,7 @@ type epSlot struct {
 func (e *epTable) find(t *Trace, b []byte, str func([]byte) string) EndpointID {
 	if e.slots == nil {
 		e.seed = maphash.MakeSeed()
-		e.slots = make([]epSlot, 1<<12)
+		e.makeSlots(1 << 12)
 		if len(t.Endpoints) == 0 {
 			t.Endpoints = append(t.Endpoints, "-")
 		}
@@ -65,6 +100,12 @@ func (e *epTable) find(t *Trace, b []byte, str func([]byte) string) EndpointID {
 		}
 	}
 	id := EndpointID(len(t.Endpoints))
+	if len(t.Endpoints) == cap(t.Endpoints) {
+		// Doubling: append grows a large slice by a quarter, and a trace
+		// with millions of names would leave four times the table's
+		// size behind as garbage.
+		t.Endpoints = slices.Grow(t.Endpoints, len(t.Endpoints))
+	}
 	t.Endpoints = append(t.Endpoints, str(b))
 	e.insert(h, id)
 	return id
@@ -72,13 +113,17 @@ func (e *epTable) find(t *Trace, b []byte, str func([]byte) string) EndpointID {
 
 func (e *epTable) insert(h uint32, id EndpointID) {
 	if 2*(e.n+1) > len(e.slots) {
-		old := e.slots
-		e.slots = make([]epSlot, 2*len(old))
+		old, rel := e.slots, e.release
+		e.release = nil // (old is given back once copied)
+		e.makeSlots(2 * len(old))
 		e.n = 0
 		for _, sl := range old {
 			if sl.id != 0 {
 				e.put(sl)
 			}
+		}
+		if rel != nil {
+			rel()
 		}
 	}
 	e.put(epSlot{h, int32(id) + 1})

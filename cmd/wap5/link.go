@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,8 +90,10 @@ func linkAction(c *cli.Context) error {
 		ActorMin:    c.Float64("actor-min"),
 		ActorChance: c.Float64("actor-chance"),
 		// Nothing reads the messages after linking but --instances
-		// (their ids): the linker may drop them during its passes.
-		Lean: true,
+		// (their ids): the linker may drop them during its passes, and
+		// without --instances need not make them again.
+		Lean:         true,
+		DropMessages: c.String("instances") == "",
 	}
 	if o.Method != linking.MethodJoint && o.Method != linking.MethodWAP5 {
 		return usagef("--method %q: want joint or wap5", o.Method)
@@ -178,9 +181,19 @@ func linkAction(c *cli.Context) error {
 			return err
 		}
 		if !c.Bool("no-skew") {
+			// The clock estimate's garbage (its samples) would pile up
+			// to the size of the trace's messages before the collector
+			// ran (the heap holds them): on a large trace it runs at
+			// GOGC 20 (Link gives the heap's free memory back after).
+			restore := func() {}
+			if len(t.Messages) >= 1<<20 {
+				old := debug.SetGCPercent(20)
+				restore = func() { debug.SetGCPercent(old) }
+			}
 			for _, w := range correctClocks(t) {
 				fmt.Fprintf(c.App.ErrWriter, "wap5: warning: skew: %s\n", w)
 			}
+			restore()
 		}
 		res, err = linking.Link(t, o)
 	}

@@ -103,6 +103,30 @@ func makeFrom[T any](n, c int, least uintptr) []T {
 	return all[skip : skip+n : skip+cp]
 }
 
+// Discard gives the memory of the whole 4 KB pages inside s back to the
+// system (MADV_DONTNEED): its values are lost, and the pages read as zero
+// until written again, when they are faulted in anew. For the part of a
+// large array (in the Go heap or not) that holds nothing for a while: its
+// pages then count no more towards the process's memory, and later
+// arrays can use them. s must hold no Go pointers. Where the kernel
+// cannot, nothing changes (the values stay): a caller may not rely on
+// the zeros.
+func Discard[T any](s []T) {
+	var z T
+	size := uintptr(len(s)) * unsafe.Sizeof(z)
+	if size == 0 {
+		return
+	}
+	const page = 4 << 10
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	a := (start + page - 1) &^ (page - 1)
+	e := (start + size) &^ (page - 1)
+	if e <= a {
+		return
+	}
+	_ = syscall.Madvise(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s)), a-start)), e-a), syscall.MADV_DONTNEED)
+}
+
 func madvise(p unsafe.Pointer, n uintptr) {
 	_ = syscall.Madvise(unsafe.Slice((*byte)(p), n), madvHugepage)
 }

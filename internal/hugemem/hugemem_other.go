@@ -9,6 +9,10 @@ func Advise[T any](s []T) {}
 // Collapse is a no-op where transparent huge pages cannot be asked for.
 func Collapse[T any](s []T) {}
 
+// Discard does nothing where memory cannot be given back (the values
+// stay).
+func Discard[T any](s []T) {}
+
 // Make is make([]T, n, c) where transparent huge pages cannot be asked for.
 func Make[T any](n, c int) []T { return make([]T, n, c) }
 
