@@ -9,22 +9,9 @@ old=$1 new=$2
 in=${INPUTS:-/tmp/inputs}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-rc=0
-check() { # check NAME ARGS...
-	local name=$1
-	shift
-	for v in old new; do
-		local bin=$old
-		[[ $v == new ]] && bin=$new
-		"$bin" "${@//@INST@/$tmp/$name.$v.inst}" >"$tmp/$name.$v.out" 2>"$tmp/$name.$v.err" || echo "rc $? ($v)" >>"$tmp/$name.$v.err"
-	done
-	local s=identical
-	for x in out err inst; do
-		[[ -f $tmp/$name.old.$x ]] || continue
-		cmp -s "$tmp/$name.old.$x" "$tmp/$name.new.$x" || { s="DIFFERENT ($x)"; rc=1; }
-	done
-	echo "$name: $s ($(md5sum <"$tmp/$name.new.out" | cut -c1-8))"
-}
+rc=0 n=0 VERBOSE=1
+# shellcheck source=bench/identical-check.sh
+. "$(dirname "$0")/identical-check.sh"
 check bin.wap5.inst link --method wap5 --json --instances @INST@ "$in/codeen.bin"
 check bin.wap5.hist link --method wap5 --histograms --top 5 "$in/codeen.bin"
 check txt.wap5.inst link --method wap5 --json --instances @INST@ "$in/codeen.txt"

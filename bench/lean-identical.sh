@@ -22,23 +22,8 @@ done
 "$new" gen --binary --duration 30s -o "$tmp/codeen30.bin" testdata/gen/codeen.gen
 traces+=(multitier.bin codeen30.bin)
 rc=0 n=0
-check() { # check NAME ARGS...
-	local name=$1
-	shift
-	for v in old new; do
-		local bin=$old
-		[[ $v == new ]] && bin=$new
-		"$bin" "${@//@INST@/$tmp/$name.$v.inst}" >"$tmp/$name.$v.out" 2>"$tmp/$name.$v.err" || echo "rc $? ($v): $name" >>"$tmp/$name.$v.err"
-	done
-	for x in out err inst; do
-		[[ -f $tmp/$name.old.$x ]] || continue
-		if ! cmp -s "$tmp/$name.old.$x" "$tmp/$name.new.$x"; then
-			echo "DIFFERENT ($x): $name"
-			rc=1
-		fi
-	done
-	n=$((n + 1))
-}
+# shellcheck source=bench/identical-check.sh
+. bench/identical-check.sh
 for t in "${traces[@]}"; do
 	for m in joint wap5; do
 		check "$t.$m.json" link --method "$m" --json --instances @INST@ "$tmp/$t"
