@@ -72,13 +72,13 @@ func TestClassSpillCollision(t *testing.T) {
 		c := m.newClass()
 		*c = classModel{logTrans: v, pool: 7}
 		m.newMoments(c).add(v)
-		m.class[k] = classRef{c: c, rec: -1}
+		m.class.set(k, classRef{c: c, rec: -1})
 	}
 	add(keys[0], 0.5)
 	m.chunk++
 	m.evict(1)
-	if len(m.class) != 0 || m.spill == nil || m.spill.recs != 1 {
-		t.Fatalf("after the first spill: %d resident, spill %+v", len(m.class), m.spill)
+	if m.class.n != 0 || m.spill == nil || m.spill.recs != 1 {
+		t.Fatalf("after the first spill: %d resident, spill %+v", m.class.n, m.spill)
 	}
 	// keys[1]'s hash taken (by keys[0]'s record), as by a collision.
 	m.spill.idx.put(keyTag(keys[1]), 0)

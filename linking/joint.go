@@ -50,13 +50,18 @@ type fanKey struct {
 type models struct {
 	// class holds a stream's carried classes, those resident (spill,
 	// classspill.go, holds the others).
-	class map[classKey]classRef
-	fan   map[fanKey]*fanModel
-	count map[countKey]*countModel
+	class classTab
+	// The models keyed by node pairs, outside the heap (pairmodels.go,
+	// in pairMem).
+	fan   keyedModels[fanKey, fanModel]
+	count keyedModels[countKey, countModel]
 	// Dense ids of the groups refit pools classes by (given once, when a
 	// class is made), so that refit indexes slices instead of maps.
-	poolID map[poolKey]int32
-	trigID map[trigKey]int32
+	poolID keyTable[poolKey]
+	trigID keyTable[trigKey]
+	// pairMem holds fan, count, poolID and trigID; it is referred to by
+	// pointer from them, so models are not copied.
+	pairMem *offHeap
 	// peaks are the classes' candidate peaks (classModel.peak).
 	peaks []dist
 	// moms are the classes' moments (classModel.momAt).
@@ -67,6 +72,9 @@ type models struct {
 	// count twice towards the peak.
 	slab []classModel
 	mem  offHeap
+	// slabs are all the slabs made (the small ones are in the heap, and
+	// class's slots outside it point to them).
+	slabs [][]classModel
 	// The slots and moments given back by classes spilled (models.evict).
 	freeCls []*classModel
 	freeMom []int32
@@ -82,8 +90,11 @@ func (m *models) free() {
 		m.spill.f = nil
 	}
 	m.mem.free()
-	m.slab, m.moms, m.freeCls, m.freeMom = nil, nil, nil, nil
-	clear(m.class)
+	m.slab, m.slabs, m.moms, m.freeCls, m.freeMom = nil, nil, nil, nil, nil
+	m.class.reset()
+	m.pairMem.free()
+	m.fan, m.count = keyedModels[fanKey, fanModel]{}, keyedModels[countKey, countModel]{}
+	m.poolID, m.trigID = keyTable[poolKey]{}, keyTable[trigKey]{}
 }
 
 // poolKey groups the classes of one node and action over the senders of
@@ -99,12 +110,8 @@ type trigKey struct {
 }
 
 // intern returns the id of k in ids, adding it when new.
-func intern[K comparable](ids map[K]int32, k K) int32 {
-	id, ok := ids[k]
-	if !ok {
-		id = int32(len(ids))
-		ids[k] = id
-	}
+func intern[K comparable](ids *keyTable[K], k K) int32 {
+	id, _ := ids.intern(k)
 	return id
 }
 
@@ -147,8 +154,13 @@ type fanModel struct {
 }
 
 func newModels() *models {
-	return &models{class: map[classKey]classRef{}, fan: map[fanKey]*fanModel{}, count: map[countKey]*countModel{},
-		poolID: map[poolKey]int32{}, trigID: map[trigKey]int32{}}
+	pm := &offHeap{}
+	m := &models{pairMem: pm,
+		fan:    newKeyedModels[fanKey, fanModel](pm, hashFanKey),
+		count:  newKeyedModels[countKey, countModel](pm, hashCountKey),
+		poolID: newKeyTable(pm, hashPoolKey), trigID: newKeyTable(pm, hashTrigKey)}
+	m.class.mem = &m.mem
+	return m
 }
 
 // maxCand bounds the candidate delays collected per class for the peak.
@@ -314,7 +326,10 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	}
 	j.mod = l.carried
 	if j.mod == nil {
+		// A whole trace's models end with the run (their node-pair
+		// models and moments are outside the heap).
 		j.mod = newModels()
+		defer j.mod.free()
 	}
 	n := len(l.msgs)
 	// The per-message arrays outside the Go heap (offHeap), given back
@@ -629,7 +644,8 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	keyed := j.carried != nil
 	var c *classModel
 	if keyed {
-		c = j.mod.class[k].c
+		r, _ := j.mod.class.get(k)
+		c = r.c
 		if c != nil && int(c.idx) < len(j.classes) && j.classes[c.idx] == c {
 			tab.put(fk, c) // in this run already (cannot happen: one key per class)
 			return c
@@ -641,7 +657,7 @@ func (j *joint) classOf(trig, act int32) *classModel {
 			// Carried to the next chunk: in the models' own slots.
 			c = j.mod.newClass()
 			*c = classModel{d: j.base[j.edge[act]], pool: j.poolOf(ae, k), trig: j.trigOf(te, k)}
-			j.mod.class[k] = classRef{c: c, rec: -1}
+			j.mod.class.set(k, classRef{c: c, rec: -1})
 		}
 		c.seen = uint16(j.mod.chunk)
 	}
@@ -719,7 +735,7 @@ func (j *joint) poolOf(ae int32, k classKey) int32 {
 	if id := j.poolByEdge[x]; id >= 0 {
 		return id
 	}
-	id := intern(j.mod.poolID, poolKey{k.node, k.act, k.reply, k.ret})
+	id := intern(&j.mod.poolID, poolKey{k.node, k.act, k.reply, k.ret})
 	j.poolByEdge[x] = id
 	return id
 }
@@ -729,7 +745,7 @@ func (j *joint) poolOf(ae int32, k classKey) int32 {
 // class's node (always in a whole trace's passes).
 func (j *joint) trigOf(te int32, k classKey) int32 {
 	if j.edgeDst[te] != k.node {
-		return intern(j.mod.trigID, trigKey{k.trig, k.node, k.ret})
+		return intern(&j.mod.trigID, trigKey{k.trig, k.node, k.ret})
 	}
 	x := 2 * int(te)
 	if k.ret {
@@ -745,7 +761,7 @@ func (j *joint) trigOf(te int32, k classKey) int32 {
 	if id := j.trigByEdge[x]; id >= 0 {
 		return id
 	}
-	id := intern(j.mod.trigID, trigKey{k.trig, k.node, k.ret})
+	id := intern(&j.mod.trigID, trigKey{k.trig, k.node, k.ret})
 	j.trigByEdge[x] = id
 	return id
 }
@@ -943,11 +959,9 @@ func (j *joint) fanOf(trig int32) *fanModel {
 		return f
 	}
 	k := fanKey{trig: j.trigNode(j.edgeSrc[h.edge]), node: j.edgeDst[h.edge], ret: ret}
-	f := j.mod.fan[k]
-	if f == nil {
-		f = &fanModel{}
+	f, added := j.mod.fan.getOrAdd(k)
+	if added {
 		*f = defaultFan
-		j.mod.fan[k] = f
 	}
 	j.fanByEdge[slot] = f
 	return f
@@ -1523,10 +1537,10 @@ func (j *joint) refit(useCertain, last bool) {
 	// Certain delays pooled over the senders of the trigger, for classes
 	// with too few of their own.
 	rs := &j.refitScr
-	if n := len(j.mod.poolID); len(rs.pool) < n {
+	if n := j.mod.poolID.n; len(rs.pool) < n {
 		rs.pool = append(rs.pool, make([][]float32, n-len(rs.pool))...)
 	}
-	if n := len(j.mod.poolID); len(rs.poolFit) < n {
+	if n := j.mod.poolID.n; len(rs.poolFit) < n {
 		rs.poolFit = append(rs.poolFit, make([]dist, n-len(rs.poolFit))...)
 		rs.poolDone = append(rs.poolDone, make([]bool, n-len(rs.poolDone))...)
 	}
@@ -1539,7 +1553,7 @@ func (j *joint) refit(useCertain, last bool) {
 	}
 	// Transition probabilities from the certain links of each trigger class
 	// (all links where too few are certain).
-	if n := len(j.mod.trigID); len(rs.certainN) < n {
+	if n := j.mod.trigID.n; len(rs.certainN) < n {
 		rs.certainN = append(rs.certainN, make([]float64, n-len(rs.certainN))...)
 		rs.allN = append(rs.allN, make([]float64, n-len(rs.allN))...)
 		rs.kinds = append(rs.kinds, make([]float64, n-len(rs.kinds))...)
@@ -1598,7 +1612,8 @@ func (j *joint) refit(useCertain, last bool) {
 	for _, c := range j.active {
 		certainN[c.trig], allN[c.trig], kinds[c.trig] = 0, 0, 0
 	}
-	for _, f := range j.mod.fan {
+	for i := range j.mod.fan.len() {
+		_, f := j.mod.fan.at(i)
 		f.hist = [4]float64{}
 	}
 	for i := range j.hot {
@@ -1608,7 +1623,8 @@ func (j *joint) refit(useCertain, last bool) {
 		k := min(int(j.kids[i]), 3)
 		j.fanOf(int32(i)).hist[k]++
 	}
-	for _, f := range j.mod.fan {
+	for i := range j.mod.fan.len() {
+		_, f := j.mod.fan.at(i)
 		n := f.hist[0] + f.hist[1] + f.hist[2] + f.hist[3]
 		if n < 10 {
 			continue

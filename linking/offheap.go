@@ -35,6 +35,21 @@ func offMake[T any](o *offHeap, n int) []T {
 	return unsafe.Slice((*T)(p), n)
 }
 
+// offMap is make([]T, n) for a T without pointers to memory the collector
+// frees, always outside the Go heap (mapAnon), in o until o.free: for
+// tables and slabs that live as long as a stream and grow with the trace,
+// small ones too — in the heap they would count twice towards the peak.
+func offMap[T any](o *offHeap, n int) []T {
+	var z T
+	b, free := mapAnon(n * int(unsafe.Sizeof(z)))
+	if o.frees == nil {
+		o.frees = map[unsafe.Pointer]func(){}
+	}
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	o.frees[p] = free
+	return unsafe.Slice((*T)(p), n)
+}
+
 // offGrow is append's growth for a slice made by offMake (or a small one
 // in the heap): s with room for more elements, in a new array of twice the
 // capacity where it has none, the old array given back at once — growing

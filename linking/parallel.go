@@ -67,7 +67,8 @@ func (j *joint) refitParallel(sure []float64, start, items []int32) {
 		}
 	}
 	j.anyParallel = false
-	for _, cm := range j.mod.count {
+	for i := range j.mod.count.len() {
+		_, cm := j.mod.count.at(i)
 		// Without evidence (a stream chunk without such spans) keep what
 		// was learnt.
 		if t := per[cm]; t != nil {

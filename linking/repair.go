@@ -819,7 +819,8 @@ type cntMemo struct {
 func (j *joint) indexCounts() {
 	j.cntCls, j.cntTab, j.cntList = newPairTable(64), newPairTable(64), j.cntList[:0]
 	j.cntMemo = cntMemo{}
-	for key, cm := range j.mod.count {
+	for i := range j.mod.count.len() {
+		key, cm := j.mod.count.at(i)
 		k := classOfKey(key)
 		ci, ok := j.cntCls.get(k)
 		if !ok {
@@ -1022,10 +1023,8 @@ func (j *joint) countPriors() {
 		}
 		for _, src := range classes[nd.node] {
 			key := countKey{src, nd.node, nd.dst}
-			cm := j.mod.count[key]
-			if cm == nil {
-				cm = &countModel{}
-				j.mod.count[key] = cm
+			cm, added := j.mod.count.getOrAdd(key)
+			if added {
 				cm.set(p)
 			}
 			cm.prior = p
@@ -1040,16 +1039,19 @@ func (j *joint) setCountBase() {
 	j.countBase = slices.Grow(j.countBase[:0], j.cntCls.n)[:j.cntCls.n]
 	clear(j.countBase)
 	// In key order: float sums in map order differ from run to run.
-	keys := make([]countKey, 0, len(j.mod.count))
-	for k := range j.mod.count {
-		keys = append(keys, k)
+	keys := make([]int32, j.mod.count.len())
+	for i := range keys {
+		keys[i] = int32(i)
 	}
-	slices.SortFunc(keys, func(a, b countKey) int {
+	slices.SortFunc(keys, func(x, y int32) int {
+		a, _ := j.mod.count.at(int(x))
+		b, _ := j.mod.count.at(int(y))
 		return cmp.Or(cmp.Compare(a.src, b.src), cmp.Compare(a.node, b.node), cmp.Compare(a.dst, b.dst))
 	})
-	for _, key := range keys {
+	for _, i := range keys {
+		key, cm := j.mod.count.at(int(i))
 		ci, _ := j.cntCls.get(classOfKey(key))
-		j.countBase[ci] -= j.mod.count[key].logp[0]
+		j.countBase[ci] -= cm.logp[0]
 	}
 }
 
@@ -1144,7 +1146,8 @@ func (j *joint) refitCounts() {
 		}
 	}
 	j.refitParallel(sure, start, calls)
-	for _, cm := range j.mod.count {
+	for i := range j.mod.count.len() {
+		_, cm := j.mod.count.at(i)
 		cm.seen = [4]float64{}
 	}
 	for c := range j.hot {
@@ -1166,7 +1169,8 @@ func (j *joint) refitCounts() {
 			i += m
 		}
 	}
-	for key, cm := range j.mod.count {
+	for i := range j.mod.count.len() {
+		key, cm := j.mod.count.at(i)
 		ci, _ := j.cntCls.get(classOfKey(key))
 		t := tot[ci]
 		if t == 0 {

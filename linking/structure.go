@@ -61,10 +61,12 @@ func (j *joint) saveState() *jointState {
 	for i, c := range j.classes {
 		s.classes[i] = *c
 	}
-	for _, cm := range j.mod.count {
+	for i := range j.mod.count.len() {
+		_, cm := j.mod.count.at(i)
 		s.count[cm] = *cm
 	}
-	for _, f := range j.mod.fan {
+	for i := range j.mod.fan.len() {
+		_, f := j.mod.fan.at(i)
 		s.fan[f] = *f
 	}
 	return s
@@ -108,7 +110,8 @@ func (j *joint) restoreState(s *jointState) {
 // or more of them.
 func (j *joint) doubtfulCounts() []*countModel {
 	var out []*countModel
-	for _, cm := range j.mod.count {
+	for i := range j.mod.count.len() {
+		_, cm := j.mod.count.at(i)
 		if cm.prior[1] < 0.25 {
 			continue
 		}

@@ -1,0 +1,23 @@
+//go:build linux
+
+package linking
+
+import (
+	"syscall"
+
+	"wap5/internal/hugemem"
+)
+
+// mapAnon is n zero bytes outside the Go heap, whatever n (hugemem.Map from
+// 4 MB, a plain anonymous mapping below), and the function that gives them
+// back; the bytes must hold no Go pointers to memory the collector frees.
+func mapAnon(n int) ([]byte, func()) {
+	if n >= 4<<20 {
+		return hugemem.Map(n)
+	}
+	b, err := syscall.Mmap(-1, 0, max(n, 1), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return make([]byte, n), func() {}
+	}
+	return b[:n:n], func() { syscall.Munmap(b) }
+}
