@@ -3,7 +3,6 @@ package linking
 import (
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"unsafe"
@@ -108,9 +107,12 @@ func (m *models) evict(budget int64) {
 	cur := uint16(m.chunk)
 	start := s.recs // the records appended from here
 	s.buf = s.buf[:0]
-	for slot := range m.class.slots {
+	// (A deletion may move a later class into the slot: it is looked at
+	// again; see classTab.del.)
+	for slot := 0; slot < len(m.class.slots); {
 		e := &m.class.slots[slot]
 		if e.c == nil || e.c.seen == cur {
+			slot++
 			continue
 		}
 		k, r := e.k, classRef{e.c, e.rec}
@@ -292,28 +294,26 @@ func (m *models) allMoments() ([]keyedMoments, error) {
 }
 
 // classTab holds a stream's resident classes by key (models.class): open
-// addressing outside the heap (mem), 32 bytes a slot. As a Go map it was
-// live heap counted about twice towards the peak, and a map never shrinks:
-// evict's deletions left it at the size of its largest chunk, or larger
-// (CoDeeN-sized trace: 4.7 MB after six minutes, 8.8 MB after an hour).
-// Deleted slots are marked (rec = tombRec) and reused by insertions; at
-// three quarters full, counting them, the table is made again at the size
-// its classes need, without them. Its slots point to classes in the
-// models' slabs, kept alive by models.slabs.
+// addressing (linear probing) outside the heap (mem), 32 bytes a slot. As a
+// Go map it was live heap counted about twice towards the peak, and a map
+// never shrinks: evict's deletions left it at the size of its largest
+// chunk, or larger (CoDeeN-sized trace: 4.7 MB after six minutes, 8.8 MB
+// after an hour). A deletion moves the later classes of its run of slots
+// back (no deleted marks), so the table only grows, by doubling, as the
+// resident classes reach three quarters of it — in the first chunks, until
+// the budget holds them. Its slots point to classes in the models' slabs,
+// kept alive by models.slabs.
 type classTab struct {
 	slots []classSlot
 	n     int // classes
-	tombs int // deleted slots
 	mem   *offHeap
 }
 
 type classSlot struct {
 	k   classKey
-	c   *classModel // nil: empty or deleted
-	rec int32       // the spill file's record (−1: none); tombRec: deleted
+	c   *classModel // nil: empty
+	rec int32       // the spill file's record (−1: none)
 }
-
-const tombRec = math.MinInt32
 
 func hashClassKey(k classKey) uint64 {
 	a := uint64(uint32(k.trig))<<32 | uint64(uint32(k.node))
@@ -327,21 +327,21 @@ func hashClassKey(k classKey) uint64 {
 	return mix(a ^ mix(b))
 }
 
+// home is the first slot probed for k (the table is not empty).
+func (t *classTab) home(k classKey) int { return int(hashClassKey(k)) & (len(t.slots) - 1) }
+
 // find is the slot of k, or −1.
 func (t *classTab) find(k classKey) int {
 	if len(t.slots) == 0 {
 		return -1
 	}
 	mask := len(t.slots) - 1
-	for s := int(hashClassKey(k)) & mask; ; s = (s + 1) & mask {
-		e := &t.slots[s]
-		switch {
-		case e.c != nil && e.k == k:
+	for s := t.home(k); t.slots[s].c != nil; s = (s + 1) & mask {
+		if t.slots[s].k == k {
 			return s
-		case e.c == nil && e.rec != tombRec:
-			return -1
 		}
 	}
+	return -1
 }
 
 // get is k's class, if resident.
@@ -358,52 +358,54 @@ func (t *classTab) set(k classKey, r classRef) {
 		t.slots[s].c, t.slots[s].rec = r.c, r.rec
 		return
 	}
-	if 4*(t.n+t.tombs+1) > 3*len(t.slots) {
-		t.rebuild()
+	if 4*(t.n+1) > 3*len(t.slots) {
+		t.grow()
 	}
-	mask := len(t.slots) - 1
-	s := int(hashClassKey(k)) & mask
-	for t.slots[s].c != nil {
-		s = (s + 1) & mask
-	}
-	if t.slots[s].rec == tombRec {
-		t.tombs--
-	}
-	t.slots[s] = classSlot{k, r.c, r.rec}
+	t.put(classSlot{k, r.c, r.rec})
 	t.n++
 }
 
-// del removes slot s's class.
-func (t *classTab) del(s int) {
-	t.slots[s] = classSlot{rec: tombRec}
-	t.n--
-	t.tombs++
+// put places e in the first empty slot from its home.
+func (t *classTab) put(e classSlot) {
+	mask := len(t.slots) - 1
+	s := t.home(e.k)
+	for t.slots[s].c != nil {
+		s = (s + 1) & mask
+	}
+	t.slots[s] = e
 }
 
-// rebuild makes the table again without its deleted slots, twice as large
-// where its classes fill half of it (256 slots at first).
-func (t *classTab) rebuild() {
-	size := max(256, len(t.slots))
-	if 2*(t.n+1) > size {
-		size *= 2
-	}
-	old := t.slots
-	t.slots = offMap[classSlot](t.mem, size)
-	mask := size - 1
-	for _, e := range old {
-		if e.c != nil {
-			s := int(hashClassKey(e.k)) & mask
-			for t.slots[s].c != nil {
-				s = (s + 1) & mask
-			}
-			t.slots[s] = e
+// del removes slot s's class: the classes after it in its run of slots
+// that may move back do (a class moves to s only from a later slot, or
+// from the run's wrapped start, so a scan of the slots in order that looks
+// at s again after the deletion still meets every class).
+func (t *classTab) del(s int) {
+	mask := len(t.slots) - 1
+	for j := (s + 1) & mask; t.slots[j].c != nil; j = (j + 1) & mask {
+		// The class at j may fill the hole at s when its home is not
+		// cyclically within (s, j].
+		if h := t.home(t.slots[j].k); (j-h)&mask >= (j-s)&mask {
+			t.slots[s] = t.slots[j]
+			s = j
 		}
 	}
-	t.tombs = 0
+	t.slots[s] = classSlot{}
+	t.n--
+}
+
+// grow doubles the slots (256 at first), the old ones given back at once.
+func (t *classTab) grow() {
+	old := t.slots
+	t.slots = offMap[classSlot](t.mem, max(256, 2*len(old)))
+	for _, e := range old {
+		if e.c != nil {
+			t.put(e)
+		}
+	}
 	if old != nil {
 		t.mem.release(unsafe.Pointer(unsafe.SliceData(old)))
 	}
 }
 
 // reset empties the table (its slots given back with mem).
-func (t *classTab) reset() { t.slots, t.n, t.tombs = nil, 0, 0 }
+func (t *classTab) reset() { t.slots, t.n = nil, 0 }

@@ -83,14 +83,24 @@ func (x *patIndex) free() {
 
 // tagIndex finds the spilled classes' records (classSpill) by 32 bits of
 // their key's hash, 8 bytes a slot (a pairTable takes 16), at most 70 %
-// full and of any size (as patIndex): a key's record is read back and its
-// key compared, so two keys of one tag are told apart there (the second is
-// kept in classSpill.collided). Its slots live outside the heap from 4 MB
-// (mem).
+// full: a key's record is read back and its key compared, so two keys of
+// one tag are told apart there (the second is kept in classSpill.collided).
+// Its slots are split in tagParts tables by the hash's top bits, each grown
+// (by 1.5×) on its own, outside the heap (mem): a growth has the old and
+// the new slots of one part alive together, not of the whole index (12 MB
+// for the CoDeeN-sized trace's spilled classes after an hour, which grew
+// 8 MB → 12 MB at once).
 type tagIndex struct {
-	slots []tagSlot
+	parts [tagParts]tagPart
 	n     int
 	mem   *offHeap
+}
+
+const tagParts = 64
+
+type tagPart struct {
+	slots []tagSlot
+	n     int
 }
 
 type tagSlot struct {
@@ -98,11 +108,18 @@ type tagSlot struct {
 	rec int32 // record + 1; 0: empty
 }
 
-func (x *tagIndex) slot(tag uint32) int {
-	h := uint32(mix(uint64(tag)) >> 32)
-	s := int(uint64(h) * uint64(len(x.slots)) >> 32)
-	for e := x.slots[s]; e.rec != 0 && e.tag != tag; e = x.slots[s] {
-		if s++; s == len(x.slots) {
+// part is tag's part and its hash within it.
+func (x *tagIndex) part(tag uint32) (*tagPart, uint32) {
+	h := mix(uint64(tag))
+	return &x.parts[h>>58], uint32(h)
+}
+
+// slot is the slot of tag in p (hash h), or the empty slot where it would
+// go (p is not empty).
+func (p *tagPart) slot(tag, h uint32) int {
+	s := int(uint64(h) * uint64(len(p.slots)) >> 32)
+	for e := p.slots[s]; e.rec != 0 && e.tag != tag; e = p.slots[s] {
+		if s++; s == len(p.slots) {
 			s = 0
 		}
 	}
@@ -111,25 +128,31 @@ func (x *tagIndex) slot(tag uint32) int {
 
 // get is the record of tag, if any.
 func (x *tagIndex) get(tag uint32) (int32, bool) {
-	if len(x.slots) == 0 {
+	p, h := x.part(tag)
+	if len(p.slots) == 0 {
 		return 0, false
 	}
-	e := x.slots[x.slot(tag)]
+	e := p.slots[p.slot(tag, h)]
 	return e.rec - 1, e.rec != 0
 }
 
 // put indexes record rec under tag (not indexed yet).
 func (x *tagIndex) put(tag uint32, rec int32) {
-	if 10*(x.n+1) > 7*len(x.slots) {
-		old := x.slots
-		x.slots = offMake[tagSlot](x.mem, max(1024, len(old)+len(old)/2))
+	p, h := x.part(tag)
+	if 10*(p.n+1) > 7*len(p.slots) {
+		old := p.slots
+		p.slots = offMap[tagSlot](x.mem, max(512, len(old)+len(old)/2))
 		for _, e := range old {
 			if e.rec != 0 {
-				x.slots[x.slot(e.tag)] = e
+				_, eh := x.part(e.tag)
+				p.slots[p.slot(e.tag, eh)] = e
 			}
 		}
-		x.mem.release(unsafe.Pointer(unsafe.SliceData(old)))
+		if old != nil {
+			x.mem.release(unsafe.Pointer(unsafe.SliceData(old)))
+		}
 	}
-	x.slots[x.slot(tag)] = tagSlot{tag, rec + 1}
+	p.slots[p.slot(tag, h)] = tagSlot{tag, rec + 1}
+	p.n++
 	x.n++
 }

@@ -25,8 +25,17 @@ func TestSlotIndexes(t *testing.T) {
 				ti.put(uint32(mix(uint64(i)+1)), int32(i))
 			}
 		}
-		if 10*pi.n > 7*len(pi.slots) || 10*ti.n > 7*len(ti.slots) {
-			t.Errorf("n %d: %d and %d slots, more than 70 %% full", n, len(pi.slots), len(ti.slots))
+		if 10*pi.n > 7*len(pi.slots) {
+			t.Errorf("n %d: %d slots, more than 70 %% full", n, len(pi.slots))
+		}
+		sum := 0
+		for _, p := range ti.parts {
+			if sum += p.n; 10*p.n > 7*len(p.slots) {
+				t.Errorf("n %d: a tag part of %d slots holds %d", n, len(p.slots), p.n)
+			}
+		}
+		if want := n * boolInt(n <= 5000); sum != want || ti.n != want {
+			t.Errorf("n %d: %d tags in the parts, %d in all", n, sum, ti.n)
 		}
 		for i := 0; i < n; i++ {
 			if s := pi.find(tag(i), uint32(i)+1); s < 0 || pi.slots[s] != patSlot(tag(i), uint32(i)+1) {
@@ -47,4 +56,11 @@ func TestSlotIndexes(t *testing.T) {
 		}
 		pi.free()
 	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
