@@ -325,6 +325,11 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		j.base[e] = newDist(1, d)
 	}
 	j.mod = l.carried
+	if j.mod != nil {
+		// A stream's chunk: its arrays outside the heap from a smaller
+		// size (streamMapFrom).
+		l.runMem.from, l.linkMem.from, l.keepMem.from = streamMapFrom, streamMapFrom, streamMapFrom
+	}
 	if j.mod == nil {
 		// A whole trace's models end with the run (their node-pair
 		// models and moments are outside the heap).

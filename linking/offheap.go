@@ -4,29 +4,44 @@ import (
 	"runtime/debug"
 	"sync"
 	"unsafe"
-
-	"wap5/internal/hugemem"
 )
 
 // offHeap owns arrays of pointer-free values made outside the Go heap
-// (hugemem.Map), given back to the system together by free. The linker's
+// (mapAnon), given back to the system together by free. The linker's
 // per-message arrays live from the start of a run to its end: in the Go
 // heap they count twice towards the peak (the collector lets the heap grow
 // to twice what is live before it collects), outside it once.
 type offHeap struct {
 	// frees gives back each array, by its first element.
 	frees map[unsafe.Pointer]func()
+	// from is the size from which offMake makes an array outside the
+	// heap; 0: 4 MB. See streamMapFrom.
+	from int
 }
 
+// streamMapFrom is offHeap.from for the arrays of a stream chunk's joint
+// run. A chunk's arrays (CoDeeN-sized trace, 60 s chunks: ≈ 240,000
+// messages with their context, 1–2 MB an array) are below 4 MB: in the heap,
+// garbage at the chunk's end, they are what the heap's goal doubles within
+// each chunk, and the heap's high-water mark is the largest of the chunks'
+// goals — higher the more chunks a trace has. Outside the heap they count
+// once and go back to the system at the chunk's end.
+const streamMapFrom = 256 << 10
+
 // offMake is make([]T, n) for a T without pointers: outside the Go heap
-// where the array is large (≥ 4 MB), in o until o.free.
+// where the array is large (≥ 4 MB, or ≥ o.from where set), in o until
+// o.free.
 func offMake[T any](o *offHeap, n int) []T {
 	var z T
 	size := int(unsafe.Sizeof(z))
-	if n*size < 4<<20 {
+	from := 4 << 20
+	if o.from > 0 {
+		from = o.from
+	}
+	if n*size < from {
 		return make([]T, n)
 	}
-	b, free := hugemem.Map(n * size)
+	b, free := mapAnon(n * size)
 	if o.frees == nil {
 		o.frees = map[unsafe.Pointer]func(){}
 	}
