@@ -24,7 +24,7 @@ import (
 //  3. A later chunk that meets a spilled class reads its record back: the
 //     model and its moments as they were, bit for bit, so the linking is
 //     the unbounded stream's. The records are found by an index outside
-//     the heap (32 bits of the key's hash → record, ≈ 16 bytes a class); keys
+//     the heap (32 bits of the key's hash → record, ≈ 11 bytes a class); keys
 //     whose tag another key holds are in a map of their own.
 //  4. Stream.Close compares the delay families over every class, resident
 //     or spilled, in key order (models.compare).
