@@ -376,6 +376,48 @@ func lastAtOrBefore(s []int32, t int64, key func(int32) int64) int {
 	return lo - 1
 }
 
+// candAhead is how many messages ahead steps 1 and 2 ask for the cache
+// lines where a message's candidate parents end (prefetchCands), and twice
+// that far ahead for where an untraced sender's reverse edge starts. Those
+// loads are at random over the trace's indexes (an untraced sender's
+// candidates are on one of many edges): without the hints, each message
+// waits for one or two cache misses in turn.
+const candAhead = 16
+
+// prefetchEdgeStart asks for the cache line of message j's reverse edge's
+// start in the per-edge index, where its sender is untraced (the lines of
+// prefetchCands's addresses; j may be past the end).
+func (l *linker) prefetchEdgeStart(j int, rev []int32) {
+	if j >= len(l.lastPos) || l.lastPos[j] < 0 {
+		return
+	}
+	if send, _ := l.times(int32(j)); send == trace.Unknown {
+		prefetchAt(l.edgeStart, rev[l.edge[j]])
+	}
+}
+
+// prefetchCands asks for the cache lines of message j's latest candidate
+// parent in the indexes (its id and time), where candidatesOf and step1
+// start (j may be past the end).
+func (l *linker) prefetchCands(j int, rev []int32) {
+	if j >= len(l.lastPos) {
+		return
+	}
+	p := l.lastPos[j]
+	if p < 0 {
+		return
+	}
+	if send, _ := l.times(int32(j)); send != trace.Unknown {
+		at := l.inStart[l.edgeSrc[l.edge[j]]] + p
+		prefetchAt(l.insRecv, at)
+		prefetchAt(l.ins, at)
+		return
+	}
+	at := l.edgeStart[rev[l.edge[j]]] + p
+	prefetchAt(l.byEdgeSend, at)
+	prefetchAt(l.byEdge, at)
+}
+
 // step1 estimates d(B→C) for every edge as the mean smallest preceding
 // delay within the window (WAP5 §5.1 Step 1). For a message whose sender is
 // untraced (no send time), the delay is taken on the receiver A's clock from
@@ -384,6 +426,8 @@ func (l *linker) step1(rev []int32) {
 	sum := make([]float64, len(l.edgeSrc))
 	cnt := make([]float64, len(l.edgeSrc))
 	for i := range int32(l.count()) {
+		l.prefetchEdgeStart(int(i)+2*candAhead, rev)
+		l.prefetchCands(int(i)+candAhead, rev)
 		send, recv := l.times(i)
 		var dt int64 = -1
 		if send != trace.Unknown {

@@ -81,6 +81,15 @@ func (l *linker) candidatesOf(i int, send, recv int64, src trace.NodeID, rev []i
 	}
 }
 
+// step2Edge is what step 2 reads of an edge for every message on it: its
+// delay density, the spontaneous log-weight and the density's mean, in
+// one 64-byte cache line.
+type step2Edge struct {
+	dist
+	spont, mean float64
+	_           [2]float64
+}
+
 // Limits on the candidate parents kept per message (WAP5 step 2).
 const (
 	minParentProb = 0.01
@@ -105,27 +114,34 @@ func (l *linker) step2(rev []int32, last bool) *links {
 		k.parMsg, k.parProb = make([]int32, 0, 2*n), make([]float32, 0, 2*n)
 	}
 	y := l.o.Spontaneous
-	// The density and the spontaneous weight per edge, once.
-	dists := make([]dist, len(l.d))
-	spont := make([]float64, len(l.d))
+	// The density and the spontaneous weight per edge, once, in one
+	// cache line per edge: a message's edge is at random among many.
+	models := make([]step2Edge, len(l.d))
 	for e, d := range l.d {
-		dists[e] = modelDist(l.o.DelayModel, d)
-		spont[e] = dists[e].logpdf(y * d)
+		m := &models[e]
+		m.dist = modelDist(l.o.DelayModel, d)
+		m.spont = m.dist.logpdf(y * d)
+		m.mean = m.dist.mean()
 	}
 	var lw, ew []float64
 	var pm []int32
 	for i := 0; i < n; i++ {
 		e := l.edge[i]
-		dd := &dists[e]
-		ls := spont[e]
+		dd := &models[e]
+		ls := dd.spont
 		lw, pm = lw[:0], pm[:0]
+		l.prefetchEdgeStart(i+2*candAhead, rev)
+		l.prefetchCands(i+candAhead, rev)
+		if j := i + candAhead; j < n {
+			prefetchAt(models, l.edge[j])
+		}
 		best := ls
 		send, recv := l.times(int32(i))
 		l.candidatesOf(i, send, recv, l.edgeSrc[e], rev, func(p int32, dt float64) bool {
 			w := dd.logpdf(dt)
 			// Beyond the mode a density only falls: stop once a candidate
 			// is a millionth of the best so far.
-			if dt > dd.mean() && w < best-14 {
+			if dt > dd.mean && w < best-14 {
 				return false
 			}
 			if w > best {
@@ -135,14 +151,15 @@ func (l *linker) step2(rev []int32, last bool) *links {
 			pm = append(pm, p)
 			return true
 		})
-		sum := math.Exp(ls - best)
+		es := math.Exp(ls - best)
+		sum := es
 		ew = ew[:0]
 		for _, w := range lw {
 			x := math.Exp(w - best)
 			ew = append(ew, x)
 			sum += x
 		}
-		k.spont[i] = float32(math.Exp(ls-best) / sum)
+		k.spont[i] = float32(es / sum)
 		k.spontML[i] = ls >= best
 		// Keep the candidates that can matter: at least 1% likely, at most
 		// maxParents of them (memory is per link, and a busy node offers
