@@ -128,8 +128,13 @@ func (l *linker) indexEdges() {
 func (l *linker) index() {
 	n := l.count()
 	nn := len(l.t.Nodes)
-	// The three groupings (receives per node, sends per node, sends per
-	// edge) in one counting pass and one filling pass over the messages.
+	// The per-node sends (outs) are for the joint linker's passes; WAP5's
+	// steps read the sends per edge alone.
+	outs := l.o.Method != MethodWAP5
+	// 1. The three groupings (receives per node, sends per node, sends
+	// per edge) in one counting pass and one filling pass over the
+	// messages, which also copies the times the steps compare (a read of
+	// the messages in order, not a gather per group).
 	ne := len(l.edgeSrc)
 	l.inStart, l.outStart, l.edgeStart = make([]int32, nn+1), make([]int32, nn+1), make([]int32, ne+1)
 	for i := range int32(n) {
@@ -150,39 +155,46 @@ func (l *linker) index() {
 	for e := 0; e < ne; e++ {
 		l.edgeStart[e+1] += l.edgeStart[e]
 	}
-	l.ins, l.outs, l.byEdge = offMake[int32](&l.idxMem, int(l.inStart[nn])), offMake[int32](&l.idxMem, int(l.outStart[nn])), offMake[int32](&l.idxMem, int(l.edgeStart[ne]))
-	inPos, outPos, edgePos := slices.Clone(l.inStart[:nn]), slices.Clone(l.outStart[:nn]), slices.Clone(l.edgeStart[:ne])
+	l.ins, l.byEdge = offMake[int32](&l.idxMem, int(l.inStart[nn])), offMake[int32](&l.idxMem, int(l.edgeStart[ne]))
+	l.insRecv, l.byEdgeSend = offMake[int64](&l.idxMem, len(l.ins)), offMake[int64](&l.idxMem, len(l.byEdge))
+	var outPos []int32
+	if outs {
+		l.outs = offMake[int32](&l.idxMem, int(l.outStart[nn]))
+		outPos = slices.Clone(l.outStart[:nn])
+	}
+	inPos, edgePos := slices.Clone(l.inStart[:nn]), slices.Clone(l.edgeStart[:ne])
 	for i := range int32(n) {
 		send, recv := l.times(i)
 		e := l.edge[i]
 		if recv != trace.Unknown {
 			d := l.edgeDst[e]
-			l.ins[inPos[d]] = i
+			l.ins[inPos[d]], l.insRecv[inPos[d]] = i, recv
 			inPos[d]++
 		}
 		if send != trace.Unknown {
-			s := l.edgeSrc[e]
-			l.outs[outPos[s]] = i
-			outPos[s]++
-			l.byEdge[edgePos[e]] = i
+			if outs {
+				s := l.edgeSrc[e]
+				l.outs[outPos[s]] = i
+				outPos[s]++
+			}
+			l.byEdge[edgePos[e]], l.byEdgeSend[edgePos[e]] = i, send
 			edgePos[e]++
 		}
 	}
-	// Messages are sorted by Time, which is Send where known: outs and byEdge
-	// are in send order already. Receive order needs a sort per node: on
-	// (time, index) pairs in one flat array (no indirection through the
-	// messages in the comparisons; the index breaks ties, so the order is
-	// the stable one).
-	l.insRecv = offMake[int64](&l.idxMem, len(l.ins))
+	// 2. Messages are sorted by Time, which is Send where known: outs and
+	// byEdge are in send order already. Receive order needs a sort per
+	// node: on (time, index) pairs in one flat array (no indirection
+	// through the messages in the comparisons; the index breaks ties, so
+	// the order is the stable one).
 	var keyed []recvKey
 	for b := 0; b < nn; b++ {
 		a, z := l.inStart[b], l.inStart[b+1]
 		s, ts := l.ins[a:z], l.insRecv[a:z]
 		sorted := true
-		for k, i := range s {
-			_, ts[k] = l.times(i)
-			if k > 0 && ts[k] < ts[k-1] {
+		for k := 1; k < len(ts); k++ {
+			if ts[k] < ts[k-1] {
 				sorted = false
+				break
 			}
 		}
 		if sorted {
@@ -207,59 +219,73 @@ func (l *linker) index() {
 			s[k], ts[k] = kv.i, kv.t
 		}
 	}
-	// Position of every send among its sender's receives: a merge of the
-	// node's sends (in send order) with its receives (in receive order).
+	// 3. Position of every send among its sender's receives: a merge of
+	// each node's sends (in send order: the messages' order) with its
+	// receives (in receive order), one cursor per node, the messages read
+	// in order.
 	l.lastPos = offMake[int32](&l.idxMem, n)
-	for b := 0; b < nn; b++ {
-		ts := l.insRecvOf(trace.NodeID(b))
-		q := 0
-		prev := int64(math.MinInt64)
-		for _, i := range l.outsOf(trace.NodeID(b)) {
-			t, _ := l.times(i)
-			if t < prev { // not in send order (cannot happen after t.Sort)
-				l.lastPos[i] = int32(lastAtOrBefore64(ts, t))
-				continue
-			}
-			prev = t
-			for q < len(ts) && ts[q] <= t {
-				q++
-			}
-			l.lastPos[i] = int32(q - 1)
-		}
+	type nodeCursor struct {
+		prev int64 // the last send time merged
+		q    int32 // receives at or before prev
 	}
-	l.byEdgeSend = offMake[int64](&l.idxMem, len(l.byEdge))
-	for k, i := range l.byEdge {
-		l.byEdgeSend[k], _ = l.times(i)
+	nc := make([]nodeCursor, nn)
+	for b := range nc {
+		nc[b].prev = math.MinInt64
 	}
 	// Untraced senders: their messages are in receive order (Time is Recv
 	// without a send time), so one cursor per reverse edge suffices.
 	rev := l.reverseEdges()
-	cur := make([]int32, len(l.edgeSrc))
-	last := make([]int64, len(l.edgeSrc))
-	for e := range last {
-		last[e] = math.MinInt64
+	type edgeCursor struct {
+		last int64 // the last receive time merged
+		q    int32 // the reverse edge's sends at or before last
+	}
+	ec := make([]edgeCursor, ne)
+	for e := range ec {
+		ec[e].last = math.MinInt64
 	}
 	for i := range int32(n) {
+		if j := i + candAhead; j < int32(n) {
+			if r := rev[l.edge[j]]; r >= 0 {
+				prefetchAt(ec, r)
+				prefetchAt(l.edgeStart, r)
+			}
+		}
 		send, recv := l.times(i)
+		e := l.edge[i]
 		if send != trace.Unknown {
+			b := l.edgeSrc[e]
+			ts := l.insRecvOf(b)
+			c := &nc[b]
+			if send < c.prev { // not in send order (cannot happen after t.Sort)
+				l.lastPos[i] = int32(lastAtOrBefore64(ts, send))
+				continue
+			}
+			c.prev = send
+			q := int(c.q)
+			for q < len(ts) && ts[q] <= send {
+				q++
+			}
+			c.q = int32(q)
+			l.lastPos[i] = int32(q - 1)
 			continue
 		}
 		l.lastPos[i] = -1
-		r := rev[l.edge[i]]
+		r := rev[e]
 		if r < 0 {
 			continue
 		}
 		ts := l.sendTimesOn(r)
-		if recv < last[r] { // out of order: search
+		c := &ec[r]
+		if recv < c.last { // out of order: search
 			l.lastPos[i] = int32(lastAtOrBefore64(ts, recv))
 			continue
 		}
-		last[r] = recv
-		q := int(cur[r])
+		c.last = recv
+		q := int(c.q)
 		for q < len(ts) && ts[q] <= recv {
 			q++
 		}
-		cur[r] = int32(q)
+		c.q = int32(q)
 		l.lastPos[i] = int32(q - 1)
 	}
 }
