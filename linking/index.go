@@ -101,6 +101,15 @@ func (l *linker) times(i int32) (send, recv int64) {
 	return m.Send, m.Recv
 }
 
+// prefetchTimes asks for the cache line of message i's times (times).
+func (l *linker) prefetchTimes(i int32) {
+	if l.packed != nil {
+		prefetchAt(l.packed, i)
+	} else {
+		prefetchAt(l.msgs, i)
+	}
+}
+
 // indexEdges gives every message the id of its directed node pair.
 func (l *linker) indexEdges() {
 	n := len(l.msgs)

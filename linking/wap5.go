@@ -429,7 +429,14 @@ func (l *linker) buildTrees(k *links) *instances {
 // fitWAP5 compares the delay models on the most likely link of each message.
 func (l *linker) fitWAP5(k *links, fit Fit) Fit {
 	perEdge := make([]moments, len(l.edgeSrc)) // by edge: no map per message
-	for c := range int32(l.count()) {
+	n := int32(l.count())
+	for c := range n {
+		// The edge's moments and the parent's times of the message
+		// candAhead on: both at random.
+		if a := c + candAhead; a < n && !k.spontML[a] && k.best[a] >= 0 {
+			prefetchAt(perEdge, l.edge[a])
+			l.prefetchTimes(k.best[a])
+		}
 		best := k.best[c]
 		if k.spontML[c] || best < 0 {
 			continue
