@@ -81,6 +81,16 @@ func (l *linker) candidatesOf(i int, send, recv int64, src trace.NodeID, rev []i
 	}
 }
 
+// expGap is math.Exp(x) for a log-weight's gap to the best (x ≤ 0), with
+// the best's own (x = 0: one per message, the spontaneous cause or a
+// candidate) taken as the 1 that math.Exp gives there, without the call.
+func expGap(x float64) float64 {
+	if x == 0 {
+		return 1
+	}
+	return math.Exp(x)
+}
+
 // step2Edge is what step 2 reads of an edge for every message on it: its
 // delay density, the spontaneous log-weight and the density's mean, in
 // one 64-byte cache line.
@@ -151,11 +161,11 @@ func (l *linker) step2(rev []int32, last bool) *links {
 			pm = append(pm, p)
 			return true
 		})
-		es := math.Exp(ls - best)
+		es := expGap(ls - best)
 		sum := es
 		ew = ew[:0]
 		for _, w := range lw {
-			x := math.Exp(w - best)
+			x := expGap(w - best)
 			ew = append(ew, x)
 			sum += x
 		}

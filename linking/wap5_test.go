@@ -173,3 +173,14 @@ func TestGammaOption(t *testing.T) {
 		t.Errorf("fit %+v", res.Fit)
 	}
 }
+
+// TestExpGap: expGap is math.Exp, bit for bit, on the gaps step 2 takes
+// (zeros of both signs included) and on what a broken density could give.
+func TestExpGap(t *testing.T) {
+	for _, x := range []float64{0, math.Copysign(0, -1), -1e-300, -5e-324, -1e-17, -1e-9, -0.5, -1, -13.99, -14, -700, -746, math.Inf(-1), math.NaN(), 1e-17, 2} {
+		got, want := expGap(x), math.Exp(x)
+		if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("expGap(%g) = %v (bits %x), math.Exp: %v (bits %x)", x, got, math.Float64bits(got), want, math.Float64bits(want))
+		}
+	}
+}
