@@ -24,11 +24,14 @@ type linker struct {
 	inStart, ins []int32
 	insRecv      []int64 // receive times, aligned with ins
 	// Per message, where its candidate parents end (−1: none): with a
-	// known send time, the position within insOf(Src) of the last message
-	// the sender received at or before the send; from an untraced sender,
-	// the position within sendsOn(reverse edge) of the last message sent
-	// the other way at or before the receive (§5.1). One merge per node
-	// and edge instead of a binary search per message and pass.
+	// known send time, the position within ins (insRecv) of the last
+	// message the sender received at or before the send (in insOf(Src));
+	// from an untraced sender, the position within byEdge (byEdgeSend) of
+	// the last message sent the other way at or before the receive (in
+	// the reverse edge's group) (§5.1). Positions in the whole arrays, not
+	// within the node's or the edge's: the time is read without the
+	// node's or the edge's start first. One merge per node and edge
+	// instead of a binary search per message and pass.
 	lastPos        []int32
 	outStart, outs []int32
 	// Per edge, CSR: messages with a known send time, by send time (for the
@@ -263,10 +266,11 @@ func (l *linker) index() {
 		e := l.edge[i]
 		if send != trace.Unknown {
 			b := l.edgeSrc[e]
-			ts := l.insRecvOf(b)
+			start := l.inStart[b]
+			ts := l.insRecv[start:l.inStart[b+1]]
 			c := &nc[b]
 			if send < c.prev { // not in send order (cannot happen after t.Sort)
-				l.lastPos[i] = int32(lastAtOrBefore64(ts, send))
+				l.lastPos[i] = at(start, lastAtOrBefore64(ts, send))
 				continue
 			}
 			c.prev = send
@@ -275,7 +279,7 @@ func (l *linker) index() {
 				q++
 			}
 			c.q = int32(q)
-			l.lastPos[i] = int32(q - 1)
+			l.lastPos[i] = at(start, q-1)
 			continue
 		}
 		l.lastPos[i] = -1
@@ -283,10 +287,11 @@ func (l *linker) index() {
 		if r < 0 {
 			continue
 		}
-		ts := l.sendTimesOn(r)
+		start := l.edgeStart[r]
+		ts := l.byEdgeSend[start:l.edgeStart[r+1]]
 		c := &ec[r]
 		if recv < c.last { // out of order: search
-			l.lastPos[i] = int32(lastAtOrBefore64(ts, recv))
+			l.lastPos[i] = at(start, lastAtOrBefore64(ts, recv))
 			continue
 		}
 		c.last = recv
@@ -295,8 +300,17 @@ func (l *linker) index() {
 			q++
 		}
 		c.q = int32(q)
-		l.lastPos[i] = int32(q - 1)
+		l.lastPos[i] = at(start, q-1)
 	}
+}
+
+// at is position k (−1: none) of a group starting at start, in the whole
+// array (−1: none).
+func at(start int32, k int) int32 {
+	if k < 0 {
+		return -1
+	}
+	return start + int32(k)
 }
 
 // dropIndex frees the candidate indexes (steps 1–2) once they are no
@@ -309,7 +323,6 @@ func (l *linker) dropIndex() {
 }
 
 func (l *linker) insRecvOf(b trace.NodeID) []int64 { return l.insRecv[l.inStart[b]:l.inStart[b+1]] }
-func (l *linker) sendTimesOn(e int32) []int64      { return l.byEdgeSend[l.edgeStart[e]:l.edgeStart[e+1]] }
 
 // lastAtOrBefore64 returns the position of the last time in ts (sorted) at
 // or before t, or −1.
@@ -377,7 +390,6 @@ func csr(n, keys int, key func(i int) int) (start, items []int32) {
 
 func (l *linker) insOf(b trace.NodeID) []int32  { return l.ins[l.inStart[b]:l.inStart[b+1]] }
 func (l *linker) outsOf(b trace.NodeID) []int32 { return l.outs[l.outStart[b]:l.outStart[b+1]] }
-func (l *linker) sendsOn(e int32) []int32       { return l.byEdge[l.edgeStart[e]:l.edgeStart[e+1]] }
 
 // reverseEdge returns the edge id of dst→src for edge e, or −1.
 func (l *linker) reverseEdges() []int32 {
@@ -412,28 +424,16 @@ func lastAtOrBefore(s []int32, t int64, key func(int32) int64) int {
 }
 
 // candAhead is how many messages ahead steps 1 and 2 ask for the cache
-// lines where a message's candidate parents end (prefetchCands), and twice
-// that far ahead for where an untraced sender's reverse edge starts. Those
+// lines where a message's candidate parents end (prefetchCands). Those
 // loads are at random over the trace's indexes (an untraced sender's
 // candidates are on one of many edges): without the hints, each message
-// waits for one or two cache misses in turn.
+// waits for a cache miss.
 const candAhead = 16
-
-// prefetchEdgeStart asks for the cache line of message j's reverse edge's
-// start in the per-edge index, where its sender is untraced (the lines of
-// prefetchCands's addresses; j may be past the end).
-func (l *linker) prefetchEdgeStart(j int, rev []int32) {
-	if j >= len(l.lastPos) || l.lastPos[j] < 0 {
-		return
-	}
-	if send, _ := l.times(int32(j)); send == trace.Unknown {
-		prefetchAt(l.edgeStart, rev[l.edge[j]])
-	}
-}
 
 // prefetchCands asks for the cache lines of message j's latest candidate
 // parent in the indexes (its id and time), where candidatesOf and step1
-// start (j may be past the end).
+// start, and for an untraced sender's, of its reverse edge's start (j may
+// be past the end).
 func (l *linker) prefetchCands(j int, rev []int32) {
 	if j >= len(l.lastPos) {
 		return
@@ -443,14 +443,13 @@ func (l *linker) prefetchCands(j int, rev []int32) {
 		return
 	}
 	if send, _ := l.times(int32(j)); send != trace.Unknown {
-		at := l.inStart[l.edgeSrc[l.edge[j]]] + p
-		prefetchAt(l.insRecv, at)
-		prefetchAt(l.ins, at)
+		prefetchAt(l.insRecv, p)
+		prefetchAt(l.ins, p)
 		return
 	}
-	at := l.edgeStart[rev[l.edge[j]]] + p
-	prefetchAt(l.byEdgeSend, at)
-	prefetchAt(l.byEdge, at)
+	prefetchAt(l.byEdgeSend, p)
+	prefetchAt(l.byEdge, p)
+	prefetchAt(l.edgeStart, rev[l.edge[j]])
 }
 
 // step1 estimates d(B→C) for every edge as the mean smallest preceding
@@ -461,19 +460,14 @@ func (l *linker) step1(rev []int32) {
 	sum := make([]float64, len(l.edgeSrc))
 	cnt := make([]float64, len(l.edgeSrc))
 	for i := range int32(l.count()) {
-		l.prefetchEdgeStart(int(i)+2*candAhead, rev)
 		l.prefetchCands(int(i)+candAhead, rev)
 		send, recv := l.times(i)
 		var dt int64 = -1
-		if send != trace.Unknown {
-			ts := l.insRecvOf(l.edgeSrc[l.edge[i]])
-			if p := l.lastPos[i]; p >= 0 {
-				dt = send - ts[p]
-			}
-		} else if r := rev[l.edge[i]]; r >= 0 {
-			ts := l.sendTimesOn(r)
-			if p := l.lastPos[i]; p >= 0 {
-				dt = recv - ts[p]
+		if p := l.lastPos[i]; p >= 0 {
+			if send != trace.Unknown {
+				dt = send - l.insRecv[p]
+			} else {
+				dt = recv - l.byEdgeSend[p]
 			}
 		}
 		if dt >= 0 && dt <= l.x {

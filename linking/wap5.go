@@ -45,12 +45,14 @@ func (k *links) free() {
 // (The times and the sender are the caller's: what the joint linker's
 // passes know of the message without the trace's messages, Options.Lean.)
 func (l *linker) candidatesOf(i int, send, recv int64, src trace.NodeID, rev []int32, f func(p int32, dt float64) bool) {
+	p := int(l.lastPos[i]) // −1: none
+	if p < 0 {
+		return
+	}
 	if send != trace.Unknown {
-		in, ts := l.insOf(src), l.insRecvOf(src)
-		p := int(l.lastPos[i])
-		for ; p >= 0; p-- {
-			j := in[p]
-			dt := send - ts[p]
+		for lo := int(l.inStart[src]); p >= lo; p-- {
+			j := l.ins[p]
+			dt := send - l.insRecv[p]
 			if dt > l.x {
 				return
 			}
@@ -63,15 +65,9 @@ func (l *linker) candidatesOf(i int, send, recv int64, src trace.NodeID, rev []i
 		}
 		return
 	}
-	r := rev[l.edge[i]]
-	if r < 0 {
-		return
-	}
-	s, ts := l.sendsOn(r), l.sendTimesOn(r)
-	p := int(l.lastPos[i])
-	for ; p >= 0; p-- {
-		j := s[p]
-		dt := recv - ts[p]
+	for lo := int(l.edgeStart[rev[l.edge[i]]]); p >= lo; p-- {
+		j := l.byEdge[p]
+		dt := recv - l.byEdgeSend[p]
 		if dt > l.x {
 			return
 		}
@@ -140,7 +136,6 @@ func (l *linker) step2(rev []int32, last bool) *links {
 		dd := &models[e]
 		ls := dd.spont
 		lw, pm = lw[:0], pm[:0]
-		l.prefetchEdgeStart(i+2*candAhead, rev)
 		l.prefetchCands(i+candAhead, rev)
 		if j := i + candAhead; j < n {
 			prefetchAt(models, l.edge[j])
