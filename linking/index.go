@@ -104,6 +104,12 @@ func (l *linker) times(i int32) (send, recv int64) {
 	return m.Send, m.Recv
 }
 
+// untraced reports whether message i's sender is untraced (no send time).
+func (l *linker) untraced(i int32) bool {
+	send, _ := l.times(i)
+	return send == trace.Unknown
+}
+
 // prefetchTimes asks for the cache line of message i's times (times).
 func (l *linker) prefetchTimes(i int32) {
 	if l.packed != nil {
@@ -122,6 +128,13 @@ func (l *linker) indexEdges() {
 	// common case, no map.
 	tab := newPairTable(64)
 	for i := range l.msgs {
+		// The slot of the message candAhead on (a large trace's pairs
+		// fill a table far larger than the cache).
+		if a := i + candAhead; a < n {
+			m := &l.msgs[a]
+			k := uint64(uint32(m.Src))<<32 | uint64(uint32(m.Dst))
+			prefetchAt(tab.ents, int32(mix(k)&uint64(len(tab.ents)-1)))
+		}
 		m := &l.msgs[i]
 		k := uint64(uint32(m.Src))<<32 | uint64(uint32(m.Dst))
 		e, ok := tab.get(k)
@@ -256,10 +269,19 @@ func (l *linker) index() {
 		ec[e].last = math.MinInt64
 	}
 	for i := range int32(n) {
-		if j := i + candAhead; j < int32(n) {
+		// An untraced sender's reverse edge's cursor and start candAhead
+		// on, and where the cursor is in its sends half that far.
+		if j := i + candAhead; j < int32(n) && l.untraced(j) {
 			if r := rev[l.edge[j]]; r >= 0 {
 				prefetchAt(ec, r)
 				prefetchAt(l.edgeStart, r)
+			}
+		}
+		if j := i + candAhead/2; j < int32(n) && l.untraced(j) {
+			if r := rev[l.edge[j]]; r >= 0 {
+				if q := l.edgeStart[r] + ec[r].q; q < l.edgeStart[r+1] {
+					prefetchAt(l.byEdgeSend, q)
+				}
 			}
 		}
 		send, recv := l.times(i)
