@@ -320,3 +320,17 @@ func TestGatherPlacesCollision(t *testing.T) {
 		t.Errorf("messages by rank %v, want rank 0: 4, rank 1: 1", g.msgAt)
 	}
 }
+
+// TestMaxFloat: maxFloat is math.Max, bit for bit, on its special cases
+// and ordinary values.
+func TestMaxFloat(t *testing.T) {
+	inf, nan, nz := math.Inf(1), math.NaN(), math.Copysign(0, -1)
+	vals := []float64{0, nz, 1, -1, 0.5, 1e-300, inf, -inf, nan}
+	for _, x := range vals {
+		for _, y := range vals {
+			if got, want := maxFloat(x, y), math.Max(x, y); math.Float64bits(got) != math.Float64bits(want) {
+				t.Errorf("maxFloat(%v, %v) = %v (bits %x), math.Max: %v (bits %x)", x, y, got, math.Float64bits(got), want, math.Float64bits(want))
+			}
+		}
+	}
+}

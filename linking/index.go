@@ -24,11 +24,14 @@ type linker struct {
 	inStart, ins []int32
 	insRecv      []int64 // receive times, aligned with ins
 	// Per message, where its candidate parents end (−1: none): with a
-	// known send time, the position within insOf(Src) of the last message
-	// the sender received at or before the send; from an untraced sender,
-	// the position within sendsOn(reverse edge) of the last message sent
-	// the other way at or before the receive (§5.1). One merge per node
-	// and edge instead of a binary search per message and pass.
+	// known send time, the position within ins (insRecv) of the last
+	// message the sender received at or before the send (in insOf(Src));
+	// from an untraced sender, the position within byEdge (byEdgeSend) of
+	// the last message sent the other way at or before the receive (in
+	// the reverse edge's group) (§5.1). Positions in the whole arrays, not
+	// within the node's or the edge's: the time is read without the
+	// node's or the edge's start first. One merge per node and edge
+	// instead of a binary search per message and pass.
 	lastPos        []int32
 	outStart, outs []int32
 	// Per edge, CSR: messages with a known send time, by send time (for the
@@ -101,6 +104,21 @@ func (l *linker) times(i int32) (send, recv int64) {
 	return m.Send, m.Recv
 }
 
+// untraced reports whether message i's sender is untraced (no send time).
+func (l *linker) untraced(i int32) bool {
+	send, _ := l.times(i)
+	return send == trace.Unknown
+}
+
+// prefetchTimes asks for the cache line of message i's times (times).
+func (l *linker) prefetchTimes(i int32) {
+	if l.packed != nil {
+		prefetchAt(l.packed, i)
+	} else {
+		prefetchAt(l.msgs, i)
+	}
+}
+
 // indexEdges gives every message the id of its directed node pair.
 func (l *linker) indexEdges() {
 	n := len(l.msgs)
@@ -110,6 +128,13 @@ func (l *linker) indexEdges() {
 	// common case, no map.
 	tab := newPairTable(64)
 	for i := range l.msgs {
+		// The slot of the message candAhead on (a large trace's pairs
+		// fill a table far larger than the cache).
+		if a := i + candAhead; a < n {
+			m := &l.msgs[a]
+			k := uint64(uint32(m.Src))<<32 | uint64(uint32(m.Dst))
+			prefetchAt(tab.ents, int32(mix(k)&uint64(len(tab.ents)-1)))
+		}
 		m := &l.msgs[i]
 		k := uint64(uint32(m.Src))<<32 | uint64(uint32(m.Dst))
 		e, ok := tab.get(k)
@@ -128,8 +153,13 @@ func (l *linker) indexEdges() {
 func (l *linker) index() {
 	n := l.count()
 	nn := len(l.t.Nodes)
-	// The three groupings (receives per node, sends per node, sends per
-	// edge) in one counting pass and one filling pass over the messages.
+	// The per-node sends (outs) are for the joint linker's passes; WAP5's
+	// steps read the sends per edge alone.
+	outs := l.o.Method != MethodWAP5
+	// 1. The three groupings (receives per node, sends per node, sends
+	// per edge) in one counting pass and one filling pass over the
+	// messages, which also copies the times the steps compare (a read of
+	// the messages in order, not a gather per group).
 	ne := len(l.edgeSrc)
 	l.inStart, l.outStart, l.edgeStart = make([]int32, nn+1), make([]int32, nn+1), make([]int32, ne+1)
 	for i := range int32(n) {
@@ -150,39 +180,46 @@ func (l *linker) index() {
 	for e := 0; e < ne; e++ {
 		l.edgeStart[e+1] += l.edgeStart[e]
 	}
-	l.ins, l.outs, l.byEdge = offMake[int32](&l.idxMem, int(l.inStart[nn])), offMake[int32](&l.idxMem, int(l.outStart[nn])), offMake[int32](&l.idxMem, int(l.edgeStart[ne]))
-	inPos, outPos, edgePos := slices.Clone(l.inStart[:nn]), slices.Clone(l.outStart[:nn]), slices.Clone(l.edgeStart[:ne])
+	l.ins, l.byEdge = offMake[int32](&l.idxMem, int(l.inStart[nn])), offMake[int32](&l.idxMem, int(l.edgeStart[ne]))
+	l.insRecv, l.byEdgeSend = offMake[int64](&l.idxMem, len(l.ins)), offMake[int64](&l.idxMem, len(l.byEdge))
+	var outPos []int32
+	if outs {
+		l.outs = offMake[int32](&l.idxMem, int(l.outStart[nn]))
+		outPos = slices.Clone(l.outStart[:nn])
+	}
+	inPos, edgePos := slices.Clone(l.inStart[:nn]), slices.Clone(l.edgeStart[:ne])
 	for i := range int32(n) {
 		send, recv := l.times(i)
 		e := l.edge[i]
 		if recv != trace.Unknown {
 			d := l.edgeDst[e]
-			l.ins[inPos[d]] = i
+			l.ins[inPos[d]], l.insRecv[inPos[d]] = i, recv
 			inPos[d]++
 		}
 		if send != trace.Unknown {
-			s := l.edgeSrc[e]
-			l.outs[outPos[s]] = i
-			outPos[s]++
-			l.byEdge[edgePos[e]] = i
+			if outs {
+				s := l.edgeSrc[e]
+				l.outs[outPos[s]] = i
+				outPos[s]++
+			}
+			l.byEdge[edgePos[e]], l.byEdgeSend[edgePos[e]] = i, send
 			edgePos[e]++
 		}
 	}
-	// Messages are sorted by Time, which is Send where known: outs and byEdge
-	// are in send order already. Receive order needs a sort per node: on
-	// (time, index) pairs in one flat array (no indirection through the
-	// messages in the comparisons; the index breaks ties, so the order is
-	// the stable one).
-	l.insRecv = offMake[int64](&l.idxMem, len(l.ins))
+	// 2. Messages are sorted by Time, which is Send where known: outs and
+	// byEdge are in send order already. Receive order needs a sort per
+	// node: on (time, index) pairs in one flat array (no indirection
+	// through the messages in the comparisons; the index breaks ties, so
+	// the order is the stable one).
 	var keyed []recvKey
 	for b := 0; b < nn; b++ {
 		a, z := l.inStart[b], l.inStart[b+1]
 		s, ts := l.ins[a:z], l.insRecv[a:z]
 		sorted := true
-		for k, i := range s {
-			_, ts[k] = l.times(i)
-			if k > 0 && ts[k] < ts[k-1] {
+		for k := 1; k < len(ts); k++ {
+			if ts[k] < ts[k-1] {
 				sorted = false
+				break
 			}
 		}
 		if sorted {
@@ -207,61 +244,95 @@ func (l *linker) index() {
 			s[k], ts[k] = kv.i, kv.t
 		}
 	}
-	// Position of every send among its sender's receives: a merge of the
-	// node's sends (in send order) with its receives (in receive order).
+	// 3. Position of every send among its sender's receives: a merge of
+	// each node's sends (in send order: the messages' order) with its
+	// receives (in receive order), one cursor per node, the messages read
+	// in order.
 	l.lastPos = offMake[int32](&l.idxMem, n)
-	for b := 0; b < nn; b++ {
-		ts := l.insRecvOf(trace.NodeID(b))
-		q := 0
-		prev := int64(math.MinInt64)
-		for _, i := range l.outsOf(trace.NodeID(b)) {
-			t, _ := l.times(i)
-			if t < prev { // not in send order (cannot happen after t.Sort)
-				l.lastPos[i] = int32(lastAtOrBefore64(ts, t))
-				continue
-			}
-			prev = t
-			for q < len(ts) && ts[q] <= t {
-				q++
-			}
-			l.lastPos[i] = int32(q - 1)
-		}
+	type nodeCursor struct {
+		prev int64 // the last send time merged
+		q    int32 // receives at or before prev
 	}
-	l.byEdgeSend = offMake[int64](&l.idxMem, len(l.byEdge))
-	for k, i := range l.byEdge {
-		l.byEdgeSend[k], _ = l.times(i)
+	nc := make([]nodeCursor, nn)
+	for b := range nc {
+		nc[b].prev = math.MinInt64
 	}
 	// Untraced senders: their messages are in receive order (Time is Recv
 	// without a send time), so one cursor per reverse edge suffices.
 	rev := l.reverseEdges()
-	cur := make([]int32, len(l.edgeSrc))
-	last := make([]int64, len(l.edgeSrc))
-	for e := range last {
-		last[e] = math.MinInt64
+	type edgeCursor struct {
+		last int64 // the last receive time merged
+		q    int32 // the reverse edge's sends at or before last
+	}
+	ec := make([]edgeCursor, ne)
+	for e := range ec {
+		ec[e].last = math.MinInt64
 	}
 	for i := range int32(n) {
+		// An untraced sender's reverse edge's cursor and start candAhead
+		// on, and where the cursor is in its sends half that far.
+		if j := i + candAhead; j < int32(n) && l.untraced(j) {
+			if r := rev[l.edge[j]]; r >= 0 {
+				prefetchAt(ec, r)
+				prefetchAt(l.edgeStart, r)
+			}
+		}
+		if j := i + candAhead/2; j < int32(n) && l.untraced(j) {
+			if r := rev[l.edge[j]]; r >= 0 {
+				if q := l.edgeStart[r] + ec[r].q; q < l.edgeStart[r+1] {
+					prefetchAt(l.byEdgeSend, q)
+				}
+			}
+		}
 		send, recv := l.times(i)
+		e := l.edge[i]
 		if send != trace.Unknown {
+			b := l.edgeSrc[e]
+			start := l.inStart[b]
+			ts := l.insRecv[start:l.inStart[b+1]]
+			c := &nc[b]
+			if send < c.prev { // not in send order (cannot happen after t.Sort)
+				l.lastPos[i] = at(start, lastAtOrBefore64(ts, send))
+				continue
+			}
+			c.prev = send
+			q := int(c.q)
+			for q < len(ts) && ts[q] <= send {
+				q++
+			}
+			c.q = int32(q)
+			l.lastPos[i] = at(start, q-1)
 			continue
 		}
 		l.lastPos[i] = -1
-		r := rev[l.edge[i]]
+		r := rev[e]
 		if r < 0 {
 			continue
 		}
-		ts := l.sendTimesOn(r)
-		if recv < last[r] { // out of order: search
-			l.lastPos[i] = int32(lastAtOrBefore64(ts, recv))
+		start := l.edgeStart[r]
+		ts := l.byEdgeSend[start:l.edgeStart[r+1]]
+		c := &ec[r]
+		if recv < c.last { // out of order: search
+			l.lastPos[i] = at(start, lastAtOrBefore64(ts, recv))
 			continue
 		}
-		last[r] = recv
-		q := int(cur[r])
+		c.last = recv
+		q := int(c.q)
 		for q < len(ts) && ts[q] <= recv {
 			q++
 		}
-		cur[r] = int32(q)
-		l.lastPos[i] = int32(q - 1)
+		c.q = int32(q)
+		l.lastPos[i] = at(start, q-1)
 	}
+}
+
+// at is position k (−1: none) of a group starting at start, in the whole
+// array (−1: none).
+func at(start int32, k int) int32 {
+	if k < 0 {
+		return -1
+	}
+	return start + int32(k)
 }
 
 // dropIndex frees the candidate indexes (steps 1–2) once they are no
@@ -274,7 +345,6 @@ func (l *linker) dropIndex() {
 }
 
 func (l *linker) insRecvOf(b trace.NodeID) []int64 { return l.insRecv[l.inStart[b]:l.inStart[b+1]] }
-func (l *linker) sendTimesOn(e int32) []int64      { return l.byEdgeSend[l.edgeStart[e]:l.edgeStart[e+1]] }
 
 // lastAtOrBefore64 returns the position of the last time in ts (sorted) at
 // or before t, or −1.
@@ -342,7 +412,6 @@ func csr(n, keys int, key func(i int) int) (start, items []int32) {
 
 func (l *linker) insOf(b trace.NodeID) []int32  { return l.ins[l.inStart[b]:l.inStart[b+1]] }
 func (l *linker) outsOf(b trace.NodeID) []int32 { return l.outs[l.outStart[b]:l.outStart[b+1]] }
-func (l *linker) sendsOn(e int32) []int32       { return l.byEdge[l.edgeStart[e]:l.edgeStart[e+1]] }
 
 // reverseEdge returns the edge id of dst→src for edge e, or −1.
 func (l *linker) reverseEdges() []int32 {
@@ -376,6 +445,35 @@ func lastAtOrBefore(s []int32, t int64, key func(int32) int64) int {
 	return lo - 1
 }
 
+// candAhead is how many messages ahead steps 1 and 2 ask for the cache
+// lines where a message's candidate parents end (prefetchCands). Those
+// loads are at random over the trace's indexes (an untraced sender's
+// candidates are on one of many edges): without the hints, each message
+// waits for a cache miss.
+const candAhead = 16
+
+// prefetchCands asks for the cache lines of message j's latest candidate
+// parent in the indexes (its id and time), where candidatesOf and step1
+// start, and for an untraced sender's, of its reverse edge's start (j may
+// be past the end).
+func (l *linker) prefetchCands(j int, rev []int32) {
+	if j >= len(l.lastPos) {
+		return
+	}
+	p := l.lastPos[j]
+	if p < 0 {
+		return
+	}
+	if send, _ := l.times(int32(j)); send != trace.Unknown {
+		prefetchAt(l.insRecv, p)
+		prefetchAt(l.ins, p)
+		return
+	}
+	prefetchAt(l.byEdgeSend, p)
+	prefetchAt(l.byEdge, p)
+	prefetchAt(l.edgeStart, rev[l.edge[j]])
+}
+
 // step1 estimates d(B→C) for every edge as the mean smallest preceding
 // delay within the window (WAP5 §5.1 Step 1). For a message whose sender is
 // untraced (no send time), the delay is taken on the receiver A's clock from
@@ -384,17 +482,14 @@ func (l *linker) step1(rev []int32) {
 	sum := make([]float64, len(l.edgeSrc))
 	cnt := make([]float64, len(l.edgeSrc))
 	for i := range int32(l.count()) {
+		l.prefetchCands(int(i)+candAhead, rev)
 		send, recv := l.times(i)
 		var dt int64 = -1
-		if send != trace.Unknown {
-			ts := l.insRecvOf(l.edgeSrc[l.edge[i]])
-			if p := l.lastPos[i]; p >= 0 {
-				dt = send - ts[p]
-			}
-		} else if r := rev[l.edge[i]]; r >= 0 {
-			ts := l.sendTimesOn(r)
-			if p := l.lastPos[i]; p >= 0 {
-				dt = recv - ts[p]
+		if p := l.lastPos[i]; p >= 0 {
+			if send != trace.Unknown {
+				dt = send - l.insRecv[p]
+			} else {
+				dt = recv - l.byEdgeSend[p]
 			}
 		}
 		if dt >= 0 && dt <= l.x {

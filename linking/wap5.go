@@ -45,12 +45,14 @@ func (k *links) free() {
 // (The times and the sender are the caller's: what the joint linker's
 // passes know of the message without the trace's messages, Options.Lean.)
 func (l *linker) candidatesOf(i int, send, recv int64, src trace.NodeID, rev []int32, f func(p int32, dt float64) bool) {
+	p := int(l.lastPos[i]) // −1: none
+	if p < 0 {
+		return
+	}
 	if send != trace.Unknown {
-		in, ts := l.insOf(src), l.insRecvOf(src)
-		p := int(l.lastPos[i])
-		for ; p >= 0; p-- {
-			j := in[p]
-			dt := send - ts[p]
+		for lo := int(l.inStart[src]); p >= lo; p-- {
+			j := l.ins[p]
+			dt := send - l.insRecv[p]
 			if dt > l.x {
 				return
 			}
@@ -63,15 +65,9 @@ func (l *linker) candidatesOf(i int, send, recv int64, src trace.NodeID, rev []i
 		}
 		return
 	}
-	r := rev[l.edge[i]]
-	if r < 0 {
-		return
-	}
-	s, ts := l.sendsOn(r), l.sendTimesOn(r)
-	p := int(l.lastPos[i])
-	for ; p >= 0; p-- {
-		j := s[p]
-		dt := recv - ts[p]
+	for lo := int(l.edgeStart[rev[l.edge[i]]]); p >= lo; p-- {
+		j := l.byEdge[p]
+		dt := recv - l.byEdgeSend[p]
 		if dt > l.x {
 			return
 		}
@@ -79,6 +75,25 @@ func (l *linker) candidatesOf(i int, send, recv int64, src trace.NodeID, rev []i
 			return
 		}
 	}
+}
+
+// expGap is math.Exp(x) for a log-weight's gap to the best (x ≤ 0), with
+// the best's own (x = 0: one per message, the spontaneous cause or a
+// candidate) taken as the 1 that math.Exp gives there, without the call.
+func expGap(x float64) float64 {
+	if x == 0 {
+		return 1
+	}
+	return math.Exp(x)
+}
+
+// step2Edge is what step 2 reads of an edge for every message on it: its
+// delay density, the spontaneous log-weight and the density's mean, in
+// one 64-byte cache line.
+type step2Edge struct {
+	dist
+	spont, mean float64
+	_           [2]float64
 }
 
 // Limits on the candidate parents kept per message (WAP5 step 2).
@@ -105,27 +120,33 @@ func (l *linker) step2(rev []int32, last bool) *links {
 		k.parMsg, k.parProb = make([]int32, 0, 2*n), make([]float32, 0, 2*n)
 	}
 	y := l.o.Spontaneous
-	// The density and the spontaneous weight per edge, once.
-	dists := make([]dist, len(l.d))
-	spont := make([]float64, len(l.d))
+	// The density and the spontaneous weight per edge, once, in one
+	// cache line per edge: a message's edge is at random among many.
+	models := make([]step2Edge, len(l.d))
 	for e, d := range l.d {
-		dists[e] = modelDist(l.o.DelayModel, d)
-		spont[e] = dists[e].logpdf(y * d)
+		m := &models[e]
+		m.dist = modelDist(l.o.DelayModel, d)
+		m.spont = m.dist.logpdf(y * d)
+		m.mean = m.dist.mean()
 	}
 	var lw, ew []float64
 	var pm []int32
 	for i := 0; i < n; i++ {
 		e := l.edge[i]
-		dd := &dists[e]
-		ls := spont[e]
+		dd := &models[e]
+		ls := dd.spont
 		lw, pm = lw[:0], pm[:0]
+		l.prefetchCands(i+candAhead, rev)
+		if j := i + candAhead; j < n {
+			prefetchAt(models, l.edge[j])
+		}
 		best := ls
 		send, recv := l.times(int32(i))
 		l.candidatesOf(i, send, recv, l.edgeSrc[e], rev, func(p int32, dt float64) bool {
 			w := dd.logpdf(dt)
 			// Beyond the mode a density only falls: stop once a candidate
 			// is a millionth of the best so far.
-			if dt > dd.mean() && w < best-14 {
+			if dt > dd.mean && w < best-14 {
 				return false
 			}
 			if w > best {
@@ -135,14 +156,15 @@ func (l *linker) step2(rev []int32, last bool) *links {
 			pm = append(pm, p)
 			return true
 		})
-		sum := math.Exp(ls - best)
+		es := expGap(ls - best)
+		sum := es
 		ew = ew[:0]
 		for _, w := range lw {
-			x := math.Exp(w - best)
+			x := expGap(w - best)
 			ew = append(ew, x)
 			sum += x
 		}
-		k.spont[i] = float32(math.Exp(ls-best) / sum)
+		k.spont[i] = float32(es / sum)
 		k.spontML[i] = ls >= best
 		// Keep the candidates that can matter: at least 1% likely, at most
 		// maxParents of them (memory is per link, and a busy node offers
@@ -412,7 +434,14 @@ func (l *linker) buildTrees(k *links) *instances {
 // fitWAP5 compares the delay models on the most likely link of each message.
 func (l *linker) fitWAP5(k *links, fit Fit) Fit {
 	perEdge := make([]moments, len(l.edgeSrc)) // by edge: no map per message
-	for c := range int32(l.count()) {
+	n := int32(l.count())
+	for c := range n {
+		// The edge's moments and the parent's times of the message
+		// candAhead on: both at random.
+		if a := c + candAhead; a < n && !k.spontML[a] && k.best[a] >= 0 {
+			prefetchAt(perEdge, l.edge[a])
+			l.prefetchTimes(k.best[a])
+		}
 		best := k.best[c]
 		if k.spontML[c] || best < 0 {
 			continue

@@ -2,6 +2,7 @@ package linking
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -171,5 +172,89 @@ func TestGammaOption(t *testing.T) {
 	// Gaussian node delays: the fitted gamma beats the exponential.
 	if res.Fit.Samples == 0 || res.Fit.LogLik[DelayFit] <= res.Fit.LogLik[DelayExp] || res.Fit.Best == DelayExp {
 		t.Errorf("fit %+v", res.Fit)
+	}
+}
+
+// TestExpGap: expGap is math.Exp, bit for bit, on the gaps step 2 takes
+// (zeros of both signs included) and on what a broken density could give.
+func TestExpGap(t *testing.T) {
+	for _, x := range []float64{0, math.Copysign(0, -1), -1e-300, -5e-324, -1e-17, -1e-9, -0.5, -1, -13.99, -14, -700, -746, math.Inf(-1), math.NaN(), 1e-17, 2} {
+		got, want := expGap(x), math.Exp(x)
+		if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("expGap(%g) = %v (bits %x), math.Exp: %v (bits %x)", x, got, math.Float64bits(got), want, math.Float64bits(want))
+		}
+	}
+}
+
+// TestCandidatesOfBruteForce: candidatesOf (over the indexes' lastPos, in
+// positions of the whole arrays) gives every message's candidate parents
+// as a scan of all the messages does, latest first: with a send time, the
+// messages its sender received within the window before the send; from an
+// untraced sender, the messages its receiver sent it within the window
+// before the receive.
+func TestCandidatesOfBruteForce(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		cfg    simConfig
+		window time.Duration
+	}{
+		{"serial", simConfig{clients: 1, perClient: 40, think: gauss{ms(300), ms(50)}, net: gauss{ms(20), ms(2)}, tracelets: cdn(), seed: 1}, 400 * time.Millisecond},
+		{"busy", simConfig{clients: 6, perClient: 40, think: gauss{ms(50), ms(20)}, net: gauss{ms(20), ms(10)}, tracelets: cdn(), seed: 2}, time.Second},
+		{"untraced", simConfig{clients: 4, perClient: 40, think: gauss{ms(100), ms(30)}, net: gauss{ms(10), ms(5)}, tracelets: cdn(),
+			untraced: []string{"origin-eu", "origin-us", "dns"}, seed: 3, clientName: "CLIENT"}, 500 * time.Millisecond},
+	} {
+		tr := simulate(c.cfg)
+		tr.Sort()
+		for _, method := range []string{MethodWAP5, MethodJoint} {
+			o := Options{Method: method, Window: c.window}.Defaults()
+			l := newLinker(tr, o, nil)
+			rev := l.reverseEdges()
+			type cand struct {
+				p  int32
+				dt float64
+			}
+			for i := range tr.Messages {
+				m := &tr.Messages[i]
+				var got []cand
+				l.candidatesOf(i, m.Send, m.Recv, m.Src, rev, func(p int32, dt float64) bool {
+					got = append(got, cand{p, dt})
+					return true
+				})
+				// The scan: all messages, latest first (ties: the later
+				// index first, as the indexes hold them).
+				var want []cand
+				var at []int64
+				for j := range tr.Messages {
+					q := &tr.Messages[j]
+					var dt int64
+					var ts int64
+					switch {
+					case m.Send != trace.Unknown:
+						if q.Dst != m.Src || q.Recv == trace.Unknown || j == i {
+							continue
+						}
+						ts, dt = q.Recv, m.Send-q.Recv
+					default:
+						if q.Src != m.Dst || q.Dst != m.Src || q.Send == trace.Unknown {
+							continue
+						}
+						ts, dt = q.Send, m.Recv-q.Send
+					}
+					if dt < 0 || dt > int64(c.window) {
+						continue
+					}
+					want = append(want, cand{int32(j), float64(dt) / 1e9})
+					at = append(at, ts)
+				}
+				for a := 1; a < len(want); a++ { // insertion sort, latest first
+					for b := a; b > 0 && (at[b] > at[b-1] || at[b] == at[b-1] && want[b].p > want[b-1].p); b-- {
+						want[b], want[b-1], at[b], at[b-1] = want[b-1], want[b], at[b-1], at[b]
+					}
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s %s: message %d: candidates %v, want %v", c.name, method, i, got, want)
+				}
+			}
+		}
 	}
 }
