@@ -63,15 +63,7 @@ const classResident = recModel + recMom + 48
 
 // keyTag is the spill index's key of k.
 func keyTag(k classKey) uint32 {
-	a := uint64(uint32(k.trig))<<32 | uint64(uint32(k.node))
-	b := uint64(uint32(k.act)) << 2
-	if k.reply {
-		b |= 2
-	}
-	if k.ret {
-		b |= 1
-	}
-	return uint32(mix(a ^ mix(b)))
+	return uint32(hashClassKey(k))
 }
 
 func appendBytes[T any](b []byte, v *T) []byte {
