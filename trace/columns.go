@@ -102,12 +102,20 @@ func (b *binWriter) block(cols *[colCount][]byte, k int) {
 	}
 }
 
-// encodeBlock appends one block's fields to the columns.
+// encodeBlock appends one block's fields to the columns, one column (or
+// two that go together) per pass over the block: a single pass keeps ten
+// slices live and spills them on every message; a pass keeps one or two in
+// registers, and the block is in cache for the next pass.
+//
+//  1. flags' kind and time bits, the time and recv columns;
+//  2. nodes, endpoints and bytes;
+//  3. id, call and truth, each with its flag bit;
+//  4. actors, with theirs.
 func encodeBlock(cols *[colCount][]byte, block []Message, st *colState) {
+	// step 1
 	flags, tm, rv := cols[colFlags], cols[colTime], cols[colRecv]
-	nodes, eps, by := cols[colNodes], cols[colEPs], cols[colBytes]
-	ids, calls, truths, actors := cols[colID], cols[colCall], cols[colTruth], cols[colActors]
-	prevTime, prevID, prevCall, prevTru := st.prevTime, st.prevID, st.prevCall, st.prevTru
+	f0 := len(flags)
+	prevTime := st.prevTime
 	for i := range block {
 		m := &block[i]
 		fl := byte(m.Kind) << bfKindShift
@@ -124,37 +132,67 @@ func encodeBlock(cols *[colCount][]byte, block []Message, st *colState) {
 				rv = appendSv(rv, m.Recv-m.Send)
 			}
 		}
-		nodes = appendUv(nodes, uint64(m.Src))
-		nodes = appendUv(nodes, uint64(m.Dst))
-		eps = appendUv(eps, uint64(m.SrcEP))
-		eps = appendUv(eps, uint64(m.DstEP))
-		by = appendUv(by, uint64(m.Bytes))
-		if m.ID != NoRef {
-			fl |= bfID
+		flags = append(flags, fl)
+	}
+	st.prevTime = prevTime
+	cols[colTime], cols[colRecv] = tm, rv
+	fl := flags[f0:len(flags):len(flags)]
+	cols[colFlags] = flags
+	// step 2
+	nodes := cols[colNodes]
+	for i := range block {
+		m := &block[i]
+		nodes = appendUv(appendUv(nodes, uint64(m.Src)), uint64(m.Dst))
+	}
+	cols[colNodes] = nodes
+	eps := cols[colEPs]
+	for i := range block {
+		m := &block[i]
+		eps = appendUv(appendUv(eps, uint64(m.SrcEP)), uint64(m.DstEP))
+	}
+	cols[colEPs] = eps
+	by := cols[colBytes]
+	for i := range block {
+		by = appendUv(by, uint64(block[i].Bytes))
+	}
+	cols[colBytes] = by
+	// step 3
+	ids, prevID := cols[colID], st.prevID
+	for i := range block {
+		if m := &block[i]; m.ID != NoRef {
+			fl[i] |= bfID
 			ids = appendSv(ids, m.ID-prevID-1)
 			prevID = m.ID
 		}
-		if m.Call != NoRef {
-			fl |= bfCall
+	}
+	cols[colID], st.prevID = ids, prevID
+	calls, prevCall := cols[colCall], st.prevCall
+	for i := range block {
+		if m := &block[i]; m.Call != NoRef {
+			fl[i] |= bfCall
 			calls = appendSv(calls, int64(m.Call)-int64(prevCall))
 			prevCall = m.Call
 		}
-		if m.Truth != NoRef {
-			fl |= bfTruth
+	}
+	cols[colCall], st.prevCall = calls, prevCall
+	truths, prevTru := cols[colTruth], st.prevTru
+	for i := range block {
+		if m := &block[i]; m.Truth != NoRef {
+			fl[i] |= bfTruth
 			truths = appendSv(truths, int64(m.Truth)-int64(prevTru))
 			prevTru = m.Truth
 		}
-		if m.SrcActor != NoActor || m.DstActor != NoActor {
-			fl |= colActorsFlag
-			actors = appendUv(actors, uint64(m.SrcActor))
-			actors = appendUv(actors, uint64(m.DstActor))
-		}
-		flags = append(flags, fl)
 	}
-	st.prevTime, st.prevID, st.prevCall, st.prevTru = prevTime, prevID, prevCall, prevTru
-	cols[colFlags], cols[colTime], cols[colRecv] = flags, tm, rv
-	cols[colNodes], cols[colEPs], cols[colBytes] = nodes, eps, by
-	cols[colID], cols[colCall], cols[colTruth], cols[colActors] = ids, calls, truths, actors
+	cols[colTruth], st.prevTru = truths, prevTru
+	// step 4
+	actors := cols[colActors]
+	for i := range block {
+		if m := &block[i]; m.SrcActor != NoActor || m.DstActor != NoActor {
+			fl[i] |= colActorsFlag
+			actors = appendUv(appendUv(actors, uint64(m.SrcActor)), uint64(m.DstActor))
+		}
+	}
+	cols[colActors] = actors
 }
 
 // appendUv is binary.AppendUvarint with the one-byte case first (most
