@@ -39,7 +39,9 @@ var fastPath = true
 
 // fuv reads the varint at b[i:]: its value and the position after it, or
 // -1 where the fast decoder leaves the record to decode (longer than 8
-// bytes, or running past the end). One byte (most fields) is inlined.
+// bytes, or running past the end). It is over the inlining budget: the
+// hot fields (fd, a transfer's return) test their one or two bytes in
+// place first.
 func fuv(b []byte, i int) (uint64, int) {
 	if uint(i) < uint(len(b)) && b[i] < 0x80 {
 		return uint64(b[i]), i + 1
@@ -175,8 +177,12 @@ func (s *Scanner) fastRecords(st *stream) bool {
 				break
 			}
 		}
-		ufd, p := fuv(b, p)
-		if p < 0 {
+		// fd: one byte, inline (fuv is over the inlining budget)
+		var ufd uint64
+		if p < len(b) && b[p] < 0x80 {
+			ufd = uint64(b[p])
+			p++
+		} else if ufd, p = fuvLong(b, p); p < 0 {
 			break
 		}
 		fd := unzz(ufd)
@@ -231,9 +237,17 @@ func (s *Scanner) fastRecords(st *stream) bool {
 		fd2 := int32(-1)
 		var loc, rem v4
 		if k != kEvent {
-			// SEND/RECV: fd zz, ret zz, [errno uv if ret < 0]
-			u, q := fuv(b, p)
-			if q < 0 {
+			// SEND/RECV: fd zz, ret zz, [errno uv if ret < 0]; ret of
+			// one or two bytes inline
+			var u uint64
+			q := p
+			if q+1 < len(b) && b[q+1] < 0x80 {
+				if c := b[q]; c < 0x80 {
+					u, q = uint64(c), q+1
+				} else {
+					u, q = uint64(c&0x7f)|uint64(b[q+1])<<7, q+2
+				}
+			} else if u, q = fuv(b, q); q < 0 {
 				break
 			}
 			if ret = unzz(u); ret < 0 {
