@@ -53,18 +53,23 @@ var streamSlack = int64(100 * time.Millisecond)
 // outBatch is how many messages are handed to the sink at once.
 const outBatch = 4096
 
-// msgRef names an emitted message: its index in emission order.
+// msgRef names an emitted message: the index of its block (the high 32
+// bits) and its position in the block. (Not a running index: chunkSize is a
+// variable, and a division by it costs tens of cycles per use.)
 type msgRef int64
+
+// at is the block and the position r names.
+func (r msgRef) at() (ci, i int) { return int(r >> 32), int(uint32(r)) }
 
 // lastRef is the reference of the message emit just appended.
 func (m *matcher) lastRef() msgRef {
-	return msgRef(len(m.chunks)*chunkSize + len(m.chunk) - 1)
+	return msgRef(len(m.chunks))<<32 | msgRef(len(m.chunk)-1)
 }
 
 // msgAt finds an emitted message; nil once its block has been written out
 // and dropped.
 func (m *matcher) msgAt(r msgRef) *trace.Message {
-	ci, i := int(r)/chunkSize, int(r)%chunkSize
+	ci, i := r.at()
 	if ci == len(m.chunks) {
 		return &m.chunk[i]
 	}
@@ -77,7 +82,7 @@ func (m *matcher) msgAt(r msgRef) *trace.Message {
 // holdMsg keeps message r from being written until unholdMsg (streaming only).
 func (m *matcher) holdMsg(r msgRef) {
 	if s := m.st; s != nil {
-		ci, i := int(r)/chunkSize, int(r)%chunkSize
+		ci, i := r.at()
 		for len(s.chunkHolds) <= ci {
 			s.chunkHolds = append(s.chunkHolds, 0)
 			s.holds = append(s.holds, nil)
@@ -99,7 +104,7 @@ func (m *matcher) unholdMsg(r msgRef) {
 	if s == nil {
 		return
 	}
-	ci, i := int(r)/chunkSize, int(r)%chunkSize
+	ci, i := r.at()
 	if ci >= len(s.holds) || s.holds[ci] == nil || s.holds[ci][i] == 0 {
 		return // forced out already
 	}

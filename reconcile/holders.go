@@ -80,6 +80,15 @@ func (m *matcher) procOf(o *Observer) *proc {
 
 // hold records that o's process uses e (its open or any I/O).
 func (m *matcher) hold(e *end, o *Observer) {
+	if h := e.holders; len(h) == 0 || o.procBy != m || h[0].p != o.proc {
+		m.holdOf(e, o)
+	} else {
+		h[0].held = true // the usual case, inlined: the first holder
+	}
+}
+
+// holdOf is hold past its inlined case.
+func (m *matcher) holdOf(e *end, o *Observer) {
 	p := m.procOf(o)
 	for i := range e.holders {
 		if e.holders[i].p == p {

@@ -100,16 +100,28 @@ func (e *end) ref() endRef { return endRef{e, e.gen} }
 func (r endRef) live() bool { return r.e.gen == r.gen }
 
 func (m *matcher) localEP(e *end) trace.EndpointID {
-	if e.epOK&1 == 0 {
-		e.lep, e.epOK = m.names.endpoint(e.local), e.epOK|1
+	if e.epOK&1 != 0 {
+		return e.lep
 	}
-	return e.lep
+	return m.nameEP(e, 1)
 }
 
 func (m *matcher) remoteEP(e *end) trace.EndpointID {
-	if e.epOK&2 == 0 {
-		e.rep, e.epOK = m.names.endpoint(e.remote), e.epOK|2
+	if e.epOK&2 != 0 {
+		return e.rep
 	}
+	return m.nameEP(e, 2)
+}
+
+// nameEP names e's local (bit 1) or remote (bit 2) endpoint the first
+// time it is asked for (localEP, remoteEP: inlined).
+func (m *matcher) nameEP(e *end, bit uint8) trace.EndpointID {
+	e.epOK |= bit
+	if bit == 1 {
+		e.lep = m.names.endpoint(e.local)
+		return e.lep
+	}
+	e.rep = m.names.endpoint(e.remote)
 	return e.rep
 }
 
@@ -967,6 +979,14 @@ func compact[T any](s *[]T) {
 
 // pumpPair matches the sender's runs against the receiver's reads (step 3).
 func (m *matcher) pumpPair(s, r *end, final bool) {
+	if len(s.runs) > 0 && !s.runs[0].done && !final {
+		return // the first run is still open (the usual case, inlined)
+	}
+	m.pumpRuns(s, r, final)
+}
+
+// pumpRuns is pumpPair past its inlined case.
+func (m *matcher) pumpRuns(s, r *end, final bool) {
 	for len(s.runs) > 0 {
 		x := &s.runs[0]
 		if !x.done && !final {
@@ -1661,9 +1681,13 @@ func removeConn(list []sigEntry, c *conn) []sigEntry {
 // it. Signatures that can agree with nothing (a size not counted from the
 // stream's start, or nothing known) are not listed.
 func (m *matcher) indexSig(c *conn) {
-	if c.lrole == RoleUnknown || c.resolved || c.gone {
-		return
+	if c.lrole != RoleUnknown && !c.resolved && !c.gone {
+		m.indexSigOf(c)
 	}
+}
+
+// indexSigOf is indexSig for a connection that may be listed.
+func (m *matcher) indexSigOf(c *conn) {
 	var e *end
 	for _, x := range c.ends {
 		if x != nil {

@@ -193,6 +193,11 @@ func (n *namer) node(o *Observer) trace.NodeID {
 	if o.namedBy == n {
 		return o.node
 	}
+	return n.nodeOf(o)
+}
+
+// nodeOf is node for an observer not named by n yet (node is inlined).
+func (n *namer) nodeOf(o *Observer) trace.NodeID {
 	id, ok := n.nodes[o]
 	if !ok {
 		id = n.t.Node(NodeName(o, n.gran))
@@ -206,6 +211,14 @@ func (n *namer) node(o *Observer) trace.NodeID {
 // observer's node; NoActor when the pid or the thread is unknown (packets,
 // events without a thread). Each observer caches its threads' ids.
 func (n *namer) actor(o *Observer, tid int32) trace.ActorID {
+	if o.actBy == n && o.actTid == tid {
+		return o.actID // the thread looked up last (actBy is n only past actorOf's checks, so tid > 0)
+	}
+	return n.actorOf(o, tid)
+}
+
+// actorOf is actor past its inlined case.
+func (n *namer) actorOf(o *Observer, tid int32) trace.ActorID {
 	if tid <= 0 || o.Pid <= 0 {
 		return trace.NoActor
 	}
