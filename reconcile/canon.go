@@ -167,13 +167,47 @@ func (c *outCanon) remap(msgs []trace.Message) {
 		}
 		x := &msgs[i]
 		src, dst := x.Src, x.Dst
-		x.Src, x.SrcEP = c.nodeOf(src), c.epOf(x.SrcEP)
-		x.Dst, x.DstEP = c.nodeOf(dst), c.epOf(x.DstEP)
-		if x.SrcActor != trace.NoActor {
-			x.SrcActor = c.actorOf(src, x.Src, x.SrcActor)
+		// Ids renumbered already are looked up here (the methods are
+		// over the inlining budget); the methods do the rest.
+		if uint(src) < uint(len(c.node)) && c.node[src] > 0 {
+			x.Src = c.node[src] - 1
+		} else {
+			x.Src = c.nodeOf(src)
 		}
-		if x.DstActor != trace.NoActor {
-			x.DstActor = c.actorOf(dst, x.Dst, x.DstActor)
+		if uint(dst) < uint(len(c.node)) && c.node[dst] > 0 {
+			x.Dst = c.node[dst] - 1
+		} else {
+			x.Dst = c.nodeOf(dst)
+		}
+		// endpoints: packed ones met lately (recent), others renumbered
+		// already (ep; id 0 is never set there)
+		if id := x.SrcEP; id < 0 && c.recent[recentSlot(id)].id == id {
+			x.SrcEP = c.recent[recentSlot(id)].out
+		} else if uint(id) < uint(len(c.ep)) && c.ep[id] > 0 {
+			x.SrcEP = c.ep[id]
+		} else {
+			x.SrcEP = c.epOf(id)
+		}
+		if id := x.DstEP; id < 0 && c.recent[recentSlot(id)].id == id {
+			x.DstEP = c.recent[recentSlot(id)].out
+		} else if uint(id) < uint(len(c.ep)) && c.ep[id] > 0 {
+			x.DstEP = c.ep[id]
+		} else {
+			x.DstEP = c.epOf(id)
+		}
+		if a := x.SrcActor; a != trace.NoActor {
+			if uint(src) < uint(len(c.act)) && int(a) < len(c.act[src]) && c.act[src][a] > 0 {
+				x.SrcActor = trace.ActorID(c.act[src][a] - 1)
+			} else {
+				x.SrcActor = c.actorOf(src, x.Src, a)
+			}
+		}
+		if a := x.DstActor; a != trace.NoActor {
+			if uint(dst) < uint(len(c.act)) && int(a) < len(c.act[dst]) && c.act[dst][a] > 0 {
+				x.DstActor = trace.ActorID(c.act[dst][a] - 1)
+			} else {
+				x.DstActor = c.actorOf(dst, x.Dst, a)
+			}
 		}
 	}
 }

@@ -493,7 +493,14 @@ func (s *streamState) flush(m *matcher, complete bool) {
 		x.ID = s.nextID
 		s.nextID++
 		if x.Kind != trace.KindNone && x.Call >= 0 {
-			x.Call = s.calls.number(x.Call, x.Kind)
+			// a call numbered already (its return), inline; else number
+			w := &s.calls
+			if j := int(x.Call) - int(w.base); j >= 0 && j < len(w.ids) && w.ids[j] >= 0 {
+				w.seen[j] |= kindBit(x.Kind)
+				x.Call = w.ids[j]
+			} else {
+				x.Call = w.number(x.Call, x.Kind)
+			}
 		}
 	}
 	s.n += len(done)

@@ -266,10 +266,11 @@ func (s *logSource) Next(o *Observation) bool {
 			}
 			return false
 		}
-		if ev := s.sc.Event(); ev.Time > s.last {
+		ev := s.sc.Event()
+		if ev.Time > s.last {
 			s.last = ev.Time
 		}
-		if s.convert(s.sc.Event(), o) {
+		if s.convert(ev, o) {
 			return true
 		}
 	}
@@ -370,7 +371,10 @@ func (s *logSource) convert(ev *libsockcap.Event, o *Observation) bool {
 		if ev.Bytes <= 0 || ev.Fd < 0 {
 			return false
 		}
-		st := s.state(ev.Fd, ev)
+		st := s.fds.get(ev.Fd)
+		if st == nil || st.proto == libsockcap.ProtoOther {
+			st = s.state(ev.Fd, ev) // state's work, past its usual case
+		}
 		s.learn(st, ev)
 		if st.proto == libsockcap.ProtoOther {
 			return false
