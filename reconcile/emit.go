@@ -285,7 +285,7 @@ func sortKeys(c []trace.Message, keys []sortKey) []sortKey {
 // maximum stay where they are (they are in order), the others are sorted
 // (by time, then position: the stable order) and merged in.
 func sortByTime(keys []sortKey) {
-	late := sortTmp.Get().(*[]sortKey)
+	late := sortTmp.Get()
 	b := (*late)[:0]
 	a := keys[:0]
 	hi := int64(math.MinInt64)
@@ -314,8 +314,41 @@ func sortByTime(keys []sortKey) {
 }
 
 // sortTmp holds sortByTime's arrays of late keys (and sortLate's second
-// array).
-var sortTmp = sync.Pool{New: func() any { return new([]sortKey) }}
+// array). Not a sync.Pool: a pool drops its arrays at every collection,
+// and each new one (half a megabyte for a block of 2^15 keys) was fresh
+// heap, zeroed twice (the kernel's page fault, then the allocator); this
+// list keeps a few for the life of the process.
+var sortTmp tmpList
+
+// tmpList is a free list of scratch arrays, safe for concurrent use
+// (reconciliations may run side by side in one process).
+type tmpList struct {
+	mu   sync.Mutex
+	free []*[]sortKey
+}
+
+// tmpKeep bounds the arrays a tmpList keeps.
+const tmpKeep = 4
+
+func (l *tmpList) Get() *[]sortKey {
+	l.mu.Lock()
+	if n := len(l.free); n > 0 {
+		p := l.free[n-1]
+		l.free = l.free[:n-1]
+		l.mu.Unlock()
+		return p
+	}
+	l.mu.Unlock()
+	return new([]sortKey)
+}
+
+func (l *tmpList) Put(p *[]sortKey) {
+	l.mu.Lock()
+	if len(l.free) < tmpKeep {
+		l.free = append(l.free, p)
+	}
+	l.mu.Unlock()
+}
 
 // Radix sorting of late keys (sortLate): digits of radixBits bits, at most
 // radixPasses of them (a wider span of times is compared instead), on at
@@ -348,7 +381,7 @@ func sortLate(b []sortKey, spare *[]sortKey) []sortKey {
 		slices.SortFunc(b, sortKey.cmp)
 		return b
 	}
-	tmp := sortTmp.Get().(*[]sortKey)
+	tmp := sortTmp.Get()
 	dst := slices.Grow((*tmp)[:0], len(b))[:len(b)]
 	src := b
 	var count [1 << radixBits]int
