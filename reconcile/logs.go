@@ -115,6 +115,7 @@ func (t *fdTable) reset() {
 // logSource turns one process's socket events into observations.
 type logSource struct {
 	sc       eventScanner
+	fast     *libsockcap.Scanner // sc, when it is one: called directly (no interface call per event)
 	name     string
 	obs      *Observer
 	fds      fdTable
@@ -162,7 +163,7 @@ func (s *logSource) reread() (Source, error) {
 		l := &eventLog{}
 		c := newLogSource(&teeScanner{sc: s.sc, log: l}, s.name)
 		c.clockOnly = true
-		s.sc = newReplayScanner(s.sc, l)
+		s.sc, s.fast = newReplayScanner(s.sc, l), nil
 		return c, nil
 	}
 	if s.path != "" {
@@ -212,7 +213,8 @@ func newLogSource(sc eventScanner, name string) *logSource {
 	if name == "" {
 		name = p.File
 	}
-	return &logSource{sc: sc, name: name,
+	fast, _ := sc.(*libsockcap.Scanner)
+	return &logSource{sc: sc, fast: fast, name: name,
 		obs: &Observer{Host: host, Exe: p.Program(), Pid: p.Pid, BootID: p.BootID, NetNS: p.NetNS, File: name,
 			ppid: p.Ppid, start: p.StartWall}}
 }
@@ -242,7 +244,13 @@ func (s *logSource) Next(o *Observation) bool {
 		if s.done {
 			return false
 		}
-		if !s.sc.Scan() {
+		var more bool
+		if s.fast != nil {
+			more = s.fast.Scan()
+		} else {
+			more = s.sc.Scan()
+		}
+		if !more {
 			s.done = true
 			for _, w := range s.sc.Warnings() {
 				var d *libsockcap.DamageError
@@ -266,7 +274,12 @@ func (s *logSource) Next(o *Observation) bool {
 			}
 			return false
 		}
-		ev := s.sc.Event()
+		var ev *libsockcap.Event
+		if s.fast != nil {
+			ev = s.fast.Event()
+		} else {
+			ev = s.sc.Event()
+		}
 		if ev.Time > s.last {
 			s.last = ev.Time
 		}
