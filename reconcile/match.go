@@ -405,9 +405,13 @@ func (m *matcher) prefetchObs(src int, ob *Observation) {
 	if src < len(m.pre) {
 		m.pre[src].ok = false // made for the observation before
 	}
-	if m.inFlight < prefetchFrom {
-		return
+	if m.inFlight >= prefetchFrom {
+		m.prefetchFor(src, ob)
 	}
+}
+
+// prefetchFor is prefetchObs's fetch (prefetchObs is inlined).
+func (m *matcher) prefetchFor(src int, ob *Observation) {
 	if ob.Op == OpOpen {
 		m.prefetchOpen(src, ob)
 		return
@@ -519,7 +523,15 @@ func (m *matcher) fire(d deadline) {
 // observe handles one observation (steps 2–5).
 func (m *matcher) observe(src int, ob *Observation, corr int64) {
 	m.corr = corr
-	m.advance(ob.Time - corr)
+	// advance, its usual case in place: the clock moves, no timer is due
+	// (the timers' list only grows between firings, so advance compacts
+	// it whenever it can)
+	if t := ob.Time - corr; t > m.now {
+		m.now = t
+	}
+	if m.thead < len(m.timers) && m.timers[m.thead].at <= m.now {
+		m.advance(m.now)
+	}
 	if ob.Observer == nil {
 		return
 	}
