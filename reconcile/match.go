@@ -555,9 +555,17 @@ func (m *matcher) observe(src int, ob *Observation, corr int64) {
 		m.observeDgram(ob)
 		return
 	}
-	e := m.endOf(src, ob)
+	// endOf's usual case in place: the end of a known socket
+	var e *end
+	if ob.Socket != 0 && ob.Op != OpOpen && src < len(m.socks) {
+		if x := m.socks[src].get(ob.Socket); x != nil && !x.c.gone {
+			e = x
+		}
+	}
 	if e == nil {
-		return
+		if e = m.endOf(src, ob); e == nil {
+			return
+		}
 	}
 	if ob.Origin == OriginPacket && e.hasLog {
 		return // the log of this end says it better
@@ -581,7 +589,12 @@ func (m *matcher) observe(src int, ob *Observation, corr int64) {
 		m.noteAddr(ob.Observer, ob.Local)
 	}
 	if ob.Origin == OriginLog && ob.Op != OpClose {
-		m.hold(e, ob.Observer)
+		// hold's usual case in place: the process holds it already
+		if o, h := ob.Observer, e.holders; len(h) > 0 && o.procBy == m && h[0].p == o.proc {
+			h[0].held = true
+		} else {
+			m.hold(e, o)
+		}
 	}
 	c := e.c
 	var act trace.ActorID
