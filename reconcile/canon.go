@@ -163,7 +163,11 @@ func (c *outCanon) remap(msgs []trace.Message) {
 	}
 	for i := range msgs {
 		if i+ahead < len(msgs) {
-			c.prefetch(&msgs[i+ahead])
+			// prefetch's test in place: most endpoints were met lately
+			if y := &msgs[i+ahead]; y.SrcEP < 0 && c.recent[recentSlot(y.SrcEP)].id != y.SrcEP ||
+				y.DstEP < 0 && c.recent[recentSlot(y.DstEP)].id != y.DstEP {
+				c.prefetch(y)
+			}
 		}
 		x := &msgs[i]
 		src, dst := x.Src, x.Dst
