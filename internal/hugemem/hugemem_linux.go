@@ -272,6 +272,14 @@ func Keep(on bool) {
 	}
 }
 
+// Keeping reports whether Keep is on: whether memory a Map's function gives
+// back may be handed out again by Spare, its bytes as they were left.
+func Keeping() bool {
+	spares.Lock()
+	defer spares.Unlock()
+	return spares.on
+}
+
 // keepOrUnmap keeps sp when keeping is on and there is room, else unmaps
 // full.
 func keepOrUnmap(sp spare, full []byte) {

@@ -30,6 +30,10 @@ func Reserve(n int) {}
 // makes Go slices).
 func Keep(on bool) {}
 
+// Keeping is false where transparent huge pages cannot be asked for (Keep
+// does nothing).
+func Keeping() bool { return false }
+
 // Spare has no mappings to offer where transparent huge pages cannot be
 // asked for.
 func Spare(n int) (b []byte, free func(), ok bool) { return nil, nil, false }
