@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -142,4 +143,60 @@ func noisyTrace(n int) *Trace {
 		t.Messages = append(t.Messages, m)
 	}
 	return t
+}
+
+// TestDecompressFile: decompressing a binary trace's file through its
+// mapping gives what reading it into memory gives, and declines (f not
+// read) where the size is not the file's or the data does not decode,
+// so that decompressWhole reads the file as before.
+func TestDecompressFile(t *testing.T) {
+	var bin bytes.Buffer
+	if err := WriteBinary(&bin, noisyTrace(20_000)); err != nil {
+		t.Fatal(err)
+	}
+	good := bin.Bytes()
+	flip := append([]byte(nil), good...)
+	flip[len(flip)/2] ^= 0x40
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		data  []byte
+		delta int // added to the size given
+		ok    bool
+	}{
+		{"good", good, 0, true},
+		{"cut", good[:len(good)/2], 0, false},
+		{"flipped", flip, 0, false},
+		{"trailing", append(append([]byte(nil), good...), "trailing"...), 0, false},
+		{"size short", good, -1, false},
+		{"size long", good, 1, false},
+	} {
+		p := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(p, tc.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Seek(int64(len(BinaryMagic)), io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		out, free, ok := decompressFile(f, len(tc.data)+tc.delta)
+		if ok != tc.ok {
+			t.Errorf("%s: ok %v, want %v", tc.name, ok, tc.ok)
+		}
+		if at, _ := f.Seek(0, io.SeekCurrent); at != int64(len(BinaryMagic)) {
+			t.Errorf("%s: the file was read (at %d)", tc.name, at)
+		}
+		want, r, freeWant := decompressWhole(bytes.NewReader(tc.data[len(BinaryMagic):]), len(tc.data))
+		if ok && (r != nil || !bytes.Equal(out, want)) {
+			t.Errorf("%s: %d bytes through the mapping, %d read (reader %v)", tc.name, len(out), len(want), r != nil)
+		}
+		if ok {
+			free()
+		}
+		freeWant()
+		f.Close()
+	}
 }

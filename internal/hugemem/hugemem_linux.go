@@ -316,3 +316,20 @@ func Spare(n int) (b []byte, free func(), ok bool) {
 	spares.bytes -= len(sp.b)
 	return sp.b, func() { keepOrUnmap(sp, sp.full) }, true
 }
+
+// MapFile maps the first n bytes of f read-only (the file's pages in the
+// page cache, read ahead in one call): an input read whole without a copy
+// into n bytes of fresh memory, which a fresh process pays for in page
+// faults. It returns the bytes and the function that unmaps them, or ok
+// false (then nothing is mapped). A read of the bytes past the file's end
+// after it shrank faults: see debug.SetPanicOnFault.
+func MapFile(f *os.File, n int) (b []byte, unmap func(), ok bool) {
+	if n <= 0 {
+		return nil, nil, false
+	}
+	b, err := syscall.Mmap(int(f.Fd()), 0, n, syscall.PROT_READ, syscall.MAP_PRIVATE|syscall.MAP_POPULATE)
+	if err != nil {
+		return nil, nil, false
+	}
+	return b, func() { _ = syscall.Munmap(b) }, true
+}
