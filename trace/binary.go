@@ -387,7 +387,16 @@ func (b *binReader) decode(env *envelopes) (t *Trace, decoded bool, err error) {
 		if version < 3 || b.err != nil {
 			return nil, false, errNoEnvelopes
 		}
-		env.make(b.sizeFor(n))
+		// Outside the Go heap where freed mappings are kept for what
+		// follows (hugemem.Keep); else in the heap, as messages are: the
+		// collector then paces itself on a heap that holds them, as it
+		// would with the messages (a few collections instead of one every
+		// few MB of a small heap at a low GOGC, wap5 link).
+		if hugemem.Keeping() {
+			env.make(b.sizeFor(n))
+		} else {
+			env.list, env.free = hugemem.Make[Envelope](0, b.sizeFor(n)), nil
+		}
 		if !b.readColumns(t, n, &env.list) || b.err != nil {
 			env.release()
 			return nil, false, errNoEnvelopes
