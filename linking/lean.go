@@ -2,6 +2,9 @@ package linking
 
 import (
 	"encoding/binary"
+	"fmt"
+	"runtime/debug"
+	"sort"
 	"unsafe"
 
 	"wap5/internal/hugemem"
@@ -160,4 +163,101 @@ func lastVarint(b []byte) (int64, int) {
 	}
 	v, _ := binary.Varint(b[s:])
 	return v, len(b) - s
+}
+
+// EnvelopesSuffice reports whether LinkEnvelopes links with o: the WAP5
+// method over a whole trace with Lean and DropMessages, no instances kept
+// and clients not aggregated. Then nothing reads a message's id, size,
+// call, truth or text.
+func EnvelopesSuffice(o Options) bool {
+	o = o.Defaults()
+	return o.Method == MethodWAP5 && o.Stream <= 0 && o.Lean && o.DropMessages && o.NoInstances && !o.AggregateClients
+}
+
+// LinkEnvelopes is Link for a trace whose messages are given as their
+// envelopes instead of in t.Messages (trace.ReadFileEnvelopesOnly, whose
+// decoder has checked them), with options for which EnvelopesSuffice: the
+// same result, without a trace.Message array (72 bytes a message where an
+// envelope is 48 and the packed record 32). env is sorted and packed in
+// place (packEnvelopes) and must not be used after; t.Messages stays
+// empty.
+//
+//  1. The tables and the clock are checked as CheckValid checks them
+//     (t.Messages is empty).
+//  2. env is put in time order as Trace.Sort orders messages (stable).
+//  3. The heap's garbage goes back to the system as in Link, then the
+//     envelopes are packed with their edges and indexed as newLinker does.
+func LinkEnvelopes(t *trace.Trace, env []trace.Envelope, opts Options) (*Result, error) {
+	opts = opts.Defaults()
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if !EnvelopesSuffice(opts) || len(t.Messages) > 0 {
+		return nil, fmt.Errorf("linking: envelopes do not suffice (want WAP5, Lean and DropMessages, no instances or clients, and no messages in the trace)")
+	}
+	// Step 1.
+	if err := t.CheckValid(); err != nil {
+		return nil, fmt.Errorf("linking: %w", err)
+	}
+	// Step 2.
+	sortEnvelopes(env)
+	// Step 3.
+	if len(env) >= lowGCMessages {
+		debug.FreeOSMemory()
+	}
+	l := &linker{t: t, o: opts, x: int64(opts.Window)}
+	phase("index")
+	l.packEnvelopes(env)
+	l.index()
+	return l.run()
+}
+
+// sortEnvelopes is Trace.Sort for envelopes: by Time, stable, and only
+// when they are out of order.
+func sortEnvelopes(env []trace.Envelope) {
+	for i := 1; i < len(env); i++ {
+		if env[i].Time() < env[i-1].Time() {
+			sort.SliceStable(env, func(i, j int) bool { return env[i].Time() < env[j].Time() })
+			return
+		}
+	}
+}
+
+// (A packed message is no larger than an envelope.)
+var _ [unsafe.Sizeof(trace.Envelope{}) - unsafe.Sizeof(packedMsg{})]struct{}
+
+// packEnvelopes is indexEdges and packMessages for envelopes, in one pass:
+// every envelope's edge, and the envelopes packed in place into the start
+// of their array, whose rest goes back to the system.
+//
+//  1. Envelope i is read whole before packed i is written: packed i ends
+//     at byte 32(i+1) ≤ 48(i+1), inside envelope i or before it; the
+//     envelope candAhead on, read for its edge's slot, is not reached.
+//  2. The whole pages from byte 32n on are discarded (hugemem.Discard).
+func (l *linker) packEnvelopes(env []trace.Envelope) {
+	n := len(env)
+	p := unsafe.Slice((*packedMsg)(unsafe.Pointer(unsafe.SliceData(env))), n)
+	l.edge = make([]int32, n)
+	tab := newPairTable(64)
+	for i := range env {
+		if a := i + candAhead; a < n {
+			m := &env[a]
+			k := uint64(uint32(m.Src))<<32 | uint64(uint32(m.Dst))
+			prefetchAt(tab.ents, int32(mix(k)&uint64(len(tab.ents)-1)))
+		}
+		m := env[i] // (step 1: a copy, before p[i] is written)
+		k := uint64(uint32(m.Src))<<32 | uint64(uint32(m.Dst))
+		e, ok := tab.get(k)
+		if !ok {
+			e = int32(len(l.edgeSrc))
+			tab.put(k, e)
+			l.edgeSrc = append(l.edgeSrc, m.Src)
+			l.edgeDst = append(l.edgeDst, m.Dst)
+		}
+		l.edge[i] = e
+		p[i] = packedMsg{send: m.Send, recv: m.Recv, srcEP: m.SrcEP, dstEP: m.DstEP, srcActor: m.SrcActor, dstActor: m.DstActor, kind: m.Kind}
+	}
+	// Step 2.
+	hugemem.Discard(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(env))), n*int(unsafe.Sizeof(trace.Envelope{})))[n*int(unsafe.Sizeof(packedMsg{})):])
+	l.packed, l.lean = p, &leanCols{}
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"wap5/trace"
@@ -144,6 +145,98 @@ func TestLastVarint(t *testing.T) {
 		}
 		if len(b) != 0 {
 			t.Fatalf("%v: %d bytes left", vs, len(b))
+		}
+	}
+}
+
+// TestLinkEnvelopes: LinkEnvelopes over a trace's envelopes gives Link's
+// result (WAP5, Lean, DropMessages, no instances), also from envelopes out
+// of time order (Trace.Sort's stable order) and with several iterations;
+// options it does not suffice for are refused.
+func TestLinkEnvelopes(t *testing.T) {
+	multitier := func() *trace.Trace {
+		return simulate(simConfig{clients: 6, perClient: 80, think: gauss{ms(50), ms(15)}, net: gauss{ms(0.3), ms(0.05)},
+			tracelets: multiTier(6, false), seed: 5, clientName: "CLIENT"})
+	}
+	untraced := func() *trace.Trace {
+		tr := simulate(simConfig{clients: 5, perClient: 70, think: gauss{ms(30), ms(10)}, net: gauss{ms(0.4), ms(0.1)},
+			tracelets: multiTier(5, true), untraced: []string{"DB"}, seed: 11, clientName: "CLIENT"})
+		for i := range tr.Messages {
+			m := &tr.Messages[i]
+			m.SrcEP, m.DstEP = tr.Endpoint(fmt.Sprint(tr.NodeName(m.Src), ":", i%9)), tr.Endpoint(tr.NodeName(m.Dst)+":80")
+			if i%3 == 0 {
+				m.SrcActor = tr.Actor(m.Src, fmt.Sprint("t", i%5))
+			}
+			if i%4 == 1 {
+				m.DstActor = tr.Actor(m.Dst, fmt.Sprint("u", i%3))
+			}
+		}
+		return tr
+	}
+	// shuffled moves every 7th message to the end and swaps neighbours
+	// with equal times' order kept by the stable sort.
+	shuffled := func() *trace.Trace {
+		tr := untraced()
+		var front, back []trace.Message
+		for i, m := range tr.Messages {
+			if i%7 == 3 {
+				back = append(back, m)
+			} else {
+				front = append(front, m)
+			}
+		}
+		tr.Messages = append(front, back...)
+		return tr
+	}
+	base := Options{Method: MethodWAP5, Lean: true, DropMessages: true, NoInstances: true}
+	iter := base
+	iter.Iterate, iter.MaxIterations = true, 3
+	gamma := base
+	gamma.DelayModel = DelayGamma
+	for _, tc := range []struct {
+		name string
+		tr   func() *trace.Trace
+		o    Options
+	}{
+		{"multitier", multitier, base},
+		{"multitier-iterate", multitier, iter},
+		{"untraced-actors", untraced, base},
+		{"untraced-gamma", untraced, gamma},
+		{"out-of-order", shuffled, base},
+	} {
+		a, b := tc.tr(), tc.tr()
+		want, err := Link(a, tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := trace.Envelopes(b.Messages)
+		b.Messages = nil
+		got, err := LinkEnvelopes(b, env, tc.o)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !reflect.DeepEqual(want, got) {
+			t.Errorf("%s: LinkEnvelopes' result differs from Link's", tc.name)
+		}
+		if len(b.Messages) != 0 {
+			t.Errorf("%s: %d messages after LinkEnvelopes", tc.name, len(b.Messages))
+		}
+	}
+	for _, o := range []Options{
+		{Method: MethodJoint, Lean: true, DropMessages: true, NoInstances: true},
+		{Method: MethodWAP5, Lean: true, DropMessages: true},
+		{Method: MethodWAP5, Lean: true, NoInstances: true},
+		{Method: MethodWAP5, Lean: true, DropMessages: true, NoInstances: true, AggregateClients: true},
+		{Method: MethodWAP5, Lean: true, DropMessages: true, NoInstances: true, Stream: time.Second},
+	} {
+		tr := multitier()
+		env := trace.Envelopes(tr.Messages)
+		tr.Messages = nil
+		if EnvelopesSuffice(o) {
+			t.Errorf("%+v: EnvelopesSuffice", o)
+		}
+		if _, err := LinkEnvelopes(tr, env, o); err == nil {
+			t.Errorf("%+v: LinkEnvelopes accepted it", o)
 		}
 	}
 }

@@ -120,6 +120,14 @@ func Estimate(t *trace.Trace, opts Options) (*Result, error) {
 	return acc.Estimate(t, opts)
 }
 
+// EstimateEnvelopes is Estimate for a trace whose messages are given as
+// their envelopes (trace.ReadFileEnvelopes; t supplies the tables).
+func EstimateEnvelopes(t *trace.Trace, env []trace.Envelope, opts Options) (*Result, error) {
+	acc := NewAccumulator(len(t.Nodes))
+	acc.AddAllEnvelopes(env)
+	return acc.Estimate(t, opts)
+}
+
 // piece is one pair's series between clock steps (step 3d) with its fit.
 type piece struct {
 	pair    int
@@ -540,6 +548,17 @@ func (u *union) join(a, b uint64) { u.parent[u.find(a)] = u.find(b) }
 func Comparable(t *trace.Trace) bool {
 	for i := range t.Messages {
 		m := &t.Messages[i]
+		if m.Src != m.Dst && m.Send != trace.Unknown && m.Recv != trace.Unknown {
+			return true
+		}
+	}
+	return false
+}
+
+// ComparableEnvelopes is Comparable for messages given as their envelopes.
+func ComparableEnvelopes(env []trace.Envelope) bool {
+	for i := range env {
+		m := &env[i]
 		if m.Src != m.Dst && m.Send != trace.Unknown && m.Recv != trace.Unknown {
 			return true
 		}

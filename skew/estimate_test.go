@@ -2,6 +2,7 @@ package skew
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -210,6 +211,64 @@ func TestComparable(t *testing.T) {
 	for _, c := range cases {
 		if got := Comparable(&trace.Trace{Messages: c.msgs}); got != c.want {
 			t.Errorf("%s: Comparable %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestEnvelopesMatchMessages: the series, the estimate and Comparable are
+// the same from a trace's envelopes as from its messages, with the sparse
+// pair index too and with messages no series takes (within one node,
+// untraced ends).
+func TestEnvelopesMatchMessages(t *testing.T) {
+	u := trace.Unknown
+	for _, tc := range []struct {
+		name  string
+		nodes int // NewAccumulator's hint: 0 takes the sparse index
+		extra []trace.Message
+	}{
+		{"dense", -1, nil},
+		{"sparse", 0, nil},
+		{"ignored", -1, []trace.Message{{Send: 5e9, Recv: 5e9 + 1e6, Src: 0, Dst: 0}, {Send: u, Recv: 7e9, Src: 1, Dst: 2}, {Send: 8e9, Recv: u, Src: 2, Dst: 1}}},
+	} {
+		sc := scenario{nodes: map[string]clock{"a": {}, "b": {offset: 1, drift: 20}, "c": {offset: -2}},
+			links: mesh([]string{"a", "b", "c"}, 0.001, 0.002, 0.0005, 300), span: 60, seed: 3}
+		tr := sc.build()
+		tr.Messages = append(tr.Messages, tc.extra...)
+		nodes := tc.nodes
+		if nodes < 0 {
+			nodes = len(tr.Nodes)
+		}
+		env := trace.Envelopes(tr.Messages)
+		a, b := NewAccumulator(nodes), NewAccumulator(nodes)
+		a.AddAll(tr.Messages)
+		b.AddAllEnvelopes(env)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: AddAllEnvelopes' series differ from AddAll's", tc.name)
+		}
+		want, err := Estimate(tr, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := EstimateEnvelopes(tr, env, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(want, got) {
+			t.Errorf("%s: EstimateEnvelopes %+v, want %+v", tc.name, got, want)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		msgs []trace.Message
+	}{
+		{"empty", nil},
+		{"within one node", []trace.Message{{Send: 1, Recv: 2, Src: 0, Dst: 0}}},
+		{"untraced receiver", []trace.Message{{Send: 1, Recv: u, Src: 0, Dst: 1}}},
+		{"untraced sender", []trace.Message{{Send: u, Recv: 2, Src: 1, Dst: 0}}},
+		{"two traced nodes", []trace.Message{{Send: 1, Recv: 2, Src: 0, Dst: 0}, {Send: 1, Recv: 2, Src: 0, Dst: 1}}},
+	} {
+		if got, want := ComparableEnvelopes(trace.Envelopes(c.msgs)), Comparable(&trace.Trace{Messages: c.msgs}); got != want {
+			t.Errorf("%s: ComparableEnvelopes %v, Comparable %v", c.name, got, want)
 		}
 	}
 }

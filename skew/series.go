@@ -132,6 +132,25 @@ func (acc *Accumulator) AddAll(msgs []trace.Message) {
 		idx[i] = 2*k + dir
 		count[idx[i]]++
 	}
+	total := acc.room(count)
+	for i, k := range idx {
+		if k < 0 {
+			continue
+		}
+		m := &msgs[i]
+		s := acc.pairs[k/2]
+		x := m.Send
+		if k%2 == 1 {
+			x = m.Recv
+		}
+		s.dir[k%2] = append(s.dir[k%2], point{x: float64(x - s.base), d: float64(m.Recv - m.Send)})
+	}
+	acc.n += total
+}
+
+// room gives every series the room for count more samples (by pair index·2
+// + direction), from one block, and returns their total.
+func (acc *Accumulator) room(count []int32) int {
 	total := 0
 	for _, c := range count {
 		total += int(c)
@@ -152,17 +171,51 @@ func (acc *Accumulator) AddAll(msgs []trace.Message) {
 			}
 		}
 	}
-	for i, k := range idx {
-		if k < 0 {
+	return total
+}
+
+// AddAllEnvelopes is AddAll for messages' envelopes (trace.ReadFileEnvelopes):
+// the same series, in the same order. Its two passes find each message's
+// pair alike (the first adds the pairs), so no index per message is kept
+// between them.
+func (acc *Accumulator) AddAllEnvelopes(env []trace.Envelope) {
+	// 1. Times seen per node; samples counted per pair and direction.
+	var count []int32
+	for i := range env {
+		m := &env[i]
+		if m.Send != trace.Unknown {
+			acc.seen(m.Src, m.Send)
+		}
+		if m.Recv != trace.Unknown {
+			acc.seen(m.Dst, m.Recv)
+		}
+		if m.Send == trace.Unknown || m.Recv == trace.Unknown || m.Src == m.Dst || m.Src < 0 || m.Dst < 0 {
 			continue
 		}
-		m := &msgs[i]
-		s := acc.pairs[k/2]
-		x := m.Send
-		if k%2 == 1 {
-			x = m.Recv
+		a, b, dir, x := m.Src, m.Dst, int32(0), m.Send
+		if b < a {
+			a, b, dir, x = b, a, 1, m.Recv
 		}
-		s.dir[k%2] = append(s.dir[k%2], point{x: float64(x - s.base), d: float64(m.Recv - m.Send)})
+		k := acc.pairIndex(a, b, x)
+		for int(2*k+1) >= len(count) {
+			count = append(count, 0, 0)
+		}
+		count[2*k+dir]++
+	}
+	// 2. Every series' room, from one block.
+	total := acc.room(count)
+	// 3. The samples, in message order.
+	for i := range env {
+		m := &env[i]
+		if m.Send == trace.Unknown || m.Recv == trace.Unknown || m.Src == m.Dst || m.Src < 0 || m.Dst < 0 {
+			continue
+		}
+		a, b, dir, x := m.Src, m.Dst, 0, m.Send
+		if b < a {
+			a, b, dir, x = b, a, 1, m.Recv
+		}
+		s := acc.pairs[acc.pairIndex(a, b, x)]
+		s.dir[dir] = append(s.dir[dir], point{x: float64(x - s.base), d: float64(m.Recv - m.Send)})
 	}
 	acc.n += total
 }

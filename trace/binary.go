@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"runtime/debug"
 
 	"wap5/internal/hugemem"
 
@@ -385,7 +387,16 @@ func (b *binReader) decode(env *envelopes) (t *Trace, decoded bool, err error) {
 		if version < 3 || b.err != nil {
 			return nil, false, errNoEnvelopes
 		}
-		env.make(b.sizeFor(n))
+		// Outside the Go heap where freed mappings are kept for what
+		// follows (hugemem.Keep); else in the heap, as messages are: the
+		// collector then paces itself on a heap that holds them, as it
+		// would with the messages (a few collections instead of one every
+		// few MB of a small heap at a low GOGC, wap5 link).
+		if hugemem.Keeping() {
+			env.make(b.sizeFor(n))
+		} else {
+			env.list, env.free = hugemem.Make[Envelope](0, b.sizeFor(n)), nil
+		}
 		if !b.readColumns(t, n, &env.list) || b.err != nil {
 			env.release()
 			return nil, false, errNoEnvelopes
@@ -552,6 +563,11 @@ func (b *binReader) message(prevTime, prevID *int64) (Message, string, bool) {
 // the function that frees the memory of both (outside the Go heap: see
 // hugemem.Map).
 func decompressWhole(r io.Reader, size int) ([]byte, io.Reader, func()) {
+	if f, ok := r.(*os.File); ok {
+		if out, free, ok := decompressFile(f, size); ok {
+			return out, nil, free
+		}
+	}
 	in, freeIn := hugemem.Map(size + bytes.MinRead)
 	in = in[:0]
 	for {
@@ -595,6 +611,57 @@ func decompressWhole(r io.Reader, size int) ([]byte, io.Reader, func()) {
 	// while it is read).
 	freeIn()
 	return out, nil, freeOut
+}
+
+// decompressFile is decompressWhole of the rest of f, a file of size
+// bytes, through a mapping of the file (hugemem.MapFile): no copy of the
+// input into fresh memory. ok is false, with f not read and nothing kept,
+// where that cannot be done or does not decode (damage, a file that does
+// not have size bytes, or shrinks while it is read: the fault is caught);
+// decompressWhole then reads f.
+func decompressFile(f *os.File, size int) (out []byte, free func(), ok bool) {
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || off > int64(size) {
+		return nil, nil, false
+	}
+	whole, unmap, ok := hugemem.MapFile(f, size)
+	if !ok {
+		return nil, nil, false
+	}
+	defer unmap()
+	if st, err := f.Stat(); err != nil || st.Size() != int64(size) {
+		return nil, nil, false
+	}
+	in := whole[off:]
+	// The limits and the output's size as decompressWhole sets them.
+	limit := 16*len(in) + 1<<20
+	est := min(4*len(in)+4096, limit)
+	var h zstd.Header
+	if h.Decode(in) == nil && h.HasFCS {
+		if h.FrameContentSize >= uint64(limit) {
+			return nil, nil, false
+		}
+		est = int(h.FrameContentSize) + 64
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)))
+	if err != nil {
+		return nil, nil, false
+	}
+	defer dec.Close()
+	buf, freeOut := hugemem.Map(est)
+	defer func() {
+		if recover() != nil { // the file shrank under the mapping
+			freeOut()
+			out, free, ok = nil, nil, false
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	out, err = dec.DecodeAll(in, buf[:0])
+	if err != nil {
+		freeOut()
+		return nil, nil, false
+	}
+	return out, freeOut, true
 }
 
 // errReader fails every read with err.

@@ -66,6 +66,27 @@ func ReadFileValid(path string) (*Trace, error) {
 	return t, nil
 }
 
+// ReadFileEnvelopesOnly is ReadFileEnvelopes' direct path alone: the
+// trace's tables and its messages' envelopes, decoded straight from a
+// version 3 binary file and checked on the way. ok is false, with nothing
+// kept, for anything else (another input, damage, a message not proven
+// valid, a read error): the caller then reads the file the usual way
+// (ReadFile), so that what it keeps, warns of and fails with are the same.
+// release gives the envelopes' memory back, after which they must not be
+// used.
+func ReadFileEnvelopesOnly(path string) (t *Trace, env []Envelope, release func(), ok bool) {
+	if path == "-" {
+		return nil, nil, nil, false
+	}
+	var e envelopes
+	t, err := readFileEnvelopes(path, &e)
+	if err != nil {
+		e.release()
+		return nil, nil, nil, false
+	}
+	return t, e.list, e.release, true
+}
+
 func readFile(path string) (*Trace, bool, error) {
 	if path == "-" {
 		return readSized(os.Stdin, "<stdin>", 0)

@@ -177,25 +177,49 @@ func linkAction(c *cli.Context) error {
 		t, res, err = linkStreaming(path, o, reset)
 	} else {
 		hugemem.Reserve(linkReserve(path))
-		if t, err = trace.ReadFile(path); err != nil {
-			return err
+		// Where the linker reads no more of a message than its envelope,
+		// a version 3 binary trace is decoded straight into envelopes
+		// (two thirds of the messages' memory, which a fresh process
+		// pays for in page faults); anything else is read whole.
+		var env []trace.Envelope
+		if linking.EnvelopesSuffice(o) {
+			var release func()
+			var ok bool
+			if t, env, release, ok = trace.ReadFileEnvelopesOnly(path); ok {
+				defer release()
+			}
+			if len(env) == 0 {
+				env = nil // (an empty trace is read the usual way)
+			}
+		}
+		if env == nil {
+			if t, err = trace.ReadFile(path); err != nil {
+				return err
+			}
 		}
 		if !c.Bool("no-skew") {
 			// The clock estimate's garbage (its samples) would pile up
 			// to the size of the trace's messages before the collector
 			// ran (the heap holds them): on a large trace it runs at
 			// GOGC 20 (Link gives the heap's free memory back after).
+			// Envelopes take two thirds of the messages' memory: at the
+			// default GOGC the samples and their garbage fit in the
+			// rest, below the linker's own peak, and no collection runs.
 			restore := func() {}
 			if len(t.Messages) >= 1<<20 {
 				old := debug.SetGCPercent(20)
 				restore = func() { debug.SetGCPercent(old) }
 			}
-			for _, w := range correctClocks(t) {
+			for _, w := range correctClocks(t, env) {
 				fmt.Fprintf(c.App.ErrWriter, "wap5: warning: skew: %s\n", w)
 			}
 			restore()
 		}
-		res, err = linking.Link(t, o)
+		if env != nil {
+			res, err = linking.LinkEnvelopes(t, env, o)
+		} else {
+			res, err = linking.Link(t, o)
+		}
 	}
 	if err != nil {
 		return err
@@ -537,12 +561,22 @@ func linkBinaryStreaming(r io.Reader, name string, o linking.Options) (t *trace.
 // nodes that share one clock (one host, or namespaces of one kernel) then
 // keep their raw timestamps instead of gaining a spurious offset. A trace
 // with no second clock to compare (skew.Comparable) is left as it is, without
-// a warning.
-func correctClocks(t *trace.Trace) []string {
-	if len(t.Clock) > 0 || !skew.Comparable(t) {
+// a warning. The messages are t's, or env where it is not nil
+// (trace.ReadFileEnvelopesOnly).
+func correctClocks(t *trace.Trace, env []trace.Envelope) []string {
+	if len(t.Clock) > 0 {
 		return nil
 	}
-	res, err := skew.Estimate(t, skew.Options{})
+	var res *skew.Result
+	var err error
+	switch {
+	case env != nil && !skew.ComparableEnvelopes(env), env == nil && !skew.Comparable(t):
+		return nil
+	case env != nil:
+		res, err = skew.EstimateEnvelopes(t, env, skew.Options{})
+	default:
+		res, err = skew.Estimate(t, skew.Options{})
+	}
 	if err != nil {
 		return []string{err.Error()}
 	}

@@ -272,6 +272,14 @@ func Keep(on bool) {
 	}
 }
 
+// Keeping reports whether Keep is on: whether memory a Map's function gives
+// back may be handed out again by Spare, its bytes as they were left.
+func Keeping() bool {
+	spares.Lock()
+	defer spares.Unlock()
+	return spares.on
+}
+
 // keepOrUnmap keeps sp when keeping is on and there is room, else unmaps
 // full.
 func keepOrUnmap(sp spare, full []byte) {
@@ -307,4 +315,21 @@ func Spare(n int) (b []byte, free func(), ok bool) {
 	spares.list = append(spares.list[:best], spares.list[best+1:]...)
 	spares.bytes -= len(sp.b)
 	return sp.b, func() { keepOrUnmap(sp, sp.full) }, true
+}
+
+// MapFile maps the first n bytes of f read-only (the file's pages in the
+// page cache, read ahead in one call): an input read whole without a copy
+// into n bytes of fresh memory, which a fresh process pays for in page
+// faults. It returns the bytes and the function that unmaps them, or ok
+// false (then nothing is mapped). A read of the bytes past the file's end
+// after it shrank faults: see debug.SetPanicOnFault.
+func MapFile(f *os.File, n int) (b []byte, unmap func(), ok bool) {
+	if n <= 0 {
+		return nil, nil, false
+	}
+	b, err := syscall.Mmap(int(f.Fd()), 0, n, syscall.PROT_READ, syscall.MAP_PRIVATE|syscall.MAP_POPULATE)
+	if err != nil {
+		return nil, nil, false
+	}
+	return b, func() { _ = syscall.Munmap(b) }, true
 }

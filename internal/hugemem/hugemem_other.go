@@ -2,6 +2,8 @@
 
 package hugemem
 
+import "os"
+
 // Advise is a no-op where transparent huge pages cannot be asked for (see
 // hugemem_linux.go).
 func Advise[T any](s []T) {}
@@ -30,6 +32,13 @@ func Reserve(n int) {}
 // makes Go slices).
 func Keep(on bool) {}
 
+// Keeping is false where transparent huge pages cannot be asked for (Keep
+// does nothing).
+func Keeping() bool { return false }
+
 // Spare has no mappings to offer where transparent huge pages cannot be
 // asked for.
 func Spare(n int) (b []byte, free func(), ok bool) { return nil, nil, false }
+
+// MapFile maps nothing where transparent huge pages cannot be asked for.
+func MapFile(f *os.File, n int) (b []byte, unmap func(), ok bool) { return nil, nil, false }
