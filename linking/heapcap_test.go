@@ -14,8 +14,8 @@ func TestCapLimit(t *testing.T) {
 		want            int64
 	}{
 		{"nothing outside the heap", 120 * mb, 0, 30 * mb, 120 * mb},
-		{"half of the tables' memory given up", 120 * mb, 60 * mb, 30 * mb, 90 * mb},
-		{"the live heap needs more", 120 * mb, 60 * mb, 60 * mb, 98 * mb},
+		{"three quarters of the tables' memory given up", 120 * mb, 60 * mb, 30 * mb, 75 * mb},
+		{"the live heap needs more", 120 * mb, 60 * mb, 50 * mb, 83 * mb},
 		{"an empty stream", 0, 0, 0, heapCapSlack},
 	} {
 		if got := capLimit(c.peak, c.off, c.live); got != c.want {
