@@ -208,7 +208,8 @@ func (m *models) reload(k classKey) *classModel {
 }
 
 // newClass is a slot for a carried class: one given back by evict, else
-// from the models' slab, of up to 64k classes, outside the heap from 4 MB.
+// from the models' slab, of up to 64k classes, outside the heap (offMap:
+// the slabs live as long as the stream).
 func (m *models) newClass() *classModel {
 	if n := len(m.freeCls); n > 0 {
 		c := m.freeCls[n-1]
@@ -216,7 +217,7 @@ func (m *models) newClass() *classModel {
 		return c
 	}
 	if len(m.slab) == 0 {
-		m.slab = offMake[classModel](&m.mem, min(1<<16, max(1024, m.class.n)))
+		m.slab = offMap[classModel](&m.mem, min(1<<16, max(1024, m.class.n)))
 		m.slabs = append(m.slabs, m.slab)
 	}
 	c := &m.slab[0]

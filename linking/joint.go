@@ -72,8 +72,8 @@ type models struct {
 	// count twice towards the peak.
 	slab []classModel
 	mem  offHeap
-	// slabs are all the slabs made (the small ones are in the heap, and
-	// class's slots outside it point to them).
+	// slabs are all the slabs made (outside the heap, in mem; class's
+	// slots point to them).
 	slabs [][]classModel
 	// The slots and moments given back by classes spilled (models.evict).
 	freeCls []*classModel

@@ -3,6 +3,7 @@
 package linking
 
 import (
+	"sync/atomic"
 	"syscall"
 
 	"wap5/internal/hugemem"
@@ -13,11 +14,18 @@ import (
 // back; the bytes must hold no Go pointers to memory the collector frees.
 func mapAnon(n int) ([]byte, func()) {
 	if n >= 4<<20 {
-		return hugemem.Map(n)
+		b, free := hugemem.Map(n)
+		offMapped.Add(int64(n))
+		return b, func() { offMapped.Add(-int64(n)); free() }
 	}
 	b, err := syscall.Mmap(-1, 0, max(n, 1), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
 		return make([]byte, n), func() {}
 	}
-	return b[:n:n], func() { syscall.Munmap(b) }
+	offMapped.Add(int64(n))
+	return b[:n:n], func() { offMapped.Add(-int64(n)); syscall.Munmap(b) }
 }
+
+// offMapped is the bytes mapAnon has mapped and not given back (the
+// process's, all linkers together): heapCap counts them with the Go memory.
+var offMapped atomic.Int64
