@@ -136,16 +136,22 @@ func (l *linker) indexEdges() {
 			prefetchAt(tab.ents, int32(mix(k)&uint64(len(tab.ents)-1)))
 		}
 		m := &l.msgs[i]
-		k := uint64(uint32(m.Src))<<32 | uint64(uint32(m.Dst))
-		e, ok := tab.get(k)
-		if !ok {
-			e = int32(len(l.edgeSrc))
-			tab.put(k, e)
-			l.edgeSrc = append(l.edgeSrc, m.Src)
-			l.edgeDst = append(l.edgeDst, m.Dst)
-		}
-		l.edge[i] = e
+		l.edge[i] = l.edgeOf(tab, m.Src, m.Dst)
 	}
+}
+
+// edgeOf is the id of the directed node pair src→dst in tab, a new one
+// (appended to edgeSrc/edgeDst) the first time the pair is met.
+func (l *linker) edgeOf(tab *pairTable, src, dst trace.NodeID) int32 {
+	k := uint64(uint32(src))<<32 | uint64(uint32(dst))
+	e, ok := tab.get(k)
+	if !ok {
+		e = int32(len(l.edgeSrc))
+		tab.put(k, e)
+		l.edgeSrc = append(l.edgeSrc, src)
+		l.edgeDst = append(l.edgeDst, dst)
+	}
+	return e
 }
 
 // index makes the candidate indexes from the messages' edges (indexEdges)

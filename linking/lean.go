@@ -246,15 +246,7 @@ func (l *linker) packEnvelopes(env []trace.Envelope) {
 			prefetchAt(tab.ents, int32(mix(k)&uint64(len(tab.ents)-1)))
 		}
 		m := env[i] // (step 1: a copy, before p[i] is written)
-		k := uint64(uint32(m.Src))<<32 | uint64(uint32(m.Dst))
-		e, ok := tab.get(k)
-		if !ok {
-			e = int32(len(l.edgeSrc))
-			tab.put(k, e)
-			l.edgeSrc = append(l.edgeSrc, m.Src)
-			l.edgeDst = append(l.edgeDst, m.Dst)
-		}
-		l.edge[i] = e
+		l.edge[i] = l.edgeOf(tab, m.Src, m.Dst)
 		p[i] = packedMsg{send: m.Send, recv: m.Recv, srcEP: m.SrcEP, dstEP: m.DstEP, srcActor: m.SrcActor, dstActor: m.DstActor, kind: m.Kind}
 	}
 	// Step 2.
