@@ -113,20 +113,20 @@ func (w *patternJSON) linkStep(s *trace.Step, d int, root bool) {
 	w.b = append(w.b, k.to...)
 	w.name(s.To)
 	w.b = append(w.b, k.net...)
-	w.mean(s.Net)
+	w.mean(&s.Net)
 	if root {
 		w.b = append(w.b, k.waitNull...)
 	} else {
 		w.b = append(w.b, k.wait...)
-		w.mean(s.Wait)
+		w.mean(&s.Wait)
 	}
 	w.b = append(w.b, k.count...)
 	w.b = strconv.AppendInt(w.b, int64(s.Count), 10)
-	if s.Net.Known() {
+	if s.Net.W > 0 { // s.Net.Known(), without copying s.Net
 		w.b = append(w.b, k.netStd...)
 		w.rounded(s.Net.Std)
 	}
-	if !root && s.Wait.Known() {
+	if !root && s.Wait.W > 0 {
 		w.b = append(w.b, k.waitStd...)
 		w.rounded(s.Wait.Std)
 	}
