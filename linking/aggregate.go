@@ -1125,7 +1125,12 @@ func (a *aggregator) buildPattern(p *pattern, reuse bool) (*trace.Pattern, []int
 	for j := 0; j < n; j++ {
 		steps[j] = trace.Step{From: a.names[p.from[j]], To: a.names[p.to[j]], Kind: p.kind[j], Count: p.count,
 			Net: p.acc.net[j].Stats(), Wait: p.acc.wait[j].Stats(), Latency: p.acc.lat[j].Stats()}
-		off[j] = p.acc.off[j].Stats().Mean
+		// The offset's mean only (Stats is Mean = 0 without samples, and
+		// takes a square root and a math.Max call for the deviation).
+		off[j] = 0
+		if st := p.acc.off[j].State(); st.W != 0 {
+			off[j] = st.Mean
+		}
 		a.depth[j] = 1
 		if j > 0 {
 			kidAt[p.par[j]+1]++
