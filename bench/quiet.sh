@@ -13,8 +13,9 @@
 #   mt.txt                      `wap5 gen --duration 600s testdata/gen/multitier.gen`
 # Each line: case, binary, user and sys CPU seconds, peak RSS KiB, md5 of
 # the output (first 8 hex digits), load average. Medians are for the reader.
+# CASES=REGEX runs only the cases whose names match (e.g. CASES='^link-codeen').
 set -uo pipefail
-new=$1 base=$2 in=$3 runs=${4:-2}
+new=$1 base=$2 in=$3 runs=${4:-2} only=${CASES:-.}
 work=$(mktemp -d /tmp/quiet.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 load() { cut -d' ' -f1 /proc/loadavg; }
@@ -27,6 +28,7 @@ one() { # one CASE BIN OUTFILE ARGS...
 }
 pair() { # pair CASE OUTFILE ARGS...
 	local c=$1 out=$2; shift 2
+	[[ $c =~ $only ]] || return 0
 	for _ in $(seq "$runs"); do
 		one "$c" "$base" "$out" "$@"
 		one "$c" "$new" "$out" "$@"
