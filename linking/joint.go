@@ -1277,13 +1277,13 @@ func (j *joint) sweep(b trace.NodeID) {
 		}
 		// Drop what the window or a closed span rules out for good. (A
 		// live message's span changes only below, where it is updated.)
+		// (Entries are moved only behind the first one dropped.)
 		w := 0
-		for _, e := range live {
-			if s-e.recv > j.x {
-				continue
-			}
-			if e.close >= s {
-				live[w] = e
+		for q := range live {
+			if e := &live[q]; s-e.recv <= j.x && e.close >= s {
+				if w != q {
+					live[w] = *e
+				}
 				w++
 			}
 		}
