@@ -879,6 +879,11 @@ func (t *classTable) slot(k uint64) int {
 
 func (t *classTable) get(k uint64) *classModel { return t.ents[t.slot(k)].c }
 
+// prefetch asks for the cache line of key k's first slot.
+func (t *classTable) prefetch(k uint64) {
+	prefetchAt(t.ents, int32(mix(k)&uint64(len(t.ents)-1)))
+}
+
 func (t *classTable) put(k uint64, c *classModel) {
 	if 4*(t.n+1) > 3*len(t.ents) {
 		old := t.ents
@@ -1314,6 +1319,23 @@ func (j *joint) sweep(b trace.NodeID) {
 			req = ho.peer
 		}
 		x := j.newSendCtx(o)
+		// The next send's classes with the entries live now (most of
+		// them will be live for it too): their slots in the node's
+		// class table are asked for ahead, a cache miss each otherwise.
+		if oi+1 < len(outs) {
+			hn := &j.hot[outs[oi+1]]
+			k := uint64(j.edgeAct[hn.edge]) << 2
+			if hn.role == roleReply || hn.half == halfHead {
+				k |= 2
+			}
+			for q := range live {
+				fk := uint64(live[q].trig)<<33 | k
+				if live[q].ret {
+					fk |= 1
+				}
+				x.tab.prefetch(fk)
+			}
+		}
 		if j.first {
 			// Every earlier received message, admissible or not: false
 			// pairs spread evenly, true ones pile up at the class's delay.
