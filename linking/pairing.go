@@ -42,14 +42,33 @@ func (l *linker) pairRPCs() *rpcs {
 	byID := nCalls > 0
 	if byID {
 		calls := newCallTable(l.msgs, nCalls)
-		for i := range l.msgs {
-			m := &l.msgs[i]
+		// (The table is far larger than the caches: each call's and
+		// return's first slot is asked for callAhead messages ahead, and
+		// for a return the call in that slot half as far ahead.)
+		msgs := l.msgs
+		for i := range msgs {
+			if a := i + callAhead; a < len(msgs) {
+				if m := &msgs[a]; m.Kind == trace.KindCall && m.Call != trace.NoRef {
+					calls.prefetchSlot(m)
+				}
+			}
+			m := &msgs[i]
 			if m.Kind == trace.KindCall && m.Call != trace.NoRef && !l.o.IgnoreKinds {
 				calls.put(int32(i))
 			}
 		}
-		for i := range l.msgs {
-			m := &l.msgs[i]
+		for i := range msgs {
+			if a := i + callAhead; a < len(msgs) {
+				if m := &msgs[a]; m.Kind == trace.KindReturn && m.Call != trace.NoRef {
+					calls.prefetchSlot(m)
+				}
+			}
+			if a := i + callAhead/2; a < len(msgs) {
+				if m := &msgs[a]; m.Kind == trace.KindReturn && m.Call != trace.NoRef {
+					calls.prefetchCall(m)
+				}
+			}
+			m := &msgs[i]
 			if m.Kind != trace.KindReturn || m.Call == trace.NoRef {
 				continue
 			}
@@ -235,6 +254,24 @@ func (t *callTable) slot(m *trace.Message) int {
 			return p
 		}
 		p = (p + 1) & mask
+	}
+}
+
+// callAhead is how many messages ahead pairRPCs asks for the call table's
+// slots.
+const callAhead = 16
+
+// prefetchSlot asks for the cache line of m's key's first slot.
+func (t *callTable) prefetchSlot(m *trace.Message) {
+	prefetchAt(t.ents, int32(int(callHash(m))&(len(t.ents)-1)))
+}
+
+// prefetchCall asks for the message of the call in m's key's first slot
+// (asked for by prefetchSlot before), where it holds one with m's tag.
+func (t *callTable) prefetchCall(m *trace.Message) {
+	h := callHash(m)
+	if e := t.ents[int(h)&(len(t.ents)-1)]; e.idx >= 0 && e.tag == uint32(h>>32) {
+		prefetchAt(t.msgs, e.idx)
 	}
 }
 
