@@ -54,6 +54,8 @@ func Envelopes(msgs []Message) []Envelope {
 type envelopes struct {
 	list []Envelope
 	free func()
+	// noNames: the endpoints' names are not kept (ReadFileEnvelopesNoNames).
+	noNames bool
 }
 
 // make gives e room for n envelopes.

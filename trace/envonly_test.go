@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"wap5/internal/hugemem"
@@ -55,24 +56,38 @@ func TestReadFileEnvelopesOnly(t *testing.T) {
 	}
 	actorsP := write("actors.bin", bin.Bytes()) // line references: declined
 	text := write("t.trace", []byte(sample))
-	for _, tc := range []struct {
-		name string
-		path string
-		keep bool
-		ok   bool
-	}{
-		{"big", big, false, true},
-		{"big-kept", big, true, true},
-		{"small", smallP, false, true},
-		{"cut", cut, false, false},
-		{"actors", actorsP, false, false},
-		{"text", text, false, false},
-		{"v2", "testdata/v2.bin", false, false},
-		{"stdin", "-", false, false},
-		{"missing", filepath.Join(dir, "missing"), false, false},
-	} {
+	type tcase struct {
+		name    string
+		path    string
+		keep    bool
+		ok      bool
+		noNames bool // ReadFileEnvelopesNoNames
+	}
+	cases := []tcase{
+		{"big", big, false, true, false},
+		{"big-kept", big, true, true, false},
+		{"small", smallP, false, true, false},
+		{"cut", cut, false, false, false},
+		{"actors", actorsP, false, false, false},
+		{"text", text, false, false, false},
+		{"v2", "testdata/v2.bin", false, false, false},
+		{"stdin", "-", false, false, false},
+		{"missing", filepath.Join(dir, "missing"), false, false, false},
+	}
+	// The same without the endpoints' names: the same envelopes and
+	// tables but t.Endpoints, which holds the first name only.
+	for _, tc := range slices.Clone(cases) {
+		tc.name += "-nonames"
+		tc.noNames = true
+		cases = append(cases, tc)
+	}
+	for _, tc := range cases {
 		hugemem.Keep(tc.keep)
-		got, env, release, ok := ReadFileEnvelopesOnly(tc.path)
+		read := ReadFileEnvelopesOnly
+		if tc.noNames {
+			read = ReadFileEnvelopesNoNames
+		}
+		got, env, release, ok := read(tc.path)
 		if ok != tc.ok {
 			t.Errorf("%s: ok %v, want %v", tc.name, ok, tc.ok)
 		}
@@ -96,6 +111,12 @@ func TestReadFileEnvelopesOnly(t *testing.T) {
 			}
 		}
 		want.Messages, want.Extra = nil, nil
+		if tc.noNames {
+			if len(want.Endpoints) < 2 {
+				t.Fatalf("%s: %d endpoints: the case tests nothing", tc.name, len(want.Endpoints))
+			}
+			want.Endpoints = want.Endpoints[:1]
+		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: tables or warnings differ", tc.name)
 		}

@@ -180,12 +180,14 @@ func linkAction(c *cli.Context) error {
 		// Where the linker reads no more of a message than its envelope,
 		// a version 3 binary trace is decoded straight into envelopes
 		// (two thirds of the messages' memory, which a fresh process
-		// pays for in page faults); anything else is read whole.
+		// pays for in page faults), without the endpoints' names (nothing
+		// reads them without instances or clients aggregated); anything
+		// else is read whole.
 		var env []trace.Envelope
 		if linking.EnvelopesSuffice(o) {
 			var release func()
 			var ok bool
-			if t, env, release, ok = trace.ReadFileEnvelopesOnly(path); ok {
+			if t, env, release, ok = trace.ReadFileEnvelopesNoNames(path); ok {
 				defer release()
 			}
 			if len(env) == 0 {
