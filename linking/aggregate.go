@@ -57,12 +57,14 @@ type pattern struct {
 // patAcc holds the weighted delay samples of a pattern's positions.
 type patAcc struct {
 	net, wait, lat, off []trace.Accumulator
+	hist                bool // net and wait fill histograms
 }
 
 func newPatAcc(n int, hist bool) *patAcc {
 	a := &patAcc{net: make([]trace.Accumulator, n), wait: make([]trace.Accumulator, n),
 		lat: make([]trace.Accumulator, n), off: make([]trace.Accumulator, n)}
 	if hist {
+		a.hist = true
 		for j := 0; j < n; j++ {
 			a.net[j].WithHistogram(trace.NewLogHistogram(1e-6, 1.05, 420))
 			a.wait[j].WithHistogram(trace.NewLogHistogram(1e-6, 1.05, 420))
@@ -78,7 +80,32 @@ func (a *patAcc) reset(n int) *patAcc {
 		*s = slices.Grow((*s)[:0], n)[:n]
 		clear(*s)
 	}
+	a.hist = false
 	return a
+}
+
+// setStats sets *s to a.Stats() for an accumulator without a histogram,
+// field by field from its sums: a Stats (six words) returned by value, or
+// an AccumulatorState (five), goes through the stack, in stores that the
+// loads after them cannot take their values from.
+func setStats(s *trace.Stats, a *trace.Accumulator) {
+	w, mean, s2, lo, hi := a.Sums()
+	if w == 0 {
+		*s = trace.Stats{}
+		return
+	}
+	s.W, s.Mean, s.Std, s.Min, s.Max, s.Hist = w, mean, math.Sqrt(max0(s2/w)), lo, hi, nil
+}
+
+// max0 is math.Max(x, 0) (+0 for −0, NaN as math.NaN()), inlined.
+func max0(x float64) float64 {
+	if x > 0 {
+		return x
+	}
+	if x != x {
+		return math.NaN()
+	}
+	return 0
 }
 
 // aggregator turns instances into ranked patterns with delays (steps 3–4).
@@ -1123,13 +1150,23 @@ func (a *aggregator) buildPattern(p *pattern, reuse bool) (*trace.Pattern, []int
 	depth := 0
 	a.depth = slices.Grow(a.depth[:0], n)[:n]
 	for j := 0; j < n; j++ {
-		steps[j] = trace.Step{From: a.names[p.from[j]], To: a.names[p.to[j]], Kind: p.kind[j], Count: p.count,
-			Net: p.acc.net[j].Stats(), Wait: p.acc.wait[j].Stats(), Latency: p.acc.lat[j].Stats()}
+		// The step's fields one by one (a trace.Step literal is built on
+		// the stack and copied), the Stats set in place.
+		s := &steps[j]
+		s.From, s.To, s.Kind, s.Count = a.names[p.from[j]], a.names[p.to[j]], p.kind[j], p.count
+		s.Delays, s.Children = nil, nil
+		if p.acc.hist {
+			s.Net, s.Wait = p.acc.net[j].Stats(), p.acc.wait[j].Stats()
+		} else {
+			setStats(&s.Net, &p.acc.net[j])
+			setStats(&s.Wait, &p.acc.wait[j])
+		}
+		setStats(&s.Latency, &p.acc.lat[j])
 		// The offset's mean only (Stats is Mean = 0 without samples, and
 		// takes a square root and a math.Max call for the deviation).
 		off[j] = 0
-		if st := p.acc.off[j].State(); st.W != 0 {
-			off[j] = st.Mean
+		if w, mean, _, _, _ := p.acc.off[j].Sums(); w != 0 {
+			off[j] = mean
 		}
 		a.depth[j] = 1
 		if j > 0 {
