@@ -219,17 +219,18 @@ func (a *aggregator) order(ms []trace.Message, labels []int32, msgs, par []int32
 }
 
 // msgView is what the aggregation of a whole trace reads of its messages:
-// the trace's, or while Options.Lean has them packed (WAP5), the packed
-// ones with their nodes from their edges (so that they are made again
-// only once the aggregation is done with its arrays).
+// the trace's, or while Options.Lean has them packed (WAP5), their packed
+// times with their kinds and their nodes from their edges (so that they
+// are made again, if at all, only once the aggregation is done with its
+// arrays).
 //
 // Where the joint linker leaves the messages unmade (Options.DropMessages),
 // it reads the joint linker's records (hot) and kinds instead.
 type msgView struct {
 	ms               []trace.Message
-	packed           []packedMsg
+	tm               []msgTimes
 	hot              []msgHot
-	kinds            []trace.Kind
+	kinds            []trace.Kind // (with tm or hot)
 	edge             []int32
 	edgeSrc, edgeDst []trace.NodeID
 }
@@ -237,8 +238,8 @@ type msgView struct {
 // viewOf is the view of l's messages, packed, unmade or neither.
 func (l *linker) viewOf() *msgView {
 	switch {
-	case l.packed != nil:
-		return &msgView{packed: l.packed, edge: l.edge, edgeSrc: l.edgeSrc, edgeDst: l.edgeDst}
+	case l.tm != nil:
+		return &msgView{tm: l.tm, kinds: l.lean.kind, edge: l.edge, edgeSrc: l.edgeSrc, edgeDst: l.edgeDst}
 	case l.hot != nil:
 		return &msgView{hot: l.hot, kinds: l.kinds, edgeSrc: l.edgeSrc, edgeDst: l.edgeDst}
 	}
@@ -251,7 +252,7 @@ func (v *msgView) nodes(i int32) (src, dst trace.NodeID) {
 		return m.Src, m.Dst
 	}
 	var e int32
-	if v.packed != nil {
+	if v.tm != nil {
 		e = v.edge[i]
 	} else {
 		e = v.hot[i].edge
@@ -264,8 +265,8 @@ func (v *msgView) times(i int32) (send, recv int64) {
 	case v.ms != nil:
 		m := &v.ms[i]
 		return m.Send, m.Recv
-	case v.packed != nil:
-		p := &v.packed[i]
+	case v.tm != nil:
+		p := &v.tm[i]
 		return p.send, p.recv
 	}
 	h := &v.hot[i]
@@ -282,11 +283,8 @@ func (v *msgView) time(i int32) int64 {
 }
 
 func (v *msgView) kind(i int32) trace.Kind {
-	switch {
-	case v.ms != nil:
+	if v.ms != nil {
 		return v.ms[i].Kind
-	case v.packed != nil:
-		return v.packed[i].kind
 	}
 	return v.kinds[i]
 }
@@ -295,8 +293,8 @@ func (v *msgView) prefetch(i int32) {
 	switch {
 	case v.ms != nil:
 		prefetchAt(v.ms, i)
-	case v.packed != nil:
-		prefetchAt(v.packed, i)
+	case v.tm != nil:
+		prefetchAt(v.tm, i)
 		prefetchAt(v.edge, i) // (its nodes: another line)
 	default:
 		prefetchAt(v.hot, i)

@@ -292,7 +292,7 @@ func (l *linker) runWAP5() (*instances, Fit, int) {
 	// Options.Lean: the aggregation reads the packed messages (msgView),
 	// and run makes them again after it, but where clients are
 	// aggregated: their labels are found from the trace's messages.
-	if l.packed != nil && l.o.AggregateClients {
+	if l.tm != nil && l.o.AggregateClients {
 		l.unpackMessages()
 	}
 	return in, fit, iters
