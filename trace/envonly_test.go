@@ -47,6 +47,13 @@ func TestReadFileEnvelopesOnly(t *testing.T) {
 	}
 	smallP := write("small.bin", bin.Bytes())
 	bin.Reset()
+	// Endpoint ids of one to three varint bytes (the decoder's inline
+	// cases).
+	if err := WriteBinary(&bin, noisyTraceEPs(100_000, 40_000)); err != nil {
+		t.Fatal(err)
+	}
+	manyEPs := write("eps.bin", bin.Bytes())
+	bin.Reset()
 	actors, err := ReadText(bytes.NewReader([]byte(actorSample)), "a")
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +74,7 @@ func TestReadFileEnvelopesOnly(t *testing.T) {
 		{"big", big, false, true, false},
 		{"big-kept", big, true, true, false},
 		{"small", smallP, false, true, false},
+		{"many endpoints", manyEPs, false, true, false},
 		{"cut", cut, false, false, false},
 		{"actors", actorsP, false, false, false},
 		{"text", text, false, false, false},
@@ -138,7 +146,10 @@ func decompressedBytes(t *testing.T, data []byte) []byte {
 // noisyTrace is n messages among 20 nodes over 5000 endpoints with random
 // gaps, delays, sizes and actors: a binary trace that does not compress
 // far (decompressWhole takes at most 16 times its input).
-func noisyTrace(n int) *Trace {
+func noisyTrace(n int) *Trace { return noisyTraceEPs(n, 5000) }
+
+// noisyTraceEPs is noisyTrace over neps endpoints.
+func noisyTraceEPs(n, neps int) *Trace {
 	t := New()
 	r := rand.New(rand.NewSource(1))
 	var nodes []NodeID
@@ -146,14 +157,14 @@ func noisyTrace(n int) *Trace {
 		nodes = append(nodes, t.Node(fmt.Sprint("n", i)))
 	}
 	var eps []EndpointID
-	for i := range 5000 {
-		eps = append(eps, t.Endpoint(fmt.Sprintf("10.0.%d.%d:%d", i/250, i%250, 1024+i)))
+	for i := range neps {
+		eps = append(eps, t.Endpoint(fmt.Sprintf("10.%d.%d.%d:%d", i/62500, i/250%250, i%250, 1024+i%60000)))
 	}
 	ts := int64(1700000000e9)
 	for i := range n {
 		ts += r.Int63n(2_000_000)
 		m := Message{Send: ts, Recv: ts + r.Int63n(5_000_000), ID: int64(i), Bytes: r.Int63n(100_000),
-			Src: nodes[r.Intn(20)], Dst: nodes[r.Intn(20)], SrcEP: eps[r.Intn(5000)], DstEP: eps[r.Intn(5000)],
+			Src: nodes[r.Intn(20)], Dst: nodes[r.Intn(20)], SrcEP: eps[r.Intn(neps)], DstEP: eps[r.Intn(neps)],
 			Call: NoRef, Truth: NoRef, Kind: Kind(r.Intn(3)), SrcActor: NoActor, DstActor: NoActor}
 		if i%4 == 0 {
 			m.Recv = Unknown
