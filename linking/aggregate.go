@@ -301,6 +301,17 @@ func (v *msgView) prefetch(i int32) {
 	}
 }
 
+// prefetchNodes asks for the cache line of message i's nodes: what
+// orderView reads of a message but where siblings' subtree hashes tie
+// (their times). With packed times, that is its edge's line alone.
+func (v *msgView) prefetchNodes(i int32) {
+	if v.tm != nil {
+		prefetchAt(v.edge, i)
+		return
+	}
+	v.prefetch(i)
+}
+
 // orderView is order over a view of the messages.
 func (a *aggregator) orderView(ms *msgView, labels []int32, msgs, par []int32, out []int32) (uint64, []int32) {
 	n := len(msgs)
@@ -919,7 +930,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 			// messages lie up to seconds apart in the trace.
 			if e2 := in.start[min(i+instAhead, in.len())]; e2 > e {
 				for _, mi := range in.msgs[in.start[min(i+instAhead-1, in.len())]:e2] {
-					ms.prefetch(mi)
+					ms.prefetchNodes(mi)
 				}
 			}
 			hs[i-i0], a.ord = a.orderView(ms, labels, in.msgs[s:e], in.par[s:e], a.ord[:0])
