@@ -57,12 +57,14 @@ type pattern struct {
 // patAcc holds the weighted delay samples of a pattern's positions.
 type patAcc struct {
 	net, wait, lat, off []trace.Accumulator
+	hist                bool // net and wait fill histograms
 }
 
 func newPatAcc(n int, hist bool) *patAcc {
 	a := &patAcc{net: make([]trace.Accumulator, n), wait: make([]trace.Accumulator, n),
 		lat: make([]trace.Accumulator, n), off: make([]trace.Accumulator, n)}
 	if hist {
+		a.hist = true
 		for j := 0; j < n; j++ {
 			a.net[j].WithHistogram(trace.NewLogHistogram(1e-6, 1.05, 420))
 			a.wait[j].WithHistogram(trace.NewLogHistogram(1e-6, 1.05, 420))
@@ -78,7 +80,32 @@ func (a *patAcc) reset(n int) *patAcc {
 		*s = slices.Grow((*s)[:0], n)[:n]
 		clear(*s)
 	}
+	a.hist = false
 	return a
+}
+
+// setStats sets *s to a.Stats() for an accumulator without a histogram,
+// field by field from its sums: a Stats (six words) returned by value, or
+// an AccumulatorState (five), goes through the stack, in stores that the
+// loads after them cannot take their values from.
+func setStats(s *trace.Stats, a *trace.Accumulator) {
+	w, mean, s2, lo, hi := a.Sums()
+	if w == 0 {
+		*s = trace.Stats{}
+		return
+	}
+	s.W, s.Mean, s.Std, s.Min, s.Max, s.Hist = w, mean, math.Sqrt(max0(s2/w)), lo, hi, nil
+}
+
+// max0 is math.Max(x, 0) (+0 for −0, NaN as math.NaN()), inlined.
+func max0(x float64) float64 {
+	if x > 0 {
+		return x
+	}
+	if x != x {
+		return math.NaN()
+	}
+	return 0
 }
 
 // aggregator turns instances into ranked patterns with delays (steps 3–4).
@@ -192,17 +219,18 @@ func (a *aggregator) order(ms []trace.Message, labels []int32, msgs, par []int32
 }
 
 // msgView is what the aggregation of a whole trace reads of its messages:
-// the trace's, or while Options.Lean has them packed (WAP5), the packed
-// ones with their nodes from their edges (so that they are made again
-// only once the aggregation is done with its arrays).
+// the trace's, or while Options.Lean has them packed (WAP5), their packed
+// times with their kinds and their nodes from their edges (so that they
+// are made again, if at all, only once the aggregation is done with its
+// arrays).
 //
 // Where the joint linker leaves the messages unmade (Options.DropMessages),
 // it reads the joint linker's records (hot) and kinds instead.
 type msgView struct {
 	ms               []trace.Message
-	packed           []packedMsg
+	tm               []msgTimes
 	hot              []msgHot
-	kinds            []trace.Kind
+	kinds            []trace.Kind // (with tm or hot)
 	edge             []int32
 	edgeSrc, edgeDst []trace.NodeID
 }
@@ -210,8 +238,8 @@ type msgView struct {
 // viewOf is the view of l's messages, packed, unmade or neither.
 func (l *linker) viewOf() *msgView {
 	switch {
-	case l.packed != nil:
-		return &msgView{packed: l.packed, edge: l.edge, edgeSrc: l.edgeSrc, edgeDst: l.edgeDst}
+	case l.tm != nil:
+		return &msgView{tm: l.tm, kinds: l.lean.kind, edge: l.edge, edgeSrc: l.edgeSrc, edgeDst: l.edgeDst}
 	case l.hot != nil:
 		return &msgView{hot: l.hot, kinds: l.kinds, edgeSrc: l.edgeSrc, edgeDst: l.edgeDst}
 	}
@@ -224,7 +252,7 @@ func (v *msgView) nodes(i int32) (src, dst trace.NodeID) {
 		return m.Src, m.Dst
 	}
 	var e int32
-	if v.packed != nil {
+	if v.tm != nil {
 		e = v.edge[i]
 	} else {
 		e = v.hot[i].edge
@@ -237,8 +265,8 @@ func (v *msgView) times(i int32) (send, recv int64) {
 	case v.ms != nil:
 		m := &v.ms[i]
 		return m.Send, m.Recv
-	case v.packed != nil:
-		p := &v.packed[i]
+	case v.tm != nil:
+		p := &v.tm[i]
 		return p.send, p.recv
 	}
 	h := &v.hot[i]
@@ -255,11 +283,8 @@ func (v *msgView) time(i int32) int64 {
 }
 
 func (v *msgView) kind(i int32) trace.Kind {
-	switch {
-	case v.ms != nil:
+	if v.ms != nil {
 		return v.ms[i].Kind
-	case v.packed != nil:
-		return v.packed[i].kind
 	}
 	return v.kinds[i]
 }
@@ -268,12 +293,23 @@ func (v *msgView) prefetch(i int32) {
 	switch {
 	case v.ms != nil:
 		prefetchAt(v.ms, i)
-	case v.packed != nil:
-		prefetchAt(v.packed, i)
+	case v.tm != nil:
+		prefetchAt(v.tm, i)
 		prefetchAt(v.edge, i) // (its nodes: another line)
 	default:
 		prefetchAt(v.hot, i)
 	}
+}
+
+// prefetchNodes asks for the cache line of message i's nodes: what
+// orderView reads of a message but where siblings' subtree hashes tie
+// (their times). With packed times, that is its edge's line alone.
+func (v *msgView) prefetchNodes(i int32) {
+	if v.tm != nil {
+		prefetchAt(v.edge, i)
+		return
+	}
+	v.prefetch(i)
 }
 
 // orderView is order over a view of the messages.
@@ -894,7 +930,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 			// messages lie up to seconds apart in the trace.
 			if e2 := in.start[min(i+instAhead, in.len())]; e2 > e {
 				for _, mi := range in.msgs[in.start[min(i+instAhead-1, in.len())]:e2] {
-					ms.prefetch(mi)
+					ms.prefetchNodes(mi)
 				}
 			}
 			hs[i-i0], a.ord = a.orderView(ms, labels, in.msgs[s:e], in.par[s:e], a.ord[:0])
@@ -1123,13 +1159,23 @@ func (a *aggregator) buildPattern(p *pattern, reuse bool) (*trace.Pattern, []int
 	depth := 0
 	a.depth = slices.Grow(a.depth[:0], n)[:n]
 	for j := 0; j < n; j++ {
-		steps[j] = trace.Step{From: a.names[p.from[j]], To: a.names[p.to[j]], Kind: p.kind[j], Count: p.count,
-			Net: p.acc.net[j].Stats(), Wait: p.acc.wait[j].Stats(), Latency: p.acc.lat[j].Stats()}
+		// The step's fields one by one (a trace.Step literal is built on
+		// the stack and copied), the Stats set in place.
+		s := &steps[j]
+		s.From, s.To, s.Kind, s.Count = a.names[p.from[j]], a.names[p.to[j]], p.kind[j], p.count
+		s.Delays, s.Children = nil, nil
+		if p.acc.hist {
+			s.Net, s.Wait = p.acc.net[j].Stats(), p.acc.wait[j].Stats()
+		} else {
+			setStats(&s.Net, &p.acc.net[j])
+			setStats(&s.Wait, &p.acc.wait[j])
+		}
+		setStats(&s.Latency, &p.acc.lat[j])
 		// The offset's mean only (Stats is Mean = 0 without samples, and
 		// takes a square root and a math.Max call for the deviation).
 		off[j] = 0
-		if st := p.acc.off[j].State(); st.W != 0 {
-			off[j] = st.Mean
+		if w, mean, _, _, _ := p.acc.off[j].Sums(); w != 0 {
+			off[j] = mean
 		}
 		a.depth[j] = 1
 		if j > 0 {

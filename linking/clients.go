@@ -177,9 +177,9 @@ func (l *linker) run() (*Result, error) {
 		l.hot, l.kinds = nil, nil
 		l.keepMem.free()
 	}
-	if l.packed != nil {
-		if l.o.DropMessages && l.o.NoInstances {
-			l.packed, l.lean = nil, nil
+	if l.tm != nil {
+		if !l.remakes() {
+			l.tm, l.lean = nil, nil
 		} else {
 			if l.count() >= lowGCMessages {
 				debug.FreeOSMemory()

@@ -41,11 +41,11 @@ type linker struct {
 
 	d []float64 // step 1: mean causal delay per edge, seconds (0: unknown)
 
-	// packed holds the messages, packed in place in the first half of
+	// tm holds the messages' times, packed in place at the start of
 	// their array, while Options.Lean has dropped them for the WAP5 steps
-	// (msgs is nil then); lean what the packed records leave out.
-	packed []packedMsg
-	lean   *leanCols
+	// (msgs is nil then); lean what the times leave out.
+	tm   []msgTimes
+	lean *leanCols
 	// hot and kinds are the joint linker's records of the messages and
 	// their kinds, which its aggregation reads where Options.Lean and
 	// DropMessages leave the messages unmade (msgs is nil then).
@@ -85,8 +85,8 @@ func newLinker(t *trace.Trace, o Options, carried *models) *linker {
 // ones while Options.Lean has packed them).
 func (l *linker) count() int {
 	switch {
-	case l.packed != nil:
-		return len(l.packed)
+	case l.tm != nil:
+		return len(l.tm)
 	case l.hot != nil:
 		return len(l.hot)
 	}
@@ -96,8 +96,8 @@ func (l *linker) count() int {
 // times returns message i's send and receive times (from the packed
 // messages while Options.Lean has packed them).
 func (l *linker) times(i int32) (send, recv int64) {
-	if l.packed != nil {
-		p := &l.packed[i]
+	if l.tm != nil {
+		p := &l.tm[i]
 		return p.send, p.recv
 	}
 	m := &l.msgs[i]
@@ -112,8 +112,8 @@ func (l *linker) untraced(i int32) bool {
 
 // prefetchTimes asks for the cache line of message i's times (times).
 func (l *linker) prefetchTimes(i int32) {
-	if l.packed != nil {
-		prefetchAt(l.packed, i)
+	if l.tm != nil {
+		prefetchAt(l.tm, i)
 	} else {
 		prefetchAt(l.msgs, i)
 	}

@@ -15,6 +15,11 @@ import (
 // passes read (joint.hot, eps, actors), to make them again after J6.
 type leanCols struct {
 	kind []trace.Kind
+	// eps and actors hold the messages' endpoints and actors where the
+	// WAP5 steps' packed messages are made again (packMessages; else
+	// nil).
+	eps    []epPair
+	actors []actorPair
 	// id holds the messages' ids where instances are kept (else nil),
 	// each as the zigzag varint of its difference from the one before:
 	// ids mostly follow the message order (a byte or two each instead of
@@ -69,54 +74,70 @@ func (l *linker) remakeMessages(j *joint, lc *leanCols) {
 	l.msgs, l.t.Messages = msgs, msgs
 }
 
-// packedMsg is a message as Options.Lean keeps it for the WAP5 steps:
-// what they read of it (its times; its nodes are its edge's) and what
-// the aggregation reads after them, in half a trace.Message, so that the
-// packed messages fill the first half of the messages' array and the
-// second half can be given back.
-type packedMsg struct {
-	send, recv         int64
-	srcEP, dstEP       trace.EndpointID
-	srcActor, dstActor trace.ActorID
-	kind               trace.Kind
+// msgTimes is a message as Options.Lean keeps it for the WAP5 steps:
+// what they read of it, its times (its nodes are its edge's). Its kind
+// (which the aggregation reads) is in leanCols.kind, and where the
+// messages are made again their endpoints and actors are in leanCols too:
+// 16 bytes a message in place of the message's 72 (or the envelope's 48),
+// 17 more where they are kept aside.
+type msgTimes struct {
+	send, recv int64
 }
 
-// (A packed message takes at most half a message.)
-var _ [unsafe.Sizeof(trace.Message{}) - 2*unsafe.Sizeof(packedMsg{})]struct{}
+// (Times take at most an envelope, which is smaller than a message.)
+var _ [unsafe.Sizeof(trace.Envelope{}) - unsafe.Sizeof(msgTimes{})]struct{}
+var _ [unsafe.Sizeof(trace.Message{}) - unsafe.Sizeof(trace.Envelope{})]struct{}
 
-// packMessages packs the messages in place into the first half of their
-// array, gives the second half's pages back to the system (a large
-// trace's messages are most of the memory the WAP5 steps would otherwise
-// hold) and drops them from the trace until unpackMessages makes them
-// again (Options.Lean, WAP5). Where instances are kept, their ids go to
-// l.lean.id; else they are NoRef. The edges must be indexed already.
+// remakes reports whether the linker makes the messages again after the
+// WAP5 steps (unpackMessages): clients are aggregated, or instances or
+// the messages are kept.
+func (l *linker) remakes() bool {
+	return l.o.AggregateClients || !(l.o.DropMessages && l.o.NoInstances)
+}
+
+// packMessages packs the messages' times in place into the start of their
+// array, gives the rest of its pages back to the system (a large trace's
+// messages are most of the memory the WAP5 steps would otherwise hold)
+// and drops them from the trace until unpackMessages makes them again
+// (Options.Lean, WAP5). Their kinds go to l.lean.kind; where they are
+// made again their endpoints and actors to l.lean too, and where
+// instances are kept their ids to l.lean.id; else they are NoRef. The
+// edges must be indexed already.
 //
-//  1. Message i is read whole before packed i is written: packed i ends at
-//     byte 32(i+1) ≤ 64i for i ≥ 1, before message i, and packed 0 is
-//     message 0's first half.
-//  2. The whole pages from byte 32n on are discarded (hugemem.Discard).
+//  1. Message i is read before times i are written: they end at byte
+//     16(i+1) ≤ 72i for i ≥ 1, before message i, and message 0 is read
+//     whole first.
+//  2. The whole pages from byte 16n on are discarded (hugemem.Discard).
 func (l *linker) packMessages() {
 	msgs := l.msgs
 	n := len(msgs)
-	p := unsafe.Slice((*packedMsg)(unsafe.Pointer(unsafe.SliceData(msgs))), n)
-	lc := &leanCols{}
+	p := unsafe.Slice((*msgTimes)(unsafe.Pointer(unsafe.SliceData(msgs))), n)
+	lc := &leanCols{kind: make([]trace.Kind, n)}
 	keepID := !l.o.NoInstances
 	if keepID {
 		lc.id = make([]byte, 0, n+n/2)
 	}
+	if l.remakes() {
+		lc.eps, lc.actors = make([]epPair, n), make([]actorPair, n)
+	}
 	prev := int64(0)
 	for i := range msgs {
-		m := msgs[i] // (step 1: a copy, before p[i] is written)
+		m := &msgs[i]
 		if keepID {
 			lc.id = binary.AppendVarint(lc.id, m.ID-prev)
 			prev = m.ID
 		}
-		p[i] = packedMsg{send: m.Send, recv: m.Recv, srcEP: m.SrcEP, dstEP: m.DstEP, srcActor: m.SrcActor, dstActor: m.DstActor, kind: m.Kind}
+		if lc.eps != nil {
+			lc.eps[i], lc.actors[i] = epPair{m.SrcEP, m.DstEP}, actorPair{m.SrcActor, m.DstActor}
+		}
+		lc.kind[i] = m.Kind
+		send, recv := m.Send, m.Recv // (step 1)
+		p[i] = msgTimes{send: send, recv: recv}
 	}
 	lc.lastID = prev
 	// Step 2.
-	hugemem.Discard(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(msgs))), n*int(unsafe.Sizeof(trace.Message{})))[n*int(unsafe.Sizeof(packedMsg{})):])
-	l.packed, l.lean = p, lc
+	hugemem.Discard(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(msgs))), n*int(unsafe.Sizeof(trace.Message{})))[n*int(unsafe.Sizeof(msgTimes{})):])
+	l.tm, l.lean = p, lc
 	l.msgs, l.t.Messages = nil, nil
 }
 
@@ -125,14 +146,17 @@ func (l *linker) packMessages() {
 // the ids where instances are kept (else NoRef); Bytes is 0, Call and
 // Truth NoRef.
 //
-//  1. Messages go from the last to the first: message i covers bytes 64i
-//     to 64(i+1), where packed 2i and 2i+1 were, both unpacked already
-//     for i ≥ 1, and packed 0 is read whole before message 0 is written.
+//  1. Messages go from the last to the first: message i covers bytes 72i
+//     to 72(i+1), after the times of messages before it (they end at
+//     16i), and times 0 are read before message 0 is written.
 //  2. The ids are read from the end of their varints: each is the
 //     difference from the id before, so the one before is this one less
 //     the difference.
 func (l *linker) unpackMessages() {
-	p, lc := l.packed, l.lean
+	p, lc := l.tm, l.lean
+	if lc.eps == nil {
+		panic("linking: messages made again without their endpoints (packMessages kept none)")
+	}
 	n := len(p)
 	msgs := unsafe.Slice((*trace.Message)(unsafe.Pointer(unsafe.SliceData(p))), n)
 	ids, id := lc.id, lc.lastID
@@ -145,11 +169,11 @@ func (l *linker) unpackMessages() {
 			ids = ids[:len(ids)-k]
 			mid, id = id, id-d
 		}
-		e := l.edge[i]
+		e, ep, a := l.edge[i], lc.eps[i], lc.actors[i]
 		msgs[i] = trace.Message{Send: q.send, Recv: q.recv, ID: mid, Src: l.edgeSrc[e], Dst: l.edgeDst[e],
-			SrcEP: q.srcEP, DstEP: q.dstEP, Call: trace.NoRef, Truth: trace.NoRef, Kind: q.kind, SrcActor: q.srcActor, DstActor: q.dstActor}
+			SrcEP: ep.src, DstEP: ep.dst, Call: trace.NoRef, Truth: trace.NoRef, Kind: lc.kind[i], SrcActor: a.src, DstActor: a.dst}
 	}
-	l.packed, l.lean = nil, nil
+	l.tm, l.lean = nil, nil
 	l.msgs, l.t.Messages = msgs, msgs
 }
 
@@ -178,7 +202,7 @@ func EnvelopesSuffice(o Options) bool {
 // envelopes instead of in t.Messages (trace.ReadFileEnvelopesOnly, whose
 // decoder has checked them), with options for which EnvelopesSuffice: the
 // same result, without a trace.Message array (72 bytes a message where an
-// envelope is 48 and the packed record 32). env is sorted and packed in
+// envelope is 48 and the packed record 16, its kind 1 and its edge 4). env is sorted and packed in
 // place (packEnvelopes) and must not be used after; t.Messages stays
 // empty.
 //
@@ -223,21 +247,21 @@ func sortEnvelopes(env []trace.Envelope) {
 	}
 }
 
-// (A packed message is no larger than an envelope.)
-var _ [unsafe.Sizeof(trace.Envelope{}) - unsafe.Sizeof(packedMsg{})]struct{}
-
 // packEnvelopes is indexEdges and packMessages for envelopes, in one pass:
-// every envelope's edge, and the envelopes packed in place into the start
-// of their array, whose rest goes back to the system.
+// every envelope's edge and kind, and the envelopes' times packed in place
+// into the start of their array, whose rest goes back to the system (the
+// messages are never made again: EnvelopesSuffice).
 //
-//  1. Envelope i is read whole before packed i is written: packed i ends
-//     at byte 32(i+1) ≤ 48(i+1), inside envelope i or before it; the
-//     envelope candAhead on, read for its edge's slot, is not reached.
-//  2. The whole pages from byte 32n on are discarded (hugemem.Discard).
+//  1. Envelope i is read before times i are written: they end at byte
+//     16(i+1) ≤ 48i for i ≥ 1, before envelope i, and envelope 0 is read
+//     whole first; the envelope candAhead on, read for its edge's slot, is
+//     not reached.
+//  2. The whole pages from byte 16n on are discarded (hugemem.Discard).
 func (l *linker) packEnvelopes(env []trace.Envelope) {
 	n := len(env)
-	p := unsafe.Slice((*packedMsg)(unsafe.Pointer(unsafe.SliceData(env))), n)
+	p := unsafe.Slice((*msgTimes)(unsafe.Pointer(unsafe.SliceData(env))), n)
 	l.edge = make([]int32, n)
+	kind := make([]trace.Kind, n)
 	tab := newPairTable(64)
 	for i := range env {
 		if a := i + candAhead; a < n {
@@ -245,11 +269,13 @@ func (l *linker) packEnvelopes(env []trace.Envelope) {
 			k := uint64(uint32(m.Src))<<32 | uint64(uint32(m.Dst))
 			prefetchAt(tab.ents, int32(mix(k)&uint64(len(tab.ents)-1)))
 		}
-		m := env[i] // (step 1: a copy, before p[i] is written)
+		m := &env[i]
+		send, recv := m.Send, m.Recv // (step 1)
 		l.edge[i] = l.edgeOf(tab, m.Src, m.Dst)
-		p[i] = packedMsg{send: m.Send, recv: m.Recv, srcEP: m.SrcEP, dstEP: m.DstEP, srcActor: m.SrcActor, dstActor: m.DstActor, kind: m.Kind}
+		kind[i] = m.Kind
+		p[i] = msgTimes{send: send, recv: recv}
 	}
 	// Step 2.
-	hugemem.Discard(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(env))), n*int(unsafe.Sizeof(trace.Envelope{})))[n*int(unsafe.Sizeof(packedMsg{})):])
-	l.packed, l.lean = p, &leanCols{}
+	hugemem.Discard(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(env))), n*int(unsafe.Sizeof(trace.Envelope{})))[n*int(unsafe.Sizeof(msgTimes{})):])
+	l.tm, l.lean = p, &leanCols{kind: kind}
 }

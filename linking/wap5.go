@@ -184,20 +184,24 @@ func (l *linker) step2(rev []int32, last bool) *links {
 	if last {
 		l.dropIndex()
 	}
-	// Invert into child lists, children in time order.
+	// Invert into child lists, children in time order. childStart[p+1]
+	// counts p's children, then holds where they start (the counts
+	// before p), then is p's cursor as they are placed, which leaves it
+	// where they end, where p+1's start: no array of cursors.
 	k.childStart = offMake[int32](mem, n+1)
 	for _, p := range k.parMsg {
 		k.childStart[p+1]++
 	}
-	for i := 0; i < n; i++ {
-		k.childStart[i+1] += k.childStart[i]
+	for i, sum := 0, int32(0); i < n; i++ {
+		c := k.childStart[i+1]
+		k.childStart[i+1] = sum
+		sum += c
 	}
 	k.childMsg = offMake[int32](mem, len(k.parMsg))
 	k.childProb = offMake[float32](mem, len(k.parMsg))
 	k.childML = offMake[bool](mem, len(k.parMsg))
 	k.best = offMake[int32](mem, n)
-	pos := offMake[int32](mem, n)
-	copy(pos, k.childStart[:n])
+	pos := k.childStart[1:]
 	for c := 0; c < n; c++ {
 		var mx float32
 		k.best[c] = -1
@@ -215,7 +219,6 @@ func (l *linker) step2(rev []int32, last bool) *links {
 			k.childML[at] = k.parProb[q] == mx && !k.spontML[c]
 		}
 	}
-	mem.release(unsafe.Pointer(unsafe.SliceData(pos)))
 	if last {
 		for _, s := range []unsafe.Pointer{unsafe.Pointer(unsafe.SliceData(k.parStart)), unsafe.Pointer(unsafe.SliceData(k.parMsg)), unsafe.Pointer(unsafe.SliceData(k.parProb))} {
 			mem.release(s)
@@ -292,7 +295,7 @@ func (l *linker) runWAP5() (*instances, Fit, int) {
 	// Options.Lean: the aggregation reads the packed messages (msgView),
 	// and run makes them again after it, but where clients are
 	// aggregated: their labels are found from the trace's messages.
-	if l.packed != nil && l.o.AggregateClients {
+	if l.tm != nil && l.o.AggregateClients {
 		l.unpackMessages()
 	}
 	return in, fit, iters

@@ -235,20 +235,28 @@ func (w *patternJSON) rounded(x float64) {
 	if frac == 0 {
 		return
 	}
-	// The nine decimals, by pairs, trailing zeros dropped.
-	var d [10]byte
+	// The point and the nine decimals, by pairs, written in place at the
+	// buffer's end (not through an array and an append: a copy call per
+	// number), trailing zeros then dropped.
+	if cap(w.b)-len(w.b) < 10 {
+		w.b = slices.Grow(w.b, 10)
+	}
+	at := len(w.b)
+	d := w.b[at : at+10]
 	d[0], d[1] = '.', byte('0'+frac/1e8)
 	frac %= 1e8
-	for i := 8; i > 0; i -= 2 {
-		p := frac % 100 * 2
-		frac /= 100
-		d[i], d[i+1] = digitPairs[p], digitPairs[p+1]
-	}
+	hi, lo := frac/1e4, frac%1e4
+	// (Each pair's place in digitPairs.)
+	p0, p1, p2, p3 := hi/100*2, hi%100*2, lo/100*2, lo%100*2
+	d[2], d[3] = digitPairs[p0], digitPairs[p0+1]
+	d[4], d[5] = digitPairs[p1], digitPairs[p1+1]
+	d[6], d[7] = digitPairs[p2], digitPairs[p2+1]
+	d[8], d[9] = digitPairs[p3], digitPairs[p3+1]
 	n := 10
 	for d[n-1] == '0' {
 		n--
 	}
-	w.b = append(w.b, d[:n]...)
+	w.b = w.b[:at+n]
 }
 
 // digitPairs are the two digits of 0 to 99.

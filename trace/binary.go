@@ -378,6 +378,9 @@ func readBinarySized(r io.Reader, file string, size int64, env *envelopes) (t *T
 // decode is readBinarySized after the magic, from b.
 func (b *binReader) decode(env *envelopes) (t *Trace, decoded bool, err error) {
 	file := b.file
+	if env != nil && env.noNames {
+		b.noNames = true
+	}
 	t, version, err := b.tables()
 	if err != nil {
 		return nil, false, err

@@ -283,6 +283,9 @@ func (b *binReader) readColumns(t *Trace, n int, env *[]Envelope) (valid bool) {
 	// unless the rest of the input is in b.buf already.
 	var all []byte
 	lim := newColLimits(t)
+	if b.noNames {
+		lim.eps = uint64(b.eps) // (t.Endpoints holds only the first name)
+	}
 	valid = true
 	for done() < n && b.err == nil {
 		k := b.count("block message", colBlock)

@@ -54,6 +54,8 @@ func Envelopes(msgs []Message) []Envelope {
 type envelopes struct {
 	list []Envelope
 	free func()
+	// noNames: the endpoints' names are not kept (ReadFileEnvelopesNoNames).
+	noNames bool
 }
 
 // make gives e room for n envelopes.
@@ -299,6 +301,10 @@ func (d *envDecoder) nodesAndEPs(out []Envelope) {
 			sep, ep = uint64(eps[ep]), ep+1
 		} else if uint(ep+1) < uint(len(eps)) && eps[ep+1] < 0x80 {
 			sep, ep = uint64(eps[ep]&0x7f)|uint64(eps[ep+1])<<7, ep+2
+		} else if uint(ep+2) < uint(len(eps)) && eps[ep+2] < 0x80 {
+			// (Three bytes: a large trace's ephemeral ports, 16,384 to
+			// 2,097,151 endpoints.)
+			sep, ep = uint64(eps[ep]&0x7f)|uint64(eps[ep+1]&0x7f)<<7|uint64(eps[ep+2])<<14, ep+3
 		} else {
 			sep, ep = uvSlow(eps, ep)
 		}
@@ -306,6 +312,10 @@ func (d *envDecoder) nodesAndEPs(out []Envelope) {
 			dep, ep = uint64(eps[ep]), ep+1
 		} else if uint(ep+1) < uint(len(eps)) && eps[ep+1] < 0x80 {
 			dep, ep = uint64(eps[ep]&0x7f)|uint64(eps[ep+1])<<7, ep+2
+		} else if uint(ep+2) < uint(len(eps)) && eps[ep+2] < 0x80 {
+			// (Three bytes: a large trace's ephemeral ports, 16,384 to
+			// 2,097,151 endpoints.)
+			dep, ep = uint64(eps[ep]&0x7f)|uint64(eps[ep+1]&0x7f)<<7|uint64(eps[ep+2])<<14, ep+3
 		} else {
 			dep, ep = uvSlow(eps, ep)
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"wap5/internal/hugemem"
@@ -46,6 +47,13 @@ func TestReadFileEnvelopesOnly(t *testing.T) {
 	}
 	smallP := write("small.bin", bin.Bytes())
 	bin.Reset()
+	// Endpoint ids of one to three varint bytes (the decoder's inline
+	// cases).
+	if err := WriteBinary(&bin, noisyTraceEPs(100_000, 40_000)); err != nil {
+		t.Fatal(err)
+	}
+	manyEPs := write("eps.bin", bin.Bytes())
+	bin.Reset()
 	actors, err := ReadText(bytes.NewReader([]byte(actorSample)), "a")
 	if err != nil {
 		t.Fatal(err)
@@ -55,24 +63,39 @@ func TestReadFileEnvelopesOnly(t *testing.T) {
 	}
 	actorsP := write("actors.bin", bin.Bytes()) // line references: declined
 	text := write("t.trace", []byte(sample))
-	for _, tc := range []struct {
-		name string
-		path string
-		keep bool
-		ok   bool
-	}{
-		{"big", big, false, true},
-		{"big-kept", big, true, true},
-		{"small", smallP, false, true},
-		{"cut", cut, false, false},
-		{"actors", actorsP, false, false},
-		{"text", text, false, false},
-		{"v2", "testdata/v2.bin", false, false},
-		{"stdin", "-", false, false},
-		{"missing", filepath.Join(dir, "missing"), false, false},
-	} {
+	type tcase struct {
+		name    string
+		path    string
+		keep    bool
+		ok      bool
+		noNames bool // ReadFileEnvelopesNoNames
+	}
+	cases := []tcase{
+		{"big", big, false, true, false},
+		{"big-kept", big, true, true, false},
+		{"small", smallP, false, true, false},
+		{"many endpoints", manyEPs, false, true, false},
+		{"cut", cut, false, false, false},
+		{"actors", actorsP, false, false, false},
+		{"text", text, false, false, false},
+		{"v2", "testdata/v2.bin", false, false, false},
+		{"stdin", "-", false, false, false},
+		{"missing", filepath.Join(dir, "missing"), false, false, false},
+	}
+	// The same without the endpoints' names: the same envelopes and
+	// tables but t.Endpoints, which holds the first name only.
+	for _, tc := range slices.Clone(cases) {
+		tc.name += "-nonames"
+		tc.noNames = true
+		cases = append(cases, tc)
+	}
+	for _, tc := range cases {
 		hugemem.Keep(tc.keep)
-		got, env, release, ok := ReadFileEnvelopesOnly(tc.path)
+		read := ReadFileEnvelopesOnly
+		if tc.noNames {
+			read = ReadFileEnvelopesNoNames
+		}
+		got, env, release, ok := read(tc.path)
 		if ok != tc.ok {
 			t.Errorf("%s: ok %v, want %v", tc.name, ok, tc.ok)
 		}
@@ -96,6 +119,12 @@ func TestReadFileEnvelopesOnly(t *testing.T) {
 			}
 		}
 		want.Messages, want.Extra = nil, nil
+		if tc.noNames {
+			if len(want.Endpoints) < 2 {
+				t.Fatalf("%s: %d endpoints: the case tests nothing", tc.name, len(want.Endpoints))
+			}
+			want.Endpoints = want.Endpoints[:1]
+		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: tables or warnings differ", tc.name)
 		}
@@ -117,7 +146,10 @@ func decompressedBytes(t *testing.T, data []byte) []byte {
 // noisyTrace is n messages among 20 nodes over 5000 endpoints with random
 // gaps, delays, sizes and actors: a binary trace that does not compress
 // far (decompressWhole takes at most 16 times its input).
-func noisyTrace(n int) *Trace {
+func noisyTrace(n int) *Trace { return noisyTraceEPs(n, 5000) }
+
+// noisyTraceEPs is noisyTrace over neps endpoints.
+func noisyTraceEPs(n, neps int) *Trace {
 	t := New()
 	r := rand.New(rand.NewSource(1))
 	var nodes []NodeID
@@ -125,14 +157,14 @@ func noisyTrace(n int) *Trace {
 		nodes = append(nodes, t.Node(fmt.Sprint("n", i)))
 	}
 	var eps []EndpointID
-	for i := range 5000 {
-		eps = append(eps, t.Endpoint(fmt.Sprintf("10.0.%d.%d:%d", i/250, i%250, 1024+i)))
+	for i := range neps {
+		eps = append(eps, t.Endpoint(fmt.Sprintf("10.%d.%d.%d:%d", i/62500, i/250%250, i%250, 1024+i%60000)))
 	}
 	ts := int64(1700000000e9)
 	for i := range n {
 		ts += r.Int63n(2_000_000)
 		m := Message{Send: ts, Recv: ts + r.Int63n(5_000_000), ID: int64(i), Bytes: r.Int63n(100_000),
-			Src: nodes[r.Intn(20)], Dst: nodes[r.Intn(20)], SrcEP: eps[r.Intn(5000)], DstEP: eps[r.Intn(5000)],
+			Src: nodes[r.Intn(20)], Dst: nodes[r.Intn(20)], SrcEP: eps[r.Intn(neps)], DstEP: eps[r.Intn(neps)],
 			Call: NoRef, Truth: NoRef, Kind: Kind(r.Intn(3)), SrcActor: NoActor, DstActor: NoActor}
 		if i%4 == 0 {
 			m.Recv = Unknown

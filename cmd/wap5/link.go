@@ -180,12 +180,14 @@ func linkAction(c *cli.Context) error {
 		// Where the linker reads no more of a message than its envelope,
 		// a version 3 binary trace is decoded straight into envelopes
 		// (two thirds of the messages' memory, which a fresh process
-		// pays for in page faults); anything else is read whole.
+		// pays for in page faults), without the endpoints' names (nothing
+		// reads them without instances or clients aggregated); anything
+		// else is read whole.
 		var env []trace.Envelope
 		if linking.EnvelopesSuffice(o) {
 			var release func()
 			var ok bool
-			if t, env, release, ok = trace.ReadFileEnvelopesOnly(path); ok {
+			if t, env, release, ok = trace.ReadFileEnvelopesNoNames(path); ok {
 				defer release()
 			}
 			if len(env) == 0 {
@@ -199,15 +201,21 @@ func linkAction(c *cli.Context) error {
 		}
 		if !c.Bool("no-skew") {
 			// The clock estimate's garbage (its samples) would pile up
-			// to the size of the trace's messages before the collector
-			// ran (the heap holds them): on a large trace it runs at
-			// GOGC 20 (Link gives the heap's free memory back after).
-			// Envelopes take two thirds of the messages' memory: at the
-			// default GOGC the samples and their garbage fit in the
-			// rest, below the linker's own peak, and no collection runs.
+			// to the size of the trace's messages or envelopes before
+			// the collector ran (the heap holds them): on a large trace
+			// it runs at GOGC 20 (Link gives the heap's free memory back
+			// after). With envelopes that is the process's peak (the
+			// linker's own is lower: 16 bytes a message), and GOGC 35:
+			// on the CoDeeN-sized trace the peak is then 310-316 MB (16
+			// runs) instead of 334, for two collections of a few
+			// milliseconds (the envelopes hold no pointers). (At GOGC
+			// 20 or 30 it was 305-310 MB, but 368-370 in 4 runs of 16.)
 			restore := func() {}
-			if len(t.Messages) >= 1<<20 {
-				old := debug.SetGCPercent(20)
+			if pct := 20; len(t.Messages) >= 1<<20 || len(env) >= 1<<20 {
+				if env != nil {
+					pct = 35
+				}
+				old := debug.SetGCPercent(pct)
 				restore = func() { debug.SetGCPercent(old) }
 			}
 			for _, w := range correctClocks(t, env) {
