@@ -207,6 +207,9 @@ type termEnt struct {
 var (
 	noMemos, memoCheck bool
 	memoChecked        int
+	// stampReused counts the second-round blocks taken as the first
+	// round's by their stamps (roundRec.stamp; tests).
+	stampReused int
 )
 
 // checkMemo is memoCheck's comparison of a memoised value with its
@@ -269,6 +272,26 @@ type roundRec struct {
 	blocks []blockRec
 	span   []int32   // the committed rows' spans (−1: none), by block
 	cost   []float64 // and the spans' costs after each
+	// grpBlk is, per group, where its blocks begin in blocks (one more
+	// entry: the end).
+	grpBlk []int32
+	adm    []int32 // the blocks' admissible spans (blockRec.admFrom)
+	// stamp is, per span, the group (first round: its index + 1; second
+	// round: after every first-round group) a call of which last left or
+	// joined the span, other than for the span it had when the group
+	// began.
+	stamp []int32
+}
+
+// changedSince reports whether one of block br's spans changed after
+// stamp st.
+func (rec *roundRec) changedSince(br *blockRec, st int32) bool {
+	for _, s := range rec.adm[br.admFrom:br.admTo] {
+		if rec.stamp[s] > st {
+			return true
+		}
+	}
+	return false
 }
 
 // blockRec is one block of the first round: fp hashes the admissible spans
@@ -278,6 +301,9 @@ type blockRec struct {
 	fp       uint64
 	slots    int32
 	from, to int32
+	// adm[admFrom:admTo] (roundRec.adm) are the spans admissible for
+	// its rows, row by row.
+	admFrom, admTo int32
 }
 
 // memberHash is a call's part of its span's hash.
@@ -1321,6 +1347,9 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 			}
 			rec.hash[s] = h
 		}
+		rec.grpBlk, rec.adm = rec.grpBlk[:0], rec.adm[:0]
+		rec.stamp = slices.Grow(rec.stamp[:0], len(ns.req))[:len(ns.req)]
+		clear(rec.stamp)
 	}
 	nextBlock := 0 // the second round's place in rec.blocks
 	var ma []int32
@@ -1328,6 +1357,14 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 	for gi, g := range groups {
 		if last >= 0 && gi > last && changedLast < 0 {
 			break // every later group would assign as before
+		}
+		// The group's stamp (roundRec.stamp): the first round's groups
+		// 1, 2, ..., the second's after them.
+		st := int32(gi + 1)
+		if first {
+			rec.grpBlk = append(rec.grpBlk, int32(len(rec.blocks)))
+		} else {
+			st += int32(len(rec.grpBlk) - 1)
 		}
 		// The group's spans as it finds them: a change is a call that
 		// ends in another one.
@@ -1337,15 +1374,6 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 			was = append(was, j.callSpan[k])
 		}
 		j.scr.was = was
-		// Take the whole group out of the spans.
-		for _, k := range g {
-			if s, ok := ns.at(j.callSpan[k]); ok {
-				ns.members[s] = without(ns.members[s], ns.members[s], k) // in place
-				ns.cost[s] = math.NaN()
-				ver[s]++
-				rec.hash[s] ^= memberHash(k)
-			}
-		}
 		prevKeep := 0
 		// Slots: how many calls of the group one span may take in a block
 		// (parallel or repeated calls), from the count models.
@@ -1396,7 +1424,43 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 				}
 			}
 		}
-		for i := 0; i < len(g); {
+		// The second round: from the group's first block on, every
+		// block that finds what the first round's found would take its
+		// assignment, which its calls still have (from that round, and
+		// no other group moves them). What a block finds is the spans it
+		// could join with the calls the earlier groups and its group's
+		// earlier blocks left there: the same wherever no span in its
+		// range changed after the first round's group (roundRec.stamp;
+		// its earlier blocks, taken as they were, changed none). Those
+		// blocks are passed over with their calls left where they are.
+		i := 0
+		if !first && gi+1 < len(rec.grpBlk) && !noMemos {
+			nextBlock = int(rec.grpBlk[gi])
+			for i < len(g) && nextBlock < int(rec.grpBlk[gi+1]) {
+				br := &rec.blocks[nextBlock]
+				keep := min(len(g)-i, assignBlock)
+				if i+assignBlock < len(g) {
+					keep = assignCommit
+				}
+				if int(br.slots) != slots || int(br.to-br.from) != keep || rec.changedSince(br, int32(gi+1)) {
+					break
+				}
+				nextBlock++
+				i += keep
+				stampReused++
+			}
+		}
+		// Take the rest of the group out of the spans.
+		for _, k := range g[i:] {
+			if s, ok := ns.at(j.callSpan[k]); ok {
+				ns.members[s] = without(ns.members[s], ns.members[s], k) // in place
+				ns.cost[s] = math.NaN()
+				ver[s]++
+				rec.hash[s] ^= memberHash(k)
+			}
+		}
+		for i < len(g) {
+			i0 := i // the block's first call in g
 			blk := g[i:min(i+assignBlock, len(g))]
 			for _, s := range cols {
 				colOf[s] = -1
@@ -1412,11 +1476,19 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 				br := rec.blocks[nextBlock]
 				nextBlock++
 				if int(br.slots) == slots && int(br.to-br.from) == keep {
-					fp := uint64(0)
-					for _, k := range blk {
-						j.admissibleAll(b, ns, k, ins, func(s int32) { fp = spanFP(fp, s, rec.hash[s]) })
+					// (Where no span of the block changed since, it
+					// finds them as they were; else by their calls.)
+					same := !noMemos && !rec.changedSince(&br, int32(gi+1))
+					if same {
+						stampReused++
+					} else {
+						fp := uint64(0)
+						for _, k := range blk {
+							j.admissibleAll(b, ns, k, ins, func(s int32) { fp = spanFP(fp, s, rec.hash[s]) })
+						}
+						same = fp == br.fp
 					}
-					if fp == br.fp {
+					if same {
 						for r, x := range rec.span[br.from:br.to] {
 							k := blk[r]
 							if x < 0 {
@@ -1429,6 +1501,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 							rec.hash[x] ^= memberHash(k)
 							j.setCallSpan(b, k, ns.req[x])
 						}
+						j.stampMoves(ns, rec, g[i0:i0+keep], was[i0:i0+keep], st)
 						i += keep
 						prevKeep = keep
 						j.scr.memo.prevStart = j.scr.memo.prevStart[:0] // no costs of this block's rows
@@ -1437,6 +1510,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 				}
 			}
 			fp := uint64(0)
+			admFrom := int32(len(rec.adm))
 			// Every row's admissible spans and its cost in each (the
 			// span's cost with the call), once: rows the previous block
 			// left uncommitted reuse theirs for spans unchanged since.
@@ -1454,6 +1528,9 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 				rowCol0 := int32(len(cols))
 				j.admissibleAll(b, ns, k, ins, func(s int32) {
 					fp = spanFP(fp, s, rec.hash[s])
+					if first {
+						rec.adm = append(rec.adm, s)
+					}
 					if colOf[s] < 0 {
 						colOf[s] = int32(len(cols))
 						for q := 1; q <= slots; q++ {
@@ -1591,7 +1668,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 			mc.prevEnts, mc.ents = mc.ents, mc.prevEnts
 			if first {
 				n := int32(len(rec.span))
-				rec.blocks = append(rec.blocks, blockRec{fp: fp, slots: int32(slots), from: n, to: n + int32(keep)})
+				rec.blocks = append(rec.blocks, blockRec{fp: fp, slots: int32(slots), from: n, to: n + int32(keep), admFrom: admFrom, admTo: int32(len(rec.adm))})
 			}
 			for r := 0; r < keep; r++ {
 				k := blk[r]
@@ -1629,6 +1706,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 				}
 				j.setCallSpan(b, k, ns.req[s])
 			}
+			j.stampMoves(ns, rec, g[i0:i0+keep], was[i0:i0+keep], st)
 		}
 		j.scr.memo.prevStart = j.scr.memo.prevStart[:0] // the next group starts afresh
 		for x, k := range g {
@@ -1638,10 +1716,28 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 			}
 		}
 	}
+	if first {
+		rec.grpBlk = append(rec.grpBlk, int32(len(rec.blocks)))
+	}
 	for _, s := range cols {
 		colOf[s] = -1
 	}
 	return changedLast
+}
+
+// stampMoves stamps (st) the spans that a block's committed calls ks left
+// or joined: those not in the span they had when their group began (was).
+func (j *joint) stampMoves(ns *nodeSpans, rec *roundRec, ks, was []int32, st int32) {
+	for x, k := range ks {
+		if c := j.callSpan[k]; c != was[x] {
+			if s, ok := ns.at(was[x]); ok {
+				rec.stamp[s] = st
+			}
+			if s, ok := ns.at(c); ok {
+				rec.stamp[s] = st
+			}
+		}
+	}
 }
 
 // admissibleAll calls f for every span call k can belong to: its request
