@@ -97,6 +97,11 @@ type repairScratch struct {
 	costs              costMemo     // span costs of the moves, swaps and call probabilities
 	memoVer            []uint32     // nodeSpans.ver, reused
 	cw                 []int32      // costWith's calls
+	// spanCi is the count class id (cntCls) of the spans whose request
+	// came over an edge, by 2·edge + 1 for a headless span's message
+	// (spanClass reads only those): −1 none, −2 not yet looked up; reset
+	// where cntCls is made.
+	spanCi []int32
 }
 
 // costMemo holds the costs of spans with one call taken out, one added or
@@ -257,6 +262,72 @@ func (j *joint) negLogf(p, a int32, s, pr int64) float64 {
 	d := -j.logfIn(j.classOf(p, a), a, float64(s-pr)/1e9)
 	*e = termEnt{trig: p, act: a, d: d}
 	return d
+}
+
+// termKey is what the class of a delay term (classOf) reads of the trigger
+// and the send's records: the trigger's edge and whether it is a return
+// (te, ret), the send's edge and whether it is a reply (ae, reply). The
+// span costs have them at hand (spanHead, the records loaded for the
+// span's calls): the class is then found without loading the records
+// again, scattered over a large trace.
+type termKey struct {
+	te, ae     int32
+	ret, reply bool
+}
+
+// negLogfKey is negLogf with the term's key at hand.
+func (j *joint) negLogfKey(p, a int32, s, pr int64, tk termKey) float64 {
+	m := &j.scr.terms
+	if !m.on {
+		return -j.logf(p, a, float64(s-pr)/1e9)
+	}
+	h := (uint32(p)*0x9e3779b1 ^ uint32(a)*0x85ebca77) >> (32 - termMemoBits)
+	e := &m.ents[h]
+	if e.trig == p && e.act == a {
+		if memoCheck {
+			checkMemo("term", e.d, -j.logf(p, a, float64(s-pr)/1e9))
+		}
+		return e.d
+	}
+	d := -j.logfEdge(j.classKeyed(p, a, tk), tk.ae, float64(s-pr)/1e9)
+	if memoCheck {
+		checkMemo("keyed term", d, -j.logf(p, a, float64(s-pr)/1e9))
+	}
+	*e = termEnt{trig: p, act: a, d: d}
+	return d
+}
+
+// classKeyed is classOf(p, a) with the key's parts at hand: the class
+// table's key as classOf makes it, found as classOf finds it, else
+// classOf itself (which makes the class).
+func (j *joint) classKeyed(p, a int32, tk termKey) *classModel {
+	fk := uint64(j.edgeTrig[tk.te])<<33 | uint64(j.edgeAct[tk.ae])<<2
+	if tk.reply {
+		fk |= 2
+	}
+	if tk.ret {
+		fk |= 1
+	}
+	src := j.edgeSrc[tk.ae]
+	if tab := j.classTabs[src]; tab != nil {
+		if c := j.findClass(src, tab, fk); c != nil {
+			if memoCheck && c != j.classOf(p, a) {
+				panic(fmt.Sprintf("class of terms %d→%d by their key: not classOf's", p, a))
+			}
+			return c
+		}
+	}
+	return j.classOf(p, a)
+}
+
+// logfEdge is logfIn(c, act, dt) for a send act on edge ae.
+func (j *joint) logfEdge(c *classModel, ae int32, dt float64) float64 {
+	lp := c.d.logpdf(dt) + c.logTrans
+	if c.fit {
+		// The mixture 0.9·class + 0.1·base, by its larger term.
+		lp = math.Max(lp+log09, j.base[ae].logpdf(dt)+log01)
+	}
+	return lp
 }
 
 // roundRec is what the first assignByDest round at a node did, block by
@@ -483,6 +554,23 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		j.tallySpans(b, &ns, calls) // J5b
 	}
 	for s, c := range ns.req {
+		if a := s + sweepAhead; a < len(ns.req) && len(ns.members[a]) == 0 && ns.head[a].reply >= 0 {
+			prefetchAt(j.parent, ns.head[a].reply)
+			prefetchAt(j.prob, ns.head[a].reply)
+		}
+		if len(ns.members[s]) == 0 {
+			// A span without calls: its reply's parent is the request
+			// (none for a headless span's own message), for certain;
+			// what assignSpan does, from the head.
+			if hd := &ns.head[s]; hd.reply >= 0 {
+				p := c
+				if hd.h == halfHead {
+					p = -1
+				}
+				j.parent[hd.reply], j.prob[hd.reply] = p, 1
+			}
+			continue
+		}
 		j.assignSpan(b, c, ns.members[s])
 	}
 	// A call the assignment left outside every span starts a path of its
@@ -688,27 +776,58 @@ type spanHead struct {
 	fan      *fanModel
 	h        uint8 // half span kind
 	replyReq bool  // the reply is a request (then parallelIn may hold for it)
+	// What the class of a delay term reads of the request as trigger and
+	// of the reply as the send (termKey): their edges, whether the
+	// request is a return and whether the reply is one.
+	reqEdge, replyEdge int32
+	reqRet, replyRet   bool
 }
 
 func (j *joint) spanHeadOf(c int32) spanHead {
 	h := &j.hot[c]
 	hd := spanHead{reply: -1, ci: -1, rs: math.MaxInt64, start: h.recv, recv: h.recv, h: h.half}
+	hd.reqEdge, hd.reqRet = h.edge, h.role == roleReply
 	switch hd.h {
 	case halfNone:
 		hd.reply = h.peer
 		hr := &j.hot[hd.reply]
 		hd.rs, hd.replyReq = hr.send, hr.role == roleRequest
+		hd.replyEdge, hd.replyRet = hr.edge, hr.role == roleReply || hr.half == halfHead
 	case halfHead:
 		hd.reply, hd.rs, hd.start = c, h.send, math.MinInt64
 		hd.replyReq = h.role == roleRequest
+		hd.replyEdge, hd.replyRet = h.edge, h.role == roleReply || h.half == halfHead
 	}
 	if hd.h != halfHead {
 		hd.fan = j.fanOf(c)
 	}
-	if ci, ok := j.cntCls.get(j.spanClass(c)); ok {
-		hd.ci = ci
-	}
+	hd.ci = j.spanCiOf(c)
 	return hd
+}
+
+// spanCiOf is the count class id of request c's span (cntCls of
+// spanClass), or −1: looked up once per edge (repairScratch.spanCi).
+func (j *joint) spanCiOf(c int32) int32 {
+	x := 2 * int(j.hot[c].edge)
+	if j.hot[c].half == halfHead {
+		x++
+	}
+	m := j.scr.spanCi
+	if x >= len(m) {
+		n := len(m)
+		m = append(m, make([]int32, max(x+1, 2*len(j.edgeSrc))-n)...)
+		for i := n; i < len(m); i++ {
+			m[i] = -2
+		}
+		j.scr.spanCi = m
+	}
+	if m[x] == -2 {
+		m[x] = -1
+		if ci, ok := j.cntCls.get(j.spanClass(c)); ok {
+			m[x] = ci
+		}
+	}
+	return m[x]
 }
 
 // spanCostAt is spanCost of span s of ns.
@@ -746,7 +865,8 @@ func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 	cost := 0.0
 	// (The reply's send time and whether it may be parallel come from
 	// the head: its record is not loaded.)
-	send := func(a int32, s int64, mayPar bool) {
+	// ae, aRet: the send's edge and whether it is a reply (termKey).
+	send := func(a int32, s int64, mayPar bool, ae int32, aRet bool) {
 		t := 0
 		q := 1
 		if mayPar && j.anyParallel && j.parallelIn(hd.ci, a) {
@@ -768,18 +888,28 @@ func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 			return
 		}
 		// Its cause may have been lost (loss.go): then the delay
-		// is uniform over the span, at the price of the loss.
-		d := j.negLogf(p, a, s, pr)
+		// is uniform over the span, at the price of the loss. (The
+		// trigger's key: the request's from the head, a return's from
+		// its record, loaded above.)
+		var tk termKey
+		if t == 0 {
+			tk = termKey{te: hd.reqEdge, ret: hd.reqRet, ae: ae, reply: aRet}
+		} else {
+			hp := &j.hot[p]
+			tk = termKey{te: hp.edge, ret: hp.role == roleReply, ae: ae, reply: aRet}
+		}
+		d := j.negLogfKey(p, a, s, pr, tk)
 		if j.lossy {
 			d = math.Min(d, j.lostCause(b, pr, a))
 		}
 		cost += d
 	}
 	for _, k := range calls {
-		send(k, j.hot[k].send, true)
+		hk := &j.hot[k]
+		send(k, hk.send, true, hk.edge, hk.role == roleReply || hk.half == halfHead)
 	}
 	if reply >= 0 {
-		send(reply, rs, hd.replyReq)
+		send(reply, rs, hd.replyReq, hd.replyEdge, hd.replyRet)
 	}
 	for q, p := range sc.trig {
 		if q > 0 {
@@ -808,8 +938,8 @@ func fanCost(f *fanModel, k int) float64 {
 // countModelOf is the count model of calls to d from the spans of request
 // c's class.
 func (j *joint) countModelOf(c int32, d trace.NodeID) *countModel {
-	ci, ok := j.cntCls.get(j.spanClass(c))
-	if !ok {
+	ci := j.spanCiOf(c)
+	if ci < 0 {
 		return nil
 	}
 	return j.countModelIn(ci, d)
@@ -845,6 +975,7 @@ type cntMemo struct {
 func (j *joint) indexCounts() {
 	j.cntCls, j.cntTab, j.cntList = newPairTable(64), newPairTable(64), j.cntList[:0]
 	j.cntMemo = cntMemo{}
+	j.scr.spanCi = j.scr.spanCi[:0]
 	for i := range j.mod.count.len() {
 		key, cm := j.mod.count.at(i)
 		k := classOfKey(key)
@@ -1163,7 +1294,7 @@ func (j *joint) refitCounts() {
 		}
 		sci[c] = -1
 		if isSpan(c) {
-			if ci, ok := j.cntCls.get(j.spanClass(int32(c))); ok {
+			if ci := j.spanCiOf(int32(c)); ci >= 0 {
 				sci[c] = ci
 				if !j.unsure[c] {
 					sure[ci]++
