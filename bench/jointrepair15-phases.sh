@@ -10,7 +10,8 @@ one() {
 		"$1" -test.run XXX -test.bench LinkPhases -test.benchtime 1x 2>&1 |
 		awk -v t="$(basename "$1")" -v l="$(cut -d' ' -f1 /proc/loadavg)" '
 		/^J4 /{j4+=$(NF-5); s=s sprintf(" %s=%s", $2, $(NF-5))}
-		/^J5 refit p2|^J5c settled|^J5 refit p1/{r=r sprintf(" %s%s=%s", $2, $3, $(NF-5))}
+		/^J5 refit p2|^J5 refit p1/{r=r sprintf(" %s%s=%s", $2, $3, $(NF-5))}
+		/^J5c settled/{r=r sprintf(" settled=%s", $(NF-5))}
 		/^J2 count priors/{r=r sprintf(" priors=%s", $(NF-5))}
 		/^linking total/{tot=$3}
 		END{printf "%s load=%s J4=%.3f%s |%s total=%s\n", t, l, j4, s, r, tot}'

@@ -102,6 +102,7 @@ type repairScratch struct {
 	// (spanClass reads only those): −1 none, −2 not yet looked up; reset
 	// where cntCls is made.
 	spanCi []int32
+	seen   [][4]float64 // refitCounts' counts, by place in cntList
 }
 
 // costMemo holds the costs of spans with one call taken out, one added or
@@ -948,26 +949,42 @@ func (j *joint) countModelOf(c int32, d trace.NodeID) *countModel {
 // countModelIn is the count model of calls to d from the spans of the
 // class with id ci (in cntCls), or nil.
 func (j *joint) countModelIn(ci int32, d trace.NodeID) *countModel {
-	k := uint64(uint32(ci))<<32 | uint64(uint32(d))
-	if m := &j.cntMemo; m.ok && m.key == k {
-		return m.cm
+	if mi := j.countIdxIn(ci, d); mi >= 0 {
+		return j.cntList[mi]
 	}
-	var cm *countModel
-	if mi, ok := j.cntTab.get(k); ok {
-		cm = j.cntList[mi]
-	}
-	j.cntMemo = cntMemo{key: k, cm: cm, ok: true}
-	return cm
+	return nil
 }
 
-// cntMemo is the last lookup of countModelIn (the span costs of a node
-// ask for the same class and destination over and over); reset where
-// cntTab is made.
+// countIdxIn is the index in cntList of countModelIn(ci, d), or −1.
+func (j *joint) countIdxIn(ci int32, d trace.NodeID) int32 {
+	k := uint64(uint32(ci))<<32 | uint64(uint32(d))
+	e := &j.cntMemo.ents[mix(k)>>(64-cntMemoBits)]
+	if e.ok && e.key == k {
+		return e.mi
+	}
+	mi := int32(-1)
+	if x, ok := j.cntTab.get(k); ok {
+		mi = x
+	}
+	*e = cntMemoEnt{key: k, mi: mi, ok: true}
+	return mi
+}
+
+// cntMemo holds the lookups of countIdxIn, direct-mapped (the span costs
+// of a node ask for the same class and destination over and over, the
+// count refit for a node's few in turn); reset where cntTab is made.
 type cntMemo struct {
+	ents [1 << cntMemoBits]cntMemoEnt
+}
+
+type cntMemoEnt struct {
 	key uint64
-	cm  *countModel
+	mi  int32 // index in cntList, −1: none
 	ok  bool
 }
+
+// cntMemoBits sizes cntMemo (16 bytes a slot: 4 KB).
+const cntMemoBits = 8
 
 // indexCounts gives the span classes of the count models dense ids
 // (cntCls) and the models a table by class id and destination (cntTab):
@@ -1280,52 +1297,57 @@ func (j *joint) refitCounts() {
 		hp := &j.hot[hc.peer]
 		return hp.send != trace.Unknown && j.edgeSrc[hp.edge] == j.edgeDst[hc.edge]
 	}
-	// The count class of every span, found once for both loops below
-	// (−1: not a span, or a span of no count class), in linkCls: free
-	// from a pass's change count to the next pass (step), and written by
-	// linkClasses only after the last refit. (The peers' records are
-	// loaded a few messages ahead: they are scattered.)
-	sci := j.linkCls
+	// Every span's count class (none: not a span, or a class without
+	// count models: nothing to count), and its calls counted by
+	// destination, in one loop. (The counts are whole numbers: their sums
+	// do not depend on the order. refitParallel reads neither them nor
+	// dsts. The peers' records are loaded a few messages ahead: they are
+	// scattered.)
+	// (Counted by the models' places in cntList, side by side, rather
+	// than in the models themselves, scattered.)
+	seen := slices.Grow(j.scr.seen[:0], len(j.cntList))[:len(j.cntList)]
+	clear(seen)
+	defer func() { j.scr.seen = seen }()
 	for c := range j.hot {
 		if c+sweepAhead < n {
 			if p := j.hot[c+sweepAhead].peer; p >= 0 {
 				prefetchAt(j.hot, p)
 			}
 		}
-		sci[c] = -1
-		if isSpan(c) {
-			if ci := j.spanCiOf(int32(c)); ci >= 0 {
-				sci[c] = ci
-				if !j.unsure[c] {
-					sure[ci]++
-				}
-			}
+		if !isSpan(c) {
+			continue
 		}
-	}
-	j.refitParallel(sure, start, calls)
-	for i := range j.mod.count.len() {
-		_, cm := j.mod.count.at(i)
-		cm.seen = [4]float64{}
-	}
-	for c := range j.hot {
-		ci := sci[c]
+		ci := j.spanCiOf(int32(c))
 		if ci < 0 {
-			continue // not a span, or a class without count models: nothing to count
+			continue
+		}
+		if !j.unsure[c] {
+			sure[ci]++
 		}
 		tot[ci]++
 		ds := dsts[start[c]:start[c+1]]
-		slices.Sort(ds)
+		if len(ds) > 1 {
+			slices.Sort(ds)
+		}
 		for i := 0; i < len(ds); {
 			m := 1
 			for i+m < len(ds) && ds[i+m] == ds[i] {
 				m++
 			}
-			if cm := j.countModelIn(ci, ds[i]); cm != nil {
-				cm.seen[min(m, 3)]++
+			if mi := j.countIdxIn(ci, ds[i]); mi >= 0 {
+				seen[mi][min(m, 3)]++
 			}
 			i += m
 		}
 	}
+	for i := range j.mod.count.len() {
+		_, cm := j.mod.count.at(i)
+		cm.seen = [4]float64{}
+	}
+	for mi, cm := range j.cntList {
+		cm.seen = seen[mi]
+	}
+	j.refitParallel(sure, start, calls)
 	for i := range j.mod.count.len() {
 		key, cm := j.mod.count.at(i)
 		ci, _ := j.cntCls.get(classOfKey(key))
