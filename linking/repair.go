@@ -199,6 +199,34 @@ func (j *joint) costWith(b trace.NodeID, ns *nodeSpans, s, rm, add int32) float6
 type termMemo struct {
 	on   bool
 	ents []termEnt
+	// vals are the span values (spanValue) of the spans the repair
+	// costs, direct-mapped by the span's request and calls (spanKey):
+	// the assignment rounds, the moves and swaps and the call
+	// probabilities cost the same spans with the same calls again (and
+	// the connection tie-breaker, which comes between, only adds its own
+	// term), and a value depends only on the span, its calls and the
+	// models, which no step of the repair changes.
+	vals []valEnt
+}
+
+type valEnt struct {
+	key uint64 // spanKey; 0: empty
+	v   float64
+}
+
+// valMemoBits sizes termMemo.vals (16 bytes a slot: 2 MB).
+const valMemoBits = 17
+
+// spanKey is the key of request c's span with the given calls in
+// termMemo.vals: a hash of the request and of the set of calls (a span's
+// calls are always in send order, ties by index, so the set is the list),
+// never 0.
+func spanKey(c int32, calls []int32) uint64 {
+	h := mix(uint64(uint32(c)) ^ 0x243f6a8885a308d3)
+	for _, k := range calls {
+		h ^= memberHash(k)
+	}
+	return h | 1
 }
 
 type termEnt struct {
@@ -238,6 +266,10 @@ func (m *termMemo) start() {
 	for i := range m.ents {
 		m.ents[i].trig = -1
 	}
+	if m.vals == nil {
+		m.vals = make([]valEnt, 1<<valMemoBits)
+	}
+	clear(m.vals)
 	m.on = !noMemos
 }
 
@@ -832,12 +864,36 @@ func (j *joint) spanCiOf(c int32) int32 {
 }
 
 // spanCostAt is spanCost of span s of ns.
+// (Its value, without the connection term, is memoised: termMemo.vals.)
 func (j *joint) spanCostAt(b trace.NodeID, ns *nodeSpans, s int32, calls []int32) float64 {
-	return j.spanCostOf(b, ns.req[s], &ns.head[s], calls)
+	m := &j.scr.terms
+	c := ns.req[s]
+	if !m.on {
+		return j.spanCostOf(b, c, &ns.head[s], calls)
+	}
+	key := spanKey(c, calls)
+	e := &m.vals[key>>(64-valMemoBits)]
+	var v float64
+	if e.key == key {
+		v = e.v
+		if memoCheck {
+			checkMemo("span value", v, j.spanValue(b, c, &ns.head[s], calls))
+		}
+	} else {
+		v = j.spanValue(b, c, &ns.head[s], calls)
+		*e = valEnt{key: key, v: v}
+	}
+	return v + j.connCostOf(j.curSpans, c, calls)
 }
 
 // spanCostOf is spanCost of request c's span with header hd.
 func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32) float64 {
+	return j.spanValue(b, c, hd, calls) + j.connCostOf(j.curSpans, c, calls)
+}
+
+// spanValue is spanCostOf without the connection tie-breaker's term (the
+// last one it adds).
+func (j *joint) spanValue(b trace.NodeID, c int32, hd *spanHead, calls []int32) float64 {
 	sc := &j.scr
 	h := hd.h
 	reply, rs, start := hd.reply, hd.rs, hd.start
@@ -922,7 +978,7 @@ func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 	if j.actorOn != nil && j.actorOn[b] {
 		cost += j.actorSpanCost(b, c, calls) // J2b
 	}
-	return cost + j.countCostIn(hd.ci, calls) + j.connCostOf(j.curSpans, c, calls)
+	return cost + j.countCostIn(hd.ci, calls)
 }
 
 func fanCost(f *fanModel, k int) float64 {
