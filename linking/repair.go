@@ -103,6 +103,7 @@ type repairScratch struct {
 	// where cntCls is made.
 	spanCi []int32
 	seen   [][4]float64 // refitCounts' counts, by place in cntList
+	rowAdm []int32      // assignByDest: a row's admissible spans
 }
 
 // costMemo holds the costs of spans with one call taken out, one added or
@@ -207,6 +208,9 @@ type termMemo struct {
 	// term), and a value depends only on the span, its calls and the
 	// models, which no step of the repair changes.
 	vals []valEnt
+	// valsOff: spanCostAt neither reads nor writes vals (assignByDest,
+	// for what the later steps will not ask again).
+	valsOff bool
 }
 
 type valEnt struct {
@@ -868,7 +872,7 @@ func (j *joint) spanCiOf(c int32) int32 {
 func (j *joint) spanCostAt(b trace.NodeID, ns *nodeSpans, s int32, calls []int32) float64 {
 	m := &j.scr.terms
 	c := ns.req[s]
-	if !m.on {
+	if !m.on || m.valsOff {
 		return j.spanCostOf(b, c, &ns.head[s], calls)
 	}
 	key := spanKey(c, calls)
@@ -1728,6 +1732,13 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 			// shared: some span is admissible for two rows (else every
 			// row's choice is its own, and the assignment needs no matrix).
 			shared := false
+			// multi: some row has two admissible spans or more. Only
+			// such a row's span values go to the pass's memo
+			// (termMemo.vals, for the moves and swaps and the call
+			// probabilities, which pass over calls with one): a lookup
+			// is a cache miss, and most rows have one span.
+			multi := false
+			vals := &j.scr.terms
 			for r, k := range blk {
 				var pe []memoEnt
 				if pr := r + prevKeep; pr+1 < len(mc.prevStart) {
@@ -1735,7 +1746,12 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 				}
 				q := 0
 				rowCol0 := int32(len(cols))
-				j.admissibleAll(b, ns, k, ins, func(s int32) {
+				adm := j.scr.rowAdm[:0]
+				j.admissibleAll(b, ns, k, ins, func(s int32) { adm = append(adm, s) })
+				j.scr.rowAdm = adm
+				multi = multi || len(adm) > 1
+				vals.valsOff = len(adm) < 2
+				for _, s := range adm {
 					fp = spanFP(fp, s, rec.hash[s])
 					if first {
 						rec.adm = append(rec.adm, s)
@@ -1758,9 +1774,10 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 					}
 					q++
 					mc.ents = append(mc.ents, e)
-				})
+				}
 				mc.start = append(mc.start, int32(len(mc.ents)))
 			}
+			vals.valsOff = !multi
 			n, m := len(blk), len(cols)+len(blk)
 			over = slices.Grow(over[:0], n)[:n]
 			// The matrix of a block whose rows share spans: mostly
@@ -1772,6 +1789,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 					ns.cost[cols[s]] = j.spanCostAt(b, ns, cols[s], ns.members[cols[s]])
 				}
 			}
+			vals.valsOff = false
 			col := slices.Grow(j.scr.col[:0], n)[:n]
 			j.scr.col = col
 			for r, k := range blk {
