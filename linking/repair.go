@@ -103,7 +103,6 @@ type repairScratch struct {
 	// where cntCls is made.
 	spanCi []int32
 	seen   [][4]float64 // refitCounts' counts, by place in cntList
-	rowAdm []int32      // assignByDest: a row's admissible spans
 }
 
 // costMemo holds the costs of spans with one call taken out, one added or
@@ -200,39 +199,6 @@ func (j *joint) costWith(b trace.NodeID, ns *nodeSpans, s, rm, add int32) float6
 type termMemo struct {
 	on   bool
 	ents []termEnt
-	// vals are the span values (spanValue) of the spans the repair
-	// costs, direct-mapped by the span's request and calls (spanKey):
-	// the assignment rounds, the moves and swaps and the call
-	// probabilities cost the same spans with the same calls again (and
-	// the connection tie-breaker, which comes between, only adds its own
-	// term), and a value depends only on the span, its calls and the
-	// models, which no step of the repair changes.
-	vals []valEnt
-	// valsOff: spanCostAt neither reads nor writes vals (assignByDest,
-	// for what the later steps will not ask again).
-	valsOff bool
-}
-
-type valEnt struct {
-	key uint64 // spanKey; 0: empty
-	v   float64
-}
-
-// valMemoBits sizes termMemo.vals (16 bytes a slot: 1 MB; with 2 MB the
-// moves and swaps of the CoDeeN-sized trace found 394 k of their values
-// there instead of 377 k).
-const valMemoBits = 16
-
-// spanKey is the key of request c's span with the given calls in
-// termMemo.vals: a hash of the request and of the set of calls (a span's
-// calls are always in send order, ties by index, so the set is the list),
-// never 0.
-func spanKey(c int32, calls []int32) uint64 {
-	h := mix(uint64(uint32(c)) ^ 0x243f6a8885a308d3)
-	for _, k := range calls {
-		h ^= memberHash(k)
-	}
-	return h | 1
 }
 
 type termEnt struct {
@@ -272,10 +238,6 @@ func (m *termMemo) start() {
 	for i := range m.ents {
 		m.ents[i].trig = -1
 	}
-	if m.vals == nil {
-		m.vals = make([]valEnt, 1<<valMemoBits)
-	}
-	clear(m.vals)
 	m.on = !noMemos
 }
 
@@ -870,36 +832,12 @@ func (j *joint) spanCiOf(c int32) int32 {
 }
 
 // spanCostAt is spanCost of span s of ns.
-// (Its value, without the connection term, is memoised: termMemo.vals.)
 func (j *joint) spanCostAt(b trace.NodeID, ns *nodeSpans, s int32, calls []int32) float64 {
-	m := &j.scr.terms
-	c := ns.req[s]
-	if !m.on || m.valsOff {
-		return j.spanCostOf(b, c, &ns.head[s], calls)
-	}
-	key := spanKey(c, calls)
-	e := &m.vals[key>>(64-valMemoBits)]
-	var v float64
-	if e.key == key {
-		v = e.v
-		if memoCheck {
-			checkMemo("span value", v, j.spanValue(b, c, &ns.head[s], calls))
-		}
-	} else {
-		v = j.spanValue(b, c, &ns.head[s], calls)
-		*e = valEnt{key: key, v: v}
-	}
-	return v + j.connCostOf(j.curSpans, c, calls)
+	return j.spanCostOf(b, ns.req[s], &ns.head[s], calls)
 }
 
 // spanCostOf is spanCost of request c's span with header hd.
 func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32) float64 {
-	return j.spanValue(b, c, hd, calls) + j.connCostOf(j.curSpans, c, calls)
-}
-
-// spanValue is spanCostOf without the connection tie-breaker's term (the
-// last one it adds).
-func (j *joint) spanValue(b trace.NodeID, c int32, hd *spanHead, calls []int32) float64 {
 	sc := &j.scr
 	h := hd.h
 	reply, rs, start := hd.reply, hd.rs, hd.start
@@ -984,7 +922,7 @@ func (j *joint) spanValue(b trace.NodeID, c int32, hd *spanHead, calls []int32) 
 	if j.actorOn != nil && j.actorOn[b] {
 		cost += j.actorSpanCost(b, c, calls) // J2b
 	}
-	return cost + j.countCostIn(hd.ci, calls)
+	return cost + j.countCostIn(hd.ci, calls) + j.connCostOf(j.curSpans, c, calls)
 }
 
 func fanCost(f *fanModel, k int) float64 {
@@ -1734,13 +1672,6 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 			// shared: some span is admissible for two rows (else every
 			// row's choice is its own, and the assignment needs no matrix).
 			shared := false
-			// multi: some row has two admissible spans or more. Only
-			// such a row's span values go to the pass's memo
-			// (termMemo.vals, for the moves and swaps and the call
-			// probabilities, which pass over calls with one): a lookup
-			// is a cache miss, and most rows have one span.
-			multi := false
-			vals := &j.scr.terms
 			for r, k := range blk {
 				var pe []memoEnt
 				if pr := r + prevKeep; pr+1 < len(mc.prevStart) {
@@ -1748,12 +1679,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 				}
 				q := 0
 				rowCol0 := int32(len(cols))
-				adm := j.scr.rowAdm[:0]
-				j.admissibleAll(b, ns, k, ins, func(s int32) { adm = append(adm, s) })
-				j.scr.rowAdm = adm
-				multi = multi || len(adm) > 1
-				vals.valsOff = len(adm) < 2
-				for _, s := range adm {
+				j.admissibleAll(b, ns, k, ins, func(s int32) {
 					fp = spanFP(fp, s, rec.hash[s])
 					if first {
 						rec.adm = append(rec.adm, s)
@@ -1776,10 +1702,9 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 					}
 					q++
 					mc.ents = append(mc.ents, e)
-				}
+				})
 				mc.start = append(mc.start, int32(len(mc.ents)))
 			}
-			vals.valsOff = !multi
 			n, m := len(blk), len(cols)+len(blk)
 			over = slices.Grow(over[:0], n)[:n]
 			// The matrix of a block whose rows share spans: mostly
@@ -1791,7 +1716,6 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 					ns.cost[cols[s]] = j.spanCostAt(b, ns, cols[s], ns.members[cols[s]])
 				}
 			}
-			vals.valsOff = false
 			col := slices.Grow(j.scr.col[:0], n)[:n]
 			j.scr.col = col
 			for r, k := range blk {
