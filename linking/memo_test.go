@@ -8,8 +8,10 @@ import (
 	"time"
 )
 
-// TestRepairMemosExact: the repair's memos (termMemo, costMemo) change
-// nothing: every value they return is what it would compute (memoCheck),
+// TestRepairMemosExact: the repair's memos (termMemo, costMemo) and the
+// second assignment round's blocks taken as the first's by their stamps
+// (roundRec.stamp; off with noMemos) change nothing: every value the memos
+// return is what they would compute (memoCheck),
 // and every message's parent and probability after the last pass, the fit,
 // the instances and patterns are those of the same run without them, on
 // traces with concurrency, repeated and parallel calls, loss and untraced
@@ -33,6 +35,7 @@ func TestRepairMemosExact(t *testing.T) {
 			tracelets: cdn(), seed: 4, untraced: []string{"ORIGIN"}, clientName: "CLIENT"},
 	}
 	defer func() { afterJoint, noMemos, memoCheck = nil, false, false }()
+	stampReused = 0
 	for ci, c := range cases {
 		tr := simulate(c)
 		var runs [2]run
@@ -70,5 +73,8 @@ func TestRepairMemosExact(t *testing.T) {
 			!reflect.DeepEqual(runs[0].res.Patterns, runs[1].res.Patterns) {
 			t.Errorf("%s: fit, instances or patterns differ with the memos", name)
 		}
+	}
+	if stampReused == 0 {
+		t.Errorf("no second-round block was taken by its stamps")
 	}
 }

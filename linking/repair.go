@@ -97,6 +97,12 @@ type repairScratch struct {
 	costs              costMemo     // span costs of the moves, swaps and call probabilities
 	memoVer            []uint32     // nodeSpans.ver, reused
 	cw                 []int32      // costWith's calls
+	// spanCi is the count class id (cntCls) of the spans whose request
+	// came over an edge, by 2·edge + 1 for a headless span's message
+	// (spanClass reads only those): −1 none, −2 not yet looked up; reset
+	// where cntCls is made.
+	spanCi []int32
+	seen   [][4]float64 // refitCounts' counts, by place in cntList
 }
 
 // costMemo holds the costs of spans with one call taken out, one added or
@@ -207,6 +213,9 @@ type termEnt struct {
 var (
 	noMemos, memoCheck bool
 	memoChecked        int
+	// stampReused counts the second-round blocks taken as the first
+	// round's by their stamps (roundRec.stamp; tests).
+	stampReused int
 )
 
 // checkMemo is memoCheck's comparison of a memoised value with its
@@ -256,6 +265,72 @@ func (j *joint) negLogf(p, a int32, s, pr int64) float64 {
 	return d
 }
 
+// termKey is what the class of a delay term (classOf) reads of the trigger
+// and the send's records: the trigger's edge and whether it is a return
+// (te, ret), the send's edge and whether it is a reply (ae, reply). The
+// span costs have them at hand (spanHead, the records loaded for the
+// span's calls): the class is then found without loading the records
+// again, scattered over a large trace.
+type termKey struct {
+	te, ae     int32
+	ret, reply bool
+}
+
+// negLogfKey is negLogf with the term's key at hand.
+func (j *joint) negLogfKey(p, a int32, s, pr int64, tk termKey) float64 {
+	m := &j.scr.terms
+	if !m.on {
+		return -j.logf(p, a, float64(s-pr)/1e9)
+	}
+	h := (uint32(p)*0x9e3779b1 ^ uint32(a)*0x85ebca77) >> (32 - termMemoBits)
+	e := &m.ents[h]
+	if e.trig == p && e.act == a {
+		if memoCheck {
+			checkMemo("term", e.d, -j.logf(p, a, float64(s-pr)/1e9))
+		}
+		return e.d
+	}
+	d := -j.logfEdge(j.classKeyed(p, a, tk), tk.ae, float64(s-pr)/1e9)
+	if memoCheck {
+		checkMemo("keyed term", d, -j.logf(p, a, float64(s-pr)/1e9))
+	}
+	*e = termEnt{trig: p, act: a, d: d}
+	return d
+}
+
+// classKeyed is classOf(p, a) with the key's parts at hand: the class
+// table's key as classOf makes it, found as classOf finds it, else
+// classOf itself (which makes the class).
+func (j *joint) classKeyed(p, a int32, tk termKey) *classModel {
+	fk := uint64(j.edgeTrig[tk.te])<<33 | uint64(j.edgeAct[tk.ae])<<2
+	if tk.reply {
+		fk |= 2
+	}
+	if tk.ret {
+		fk |= 1
+	}
+	src := j.edgeSrc[tk.ae]
+	if tab := j.classTabs[src]; tab != nil {
+		if c := j.findClass(src, tab, fk); c != nil {
+			if memoCheck && c != j.classOf(p, a) {
+				panic(fmt.Sprintf("class of terms %d→%d by their key: not classOf's", p, a))
+			}
+			return c
+		}
+	}
+	return j.classOf(p, a)
+}
+
+// logfEdge is logfIn(c, act, dt) for a send act on edge ae.
+func (j *joint) logfEdge(c *classModel, ae int32, dt float64) float64 {
+	lp := c.d.logpdf(dt) + c.logTrans
+	if c.fit {
+		// The mixture 0.9·class + 0.1·base, by its larger term.
+		lp = math.Max(lp+log09, j.base[ae].logpdf(dt)+log01)
+	}
+	return lp
+}
+
 // roundRec is what the first assignByDest round at a node did, block by
 // block, for the second: where a block of the second round finds every
 // span its calls could join with the calls the first round's block found
@@ -269,6 +344,26 @@ type roundRec struct {
 	blocks []blockRec
 	span   []int32   // the committed rows' spans (−1: none), by block
 	cost   []float64 // and the spans' costs after each
+	// grpBlk is, per group, where its blocks begin in blocks (one more
+	// entry: the end).
+	grpBlk []int32
+	adm    []int32 // the blocks' admissible spans (blockRec.admFrom)
+	// stamp is, per span, the group (first round: its index + 1; second
+	// round: after every first-round group) a call of which last left or
+	// joined the span, other than for the span it had when the group
+	// began.
+	stamp []int32
+}
+
+// changedSince reports whether one of block br's spans changed after
+// stamp st.
+func (rec *roundRec) changedSince(br *blockRec, st int32) bool {
+	for _, s := range rec.adm[br.admFrom:br.admTo] {
+		if rec.stamp[s] > st {
+			return true
+		}
+	}
+	return false
 }
 
 // blockRec is one block of the first round: fp hashes the admissible spans
@@ -278,6 +373,9 @@ type blockRec struct {
 	fp       uint64
 	slots    int32
 	from, to int32
+	// adm[admFrom:admTo] (roundRec.adm) are the spans admissible for
+	// its rows, row by row.
+	admFrom, admTo int32
 }
 
 // memberHash is a call's part of its span's hash.
@@ -457,6 +555,23 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		j.tallySpans(b, &ns, calls) // J5b
 	}
 	for s, c := range ns.req {
+		if a := s + sweepAhead; a < len(ns.req) && len(ns.members[a]) == 0 && ns.head[a].reply >= 0 {
+			prefetchAt(j.parent, ns.head[a].reply)
+			prefetchAt(j.prob, ns.head[a].reply)
+		}
+		if len(ns.members[s]) == 0 {
+			// A span without calls: its reply's parent is the request
+			// (none for a headless span's own message), for certain;
+			// what assignSpan does, from the head.
+			if hd := &ns.head[s]; hd.reply >= 0 {
+				p := c
+				if hd.h == halfHead {
+					p = -1
+				}
+				j.parent[hd.reply], j.prob[hd.reply] = p, 1
+			}
+			continue
+		}
 		j.assignSpan(b, c, ns.members[s])
 	}
 	// A call the assignment left outside every span starts a path of its
@@ -662,27 +777,58 @@ type spanHead struct {
 	fan      *fanModel
 	h        uint8 // half span kind
 	replyReq bool  // the reply is a request (then parallelIn may hold for it)
+	// What the class of a delay term reads of the request as trigger and
+	// of the reply as the send (termKey): their edges, whether the
+	// request is a return and whether the reply is one.
+	reqEdge, replyEdge int32
+	reqRet, replyRet   bool
 }
 
 func (j *joint) spanHeadOf(c int32) spanHead {
 	h := &j.hot[c]
 	hd := spanHead{reply: -1, ci: -1, rs: math.MaxInt64, start: h.recv, recv: h.recv, h: h.half}
+	hd.reqEdge, hd.reqRet = h.edge, h.role == roleReply
 	switch hd.h {
 	case halfNone:
 		hd.reply = h.peer
 		hr := &j.hot[hd.reply]
 		hd.rs, hd.replyReq = hr.send, hr.role == roleRequest
+		hd.replyEdge, hd.replyRet = hr.edge, hr.role == roleReply || hr.half == halfHead
 	case halfHead:
 		hd.reply, hd.rs, hd.start = c, h.send, math.MinInt64
 		hd.replyReq = h.role == roleRequest
+		hd.replyEdge, hd.replyRet = h.edge, h.role == roleReply || h.half == halfHead
 	}
 	if hd.h != halfHead {
 		hd.fan = j.fanOf(c)
 	}
-	if ci, ok := j.cntCls.get(j.spanClass(c)); ok {
-		hd.ci = ci
-	}
+	hd.ci = j.spanCiOf(c)
 	return hd
+}
+
+// spanCiOf is the count class id of request c's span (cntCls of
+// spanClass), or −1: looked up once per edge (repairScratch.spanCi).
+func (j *joint) spanCiOf(c int32) int32 {
+	x := 2 * int(j.hot[c].edge)
+	if j.hot[c].half == halfHead {
+		x++
+	}
+	m := j.scr.spanCi
+	if x >= len(m) {
+		n := len(m)
+		m = append(m, make([]int32, max(x+1, 2*len(j.edgeSrc))-n)...)
+		for i := n; i < len(m); i++ {
+			m[i] = -2
+		}
+		j.scr.spanCi = m
+	}
+	if m[x] == -2 {
+		m[x] = -1
+		if ci, ok := j.cntCls.get(j.spanClass(c)); ok {
+			m[x] = ci
+		}
+	}
+	return m[x]
 }
 
 // spanCostAt is spanCost of span s of ns.
@@ -720,7 +866,8 @@ func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 	cost := 0.0
 	// (The reply's send time and whether it may be parallel come from
 	// the head: its record is not loaded.)
-	send := func(a int32, s int64, mayPar bool) {
+	// ae, aRet: the send's edge and whether it is a reply (termKey).
+	send := func(a int32, s int64, mayPar bool, ae int32, aRet bool) {
 		t := 0
 		q := 1
 		if mayPar && j.anyParallel && j.parallelIn(hd.ci, a) {
@@ -742,18 +889,28 @@ func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 			return
 		}
 		// Its cause may have been lost (loss.go): then the delay
-		// is uniform over the span, at the price of the loss.
-		d := j.negLogf(p, a, s, pr)
+		// is uniform over the span, at the price of the loss. (The
+		// trigger's key: the request's from the head, a return's from
+		// its record, loaded above.)
+		var tk termKey
+		if t == 0 {
+			tk = termKey{te: hd.reqEdge, ret: hd.reqRet, ae: ae, reply: aRet}
+		} else {
+			hp := &j.hot[p]
+			tk = termKey{te: hp.edge, ret: hp.role == roleReply, ae: ae, reply: aRet}
+		}
+		d := j.negLogfKey(p, a, s, pr, tk)
 		if j.lossy {
 			d = math.Min(d, j.lostCause(b, pr, a))
 		}
 		cost += d
 	}
 	for _, k := range calls {
-		send(k, j.hot[k].send, true)
+		hk := &j.hot[k]
+		send(k, hk.send, true, hk.edge, hk.role == roleReply || hk.half == halfHead)
 	}
 	if reply >= 0 {
-		send(reply, rs, hd.replyReq)
+		send(reply, rs, hd.replyReq, hd.replyEdge, hd.replyRet)
 	}
 	for q, p := range sc.trig {
 		if q > 0 {
@@ -782,8 +939,8 @@ func fanCost(f *fanModel, k int) float64 {
 // countModelOf is the count model of calls to d from the spans of request
 // c's class.
 func (j *joint) countModelOf(c int32, d trace.NodeID) *countModel {
-	ci, ok := j.cntCls.get(j.spanClass(c))
-	if !ok {
+	ci := j.spanCiOf(c)
+	if ci < 0 {
 		return nil
 	}
 	return j.countModelIn(ci, d)
@@ -792,26 +949,42 @@ func (j *joint) countModelOf(c int32, d trace.NodeID) *countModel {
 // countModelIn is the count model of calls to d from the spans of the
 // class with id ci (in cntCls), or nil.
 func (j *joint) countModelIn(ci int32, d trace.NodeID) *countModel {
-	k := uint64(uint32(ci))<<32 | uint64(uint32(d))
-	if m := &j.cntMemo; m.ok && m.key == k {
-		return m.cm
+	if mi := j.countIdxIn(ci, d); mi >= 0 {
+		return j.cntList[mi]
 	}
-	var cm *countModel
-	if mi, ok := j.cntTab.get(k); ok {
-		cm = j.cntList[mi]
-	}
-	j.cntMemo = cntMemo{key: k, cm: cm, ok: true}
-	return cm
+	return nil
 }
 
-// cntMemo is the last lookup of countModelIn (the span costs of a node
-// ask for the same class and destination over and over); reset where
-// cntTab is made.
+// countIdxIn is the index in cntList of countModelIn(ci, d), or −1.
+func (j *joint) countIdxIn(ci int32, d trace.NodeID) int32 {
+	k := uint64(uint32(ci))<<32 | uint64(uint32(d))
+	e := &j.cntMemo.ents[mix(k)>>(64-cntMemoBits)]
+	if e.ok && e.key == k {
+		return e.mi
+	}
+	mi := int32(-1)
+	if x, ok := j.cntTab.get(k); ok {
+		mi = x
+	}
+	*e = cntMemoEnt{key: k, mi: mi, ok: true}
+	return mi
+}
+
+// cntMemo holds the lookups of countIdxIn, direct-mapped (the span costs
+// of a node ask for the same class and destination over and over, the
+// count refit for a node's few in turn); reset where cntTab is made.
 type cntMemo struct {
+	ents [1 << cntMemoBits]cntMemoEnt
+}
+
+type cntMemoEnt struct {
 	key uint64
-	cm  *countModel
+	mi  int32 // index in cntList, −1: none
 	ok  bool
 }
+
+// cntMemoBits sizes cntMemo (16 bytes a slot: 4 KB).
+const cntMemoBits = 8
 
 // indexCounts gives the span classes of the count models dense ids
 // (cntCls) and the models a table by class id and destination (cntTab):
@@ -819,6 +992,7 @@ type cntMemo struct {
 func (j *joint) indexCounts() {
 	j.cntCls, j.cntTab, j.cntList = newPairTable(64), newPairTable(64), j.cntList[:0]
 	j.cntMemo = cntMemo{}
+	j.scr.spanCi = j.scr.spanCi[:0]
 	for i := range j.mod.count.len() {
 		key, cm := j.mod.count.at(i)
 		k := classOfKey(key)
@@ -1123,52 +1297,57 @@ func (j *joint) refitCounts() {
 		hp := &j.hot[hc.peer]
 		return hp.send != trace.Unknown && j.edgeSrc[hp.edge] == j.edgeDst[hc.edge]
 	}
-	// The count class of every span, found once for both loops below
-	// (−1: not a span, or a span of no count class), in linkCls: free
-	// from a pass's change count to the next pass (step), and written by
-	// linkClasses only after the last refit. (The peers' records are
-	// loaded a few messages ahead: they are scattered.)
-	sci := j.linkCls
+	// Every span's count class (none: not a span, or a class without
+	// count models: nothing to count), and its calls counted by
+	// destination, in one loop. (The counts are whole numbers: their sums
+	// do not depend on the order. refitParallel reads neither them nor
+	// dsts. The peers' records are loaded a few messages ahead: they are
+	// scattered.)
+	// (Counted by the models' places in cntList, side by side, rather
+	// than in the models themselves, scattered.)
+	seen := slices.Grow(j.scr.seen[:0], len(j.cntList))[:len(j.cntList)]
+	clear(seen)
+	defer func() { j.scr.seen = seen }()
 	for c := range j.hot {
 		if c+sweepAhead < n {
 			if p := j.hot[c+sweepAhead].peer; p >= 0 {
 				prefetchAt(j.hot, p)
 			}
 		}
-		sci[c] = -1
-		if isSpan(c) {
-			if ci, ok := j.cntCls.get(j.spanClass(int32(c))); ok {
-				sci[c] = ci
-				if !j.unsure[c] {
-					sure[ci]++
-				}
-			}
+		if !isSpan(c) {
+			continue
 		}
-	}
-	j.refitParallel(sure, start, calls)
-	for i := range j.mod.count.len() {
-		_, cm := j.mod.count.at(i)
-		cm.seen = [4]float64{}
-	}
-	for c := range j.hot {
-		ci := sci[c]
+		ci := j.spanCiOf(int32(c))
 		if ci < 0 {
-			continue // not a span, or a class without count models: nothing to count
+			continue
+		}
+		if !j.unsure[c] {
+			sure[ci]++
 		}
 		tot[ci]++
 		ds := dsts[start[c]:start[c+1]]
-		slices.Sort(ds)
+		if len(ds) > 1 {
+			slices.Sort(ds)
+		}
 		for i := 0; i < len(ds); {
 			m := 1
 			for i+m < len(ds) && ds[i+m] == ds[i] {
 				m++
 			}
-			if cm := j.countModelIn(ci, ds[i]); cm != nil {
-				cm.seen[min(m, 3)]++
+			if mi := j.countIdxIn(ci, ds[i]); mi >= 0 {
+				seen[mi][min(m, 3)]++
 			}
 			i += m
 		}
 	}
+	for i := range j.mod.count.len() {
+		_, cm := j.mod.count.at(i)
+		cm.seen = [4]float64{}
+	}
+	for mi, cm := range j.cntList {
+		cm.seen = seen[mi]
+	}
+	j.refitParallel(sure, start, calls)
 	for i := range j.mod.count.len() {
 		key, cm := j.mod.count.at(i)
 		ci, _ := j.cntCls.get(classOfKey(key))
@@ -1321,6 +1500,9 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 			}
 			rec.hash[s] = h
 		}
+		rec.grpBlk, rec.adm = rec.grpBlk[:0], rec.adm[:0]
+		rec.stamp = slices.Grow(rec.stamp[:0], len(ns.req))[:len(ns.req)]
+		clear(rec.stamp)
 	}
 	nextBlock := 0 // the second round's place in rec.blocks
 	var ma []int32
@@ -1328,6 +1510,14 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 	for gi, g := range groups {
 		if last >= 0 && gi > last && changedLast < 0 {
 			break // every later group would assign as before
+		}
+		// The group's stamp (roundRec.stamp): the first round's groups
+		// 1, 2, ..., the second's after them.
+		st := int32(gi + 1)
+		if first {
+			rec.grpBlk = append(rec.grpBlk, int32(len(rec.blocks)))
+		} else {
+			st += int32(len(rec.grpBlk) - 1)
 		}
 		// The group's spans as it finds them: a change is a call that
 		// ends in another one.
@@ -1337,15 +1527,6 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 			was = append(was, j.callSpan[k])
 		}
 		j.scr.was = was
-		// Take the whole group out of the spans.
-		for _, k := range g {
-			if s, ok := ns.at(j.callSpan[k]); ok {
-				ns.members[s] = without(ns.members[s], ns.members[s], k) // in place
-				ns.cost[s] = math.NaN()
-				ver[s]++
-				rec.hash[s] ^= memberHash(k)
-			}
-		}
 		prevKeep := 0
 		// Slots: how many calls of the group one span may take in a block
 		// (parallel or repeated calls), from the count models.
@@ -1396,7 +1577,43 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 				}
 			}
 		}
-		for i := 0; i < len(g); {
+		// The second round: from the group's first block on, every
+		// block that finds what the first round's found would take its
+		// assignment, which its calls still have (from that round, and
+		// no other group moves them). What a block finds is the spans it
+		// could join with the calls the earlier groups and its group's
+		// earlier blocks left there: the same wherever no span in its
+		// range changed after the first round's group (roundRec.stamp;
+		// its earlier blocks, taken as they were, changed none). Those
+		// blocks are passed over with their calls left where they are.
+		i := 0
+		if !first && gi+1 < len(rec.grpBlk) && !noMemos {
+			nextBlock = int(rec.grpBlk[gi])
+			for i < len(g) && nextBlock < int(rec.grpBlk[gi+1]) {
+				br := &rec.blocks[nextBlock]
+				keep := min(len(g)-i, assignBlock)
+				if i+assignBlock < len(g) {
+					keep = assignCommit
+				}
+				if int(br.slots) != slots || int(br.to-br.from) != keep || rec.changedSince(br, int32(gi+1)) {
+					break
+				}
+				nextBlock++
+				i += keep
+				stampReused++
+			}
+		}
+		// Take the rest of the group out of the spans.
+		for _, k := range g[i:] {
+			if s, ok := ns.at(j.callSpan[k]); ok {
+				ns.members[s] = without(ns.members[s], ns.members[s], k) // in place
+				ns.cost[s] = math.NaN()
+				ver[s]++
+				rec.hash[s] ^= memberHash(k)
+			}
+		}
+		for i < len(g) {
+			i0 := i // the block's first call in g
 			blk := g[i:min(i+assignBlock, len(g))]
 			for _, s := range cols {
 				colOf[s] = -1
@@ -1412,11 +1629,19 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 				br := rec.blocks[nextBlock]
 				nextBlock++
 				if int(br.slots) == slots && int(br.to-br.from) == keep {
-					fp := uint64(0)
-					for _, k := range blk {
-						j.admissibleAll(b, ns, k, ins, func(s int32) { fp = spanFP(fp, s, rec.hash[s]) })
+					// (Where no span of the block changed since, it
+					// finds them as they were; else by their calls.)
+					same := !noMemos && !rec.changedSince(&br, int32(gi+1))
+					if same {
+						stampReused++
+					} else {
+						fp := uint64(0)
+						for _, k := range blk {
+							j.admissibleAll(b, ns, k, ins, func(s int32) { fp = spanFP(fp, s, rec.hash[s]) })
+						}
+						same = fp == br.fp
 					}
-					if fp == br.fp {
+					if same {
 						for r, x := range rec.span[br.from:br.to] {
 							k := blk[r]
 							if x < 0 {
@@ -1429,6 +1654,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 							rec.hash[x] ^= memberHash(k)
 							j.setCallSpan(b, k, ns.req[x])
 						}
+						j.stampMoves(ns, rec, g[i0:i0+keep], was[i0:i0+keep], st)
 						i += keep
 						prevKeep = keep
 						j.scr.memo.prevStart = j.scr.memo.prevStart[:0] // no costs of this block's rows
@@ -1437,6 +1663,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 				}
 			}
 			fp := uint64(0)
+			admFrom := int32(len(rec.adm))
 			// Every row's admissible spans and its cost in each (the
 			// span's cost with the call), once: rows the previous block
 			// left uncommitted reuse theirs for spans unchanged since.
@@ -1454,6 +1681,9 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 				rowCol0 := int32(len(cols))
 				j.admissibleAll(b, ns, k, ins, func(s int32) {
 					fp = spanFP(fp, s, rec.hash[s])
+					if first {
+						rec.adm = append(rec.adm, s)
+					}
 					if colOf[s] < 0 {
 						colOf[s] = int32(len(cols))
 						for q := 1; q <= slots; q++ {
@@ -1591,7 +1821,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 			mc.prevEnts, mc.ents = mc.ents, mc.prevEnts
 			if first {
 				n := int32(len(rec.span))
-				rec.blocks = append(rec.blocks, blockRec{fp: fp, slots: int32(slots), from: n, to: n + int32(keep)})
+				rec.blocks = append(rec.blocks, blockRec{fp: fp, slots: int32(slots), from: n, to: n + int32(keep), admFrom: admFrom, admTo: int32(len(rec.adm))})
 			}
 			for r := 0; r < keep; r++ {
 				k := blk[r]
@@ -1629,6 +1859,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 				}
 				j.setCallSpan(b, k, ns.req[s])
 			}
+			j.stampMoves(ns, rec, g[i0:i0+keep], was[i0:i0+keep], st)
 		}
 		j.scr.memo.prevStart = j.scr.memo.prevStart[:0] // the next group starts afresh
 		for x, k := range g {
@@ -1638,10 +1869,28 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 			}
 		}
 	}
+	if first {
+		rec.grpBlk = append(rec.grpBlk, int32(len(rec.blocks)))
+	}
 	for _, s := range cols {
 		colOf[s] = -1
 	}
 	return changedLast
+}
+
+// stampMoves stamps (st) the spans that a block's committed calls ks left
+// or joined: those not in the span they had when their group began (was).
+func (j *joint) stampMoves(ns *nodeSpans, rec *roundRec, ks, was []int32, st int32) {
+	for x, k := range ks {
+		if c := j.callSpan[k]; c != was[x] {
+			if s, ok := ns.at(was[x]); ok {
+				rec.stamp[s] = st
+			}
+			if s, ok := ns.at(c); ok {
+				rec.stamp[s] = st
+			}
+		}
+	}
 }
 
 // admissibleAll calls f for every span call k can belong to: its request
