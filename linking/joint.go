@@ -1236,6 +1236,22 @@ const sweepAhead = 8
 // prefetchAt asks for the cache line of s[i] (prefetch).
 func prefetchAt[T any](s []T, i int32) { prefetch(uintptr(unsafe.Pointer(&s[i]))) }
 
+// linkAhead asks for what a pass over a node's sends (outs) and their
+// parents' links reads a few sends after x: the sends' records and
+// parents sweepAhead on, their parents' records half as far (they are
+// scattered over a large trace).
+func (j *joint) linkAhead(outs []int32, x int) {
+	if a := x + sweepAhead; a < len(outs) {
+		prefetchAt(j.hot, outs[a])
+		prefetchAt(j.parent, outs[a])
+	}
+	if a := x + sweepAhead/2; a < len(outs) {
+		if p := j.parent[outs[a]]; p >= 0 {
+			prefetchAt(j.hot, p)
+		}
+	}
+}
+
 // sweep is J3 at node b: every send, in time order, takes its cheapest
 // admissible parent.
 func (j *joint) sweep(b trace.NodeID) {
@@ -1558,15 +1574,7 @@ func (j *joint) refit(useCertain, last bool) {
 	for b := range j.t.Nodes {
 		outs := j.outsOf(trace.NodeID(b))
 		for x, i := range outs {
-			if a := x + sweepAhead; a < len(outs) {
-				prefetchAt(j.hot, outs[a])
-				prefetchAt(j.parent, outs[a])
-			}
-			if a := x + sweepAhead/2; a < len(outs) {
-				if p := j.parent[outs[a]]; p >= 0 {
-					prefetchAt(j.hot, p)
-				}
-			}
+			j.linkAhead(outs, x)
 			p := j.parent[i]
 			if p < 0 {
 				continue
@@ -1705,15 +1713,7 @@ func (j *joint) linkClasses() {
 		// (The records of the sends and of their parents are asked for
 		// a few sends ahead: they are scattered over a large trace.)
 		for x, i := range outs {
-			if a := x + sweepAhead; a < len(outs) {
-				prefetchAt(j.hot, outs[a])
-				prefetchAt(j.parent, outs[a])
-			}
-			if a := x + sweepAhead/2; a < len(outs) {
-				if p := j.parent[outs[a]]; p >= 0 {
-					prefetchAt(j.hot, p)
-				}
-			}
+			j.linkAhead(outs, x)
 			p := j.parent[i]
 			if p < 0 {
 				continue

@@ -246,9 +246,26 @@ func (m *termMemo) start() {
 // costs ask (the request's for t = 0), so the term is a function of the
 // pair within a pass.
 func (j *joint) negLogf(p, a int32, s, pr int64) float64 {
+	e, d, ok := j.termLookup(p, a, s, pr)
+	switch {
+	case ok:
+		return d
+	case e == nil:
+		return -j.logf(p, a, float64(s-pr)/1e9)
+	}
+	// (Not through classOfPair's memo of pairs: a pair this memo has not
+	// seen in the pass is rarely in that smaller one.)
+	d = -j.logfIn(j.classOf(p, a), a, float64(s-pr)/1e9)
+	*e = termEnt{trig: p, act: a, d: d}
+	return d
+}
+
+// termLookup looks the term of (p, a) up in the pass's memo: its value and
+// true when it is there; else the entry to fill, nil when the memo is off.
+func (j *joint) termLookup(p, a int32, s, pr int64) (*termEnt, float64, bool) {
 	m := &j.scr.terms
 	if !m.on {
-		return -j.logf(p, a, float64(s-pr)/1e9)
+		return nil, 0, false
 	}
 	h := (uint32(p)*0x9e3779b1 ^ uint32(a)*0x85ebca77) >> (32 - termMemoBits)
 	e := &m.ents[h]
@@ -256,13 +273,9 @@ func (j *joint) negLogf(p, a int32, s, pr int64) float64 {
 		if memoCheck {
 			checkMemo("term", e.d, -j.logf(p, a, float64(s-pr)/1e9))
 		}
-		return e.d
+		return e, e.d, true
 	}
-	// (Not through classOfPair's memo of pairs: a pair this memo has not
-	// seen in the pass is rarely in that smaller one.)
-	d := -j.logfIn(j.classOf(p, a), a, float64(s-pr)/1e9)
-	*e = termEnt{trig: p, act: a, d: d}
-	return d
+	return e, 0, false
 }
 
 // termKey is what the class of a delay term (classOf) reads of the trigger
@@ -278,19 +291,14 @@ type termKey struct {
 
 // negLogfKey is negLogf with the term's key at hand.
 func (j *joint) negLogfKey(p, a int32, s, pr int64, tk termKey) float64 {
-	m := &j.scr.terms
-	if !m.on {
+	e, d, ok := j.termLookup(p, a, s, pr)
+	switch {
+	case ok:
+		return d
+	case e == nil:
 		return -j.logf(p, a, float64(s-pr)/1e9)
 	}
-	h := (uint32(p)*0x9e3779b1 ^ uint32(a)*0x85ebca77) >> (32 - termMemoBits)
-	e := &m.ents[h]
-	if e.trig == p && e.act == a {
-		if memoCheck {
-			checkMemo("term", e.d, -j.logf(p, a, float64(s-pr)/1e9))
-		}
-		return e.d
-	}
-	d := -j.logfEdge(j.classKeyed(p, a, tk), tk.ae, float64(s-pr)/1e9)
+	d = -j.logfEdge(j.classKeyed(p, a, tk), tk.ae, float64(s-pr)/1e9)
 	if memoCheck {
 		checkMemo("keyed term", d, -j.logf(p, a, float64(s-pr)/1e9))
 	}
