@@ -647,7 +647,7 @@ const needFar = math.MaxUint32
 // needOf computes need for call k from node b.
 func (j *joint) needOf(b trace.NodeID, k int32) int64 {
 	need := j.hot[k].send
-	if r := j.r.peer[k]; r >= 0 && j.dstOf(r) == b && j.hot[r].recv != trace.Unknown && j.hot[r].recv > need {
+	if r := j.hot[k].peer; r >= 0 && j.dstOf(r) == b && j.hot[r].recv != trace.Unknown && j.hot[r].recv > need {
 		need = j.hot[r].recv
 	}
 	return need
@@ -1155,7 +1155,7 @@ func (j *joint) countPriors() {
 		if j.r.role[c] != roleRequest || hc.recv == trace.Unknown {
 			continue
 		}
-		if hp := &j.hot[j.r.peer[c]]; hp.send != trace.Unknown && j.edgeSrc[hp.edge] == j.edgeDst[hc.edge] {
+		if hp := &j.hot[hc.peer]; hp.send != trace.Unknown && j.edgeSrc[hp.edge] == j.edgeDst[hc.edge] {
 			b := j.edgeDst[hc.edge]
 			spans[b]++
 			src, node := j.spanEnds(int32(c))
