@@ -123,7 +123,10 @@ func clientsOf(t *trace.Trace, fixed []bool) []bool {
 			n  trace.NodeID
 			ep trace.EndpointID
 		}{{m.Src, m.SrcEP}, {m.Dst, m.DstEP}} {
-			if x.ep == trace.NoEndpoint || strings.HasPrefix(t.Endpoints[x.ep], "unix:") {
+			if x.ep == trace.NoEndpoint || known[x.n] && (server[x.n] || !fixed[x.ep]) {
+				continue // (nothing to learn: the endpoint's name is not read)
+			}
+			if strings.HasPrefix(t.Endpoints[x.ep], "unix:") {
 				continue
 			}
 			known[x.n] = true
