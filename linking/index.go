@@ -61,6 +61,13 @@ type linker struct {
 	idxMem, runMem, linkMem, keepMem offHeap
 
 	fixed   []bool  // fixed endpoints (WAP5 §2.5), computed on demand
+	// counted: indexEdges counted the groupings' sizes into inStart,
+	// outStart and edgeStart (each group's at its index + 1), and what J1
+	// counts (idCalls, epMsgs, epNoID: messages with a call id and
+	// kind=call; with both endpoints; of those, without kind= and call=
+	// together), in its one read of the messages.
+	counted                 bool
+	idCalls, epMsgs, epNoID int
 	carried *models // delay models carried from a previous stream chunk
 	// actorHabits: what J2b learnt per node (actors.go).
 	actorHabits []ActorHabit
@@ -119,10 +126,14 @@ func (l *linker) prefetchTimes(i int32) {
 	}
 }
 
-// indexEdges gives every message the id of its directed node pair.
+// indexEdges gives every message the id of its directed node pair, and
+// counts what index and J1 would otherwise read every message again for
+// (counted).
 func (l *linker) indexEdges() {
 	n := len(l.msgs)
 	l.edge = make([]int32, n)
+	nn := len(l.t.Nodes)
+	l.inStart, l.outStart, l.edgeStart = make([]int32, nn+1), make([]int32, nn+1), make([]int32, 1, 64)
 	// Edge ids through an open-addressing table keyed by the node pair
 	// (linear probing, at most half full): one probe per message in the
 	// common case, no map.
@@ -136,8 +147,29 @@ func (l *linker) indexEdges() {
 			prefetchAt(tab.ents, int32(mix(k)&uint64(len(tab.ents)-1)))
 		}
 		m := &l.msgs[i]
-		l.edge[i] = l.edgeOf(tab, m.Src, m.Dst)
+		e := l.edgeOf(tab, m.Src, m.Dst)
+		l.edge[i] = e
+		if int(e)+1 == len(l.edgeStart) { // a new edge
+			l.edgeStart = append(l.edgeStart, 0)
+		}
+		if m.Recv != trace.Unknown {
+			l.inStart[m.Dst+1]++
+		}
+		if m.Send != trace.Unknown {
+			l.outStart[m.Src+1]++
+			l.edgeStart[e+1]++
+		}
+		if m.Kind == trace.KindCall && m.Call != trace.NoRef {
+			l.idCalls++
+		}
+		if m.SrcEP != trace.NoEndpoint && m.DstEP != trace.NoEndpoint {
+			l.epMsgs++
+			if m.Kind == trace.KindNone || m.Call == trace.NoRef {
+				l.epNoID++
+			}
+		}
 	}
+	l.counted = true
 }
 
 // edgeOf is the id of the directed node pair src→dst in tab, a new one
@@ -166,17 +198,20 @@ func (l *linker) index() {
 	// per edge) in one counting pass and one filling pass over the
 	// messages, which also copies the times the steps compare (a read of
 	// the messages in order, not a gather per group).
+	// (Counted already where indexEdges ran: counted.)
 	ne := len(l.edgeSrc)
-	l.inStart, l.outStart, l.edgeStart = make([]int32, nn+1), make([]int32, nn+1), make([]int32, ne+1)
-	for i := range int32(n) {
-		send, recv := l.times(i)
-		e := l.edge[i]
-		if recv != trace.Unknown {
-			l.inStart[l.edgeDst[e]+1]++
-		}
-		if send != trace.Unknown {
-			l.outStart[l.edgeSrc[e]+1]++
-			l.edgeStart[e+1]++
+	if !l.counted {
+		l.inStart, l.outStart, l.edgeStart = make([]int32, nn+1), make([]int32, nn+1), make([]int32, ne+1)
+		for i := range int32(n) {
+			send, recv := l.times(i)
+			e := l.edge[i]
+			if recv != trace.Unknown {
+				l.inStart[l.edgeDst[e]+1]++
+			}
+			if send != trace.Unknown {
+				l.outStart[l.edgeSrc[e]+1]++
+				l.edgeStart[e+1]++
+			}
 		}
 	}
 	for b := 0; b < nn; b++ {
