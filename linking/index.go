@@ -60,7 +60,7 @@ type linker struct {
 	// freed once the messages are made again (offHeap).
 	idxMem, runMem, linkMem, keepMem offHeap
 
-	fixed   []bool  // fixed endpoints (WAP5 §2.5), computed on demand
+	fixed []bool // fixed endpoints (WAP5 §2.5), computed on demand
 	// counted: indexEdges counted the groupings' sizes into inStart,
 	// outStart and edgeStart (each group's at its index + 1), and what J1
 	// counts (idCalls, epMsgs, epNoID: messages with a call id and
@@ -68,7 +68,7 @@ type linker struct {
 	// together), in its one read of the messages.
 	counted                 bool
 	idCalls, epMsgs, epNoID int
-	carried *models // delay models carried from a previous stream chunk
+	carried                 *models // delay models carried from a previous stream chunk
 	// actorHabits: what J2b learnt per node (actors.go).
 	actorHabits []ActorHabit
 	warnings    []string

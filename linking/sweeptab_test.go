@@ -14,7 +14,7 @@ func TestRetTable(t *testing.T) {
 		keys, ops   int
 		takeShare   float64
 		rounds      int
-		clusterBits int // keys k<<clusterBits: many share a home slot's neighbourhood
+		clusterBits int  // keys k<<clusterBits: many share a home slot's neighbourhood
 		wrap        bool // keys whose home slot is among the last 4 of 64 (runs wrap around the end)
 	}{
 		{"runs wrapping at the end", 30, 6000, 0.5, 3, 0, true},
