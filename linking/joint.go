@@ -353,13 +353,6 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// when the run ends.
 	mem := &l.runMem
 	j.markHalves()
-	// (The fixed endpoints J1 found: FixedEndpoints once per run.)
-	j.client = clientsOf(l.t, l.fixedEndpoints())
-	j.edgeTrig, j.edgeAct = make([]uint32, len(l.edgeSrc)), make([]uint32, len(l.edgeSrc))
-	for e := range l.edgeSrc {
-		j.edgeTrig[e] = uint32(j.trigNode(l.edgeSrc[e]) + 2)
-		j.edgeAct[e] = uint32(j.trigNode(l.edgeDst[e]) + 2)
-	}
 	// hot, eps and actors outlive the run's other arrays where
 	// Options.Lean makes the messages again from them (keepMem).
 	j.hot = offMake[msgHot](&l.keepMem, n)
@@ -367,6 +360,9 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	if j.hasActors() {
 		j.actors = offMake[actorPair](&l.keepMem, n)
 	}
+	// The client nodes from the same read of the messages (the fixed
+	// endpoints J1 found: FixedEndpoints once per run).
+	ct := newClientTally(l.t, l.fixedEndpoints())
 	for k := range j.msgs {
 		m := &j.msgs[k]
 		j.hot[k] = msgHot{send: m.Send, recv: m.Recv, peer: r.peer[k], edge: l.edge[k], role: r.role[k], half: j.half[k]}
@@ -374,6 +370,13 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		if j.actors != nil {
 			j.actors[k] = actorPair{m.SrcActor, m.DstActor}
 		}
+		ct.note(m)
+	}
+	j.client = ct.clients()
+	j.edgeTrig, j.edgeAct = make([]uint32, len(l.edgeSrc)), make([]uint32, len(l.edgeSrc))
+	for e := range l.edgeSrc {
+		j.edgeTrig[e] = uint32(j.trigNode(l.edgeSrc[e]) + 2)
+		j.edgeAct[e] = uint32(j.trigNode(l.edgeDst[e]) + 2)
 	}
 	// Options.Lean: from here to J6 the messages are hot, eps and
 	// actors; the trace's are dropped — the heap's largest object, given
@@ -387,13 +390,34 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		}
 	}
 	// (needOf reads the hot records of the replies: all of them first.)
+	// Every request's reply, for need and for the receiver's horizon:
+	// asked for a few requests ahead (they are scattered over a large
+	// trace).
+	j.horizon = make([]int64, len(l.t.Nodes))
 	for k := range j.hot {
+		if a := k + sweepAhead; a < n {
+			if ha := &j.hot[a]; ha.role == roleRequest {
+				prefetchAt(j.hot, ha.peer)
+			}
+		}
 		h := &j.hot[k]
-		if h.send != trace.Unknown && r.role[k] == roleRequest {
+		if h.role != roleRequest {
+			continue
+		}
+		if h.send != trace.Unknown {
 			h.need = needFar
 			if d := j.needOf(l.edgeSrc[h.edge], int32(k)) - h.send; d < needFar {
 				h.need = uint32(d)
 			}
+		}
+		if p := &j.hot[h.peer]; h.recv != trace.Unknown && p.send != trace.Unknown && l.edgeSrc[p.edge] == l.edgeDst[h.edge] {
+			src := l.edgeSrc[p.edge]
+			j.horizon[src] = max(j.horizon[src], min(p.send-h.recv, l.x))
+		}
+	}
+	for b := range j.horizon {
+		if j.horizon[b] == 0 {
+			j.horizon[b] = l.x
 		}
 	}
 	// (parent and prob, which J6 reads, apart: the rest is given back
@@ -443,20 +467,6 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// J3–J5: sweeps alone until the choices settle, then two passes with
 	// the joint repair (the last one also scores every call).
 	greedy := max(1, l.o.MaxIterations-2)
-	j.horizon = make([]int64, len(l.t.Nodes))
-	for c := range j.hot {
-		if hc := &j.hot[c]; r.role[c] == roleRequest && hc.recv != trace.Unknown {
-			if p := &j.hot[r.peer[c]]; p.send != trace.Unknown && l.edgeSrc[p.edge] == l.edgeDst[hc.edge] {
-				src := l.edgeSrc[p.edge]
-				j.horizon[src] = max(j.horizon[src], min(p.send-hc.recv, l.x))
-			}
-		}
-	}
-	for b := range j.horizon {
-		if j.horizon[b] == 0 {
-			j.horizon[b] = l.x
-		}
-	}
 	j.fillInClose(r)
 	j.first = true
 	// step is one pass (J3, with J4 when repair is set) and its refit
