@@ -1088,16 +1088,17 @@ var log09, log01 = math.Log(0.9), math.Log(0.1)
 func (j *joint) pass(rev []int32, repair, probs bool) {
 	// (sweep reads the spans and children of the messages it receives
 	// as set here: startSpan, none.)
+	// (The zeros by clear: memclr, not an element at a time.)
+	clear(j.prob)
+	clear(j.kids)
+	clear(j.unsure)
 	for i := range j.parent {
 		j.parent[i] = -1
-		j.prob[i] = 0
-		j.kids[i] = 0
 		j.span[i] = int32(i)
 		if j.half[i] == halfHead {
 			// (startSpan)
 			j.span[i] = spanRoot
 		}
-		j.unsure[i] = false
 	}
 	for _, c := range j.active {
 		if c.momAt > 0 {
