@@ -394,6 +394,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// asked for a few requests ahead (they are scattered over a large
 	// trace).
 	j.horizon = make([]int64, len(l.t.Nodes))
+	spans := j.newSpanTally() // (J2 count priors)
 	for k := range j.hot {
 		if a := k + sweepAhead; a < n {
 			if ha := &j.hot[a]; ha.role == roleRequest {
@@ -405,6 +406,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 			continue
 		}
 		if h.send != trace.Unknown {
+			spans.perEdge[h.edge]++
 			h.need = needFar
 			if d := j.needOf(l.edgeSrc[h.edge], int32(k)) - h.send; d < needFar {
 				h.need = uint32(d)
@@ -413,6 +415,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		if p := &j.hot[h.peer]; h.recv != trace.Unknown && p.send != trace.Unknown && l.edgeSrc[p.edge] == l.edgeDst[h.edge] {
 			src := l.edgeSrc[p.edge]
 			j.horizon[src] = max(j.horizon[src], min(p.send-h.recv, l.x))
+			spans.note(j, int32(k))
 		}
 	}
 	for b := range j.horizon {
@@ -452,7 +455,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	hugemem.Collapse(j.eps)
 	hugemem.Collapse(j.spanIdx)
 	phase("J2 count priors, J2b actors")
-	j.countPriors()
+	j.countPriors(spans)
 	j.learnActors()
 	// The passes hold little in the heap beyond the trace: on a large
 	// trace, the garbage of the steps so far is given back and the heap
