@@ -1523,10 +1523,10 @@ func (j *joint) sweep(b trace.NodeID) {
 		}
 		sum := 0.0
 		if !math.IsInf(sc, 1) {
-			sum = exp0(bc - sc)
+			sum = expGap(bc - sc)
 		}
 		for _, c := range j.candC {
-			sum += exp0(bc - c)
+			sum += expGap(bc - c)
 		}
 		if hr := &j.hot[max(req, 0)]; best < 0 && isReply && j.edgeDst[hr.edge] == b && hr.recv != trace.Unknown && hr.recv <= s {
 			// No admissible parent (an earlier choice went wrong): keep
@@ -1598,15 +1598,6 @@ func (j *joint) sweep(b trace.NodeID) {
 			}
 		}
 	}
-}
-
-// exp0 is math.Exp(x), without the call where x is 0 (the chosen
-// parent's term, which every send has): exactly 1.
-func exp0(x float64) float64 {
-	if x == 0 {
-		return 1
-	}
-	return math.Exp(x)
 }
 
 // fitPeaks finds the peaks of the candidate delays of the node just swept
