@@ -68,6 +68,9 @@ type linker struct {
 	// together), in its one read of the messages.
 	counted                 bool
 	idCalls, epMsgs, epNoID int
+	// unsentOn marks, per edge, those that carry a message without a send
+	// time (an untraced sender's: counted).
+	unsentOn []bool
 	carried                 *models // delay models carried from a previous stream chunk
 	// actorHabits: what J2b learnt per node (actors.go).
 	actorHabits []ActorHabit
@@ -151,6 +154,7 @@ func (l *linker) indexEdges() {
 		l.edge[i] = e
 		if int(e)+1 == len(l.edgeStart) { // a new edge
 			l.edgeStart = append(l.edgeStart, 0)
+			l.unsentOn = append(l.unsentOn, false)
 		}
 		if m.Recv != trace.Unknown {
 			l.inStart[m.Dst+1]++
@@ -158,6 +162,8 @@ func (l *linker) indexEdges() {
 		if m.Send != trace.Unknown {
 			l.outStart[m.Src+1]++
 			l.edgeStart[e+1]++
+		} else {
+			l.unsentOn[e] = true
 		}
 		if m.Kind == trace.KindCall && m.Call != trace.NoRef {
 			l.idCalls++
@@ -214,6 +220,25 @@ func (l *linker) index() {
 			}
 		}
 	}
+	// The joint linker reads the sends per edge only as the candidates of
+	// untraced senders' messages (candidatesOf): on the edges the other
+	// way of those that carry one (a large trace's other sends would be
+	// tens of MB of index, first touched and never read).
+	rev := l.reverseEdges()
+	var perEdge []bool // the edges whose sends are indexed (nil: all)
+	if outs && l.counted {
+		perEdge = make([]bool, ne)
+		for e, r := range rev {
+			if l.unsentOn[e] && r >= 0 {
+				perEdge[r] = true
+			}
+		}
+		for e, ok := range perEdge {
+			if !ok {
+				l.edgeStart[e+1] = 0
+			}
+		}
+	}
 	for b := 0; b < nn; b++ {
 		l.inStart[b+1] += l.inStart[b]
 		l.outStart[b+1] += l.outStart[b]
@@ -243,8 +268,10 @@ func (l *linker) index() {
 				l.outs[outPos[s]] = i
 				outPos[s]++
 			}
-			l.byEdge[edgePos[e]], l.byEdgeSend[edgePos[e]] = i, send
-			edgePos[e]++
+			if perEdge == nil || perEdge[e] {
+				l.byEdge[edgePos[e]], l.byEdgeSend[edgePos[e]] = i, send
+				edgePos[e]++
+			}
 		}
 	}
 	// 2. Messages are sorted by Time, which is Send where known: outs and
@@ -300,7 +327,6 @@ func (l *linker) index() {
 	}
 	// Untraced senders: their messages are in receive order (Time is Recv
 	// without a send time), so one cursor per reverse edge suffices.
-	rev := l.reverseEdges()
 	type edgeCursor struct {
 		last int64 // the last receive time merged
 		q    int32 // the reverse edge's sends at or before last
