@@ -71,7 +71,7 @@ type linker struct {
 	// unsentOn marks, per edge, those that carry a message without a send
 	// time (an untraced sender's: counted).
 	unsentOn []bool
-	carried                 *models // delay models carried from a previous stream chunk
+	carried  *models // delay models carried from a previous stream chunk
 	// actorHabits: what J2b learnt per node (actors.go).
 	actorHabits []ActorHabit
 	warnings    []string
