@@ -241,18 +241,6 @@ type joint struct {
 	// horizon is, per node, the longest span (request received → reply
 	// sent), at most x: no call waits longer for its cause.
 	horizon []int64
-	// insClose is, aligned with ins, when a received message's span at
-	// the start of a pass (the message itself, or spanRoot) closes, in
-	// ns after its receipt (closeNever, closeFar: computed): the sweep
-	// reads it in order rather than through the message's request and
-	// its reply (two scattered loads in turn). It reuses J1's peer array
-	// (hot holds the peers).
-	insClose []int32
-	// rets and unsureAt are the sweep's node-local state (sweeptab.go):
-	// the spans given to returns not received yet, the spans marked
-	// unsure.
-	rets     retTable
-	unsureAt idSet
 
 	// Fast paths to the models, by edge id.
 	// classTabs map (trigger edge, action edge, reply, ret) to a class of
@@ -470,7 +458,6 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// J3–J5: sweeps alone until the choices settle, then two passes with
 	// the joint repair (the last one also scores every call).
 	greedy := max(1, l.o.MaxIterations-2)
-	j.fillInClose(r)
 	j.first = true
 	// step is one pass (J3, with J4 when repair is set) and its refit
 	// (J5); probs scores every call (the last pass), last refits only
@@ -640,53 +627,6 @@ func (j *joint) closes(sp int32) int64 {
 		return h.recv + j.horizon[j.edgeDst[h.edge]]
 	}
 	return math.MaxInt64
-}
-
-// spanClose's markers (insClose): a span without a known end, and one
-// whose end is not within an int32 of ns of the message's receipt (closes
-// computes it).
-const (
-	closeNever int32 = math.MaxInt32
-	closeFar   int32 = math.MinInt32
-)
-
-// closeAfter is insClose's value for a span closing at close (as closes
-// returns it) of a message received at recv.
-func closeAfter(close, recv int64) int32 {
-	if close == math.MaxInt64 {
-		return closeNever
-	}
-	if d := close - recv; close != math.MinInt64 && recv != trace.Unknown && d > math.MinInt32 && d < math.MaxInt32 {
-		return int32(d)
-	}
-	return closeFar
-}
-
-// fillInClose makes insClose, in J1's peer array (r.peer is nil after).
-func (j *joint) fillInClose(r *rpcs) {
-	j.insClose, r.peer = r.peer[:len(j.ins)], nil
-	// (The messages and their replies are scattered: asked for ahead.)
-	for x, c := range j.ins {
-		if a := x + 2*sweepAhead; a < len(j.ins) {
-			prefetchAt(j.hot, j.ins[a])
-		}
-		if a := x + sweepAhead; a < len(j.ins) {
-			if h := &j.hot[j.ins[a]]; h.role == roleRequest {
-				prefetchAt(j.hot, h.peer)
-			}
-		}
-		j.insClose[x] = closeAfter(j.closes(j.startSpan(c)), j.insRecv[x])
-	}
-}
-
-// startSpan is message i's span at the start of a pass.
-func (j *joint) startSpan(i int32) int32 {
-	if j.hot[i].half == halfHead {
-		// A reply whose request was lost ends its path where it
-		// arrives, like the return of a spontaneous call (loss.go).
-		return spanRoot
-	}
-	return i
 }
 
 // classTableKey is the node (the action's sender) whose class table holds
@@ -1089,8 +1029,6 @@ var log09, log01 = math.Log(0.9), math.Log(0.1)
 
 // pass is J3 (and J4 when repair is set) over all nodes.
 func (j *joint) pass(rev []int32, repair, probs bool) {
-	// (sweep reads the spans and children of the messages it receives
-	// as set here: startSpan, none.)
 	// (The zeros by clear: memclr, not an element at a time.)
 	clear(j.prob)
 	clear(j.kids)
@@ -1099,7 +1037,8 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 		j.parent[i] = -1
 		j.span[i] = int32(i)
 		if j.half[i] == halfHead {
-			// (startSpan)
+			// A reply whose request was lost ends its path where it
+			// arrives, like the return of a spontaneous call (loss.go).
 			j.span[i] = spanRoot
 		}
 	}
@@ -1331,15 +1270,9 @@ func (j *joint) linkAhead(outs []int32, x int) {
 // admissible parent.
 func (j *joint) sweep(b trace.NodeID) {
 	ins, outs := j.insOf(b), j.outsOf(b)
-	recv := j.insRecvOf(b)                             // receive times, aligned with ins
-	inClose := j.insClose[j.inStart[b]:j.inStart[b+1]] // and their spans' ends
+	recv := j.insRecvOf(b) // receive times, aligned with ins
 	live := j.live[:0]
 	defer func() { j.live = live }()
-	// The spans of the messages b receives, and whether a span is unsure,
-	// change in this sweep only (pass sets them): what it sets is kept in
-	// node-local tables (sweeptab.go) as well, and read from them.
-	j.rets.reset()
-	j.unsureAt.reset()
 	hi := 0
 	// A node's messages are scattered over a large trace: each send's and
 	// each received message's records are a cache miss. The loop asks
@@ -1359,38 +1292,22 @@ func (j *joint) sweep(b trace.NodeID) {
 		s := ho.send
 		for hi < len(ins) && recv[hi] <= s {
 			if x := hi + sweepAhead; x < len(ins) {
-				prefetchAt(j.hot, ins[x])
+				a := ins[x]
+				prefetchAt(j.hot, a)
+				prefetchAt(j.span, a)
+				prefetchAt(j.kids, a)
+			}
+			if x := hi + sweepAhead/2; x < len(ins) {
+				if sp := j.span[ins[x]]; sp >= 0 {
+					prefetchAt(j.hot, sp)
+				}
 			}
 
-			// Its span and the span's end: as pass set them (startSpan;
-			// insClose), or, for a return, as this sweep set them when
-			// its call was sent (rets). No children yet: only this
-			// sweep gives them, to messages already live.
 			i := ins[hi]
+			sp := j.span[i]
 			hm := &j.hot[i]
-			sp, cl := i, int64(0)
-			if hm.half == halfHead {
-				sp = spanRoot
-			}
-			ok := false
-			if hm.role == roleReply {
-				sp, cl, ok = j.rets.take(i)
-				if !ok {
-					sp = i
-				}
-			}
-			if !ok {
-				switch d := inClose[hi]; d {
-				case closeNever:
-					cl = math.MaxInt64
-				case closeFar:
-					cl = j.closes(sp)
-				default:
-					cl = recv[hi] + int64(d)
-				}
-			}
-			live = append(live, liveMsg{i: i, sp: sp, recv: recv[hi], close: cl,
-				trig: j.edgeTrig[hm.edge], ret: hm.role == roleReply})
+			live = append(live, liveMsg{i: i, sp: sp, recv: recv[hi], close: j.closes(sp),
+				trig: j.edgeTrig[hm.edge], kids: j.kids[i], ret: hm.role == roleReply})
 			hi++
 		}
 		// Drop what the window or a closed span rules out for good. (A
@@ -1515,10 +1432,10 @@ func (j *joint) sweep(b trace.NodeID) {
 				}
 			}
 		}
-		best, bc, bq := int32(-1), sc, -1
+		best, bc := int32(-1), sc
 		for q, c := range j.candC {
 			if c < bc {
-				best, bc, bq = j.candI[q], c, q
+				best, bc = j.candI[q], c
 			}
 		}
 		sum := 0.0
@@ -1538,37 +1455,25 @@ func (j *joint) sweep(b trace.NodeID) {
 		if sum > 1/sureProb {
 			j.doubtful++
 		}
-		sp, spClose := int32(spanRoot), j.closes(spanRoot)
+		sp := int32(spanRoot)
 		if best >= 0 {
 			j.parent[o] = best
-			if bq >= 0 {
-				// A candidate: its entry holds its children, span and
-				// the span's end.
-				e := &live[j.candQ[bq]]
-				e.kids = min(e.kids+1, 255)
-				j.kids[best] = e.kids
-				sp, spClose = e.sp, e.close
-			} else {
-				j.kids[best] = min(j.kids[best]+1, 255)
-				for q := range live {
-					if live[q].i == best {
-						live[q].kids = j.kids[best]
-						break
-					}
+			j.kids[best] = min(j.kids[best]+1, 255)
+			for q := range live {
+				if live[q].i == best {
+					live[q].kids = j.kids[best]
+					break
 				}
-				sp = j.span[best]
 			}
+			sp = j.span[best]
 			if !isReply && len(j.candI) > 1 {
 				for _, sp := range j.candS {
 					if sp >= 0 {
 						j.unsure[sp] = true
-						j.unsureAt.add(sp)
 					}
 				}
 			}
-			// (A reply's candidates have its request's span: b received
-			// the request, so only this sweep marked it.)
-			if len(j.candI) == 1 && (!isReply || !j.unsureAt.has(req)) {
+			if len(j.candI) == 1 && (!isReply || !j.unsure[req]) {
 				var c *classModel
 				var dt float32
 				if j.candI[0] == best { // the one candidate, live[candQ[0]]
@@ -1593,8 +1498,6 @@ func (j *joint) sweep(b trace.NodeID) {
 						break
 					}
 				}
-			} else if retRecv != trace.Unknown {
-				j.rets.put(ret, sp, spClose)
 			}
 		}
 	}
