@@ -1295,7 +1295,6 @@ func (j *joint) sweep(b trace.NodeID) {
 				a := ins[x]
 				prefetchAt(j.hot, a)
 				prefetchAt(j.span, a)
-				prefetchAt(j.kids, a)
 			}
 			if x := hi + sweepAhead/2; x < len(ins) {
 				if sp := j.span[ins[x]]; sp >= 0 {
@@ -1306,8 +1305,10 @@ func (j *joint) sweep(b trace.NodeID) {
 			i := ins[hi]
 			sp := j.span[i]
 			hm := &j.hot[i]
+			// (No children yet: pass cleared them, and only this sweep
+			// gives any, to messages already live.)
 			live = append(live, liveMsg{i: i, sp: sp, recv: recv[hi], close: j.closes(sp),
-				trig: j.edgeTrig[hm.edge], kids: j.kids[i], ret: hm.role == roleReply})
+				trig: j.edgeTrig[hm.edge], ret: hm.role == roleReply})
 			hi++
 		}
 		// Drop what the window or a closed span rules out for good. (A
