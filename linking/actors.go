@@ -64,7 +64,7 @@ func (j *joint) learnActors() {
 			if j.r.role[c] != roleRequest {
 				continue
 			}
-			p := j.r.peer[c]
+			p := j.hot[c].peer
 			mp, mc := j.pm(p), j.pm(c)
 			if mp.Src != b || mp.Send == trace.Unknown || mp.Send < mc.Recv {
 				continue

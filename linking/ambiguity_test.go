@@ -72,7 +72,7 @@ func measureAmbiguity(t *testing.T, tr *trace.Trace) ambiguity {
 				case roleRequest:
 					return p
 				case roleReply:
-					p = tpar[j.r.peer[p]]
+					p = tpar[j.hot[p].peer]
 				default:
 					return spanRoot
 				}
@@ -111,7 +111,7 @@ func measureAmbiguity(t *testing.T, tr *trace.Trace) ambiguity {
 					if j.r.role[c] != roleRequest {
 						continue
 					}
-					if p := j.r.peer[c]; j.msgs[p].Src == b && j.msgs[p].Send != trace.Unknown && j.msgs[p].Send >= j.msgs[c].Recv {
+					if p := j.hot[c].peer; j.msgs[p].Src == b && j.msgs[p].Send != trace.Unknown && j.msgs[p].Send >= j.msgs[c].Recv {
 						ns.sidx[c] = int32(len(ns.req))
 						ns.req = append(ns.req, c)
 					}

@@ -115,26 +115,49 @@ func Clients(t *trace.Trace, peers int) []bool {
 
 // clientsOf is Clients with the trace's fixed endpoints given.
 func clientsOf(t *trace.Trace, fixed []bool) []bool {
-	known := make([]bool, len(t.Nodes))
-	server := make([]bool, len(t.Nodes))
+	ct := newClientTally(t, fixed)
 	for i := range t.Messages {
-		m := &t.Messages[i]
-		for _, x := range [2]struct {
-			n  trace.NodeID
-			ep trace.EndpointID
-		}{{m.Src, m.SrcEP}, {m.Dst, m.DstEP}} {
-			if x.ep == trace.NoEndpoint || strings.HasPrefix(t.Endpoints[x.ep], "unix:") {
-				continue
-			}
-			known[x.n] = true
-			if fixed[x.ep] {
-				server[x.n] = true
-			}
-		}
+		ct.note(&t.Messages[i])
 	}
-	c := make([]bool, len(t.Nodes))
+	return ct.clients()
+}
+
+// clientTally is clientsOf over messages given one at a time (the joint
+// linker's J2 notes them as it copies them): the nodes with a known
+// endpoint, and those that use a fixed one.
+type clientTally struct {
+	known, server []bool
+	fixed         []bool
+	eps           []string
+}
+
+func newClientTally(t *trace.Trace, fixed []bool) *clientTally {
+	return &clientTally{known: make([]bool, len(t.Nodes)), server: make([]bool, len(t.Nodes)), fixed: fixed, eps: t.Endpoints}
+}
+
+func (ct *clientTally) note(m *trace.Message) {
+	ct.noteEP(m.Src, m.SrcEP)
+	ct.noteEP(m.Dst, m.DstEP)
+}
+
+func (ct *clientTally) noteEP(n trace.NodeID, ep trace.EndpointID) {
+	if ep == trace.NoEndpoint || ct.known[n] && (ct.server[n] || !ct.fixed[ep]) {
+		return // (nothing to learn: the endpoint's name is not read)
+	}
+	if strings.HasPrefix(ct.eps[ep], "unix:") {
+		return
+	}
+	ct.known[n] = true
+	if ct.fixed[ep] {
+		ct.server[n] = true
+	}
+}
+
+// clients is the client nodes: known, and not servers.
+func (ct *clientTally) clients() []bool {
+	c := make([]bool, len(ct.known))
 	for i := range c {
-		c[i] = known[i] && !server[i]
+		c[i] = ct.known[i] && !ct.server[i]
 	}
 	return c
 }

@@ -2,7 +2,9 @@ package linking
 
 import (
 	"fmt"
+	"math/rand"
 	"runtime"
+	"strings"
 	"testing"
 
 	"wap5/trace"
@@ -149,5 +151,74 @@ func TestFixedEndpointsSparse(t *testing.T) {
 		if alloc := after.TotalAlloc - before.TotalAlloc; extra > 0 && alloc > uint64(len(tr.Endpoints))+1<<20 {
 			t.Errorf("extra %d: %d bytes allocated for %d endpoints", extra, alloc, len(tr.Endpoints))
 		}
+	}
+}
+
+// TestClientsOfOrder checks clientsOf, which reads an endpoint's name only
+// where it could change its node's status, against reading every one:
+// random traces whose nodes use fixed and ephemeral ports and unix
+// sockets (never a client's or a server's evidence), in random order.
+func TestClientsOfOrder(t *testing.T) {
+	clients, servers := 0, 0
+	for _, tc := range []struct {
+		nodes, eps, msgs int
+		unixShare        int // one endpoint in unixShare is a unix socket
+		seed             int64
+	}{{4, 10, 50, 3, 1}, {20, 60, 400, 2, 2}, {50, 500, 3000, 5, 3}, {8, 16, 30, 4, 4}, {30, 400, 200, 6, 5}} {
+		rng := rand.New(rand.NewSource(tc.seed))
+		tr := trace.New()
+		for i := 0; i < tc.nodes; i++ {
+			tr.Node(fmt.Sprintf("n%d", i))
+		}
+		for i := 0; i < tc.eps; i++ {
+			if rng.Intn(tc.unixShare) == 0 {
+				tr.Endpoint(fmt.Sprintf("unix:/run/s%d", i))
+			} else {
+				tr.Endpoint(fmt.Sprintf("10.0.%d.%d:%d", i/200, i%200, 1000+i))
+			}
+		}
+		for i := 0; i < tc.msgs; i++ {
+			ep := func() trace.EndpointID {
+				if rng.Intn(8) == 0 {
+					return trace.NoEndpoint
+				}
+				return trace.EndpointID(rng.Intn(tc.eps))
+			}
+			tr.Add(trace.Message{Send: int64(i), Recv: int64(i) + 1, Src: trace.NodeID(rng.Intn(tc.nodes)), Dst: trace.NodeID(rng.Intn(tc.nodes)),
+				SrcEP: ep(), DstEP: ep(), ID: trace.NoRef, Call: trace.NoRef, Truth: trace.NoRef})
+		}
+		fixed := make([]bool, tc.eps)
+		for i := range fixed {
+			fixed[i] = rng.Intn(3) == 0
+		}
+		// Every endpoint read.
+		known, server := make([]bool, tc.nodes), make([]bool, tc.nodes)
+		for _, m := range tr.Messages {
+			for _, x := range []struct {
+				n  trace.NodeID
+				ep trace.EndpointID
+			}{{m.Src, m.SrcEP}, {m.Dst, m.DstEP}} {
+				if x.ep == trace.NoEndpoint || strings.HasPrefix(tr.Endpoints[x.ep], "unix:") {
+					continue
+				}
+				known[x.n] = true
+				server[x.n] = server[x.n] || fixed[x.ep]
+			}
+		}
+		got := clientsOf(tr, fixed)
+		for n := range known {
+			if want := known[n] && !server[n]; got[n] != want {
+				t.Fatalf("seed %d: node %d: client %v, want %v", tc.seed, n, got[n], want)
+			}
+			if got[n] {
+				clients++
+			}
+			if server[n] {
+				servers++
+			}
+		}
+	}
+	if clients == 0 || servers == 0 {
+		t.Fatalf("%d clients, %d servers: the cases test too little", clients, servers)
 	}
 }

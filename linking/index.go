@@ -60,8 +60,18 @@ type linker struct {
 	// freed once the messages are made again (offHeap).
 	idxMem, runMem, linkMem, keepMem offHeap
 
-	fixed   []bool  // fixed endpoints (WAP5 §2.5), computed on demand
-	carried *models // delay models carried from a previous stream chunk
+	fixed []bool // fixed endpoints (WAP5 §2.5), computed on demand
+	// counted: indexEdges counted the groupings' sizes into inStart,
+	// outStart and edgeStart (each group's at its index + 1), and what J1
+	// counts (idCalls, epMsgs, epNoID: messages with a call id and
+	// kind=call; with both endpoints; of those, without kind= and call=
+	// together), in its one read of the messages.
+	counted                 bool
+	idCalls, epMsgs, epNoID int
+	// unsentOn marks, per edge, those that carry a message without a send
+	// time (an untraced sender's: counted).
+	unsentOn []bool
+	carried  *models // delay models carried from a previous stream chunk
 	// actorHabits: what J2b learnt per node (actors.go).
 	actorHabits []ActorHabit
 	warnings    []string
@@ -119,10 +129,14 @@ func (l *linker) prefetchTimes(i int32) {
 	}
 }
 
-// indexEdges gives every message the id of its directed node pair.
+// indexEdges gives every message the id of its directed node pair, and
+// counts what index and J1 would otherwise read every message again for
+// (counted).
 func (l *linker) indexEdges() {
 	n := len(l.msgs)
 	l.edge = make([]int32, n)
+	nn := len(l.t.Nodes)
+	l.inStart, l.outStart, l.edgeStart = make([]int32, nn+1), make([]int32, nn+1), make([]int32, 1, 64)
 	// Edge ids through an open-addressing table keyed by the node pair
 	// (linear probing, at most half full): one probe per message in the
 	// common case, no map.
@@ -136,8 +150,32 @@ func (l *linker) indexEdges() {
 			prefetchAt(tab.ents, int32(mix(k)&uint64(len(tab.ents)-1)))
 		}
 		m := &l.msgs[i]
-		l.edge[i] = l.edgeOf(tab, m.Src, m.Dst)
+		e := l.edgeOf(tab, m.Src, m.Dst)
+		l.edge[i] = e
+		if int(e)+1 == len(l.edgeStart) { // a new edge
+			l.edgeStart = append(l.edgeStart, 0)
+			l.unsentOn = append(l.unsentOn, false)
+		}
+		if m.Recv != trace.Unknown {
+			l.inStart[m.Dst+1]++
+		}
+		if m.Send != trace.Unknown {
+			l.outStart[m.Src+1]++
+			l.edgeStart[e+1]++
+		} else {
+			l.unsentOn[e] = true
+		}
+		if m.Kind == trace.KindCall && m.Call != trace.NoRef {
+			l.idCalls++
+		}
+		if m.SrcEP != trace.NoEndpoint && m.DstEP != trace.NoEndpoint {
+			l.epMsgs++
+			if m.Kind == trace.KindNone || m.Call == trace.NoRef {
+				l.epNoID++
+			}
+		}
 	}
+	l.counted = true
 }
 
 // edgeOf is the id of the directed node pair src→dst in tab, a new one
@@ -166,17 +204,39 @@ func (l *linker) index() {
 	// per edge) in one counting pass and one filling pass over the
 	// messages, which also copies the times the steps compare (a read of
 	// the messages in order, not a gather per group).
+	// (Counted already where indexEdges ran: counted.)
 	ne := len(l.edgeSrc)
-	l.inStart, l.outStart, l.edgeStart = make([]int32, nn+1), make([]int32, nn+1), make([]int32, ne+1)
-	for i := range int32(n) {
-		send, recv := l.times(i)
-		e := l.edge[i]
-		if recv != trace.Unknown {
-			l.inStart[l.edgeDst[e]+1]++
+	if !l.counted {
+		l.inStart, l.outStart, l.edgeStart = make([]int32, nn+1), make([]int32, nn+1), make([]int32, ne+1)
+		for i := range int32(n) {
+			send, recv := l.times(i)
+			e := l.edge[i]
+			if recv != trace.Unknown {
+				l.inStart[l.edgeDst[e]+1]++
+			}
+			if send != trace.Unknown {
+				l.outStart[l.edgeSrc[e]+1]++
+				l.edgeStart[e+1]++
+			}
 		}
-		if send != trace.Unknown {
-			l.outStart[l.edgeSrc[e]+1]++
-			l.edgeStart[e+1]++
+	}
+	// The joint linker reads the sends per edge only as the candidates of
+	// untraced senders' messages (candidatesOf): on the edges the other
+	// way of those that carry one (a large trace's other sends would be
+	// tens of MB of index, first touched and never read).
+	rev := l.reverseEdges()
+	var perEdge []bool // the edges whose sends are indexed (nil: all)
+	if outs && l.counted {
+		perEdge = make([]bool, ne)
+		for e, r := range rev {
+			if l.unsentOn[e] && r >= 0 {
+				perEdge[r] = true
+			}
+		}
+		for e, ok := range perEdge {
+			if !ok {
+				l.edgeStart[e+1] = 0
+			}
 		}
 	}
 	for b := 0; b < nn; b++ {
@@ -208,8 +268,10 @@ func (l *linker) index() {
 				l.outs[outPos[s]] = i
 				outPos[s]++
 			}
-			l.byEdge[edgePos[e]], l.byEdgeSend[edgePos[e]] = i, send
-			edgePos[e]++
+			if perEdge == nil || perEdge[e] {
+				l.byEdge[edgePos[e]], l.byEdgeSend[edgePos[e]] = i, send
+				edgePos[e]++
+			}
 		}
 	}
 	// 2. Messages are sorted by Time, which is Send where known: outs and
@@ -265,7 +327,6 @@ func (l *linker) index() {
 	}
 	// Untraced senders: their messages are in receive order (Time is Recv
 	// without a send time), so one cursor per reverse edge suffices.
-	rev := l.reverseEdges()
 	type edgeCursor struct {
 		last int64 // the last receive time merged
 		q    int32 // the reverse edge's sends at or before last

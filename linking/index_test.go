@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
+
+	"wap5/trace"
 )
 
 // TestPairTable checks the edge-id table against a map through growth, with
@@ -91,5 +94,95 @@ func TestInsertionSort(t *testing.T) {
 				t.Fatalf("not a permutation of the input: %v", a)
 			}
 		})
+	}
+}
+
+// TestIndexCounted checks the counts indexEdges makes in its read of the
+// messages (counted) against index and J1 counting for themselves: the same
+// groupings, candidates and RPC pairs, for both methods, on scenarios with
+// untraced senders (cdn's origins, codeen's clients), loss, and RPCs paired
+// by connection (no kind=/call=, or IgnoreKinds).
+func TestIndexCounted(t *testing.T) {
+	conn, err := trace.Read(strings.NewReader("1.0 a x:1 1.1 b y:80 10\n1.2 b y:80 1.3 a x:1 10\n1.4 a x:2 1.5 b y:80 10\n"+
+		"- c z:5 1.6 b y:81 10\n1.7 b y:81 - c z:5 10\n1.8 b y:9 1.9 d w:53 10\n"), "conn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Calls with ids, and calls with a kind but no id, which only the
+	// connection pairs.
+	mixed, err := trace.Read(strings.NewReader("1.0 a x:1 1.1 b y:80 10 kind=call call=1\n1.2 b y:80 1.3 a x:1 10 kind=return call=1\n"+
+		"1.4 a x:2 1.5 b y:80 10 kind=call\n1.6 b y:80 1.7 a x:2 10 kind=return\n"), "mixed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		tr     *trace.Trace
+		ignore bool
+	}{
+		{"cdn", genScenario(t, "cdn", 20), false},
+		{"codeen", genScenario(t, "codeen", 2), false},
+		{"multitier", genScenario(t, "multitier", 10), false},
+		{"multitier, kinds ignored", genScenario(t, "multitier", 10), true},
+		{"children-d-cc", genScenario(t, "children-d-cc", 10), false},
+		{"by connection", conn, false},
+		{"ids, and kinds without ids", mixed, false},
+	} {
+		for _, method := range []string{MethodJoint, MethodWAP5} {
+			t.Run(tc.name+", "+method, func(t *testing.T) {
+				o := Options{Method: method, IgnoreKinds: tc.ignore}.Defaults()
+				l := newLinker(tc.tr, o, nil)
+				if !l.counted {
+					t.Fatal("not counted")
+				}
+				// Counted by index and J1 themselves, every edge's sends.
+				u := &linker{t: tc.tr, o: o, msgs: tc.tr.Messages, x: int64(o.Window)}
+				u.indexEdges()
+				u.counted = false
+				u.index()
+				for _, c := range []struct {
+					what      string
+					got, want []int32
+				}{
+					{"inStart", l.inStart, u.inStart}, {"ins", l.ins, u.ins}, {"outStart", l.outStart, u.outStart}, {"outs", l.outs, u.outs},
+				} {
+					if !slices.Equal(c.got, c.want) {
+						t.Fatalf("%s differs", c.what)
+					}
+				}
+				if !slices.Equal(l.insRecv, u.insRecv) {
+					t.Fatal("insRecv differs")
+				}
+				if method == MethodWAP5 && (!slices.Equal(l.edgeStart, u.edgeStart) || !slices.Equal(l.byEdge, u.byEdge) ||
+					!slices.Equal(l.byEdgeSend, u.byEdgeSend) || !slices.Equal(l.lastPos, u.lastPos)) {
+					t.Fatal("the sends per edge differ (WAP5 indexes every edge's)")
+				}
+				// Every message's candidates, latest first.
+				rev := l.reverseEdges()
+				untraced := 0
+				for i := range tc.tr.Messages {
+					m := &tc.tr.Messages[i]
+					if m.Send == trace.Unknown {
+						untraced++
+					}
+					var got, want []int32
+					l.candidatesOf(i, m.Send, m.Recv, m.Src, rev, func(p int32, _ float64) bool { got = append(got, p); return true })
+					u.candidatesOf(i, m.Send, m.Recv, m.Src, rev, func(p int32, _ float64) bool { want = append(want, p); return true })
+					if !slices.Equal(got, want) {
+						t.Fatalf("message %d: candidates %v, want %v", i, got, want)
+					}
+				}
+				if tc.name == "cdn" && untraced == 0 {
+					t.Fatal("no untraced sender: the case tests nothing of the sends per edge")
+				}
+				rl, ru := l.pairRPCs(), u.pairRPCs()
+				if !slices.Equal(rl.peer, ru.peer) || !slices.Equal(rl.role, ru.role) {
+					t.Fatal("J1's pairs differ")
+				}
+				if (tc.tr == conn || tc.tr == mixed) && slices.Index(rl.role, roleReply) < 0 {
+					t.Fatal("nothing paired by connection: the case tests nothing")
+				}
+			})
+		}
 	}
 }

@@ -341,13 +341,6 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// when the run ends.
 	mem := &l.runMem
 	j.markHalves()
-	// (The fixed endpoints J1 found: FixedEndpoints once per run.)
-	j.client = clientsOf(l.t, l.fixedEndpoints())
-	j.edgeTrig, j.edgeAct = make([]uint32, len(l.edgeSrc)), make([]uint32, len(l.edgeSrc))
-	for e := range l.edgeSrc {
-		j.edgeTrig[e] = uint32(j.trigNode(l.edgeSrc[e]) + 2)
-		j.edgeAct[e] = uint32(j.trigNode(l.edgeDst[e]) + 2)
-	}
 	// hot, eps and actors outlive the run's other arrays where
 	// Options.Lean makes the messages again from them (keepMem).
 	j.hot = offMake[msgHot](&l.keepMem, n)
@@ -355,6 +348,9 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	if j.hasActors() {
 		j.actors = offMake[actorPair](&l.keepMem, n)
 	}
+	// The client nodes from the same read of the messages (the fixed
+	// endpoints J1 found: FixedEndpoints once per run).
+	ct := newClientTally(l.t, l.fixedEndpoints())
 	for k := range j.msgs {
 		m := &j.msgs[k]
 		j.hot[k] = msgHot{send: m.Send, recv: m.Recv, peer: r.peer[k], edge: l.edge[k], role: r.role[k], half: j.half[k]}
@@ -362,6 +358,13 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		if j.actors != nil {
 			j.actors[k] = actorPair{m.SrcActor, m.DstActor}
 		}
+		ct.note(m)
+	}
+	j.client = ct.clients()
+	j.edgeTrig, j.edgeAct = make([]uint32, len(l.edgeSrc)), make([]uint32, len(l.edgeSrc))
+	for e := range l.edgeSrc {
+		j.edgeTrig[e] = uint32(j.trigNode(l.edgeSrc[e]) + 2)
+		j.edgeAct[e] = uint32(j.trigNode(l.edgeDst[e]) + 2)
 	}
 	// Options.Lean: from here to J6 the messages are hot, eps and
 	// actors; the trace's are dropped — the heap's largest object, given
@@ -375,13 +378,37 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		}
 	}
 	// (needOf reads the hot records of the replies: all of them first.)
+	// Every request's reply, for need and for the receiver's horizon:
+	// asked for a few requests ahead (they are scattered over a large
+	// trace).
+	j.horizon = make([]int64, len(l.t.Nodes))
+	spans := j.newSpanTally() // (J2 count priors)
 	for k := range j.hot {
+		if a := k + sweepAhead; a < n {
+			if ha := &j.hot[a]; ha.role == roleRequest {
+				prefetchAt(j.hot, ha.peer)
+			}
+		}
 		h := &j.hot[k]
-		if h.send != trace.Unknown && r.role[k] == roleRequest {
+		if h.role != roleRequest {
+			continue
+		}
+		if h.send != trace.Unknown {
+			spans.perEdge[h.edge]++
 			h.need = needFar
 			if d := j.needOf(l.edgeSrc[h.edge], int32(k)) - h.send; d < needFar {
 				h.need = uint32(d)
 			}
+		}
+		if p := &j.hot[h.peer]; h.recv != trace.Unknown && p.send != trace.Unknown && l.edgeSrc[p.edge] == l.edgeDst[h.edge] {
+			src := l.edgeSrc[p.edge]
+			j.horizon[src] = max(j.horizon[src], min(p.send-h.recv, l.x))
+			spans.note(j, int32(k))
+		}
+	}
+	for b := range j.horizon {
+		if j.horizon[b] == 0 {
+			j.horizon[b] = l.x
 		}
 	}
 	// (parent and prob, which J6 reads, apart: the rest is given back
@@ -416,7 +443,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	hugemem.Collapse(j.eps)
 	hugemem.Collapse(j.spanIdx)
 	phase("J2 count priors, J2b actors")
-	j.countPriors()
+	j.countPriors(spans)
 	j.learnActors()
 	// The passes hold little in the heap beyond the trace: on a large
 	// trace, the garbage of the steps so far is given back and the heap
@@ -431,20 +458,6 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// J3–J5: sweeps alone until the choices settle, then two passes with
 	// the joint repair (the last one also scores every call).
 	greedy := max(1, l.o.MaxIterations-2)
-	j.horizon = make([]int64, len(l.t.Nodes))
-	for c := range j.hot {
-		if hc := &j.hot[c]; r.role[c] == roleRequest && hc.recv != trace.Unknown {
-			if p := &j.hot[r.peer[c]]; p.send != trace.Unknown && l.edgeSrc[p.edge] == l.edgeDst[hc.edge] {
-				src := l.edgeSrc[p.edge]
-				j.horizon[src] = max(j.horizon[src], min(p.send-hc.recv, l.x))
-			}
-		}
-	}
-	for b := range j.horizon {
-		if j.horizon[b] == 0 {
-			j.horizon[b] = l.x
-		}
-	}
 	j.first = true
 	// step is one pass (J3, with J4 when repair is set) and its refit
 	// (J5); probs scores every call (the last pass), last refits only
@@ -645,7 +658,7 @@ func (j *joint) findClassOf(trig, act int32) *classModel {
 }
 
 func (j *joint) classOf(trig, act int32) *classModel {
-	src, fk, reply, _ := j.classTableKey(trig, act)
+	src, fk, reply, ret := j.classTableKey(trig, act)
 	te, ae := j.hot[trig].edge, j.hot[act].edge
 	tab := j.classTabs[src]
 	if tab == nil {
@@ -657,7 +670,7 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	if c := j.findClass(src, tab, fk); c != nil {
 		return c
 	}
-	k := classKey{trig: j.trigNode(j.edgeSrc[te]), node: src, act: j.trigNode(j.edgeDst[ae]), reply: reply, ret: j.r.role[trig] == roleReply}
+	k := classKey{trig: j.trigNode(j.edgeSrc[te]), node: src, act: j.trigNode(j.edgeDst[ae]), reply: reply, ret: ret}
 	// The node's table is keyed by the rest of the class key (the
 	// senders of the trigger and the destination as trigNode knows them,
 	// reply, ret: one table key per class key), so a class is made at its
@@ -680,7 +693,7 @@ func (j *joint) classOf(trig, act int32) *classModel {
 		if c == nil {
 			// Carried to the next chunk: in the models' own slots.
 			c = j.mod.newClass()
-			*c = classModel{d: j.base[j.edge[act]], pool: j.poolOf(ae, k), trig: j.trigOf(te, k)}
+			*c = classModel{d: j.base[ae], pool: j.poolOf(ae, k), trig: j.trigOf(te, k)}
 			j.mod.class.set(k, classRef{c: c, rec: -1})
 		}
 		c.seen = uint16(j.mod.chunk)
@@ -697,7 +710,7 @@ func (j *joint) classOf(trig, act int32) *classModel {
 		}
 		c = &j.slab[0]
 		j.slab = j.slab[1:]
-		*c = classModel{d: j.base[j.edge[act]], pool: j.poolOf(ae, k), trig: j.trigOf(te, k)}
+		*c = classModel{d: j.base[ae], pool: j.poolOf(ae, k), trig: j.trigOf(te, k)}
 	}
 	c.idx = int32(len(j.classes))
 	tab.put(fk, c)
@@ -1016,17 +1029,18 @@ var log09, log01 = math.Log(0.9), math.Log(0.1)
 
 // pass is J3 (and J4 when repair is set) over all nodes.
 func (j *joint) pass(rev []int32, repair, probs bool) {
+	// (The zeros by clear: memclr, not an element at a time.)
+	clear(j.prob)
+	clear(j.kids)
+	clear(j.unsure)
 	for i := range j.parent {
 		j.parent[i] = -1
-		j.prob[i] = 0
-		j.kids[i] = 0
 		j.span[i] = int32(i)
 		if j.half[i] == halfHead {
 			// A reply whose request was lost ends its path where it
 			// arrives, like the return of a spontaneous call (loss.go).
 			j.span[i] = spanRoot
 		}
-		j.unsure[i] = false
 	}
 	for _, c := range j.active {
 		if c.momAt > 0 {
@@ -1281,7 +1295,6 @@ func (j *joint) sweep(b trace.NodeID) {
 				a := ins[x]
 				prefetchAt(j.hot, a)
 				prefetchAt(j.span, a)
-				prefetchAt(j.kids, a)
 			}
 			if x := hi + sweepAhead/2; x < len(ins) {
 				if sp := j.span[ins[x]]; sp >= 0 {
@@ -1292,8 +1305,10 @@ func (j *joint) sweep(b trace.NodeID) {
 			i := ins[hi]
 			sp := j.span[i]
 			hm := &j.hot[i]
+			// (No children yet: pass cleared them, and only this sweep
+			// gives any, to messages already live.)
 			live = append(live, liveMsg{i: i, sp: sp, recv: recv[hi], close: j.closes(sp),
-				trig: j.edgeTrig[hm.edge], kids: j.kids[i], ret: hm.role == roleReply})
+				trig: j.edgeTrig[hm.edge], ret: hm.role == roleReply})
 			hi++
 		}
 		// Drop what the window or a closed span rules out for good. (A
@@ -1426,10 +1441,10 @@ func (j *joint) sweep(b trace.NodeID) {
 		}
 		sum := 0.0
 		if !math.IsInf(sc, 1) {
-			sum = math.Exp(bc - sc)
+			sum = expGap(bc - sc)
 		}
 		for _, c := range j.candC {
-			sum += math.Exp(bc - c)
+			sum += expGap(bc - c)
 		}
 		if hr := &j.hot[max(req, 0)]; best < 0 && isReply && j.edgeDst[hr.edge] == b && hr.recv != trace.Unknown && hr.recv <= s {
 			// No admissible parent (an earlier choice went wrong): keep

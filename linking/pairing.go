@@ -33,11 +33,18 @@ func (l *linker) pairRPCs() *rpcs {
 	// table of the calls' message indices (a Go map of 2 M keys cost
 	// ~2.5 s of hashing and probing on the CoDeeN-sized trace). A later
 	// call with the same key replaces an earlier one, as a map would.
-	nCalls := 0
-	for i := range l.msgs {
-		if m := &l.msgs[i]; m.Kind == trace.KindCall && m.Call != trace.NoRef && !l.o.IgnoreKinds {
-			nCalls++
+	// (indexEdges counted the calls: counted.)
+	nCalls := l.idCalls
+	if !l.counted {
+		nCalls = 0
+		for i := range l.msgs {
+			if m := &l.msgs[i]; m.Kind == trace.KindCall && m.Call != trace.NoRef {
+				nCalls++
+			}
 		}
+	}
+	if l.o.IgnoreKinds {
+		nCalls = 0
 	}
 	byID := nCalls > 0
 	if byID {
@@ -94,10 +101,19 @@ func (l *linker) pairRPCs() *rpcs {
 		return r.peer[i] < 0 && m.SrcEP != trace.NoEndpoint && m.DstEP != trace.NoEndpoint &&
 			!(byID && m.Kind != trace.KindNone && m.Call != trace.NoRef)
 	}
-	nOn := 0
-	for i := range l.msgs {
-		if onConn(i) {
-			nOn++
+	// (Counted by indexEdges: without ids, every message with both
+	// endpoints; with them, those without kind= and call= together,
+	// which the ids never pair.)
+	nOn := l.epMsgs
+	if byID {
+		nOn = l.epNoID
+	}
+	if !l.counted {
+		nOn = 0
+		for i := range l.msgs {
+			if onConn(i) {
+				nOn++
+			}
 		}
 	}
 	if nOn == 0 {

@@ -59,7 +59,7 @@ func (j *joint) refitParallel(sure []float64, start, items []int32) {
 			t.later++
 			s := j.hot[k].send
 			for _, e := range calls[:q] {
-				if r := j.r.peer[e]; r >= 0 && j.dstOf(r) == b && j.hot[r].recv != trace.Unknown && j.hot[r].recv > s {
+				if r := j.hot[e].peer; r >= 0 && j.dstOf(r) == b && j.hot[r].recv != trace.Unknown && j.hot[r].recv > s {
 					t.over++
 					break
 				}

@@ -647,7 +647,7 @@ const needFar = math.MaxUint32
 // needOf computes need for call k from node b.
 func (j *joint) needOf(b trace.NodeID, k int32) int64 {
 	need := j.hot[k].send
-	if r := j.r.peer[k]; r >= 0 && j.dstOf(r) == b && j.hot[r].recv != trace.Unknown && j.hot[r].recv > need {
+	if r := j.hot[k].peer; r >= 0 && j.dstOf(r) == b && j.hot[r].recv != trace.Unknown && j.hot[r].recv > need {
 		need = j.hot[r].recv
 	}
 	return need
@@ -1136,48 +1136,11 @@ func (j *joint) costOf(b trace.NodeID, ns *nodeSpans, s int32) float64 {
 // countPriors sets the count models' priors from the trace: calls from b
 // to each destination per request span at b (n ≤ 1: one call with
 // probability n; 1 < n ≤ 2: one or two; more: spread over 2 and 3+).
-func (j *joint) countPriors() {
-	spans := make([]float64, len(j.t.Nodes))
-	classes := map[trace.NodeID][]trace.NodeID{} // node → the senders of its spans
-	// The span classes seen (spanClass): a node's are two at most, the
-	// requests from the node itself and from anyone else (classSender),
-	// so by node and which (a map lookup per span cost more).
-	seen := make([]bool, 2*len(j.t.Nodes))
-	// (From the records the passes read, hot, not the messages (pm): a
-	// request's peer is scattered over a large trace, and its record is
-	// asked for a few requests ahead, as in sweep.)
-	n := len(j.hot)
-	for c := range j.hot {
-		if a := c + sweepAhead; a < n && j.r.role[a] == roleRequest && j.hot[a].peer >= 0 {
-			prefetchAt(j.hot, j.hot[a].peer)
-		}
-		hc := &j.hot[c]
-		if j.r.role[c] != roleRequest || hc.recv == trace.Unknown {
-			continue
-		}
-		if hp := &j.hot[j.r.peer[c]]; hp.send != trace.Unknown && j.edgeSrc[hp.edge] == j.edgeDst[hc.edge] {
-			b := j.edgeDst[hc.edge]
-			spans[b]++
-			src, node := j.spanEnds(int32(c))
-			k := 2 * int(node)
-			if classSender(src, node) != node {
-				k++
-			}
-			if !seen[k] {
-				seen[k] = true
-				classes[b] = append(classes[b], classSender(j.edgeSrc[hc.edge], b))
-			}
-		}
-	}
+func (j *joint) countPriors(st *spanTally) {
+	spans, classes, perEdge := st.spans, st.classes, st.perEdge
 	// The calls per node and destination: counted per edge (the node and
-	// the destination), then summed by the pair.
+	// the destination: st.perEdge), then summed by the pair.
 	type nodeDst struct{ node, dst trace.NodeID }
-	perEdge := make([]float64, len(j.edgeSrc))
-	for k := range j.hot {
-		if h := &j.hot[k]; j.r.role[k] == roleRequest && h.send != trace.Unknown {
-			perEdge[h.edge]++
-		}
-	}
 	calls := map[nodeDst]float64{}
 	for e, n := range perEdge {
 		if n > 0 && spans[j.edgeSrc[e]] > 0 {
@@ -1214,6 +1177,42 @@ func (j *joint) countPriors() {
 	}
 	j.indexCounts()
 	j.setCountBase()
+}
+
+// spanTally is what countPriors learns of the spans, noted as J2 reads
+// every request and its reply (for need and the horizons: one scattered
+// read of the replies, not two).
+type spanTally struct {
+	spans   []float64                       // per node, its spans
+	classes map[trace.NodeID][]trace.NodeID // node → the senders of its spans
+	// The span classes seen (spanClass): a node's are two at most, the
+	// requests from the node itself and from anyone else (classSender),
+	// so by node and which (a map lookup per span cost more).
+	seen []bool
+	// perEdge is, per edge, the calls sent on it (by traced nodes).
+	perEdge []float64
+}
+
+func (j *joint) newSpanTally() *spanTally {
+	return &spanTally{spans: make([]float64, len(j.t.Nodes)), classes: map[trace.NodeID][]trace.NodeID{}, seen: make([]bool, 2*len(j.t.Nodes)),
+		perEdge: make([]float64, len(j.edgeSrc))}
+}
+
+// note counts request c's span: c was received, and its reply sent by its
+// receiver; the requests in message order.
+func (st *spanTally) note(j *joint, c int32) {
+	hc := &j.hot[c]
+	b := j.edgeDst[hc.edge]
+	st.spans[b]++
+	src, node := j.spanEnds(c)
+	k := 2 * int(node)
+	if classSender(src, node) != node {
+		k++
+	}
+	if !st.seen[k] {
+		st.seen[k] = true
+		st.classes[b] = append(st.classes[b], classSender(j.edgeSrc[hc.edge], b))
+	}
 }
 
 // setCountBase sums −log P(no call) over the destinations of each class.
