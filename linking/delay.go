@@ -75,6 +75,14 @@ func (m *moments) addNoLog(t float64) {
 	m.s2 += t * t
 }
 
+// addLog adds the log term of t alone (after addNoLog(t): together add(t)).
+func (m *moments) addLog(t float64) {
+	if t < 1e-9 {
+		t = 1e-9
+	}
+	m.slog += math.Log(t)
+}
+
 func (m *moments) mean() float64 { return m.s1 / m.n }
 
 // fit returns the density of the family that matches the samples' moments:
