@@ -196,6 +196,11 @@ type joint struct {
 	cntCls, cntTab *pairTable
 	cntList        []*countModel
 	cntMemo        cntMemo // countModelIn's last lookup
+	// cntDense is cntList's index by class id and destination
+	// (ci·cntND + cntDst[dst], −1: none), where small enough, else nil.
+	cntDense, cntDst []int32
+	cntND            int
+	cntOrder         []int32 // the count models by key (setCountBase)
 	// half marks the messages standing for half spans (loss.go);
 	// lostCost is −log of the estimated loss rate (+Inf without loss).
 	half     []uint8
@@ -317,8 +322,9 @@ type joint struct {
 		slotLocal      []int32
 		slots          []int32
 		nodeMoms       []moments
-		lk             []int32  // the local number of each of the node's links' classes
-		found          []uint64 // the classes with two delays or more, by index
+		lk             []int32    // the local number of each of the node's links' classes
+		fanN           [][4]int32 // the fan-out counts by fanOf slot
+		found          []uint64   // the classes with two delays or more, by index
 		sStart, cStart []int32
 		sBy, cBy       []float32
 	}
@@ -492,7 +498,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		// biased towards short delays: they happen before others arrive).
 		phaseOf("J5 refit", j.passNo)
 		if settling && fit.Change < l.o.Settle {
-			j.refitCounts()
+			j.refitCountsOf(false)
 			settled = true
 		} else {
 			j.refit(!repair, last)
@@ -1603,6 +1609,7 @@ func (j *joint) refit(useCertain, last bool) {
 		// scattered over a large trace).
 		a0 := len(j.active)
 		rs.smp.reset()
+		keys, lnk := rs.keys[:0], rs.lnk[:0]
 		outs := j.outsOf(trace.NodeID(b))
 		for x, i := range outs {
 			j.linkAhead(outs, x)
@@ -1611,12 +1618,31 @@ func (j *joint) refit(useCertain, last bool) {
 				continue
 			}
 			if m, q := &j.hot[i], &j.hot[p]; q.recv != trace.Unknown && j.edgeDst[q.edge] == j.edgeSrc[m.edge] {
-				c := j.classOf(p, i)
-				rs.smp.cls = append(rs.smp.cls, c.idx)
+				_, fk, _, _ := j.classTableKey(p, i)
+				keys, lnk = append(keys, fk), append(lnk, i)
 				rs.smp.val = append(rs.smp.val, float32(float64(m.send-q.recv)/1e9))
-				j.touch(c)
 			}
 		}
+		// (Then their classes, in the same order, the node's table's
+		// slots asked for ahead: classOf makes the new ones.)
+		tab := j.classTabs[b]
+		for x, fk := range keys {
+			if a := x + sweepAhead; a < len(keys) && tab != nil {
+				tab.prefetch(keys[a])
+			}
+			var c *classModel
+			if tab != nil {
+				c = j.findClass(trace.NodeID(b), tab, fk)
+			}
+			if c == nil {
+				i := lnk[x]
+				c = j.classOf(j.parent[i], i)
+				tab = j.classTabs[b]
+			}
+			rs.smp.cls = append(rs.smp.cls, c.idx)
+			j.touch(c)
+		}
+		rs.keys, rs.lnk = keys, lnk
 		to := from
 		if b < len(sw) {
 			to = sw[b]
@@ -1627,17 +1653,39 @@ func (j *joint) refit(useCertain, last bool) {
 	}
 	j.certain.reset()
 	j.candN = nil
+	// 3. The fan-out: every received message's children, counted by its
+	// fanOf slot (edge and role: fanByEdge) in a small array, then added
+	// to the slots' models (counts: the order does not matter; the
+	// models are made, where new, in message order as always).
 	for i := range j.mod.fan.len() {
 		_, f := j.mod.fan.at(i)
 		f.hist = [4]float64{}
 	}
+	kn := slices.Grow(rs.fanN[:0], len(j.fanByEdge))[:len(j.fanByEdge)]
+	clear(kn)
 	for i := range j.hot {
-		if j.hot[i].recv == trace.Unknown {
+		h := &j.hot[i]
+		if h.recv == trace.Unknown {
 			continue
 		}
-		k := min(int(j.kids[i]), 3)
-		j.fanOf(int32(i)).hist[k]++
+		slot := 2 * h.edge
+		if h.role == roleReply {
+			slot++
+		}
+		if j.fanByEdge[slot] == nil {
+			j.fanOf(int32(i))
+		}
+		kn[slot][min(j.kids[i], 3)]++
 	}
+	for slot, n := range kn {
+		if n != [4]int32{} {
+			f := j.fanByEdge[slot]
+			for k := range n {
+				f.hist[k] += float64(n[k])
+			}
+		}
+	}
+	rs.fanN = kn
 	for i := range j.mod.fan.len() {
 		_, f := j.mod.fan.at(i)
 		n := f.hist[0] + f.hist[1] + f.hist[2] + f.hist[3]
@@ -1966,32 +2014,34 @@ func (m *models) compare(fit Fit) (Fit, error) {
 // instances is J6: the trees under parentless messages.
 func (j *joint) instances() *instances {
 	n := len(j.parent)
-	start := make([]int32, n+1)
-	for _, p := range j.parent {
-		if p >= 0 {
-			start[p+1]++
-		}
-	}
-	for i := 0; i < n; i++ {
-		start[i+1] += start[i]
-	}
-	kids := make([]int32, start[n])
-	pos := make([]int32, n)
-	copy(pos, start[:n])
-	for c, p := range j.parent {
-		if p >= 0 {
-			kids[pos[p]] = int32(c)
-			pos[p]++
-		}
-	}
-	// Every message is in at most one tree: the arrays are sized at once
-	// (no doubling garbage on a large trace).
+	// 1. Every message's children (CSR, in message order): counted, each
+	// parent's count at start[p+2], so that after the sums start[p+1] is
+	// where p's children begin; filled in message order, each advancing
+	// start[p+1] to where they end, so that they are then
+	// kids[start[p]:start[p+1]]. (Outside the heap, given back with
+	// parent: linkMem.)
+	start := offMake[int32](&j.linkMem, n+2)
 	roots := 0
 	for _, p := range j.parent {
-		if p < 0 {
+		if p >= 0 {
+			start[p+2]++
+		} else {
 			roots++
 		}
 	}
+	for i := 0; i <= n; i++ {
+		start[i+1] += start[i]
+	}
+	kids := offMake[int32](&j.linkMem, int(start[n+1]))
+	for c, p := range j.parent {
+		if p >= 0 {
+			kids[start[p+1]] = int32(c)
+			start[p+1]++
+		}
+	}
+	// 2. The trees from their roots, breadth first. Every message is in
+	// at most one tree: the arrays are sized at once (no doubling garbage
+	// on a large trace).
 	in := &instances{start: make([]int32, 1, roots+1), msgs: make([]int32, 0, n), par: make([]int32, 0, n), prob: make([]float64, 0, roots)}
 	var msgs, par []int32
 	for r := 0; r < n; r++ {
