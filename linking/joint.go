@@ -324,6 +324,7 @@ type joint struct {
 		nodeMoms       []moments
 		lk             []int32    // the local number of each of the node's links' classes
 		fanN           [][4]int32 // the fan-out counts by fanOf slot
+		sortTmp        []uint32   // robustFitWith's scratch
 		found          []uint64   // the classes with two delays or more, by index
 		sStart, cStart []int32
 		sBy, cBy       []float32
@@ -1764,10 +1765,10 @@ func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32,
 		samples, certain := rs.sBy[rs.sStart[k]:rs.sStart[k+1]], rs.cBy[rs.cStart[k]:rs.cStart[k+1]]
 		switch {
 		case !useCertain && len(samples) >= 30:
-			c.d = robustFit(samples, j.o.DelayModel)
+			c.d = robustFitWith(samples, j.o.DelayModel, &rs.sortTmp)
 			c.fit = true
 		case len(certain) >= 30:
-			c.d = robustFit(certain, j.o.DelayModel)
+			c.d = robustFitWith(certain, j.o.DelayModel, &rs.sortTmp)
 			c.fit = true
 		case c.peak != 0:
 			c.d, c.fit = j.mod.peaks[c.peak-1], true
@@ -1775,14 +1776,14 @@ func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32,
 			// The pool's fit, once for all its classes (the same
 			// delays; robustFit sorts them, so the fit is the same).
 			if !rs.poolDone[c.pool] {
-				rs.poolFit[c.pool] = robustFit(pc, j.o.DelayModel)
+				rs.poolFit[c.pool] = robustFitWith(pc, j.o.DelayModel, &rs.sortTmp)
 				rs.poolDone[c.pool] = true
 				rs.donePools = append(rs.donePools, c.pool)
 			}
 			c.d = rs.poolFit[c.pool]
 			c.fit = true
 		case len(samples) >= 3 && !(c.fit && j.carried != nil):
-			c.d = robustFit(samples, j.o.DelayModel)
+			c.d = robustFitWith(samples, j.o.DelayModel, &rs.sortTmp)
 			c.fit = true
 		}
 		tk := c.trig

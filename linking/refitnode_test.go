@@ -2,6 +2,8 @@ package linking
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -161,5 +163,43 @@ func refitReference(j *joint, useCertain bool) {
 		f.cost[0] = -math.Log((ge1 + 1) / (n + 2))
 		f.cost[1] = -math.Log((ge2 + 0.5) / (ge1 + 1))
 		f.cost[2] = -math.Log((ge3 + 0.5) / (ge2 + 1))
+	}
+}
+
+// TestSortDelays: sortDelays gives slices.Sort's array, bit for bit, by
+// radix and by its fallbacks.
+func TestSortDelays(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	cases := []struct {
+		name string
+		n    int
+		gen  func() float32
+	}{
+		{"few", 100, func() float32 { return rng.Float32() }},
+		{"uniform", 5000, func() float32 { return rng.Float32() }},
+		{"ties and zeros", 3000, func() float32 { return float32(rng.IntN(7)) / 1000 }},
+		{"wide", 20000, func() float32 { return float32(rng.ExpFloat64() * math.Pow(10, float64(rng.IntN(12)-9))) }},
+		{"one value", 1000, func() float32 { return 0.25 }},
+		{"a negative (fallback)", 1000, func() float32 {
+			if rng.IntN(500) == 0 {
+				return -rng.Float32()
+			}
+			return rng.Float32()
+		}},
+	}
+	var tmp []uint32
+	for _, c := range cases {
+		xs := make([]float32, c.n)
+		for i := range xs {
+			xs[i] = c.gen()
+		}
+		want := slices.Clone(xs)
+		slices.Sort(want)
+		sortDelays(xs, &tmp)
+		for i := range xs {
+			if math.Float32bits(xs[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: at %d: %v, want %v", c.name, i, xs[i], want[i])
+			}
+		}
 	}
 }
