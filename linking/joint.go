@@ -1251,23 +1251,6 @@ func (j *joint) linkAhead(outs []int32, x int) {
 	}
 }
 
-// classAhead asks for the class-table slot (in tab, the node's) of the
-// link of the send classAheadBy after x, whose records linkAhead asked
-// for earlier.
-func (j *joint) classAhead(tab *classTable, outs []int32, x int) {
-	if a := x + classAheadBy; a < len(outs) {
-		i := outs[a]
-		if p := j.parent[i]; p >= 0 {
-			_, fk, _, _ := j.classTableKey(p, i)
-			tab.prefetch(fk)
-		}
-	}
-}
-
-// classAheadBy is how many sends ahead classAhead asks (linkAhead asks
-// for the parents' records sweepAhead/2 ahead).
-const classAheadBy = 2
-
 // sweep is J3 at node b: every send, in time order, takes its cheapest
 // admissible parent.
 func (j *joint) sweep(b trace.NodeID) {
