@@ -884,17 +884,37 @@ func sortByRank(n int, at func(int32) *patCount) []int32 {
 	for k, key := range keys {
 		r[k] = int32(key & mask)
 	}
+	// (A run's patterns are copied side by side before they are sorted:
+	// byRank's loads through at are scattered, and one run, the patterns
+	// seen once with probability 1, can hold most of them.)
+	var run []rankRec
 	for a := 0; a < len(keys); {
 		b := a + 1
 		for b < len(keys) && keys[b]>>shift == keys[a]>>shift {
 			b++
 		}
 		if b-a > 1 {
-			slices.SortFunc(r[a:b], cmp)
+			run = run[:0]
+			for _, x := range r[a:b] {
+				p := at(x)
+				run = append(run, rankRec{p.expected, p.hash, p.count, x})
+			}
+			slices.SortFunc(run, func(x, y rankRec) int { return cmpRank(x.expected, y.expected, x.count, y.count, x.hash, y.hash) })
+			for k := range run {
+				r[a+k] = run[k].pos
+			}
 		}
 		a = b
 	}
 	return r
+}
+
+// rankRec is what byRank reads of a pattern, and its position (sortByRank).
+type rankRec struct {
+	expected float64
+	hash     uint64
+	count    int32
+	pos      int32
 }
 
 // aggregate builds the result paths (res.Paths) from the instances of one

@@ -3,6 +3,7 @@ package linking
 import (
 	"math"
 	"slices"
+	"unsafe"
 )
 
 // dist is a gamma delay density with shape k and scale θ (seconds); k = 1 is
@@ -75,6 +76,14 @@ func (m *moments) addNoLog(t float64) {
 	m.s2 += t * t
 }
 
+// addLog adds the log term of t alone (after addNoLog(t): together add(t)).
+func (m *moments) addLog(t float64) {
+	if t < 1e-9 {
+		t = 1e-9
+	}
+	m.slog += math.Log(t)
+}
+
 func (m *moments) mean() float64 { return m.s1 / m.n }
 
 // fit returns the density of the family that matches the samples' moments:
@@ -117,9 +126,13 @@ func (m *moments) logLik() (exp, gamma2, fit float64) {
 // of the quartiles, so that a minority of wrong links (long delays to the
 // wrong parent) cannot flatten the density that would expose them. It sorts
 // xs in place (the callers drop the samples after the fit).
-func robustFit(xs []float32, model string) dist {
+func robustFit(xs []float32, model string) dist { return robustFitWith(xs, model, nil) }
+
+// robustFitWith is robustFit, its sort a radix sort where it can (tmp: the
+// scratch, reused; nil: slices.Sort).
+func robustFitWith(xs []float32, model string, tmp *[]uint32) dist {
 	s := xs
-	slices.Sort(s)
+	sortDelays(s, tmp)
 	n := len(s)
 	q1, q3 := float64(s[n/4]), float64(s[(3*n)/4])
 	lo, hi := q1-2*(q3-q1), q3+2*(q3-q1)
@@ -136,6 +149,54 @@ func robustFit(xs []float32, model string) dist {
 	}
 	return m.fit(model)
 }
+
+// sortDelays sorts xs as slices.Sort does. Where there are many and none
+// is negative or NaN (a refit's delays, as a rule), by their bits: those of
+// non-negative floats are in the numbers' order, and equal numbers have
+// equal bits (−0 aside, which counts as negative here), so the sorted array
+// is the same. An LSD radix sort, 11 bits a pass (a pass where every delay
+// has the same digit is skipped), with tmp as its scratch.
+func sortDelays(xs []float32, tmp *[]uint32) {
+	if tmp == nil || len(xs) < radixMin {
+		slices.Sort(xs)
+		return
+	}
+	u := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(xs))), len(xs))
+	for _, v := range u {
+		if v >= 0x7f800000 { // sign bit, infinity or NaN
+			slices.Sort(xs)
+			return
+		}
+	}
+	*tmp = slices.Grow((*tmp)[:0], len(u))[:len(u)]
+	src, dst := u, *tmp
+	for shift := uint(0); shift < 32; shift += 11 {
+		var count [1 << 11]int
+		for _, v := range src {
+			count[v>>shift&(1<<11-1)]++
+		}
+		if count[src[0]>>shift&(1<<11-1)] == len(src) {
+			continue
+		}
+		pos := 0
+		for d, c := range count {
+			count[d] = pos
+			pos += c
+		}
+		for _, v := range src {
+			d := v >> shift & (1<<11 - 1)
+			dst[count[d]] = v
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &u[0] {
+		copy(u, src)
+	}
+}
+
+// radixMin is the fewest delays sortDelays sorts by radix.
+const radixMin = 256
 
 // peakFit finds the peak of the delays to all candidate parents — the true
 // links concentrate there while false ones spread out — and fits the family

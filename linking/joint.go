@@ -124,8 +124,8 @@ type classModel struct {
 	logTrans float64
 	// The delays of a pass are kept outside the classes (a large trace
 	// has millions of classes, most with a delay or two), by idx:
-	// joint.samples are the delays of the chosen links, seconds;
-	// joint.certain those of links that had no alternative (one
+	// refit collects the delays of the chosen links (seconds) node by
+	// node; joint.certain are those of links that had no alternative (one
 	// admissible parent): the unbiased start of the iteration;
 	// joint.cand the delays to every earlier received message in the
 	// first pass, node by node: true links pile up in a peak above the
@@ -196,6 +196,11 @@ type joint struct {
 	cntCls, cntTab *pairTable
 	cntList        []*countModel
 	cntMemo        cntMemo // countModelIn's last lookup
+	// cntDense is cntList's index by class id and destination
+	// (ci·cntND + cntDst[dst], −1: none), where small enough, else nil.
+	cntDense, cntDst []int32
+	cntND            int
+	cntOrder         []int32 // the count models by key (setCountBase)
 	// half marks the messages standing for half spans (loss.go);
 	// lostCost is −log of the estimated loss rate (+Inf without loss).
 	half     []uint8
@@ -262,9 +267,9 @@ type joint struct {
 	// the classes alive for the run, whatever points to them.
 	slabs    [][]classModel
 	entArena entArena // the class tables' arrays (classTable)
-	// The classes' delays of the current pass, by class index (see
-	// classModel).
-	samples, certain delayList
+	// The certain delays of the current pass, with their classes'
+	// indexes (see classModel).
+	certain delayList
 	// cand: the candidate delays of the node being swept in the first
 	// pass, flat (classes by index in cand.cls), with candN the number
 	// each class has (by class index) and candCls the classes that have
@@ -285,10 +290,12 @@ type joint struct {
 	hot    []msgHot
 	eps    []epPair
 	actors []actorPair
-	// linkCls is, after the last refit of a whole trace, the class
-	// index of every message's chosen link whose delay compare reads,
-	// else −1 (linkClasses; the array of the passes' change count).
-	linkCls []int32
+	// linkMoms are, after the last refit of a whole trace, the moments
+	// of the delays of the chosen links of every class that has two or
+	// more, and linkOrder their places in class order (linkClasses;
+	// compare reads them).
+	linkMoms  []moments
+	linkOrder []int32
 	// active lists the classes with data in the current pass, so that
 	// refitting does not walk every class a large trace ever had.
 	active []*classModel
@@ -299,7 +306,32 @@ type joint struct {
 		poolDone              []bool
 		donePools             []int32
 		certainN, allN, kinds []float64
+		// A node's chosen delays (smp), its classes (acts) and their
+		// local numbers (local, by class index), and its chosen and
+		// certain delays grouped by class (sBy, cBy from sStart,
+		// cStart): refitNode.
+		smp   delayList
+		acts  []*classModel
+		local []int32
+		// linkClasses' pending links, a node's links (their table
+		// keys, messages and delays), its classes' numbers by table
+		// slot (slotLocal), their slots and moments.
+		pend, lnk      []int32
+		keys           []uint64
+		dts            []float64
+		slotLocal      []int32
+		slots          []int32
+		nodeMoms       []moments
+		lk             []int32    // the local number of each of the node's links' classes
+		fanN           [][4]int32 // the fan-out counts by fanOf slot
+		sortTmp        []uint32   // robustFitWith's scratch
+		found          []uint64   // the classes with two delays or more, by index
+		sStart, cStart []int32
+		sBy, cBy       []float32
 	}
+	// swept is, per node, where its sweep left active and certain
+	// (markSwept): refit reads each node's part.
+	swept []refitMark
 }
 
 // runJoint is J1–J5.
@@ -420,12 +452,10 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	j.callSpan = offMake[int32](mem, n)
 	j.unsure = offMake[bool](mem, n)
 	j.initCaches()
-	// A pass adds at most one chosen and one certain delay per message:
-	// the lists at that size at once, outside the heap, where only what
-	// is written costs memory (no regrowing copies).
-	for _, d := range []*delayList{&j.samples, &j.certain} {
-		d.cls, d.val, d.byCls = offMake[int32](mem, n)[:0], offMake[float32](mem, n)[:0], offMake[float32](mem, n)[:0]
-	}
+	// A pass adds at most one certain delay per message: the list at
+	// that size at once, outside the heap, where only what is written
+	// costs memory (no regrowing copies).
+	j.certain.cls, j.certain.val = offMake[int32](mem, n)[:0], offMake[float32](mem, n)[:0]
 	// The arrays the passes read at random: huge pages where the kernel
 	// gives them (hugemem.Collapse).
 	hugemem.Collapse(l.msgs)
@@ -452,7 +482,6 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		defer lowGC()()
 	}
 	prev := offMake[int32](mem, n)
-	j.linkCls = prev // after the last refit (whole trace: linkClasses)
 	fit := Fit{}
 	iters := 0
 	// J3–J5: sweeps alone until the choices settle, then two passes with
@@ -483,7 +512,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		// biased towards short delays: they happen before others arrive).
 		phaseOf("J5 refit", j.passNo)
 		if settling && fit.Change < l.o.Settle {
-			j.refitCounts()
+			j.refitCountsOf(false)
 			settled = true
 		} else {
 			j.refit(!repair, last)
@@ -555,16 +584,13 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		j.tally = false
 	}
 	phase("fit compare")
-	// The delay lists are read no more: given back before compare
-	// groups the links by class.
+	// The delay list is read no more: given back before compare groups
+	// the links by class.
 	if j.carried == nil {
-		for _, d := range []*delayList{&j.samples, &j.certain} {
-			for _, p := range []unsafe.Pointer{unsafe.Pointer(unsafe.SliceData(d.cls)), unsafe.Pointer(unsafe.SliceData(d.val)),
-				unsafe.Pointer(unsafe.SliceData(d.start)), unsafe.Pointer(unsafe.SliceData(d.byCls))} {
-				l.runMem.release(p)
-			}
-			*d = delayList{}
+		for _, p := range []unsafe.Pointer{unsafe.Pointer(unsafe.SliceData(j.certain.cls)), unsafe.Pointer(unsafe.SliceData(j.certain.val))} {
+			l.runMem.release(p)
 		}
+		j.certain, j.swept = delayList{}, nil
 	}
 	fit.Settled = fit.Change < 1e-3
 	if j.carried == nil {
@@ -949,12 +975,11 @@ func (j *joint) classOfPair(trig, act int32) *classModel {
 }
 
 // delayList collects delays of a pass flat, with the index of their class
-// (classModel.idx); group then arranges them by class.
+// (classModel.idx).
 type delayList struct {
 	cls   []int32
 	val   []float32
-	start []int32   // after group: where each class's delays begin in byCls
-	byCls []float32 // after group
+	byCls []float32 // fitPeaks: cand's delays grouped by class
 }
 
 func (d *delayList) add(c *classModel, v float32) {
@@ -963,32 +988,6 @@ func (d *delayList) add(c *classModel, v float32) {
 }
 
 func (d *delayList) reset() { d.cls, d.val = d.cls[:0], d.val[:0] }
-
-// group arranges the delays by class (each class's in the order added),
-// for n classes; its arrays outside the heap, in o.
-func (d *delayList) group(o *offHeap, n int) {
-	d.start = offSized(o, d.start, n+1)
-	clear(d.start)
-	for _, c := range d.cls {
-		d.start[c+1]++
-	}
-	for c := 0; c < n; c++ {
-		d.start[c+1] += d.start[c]
-	}
-	d.byCls = offSized(o, d.byCls, len(d.val))
-	pos := d.start[:n:n] // advanced while filling, restored below
-	for k, c := range d.cls {
-		d.byCls[pos[c]] = d.val[k]
-		pos[c]++
-	}
-	for c := n; c > 0; c-- {
-		d.start[c] = d.start[c-1]
-	}
-	d.start[0] = 0
-}
-
-// of is class c's delays (after group).
-func (d *delayList) of(c *classModel) []float32 { return d.byCls[d.start[c.idx]:d.start[c.idx+1]] }
 
 func (j *joint) fanOf(trig int32) *fanModel {
 	h := &j.hot[trig]
@@ -1048,13 +1047,13 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 		}
 		c.active = false
 	}
-	j.samples.reset()
 	j.certain.reset()
 	j.active = j.active[:0]
 	j.sends, j.doubtful = 0, 0
 	phaseOf("J3 sweep", j.passNo)
 	for b := range j.t.Nodes {
 		j.sweep(trace.NodeID(b))
+		j.markSwept(trace.NodeID(b))
 		if j.first {
 			phase("J2 peaks")
 			j.fitPeaks()
@@ -1581,12 +1580,35 @@ func (j *joint) refit(useCertain, last bool) {
 			j.kids[p] = min(j.kids[p]+1, 255)
 		}
 	}
-	// The delays of the chosen links, node by node (each node's classes
-	// in one small table); their order within a class does not matter
-	// (the fits sort them).
-	// (The records of the sends and of their parents are asked for a few
-	// sends ahead, as in sweep: they are scattered over a large trace.)
+	j.refitCounts()
+	// 1. The classes this refit made active are touched again below:
+	// the pass's sweeps made the rest (j.swept, node by node).
+	sw := j.swept
+	end := 0
+	if len(sw) > 0 {
+		end = int(sw[len(sw)-1].active)
+	}
+	for _, c := range j.active[end:] {
+		c.active = false
+	}
+	j.active = j.active[:end]
+	// 2. Node by node: a class, its pool and its trigger class belong to
+	// the node its action is sent from, so each node's classes are
+	// fitted from its own links' delays alone, in small arrays that stay
+	// in the caches (the trace's links grouped by class at once took
+	// ~60 MB of fresh memory on the CoDeeN-sized trace, and scattered
+	// loads over it). The sums over a node's classes are counts, and
+	// the fits sort their delays: the order does not matter.
+	rs := &j.refitScr
+	from := refitMark{}
 	for b := range j.t.Nodes {
+		// 2a. The delays of the node's chosen links (its sends in
+		// message order; the records of the sends and of their
+		// parents asked for a few sends ahead, as in sweep: they are
+		// scattered over a large trace).
+		a0 := len(j.active)
+		rs.smp.reset()
+		keys, lnk := rs.keys[:0], rs.lnk[:0]
 		outs := j.outsOf(trace.NodeID(b))
 		for x, i := range outs {
 			j.linkAhead(outs, x)
@@ -1595,104 +1617,74 @@ func (j *joint) refit(useCertain, last bool) {
 				continue
 			}
 			if m, q := &j.hot[i], &j.hot[p]; q.recv != trace.Unknown && j.edgeDst[q.edge] == j.edgeSrc[m.edge] {
-				c := j.classOf(p, i)
-				j.samples.add(c, float32(float64(m.send-q.recv)/1e9))
-				j.touch(c)
+				_, fk, _, _ := j.classTableKey(p, i)
+				keys, lnk = append(keys, fk), append(lnk, i)
+				rs.smp.val = append(rs.smp.val, float32(float64(m.send-q.recv)/1e9))
 			}
 		}
-	}
-	j.refitCounts()
-	j.samples.group(&j.runMem, len(j.classes))
-	j.certain.group(&j.runMem, len(j.classes))
-	// Certain delays pooled over the senders of the trigger, for classes
-	// with too few of their own.
-	rs := &j.refitScr
-	if n := j.mod.poolID.n; len(rs.pool) < n {
-		rs.pool = append(rs.pool, make([][]float32, n-len(rs.pool))...)
-	}
-	if n := j.mod.poolID.n; len(rs.poolFit) < n {
-		rs.poolFit = append(rs.poolFit, make([]dist, n-len(rs.poolFit))...)
-		rs.poolDone = append(rs.poolDone, make([]bool, n-len(rs.poolDone))...)
-	}
-	// (The loops over the classes are as few as the order of the sums
-	// allows: a large trace has millions of classes.)
-	for _, c := range j.active {
-		rs.pool[c.pool] = append(rs.pool[c.pool], j.certain.of(c)...)
-		// (The candidates' peaks were found as each node was swept:
-		// fitPeaks.)
-	}
-	// Transition probabilities from the certain links of each trigger class
-	// (all links where too few are certain).
-	if n := j.mod.trigID.n; len(rs.certainN) < n {
-		rs.certainN = append(rs.certainN, make([]float64, n-len(rs.certainN))...)
-		rs.allN = append(rs.allN, make([]float64, n-len(rs.allN))...)
-		rs.kinds = append(rs.kinds, make([]float64, n-len(rs.kinds))...)
-	}
-	certainN, allN, kinds := rs.certainN, rs.allN, rs.kinds
-	for _, c := range j.active {
-		pc := rs.pool[c.pool]
-		samples, certain := j.samples.of(c), j.certain.of(c)
-		switch {
-		case !useCertain && len(samples) >= 30:
-			c.d = robustFit(samples, j.o.DelayModel)
-			c.fit = true
-		case len(certain) >= 30:
-			c.d = robustFit(certain, j.o.DelayModel)
-			c.fit = true
-		case c.peak != 0:
-			c.d, c.fit = j.mod.peaks[c.peak-1], true
-		case len(pc) >= 30:
-			// The pool's fit, once for all its classes (the same
-			// delays; robustFit sorts them, so the fit is the same).
-			if !rs.poolDone[c.pool] {
-				rs.poolFit[c.pool] = robustFit(pc, j.o.DelayModel)
-				rs.poolDone[c.pool] = true
-				rs.donePools = append(rs.donePools, c.pool)
+		// (Then their classes, in the same order, the node's table's
+		// slots asked for ahead: classOf makes the new ones.)
+		tab := j.classTabs[b]
+		for x, fk := range keys {
+			if a := x + sweepAhead; a < len(keys) && tab != nil {
+				tab.prefetch(keys[a])
 			}
-			c.d = rs.poolFit[c.pool]
-			c.fit = true
-		case len(samples) >= 3 && !(c.fit && j.carried != nil):
-			c.d = robustFit(samples, j.o.DelayModel)
-			c.fit = true
+			var c *classModel
+			if tab != nil {
+				c = j.findClass(trace.NodeID(b), tab, fk)
+			}
+			if c == nil {
+				i := lnk[x]
+				c = j.classOf(j.parent[i], i)
+				tab = j.classTabs[b]
+			}
+			rs.smp.cls = append(rs.smp.cls, c.idx)
+			j.touch(c)
 		}
-		tk := c.trig
-		certainN[tk] += float64(len(certain))
-		allN[tk] += float64(len(samples))
-		kinds[tk]++
-	}
-	for _, c := range j.active {
-		tk := c.trig
-		n, tot := float64(len(j.certain.of(c))), certainN[tk]
-		if tot < 30 || !useCertain {
-			n, tot = float64(len(j.samples.of(c))), allN[tk]
+		rs.keys, rs.lnk = keys, lnk
+		to := from
+		if b < len(sw) {
+			to = sw[b]
 		}
-		// A stream chunk with too little to say keeps what was learnt.
-		if tot > 0 && !(j.carried != nil && tot < 30) {
-			c.logTrans = math.Log((n + 0.5) / (tot + 0.5*kinds[tk]))
-		}
-		rs.pool[c.pool] = rs.pool[c.pool][:0]
+		j.refitNode(useCertain, j.active[from.active:to.active], j.active[a0:],
+			j.certain.cls[from.certain:to.certain], j.certain.val[from.certain:to.certain])
+		from = to
 	}
-	for _, p := range rs.donePools {
-		rs.poolDone[p] = false
-	}
-	rs.donePools = rs.donePools[:0]
-	j.samples.reset()
 	j.certain.reset()
 	j.candN = nil
-	for _, c := range j.active {
-		certainN[c.trig], allN[c.trig], kinds[c.trig] = 0, 0, 0
-	}
+	// 3. The fan-out: every received message's children, counted by its
+	// fanOf slot (edge and role: fanByEdge) in a small array, then added
+	// to the slots' models (counts: the order does not matter; the
+	// models are made, where new, in message order as always).
 	for i := range j.mod.fan.len() {
 		_, f := j.mod.fan.at(i)
 		f.hist = [4]float64{}
 	}
+	kn := slices.Grow(rs.fanN[:0], len(j.fanByEdge))[:len(j.fanByEdge)]
+	clear(kn)
 	for i := range j.hot {
-		if j.hot[i].recv == trace.Unknown {
+		h := &j.hot[i]
+		if h.recv == trace.Unknown {
 			continue
 		}
-		k := min(int(j.kids[i]), 3)
-		j.fanOf(int32(i)).hist[k]++
+		slot := 2 * h.edge
+		if h.role == roleReply {
+			slot++
+		}
+		if j.fanByEdge[slot] == nil {
+			j.fanOf(int32(i))
+		}
+		kn[slot][min(j.kids[i], 3)]++
 	}
+	for slot, n := range kn {
+		if n != [4]int32{} {
+			f := j.fanByEdge[slot]
+			for k := range n {
+				f.hist[k] += float64(n[k])
+			}
+		}
+	}
+	rs.fanN = kn
 	for i := range j.mod.fan.len() {
 		_, f := j.mod.fan.at(i)
 		n := f.hist[0] + f.hist[1] + f.hist[2] + f.hist[3]
@@ -1708,25 +1700,171 @@ func (j *joint) refit(useCertain, last bool) {
 	}
 }
 
+// refitMark is where a node's sweep left joint.active and joint.certain
+// (pass records one per node in joint.swept): refit reads each node's
+// classes and certain delays from there.
+type refitMark struct{ active, certain int32 }
+
+// markSwept records where node b's sweep left the active classes and the
+// certain delays (refit).
+func (j *joint) markSwept(b trace.NodeID) {
+	if b == 0 {
+		j.swept = j.swept[:0]
+	}
+	j.swept = append(j.swept, refitMark{int32(len(j.active)), int32(len(j.certain.cls))})
+}
+
+// refitNode fits the classes of one node (step 2 of refit): act are the
+// classes its sweep made active, and more those of its links the refit
+// made active; cls and val are its sweep's certain delays, refitScr.smp
+// the delays of its chosen links.
+func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32, val []float32) {
+	rs := &j.refitScr
+	nc := len(act) + len(more)
+	if nc == 0 {
+		return
+	}
+	// 1. The node's classes numbered 0..nc−1 (local, by class index),
+	// and their delays grouped by that number (a counting sort each,
+	// every class's delays in the order added).
+	if len(rs.local) < len(j.classes) {
+		rs.local = offSized(&j.runMem, rs.local, max(len(j.classes), 2*len(rs.local)))
+	}
+	rs.acts = append(append(rs.acts[:0], act...), more...)
+	for k, c := range rs.acts {
+		rs.local[c.idx] = int32(k)
+	}
+	rs.sStart = groupLocal(rs.sStart, rs.local, rs.smp.cls, rs.smp.val, &rs.sBy, nc)
+	rs.cStart = groupLocal(rs.cStart, rs.local, cls, val, &rs.cBy, nc)
+	// 2. Certain delays pooled over the senders of the trigger, for
+	// classes with too few of their own.
+	if n := j.mod.poolID.n; len(rs.pool) < n {
+		rs.pool = append(rs.pool, make([][]float32, n-len(rs.pool))...)
+	}
+	if n := j.mod.poolID.n; len(rs.poolFit) < n {
+		rs.poolFit = append(rs.poolFit, make([]dist, n-len(rs.poolFit))...)
+		rs.poolDone = append(rs.poolDone, make([]bool, n-len(rs.poolDone))...)
+	}
+	for k, c := range rs.acts {
+		rs.pool[c.pool] = append(rs.pool[c.pool], rs.cBy[rs.cStart[k]:rs.cStart[k+1]]...)
+		// (The candidates' peaks were found as each node was swept:
+		// fitPeaks.)
+	}
+	// 3. Transition probabilities from the certain links of each trigger
+	// class (all links where too few are certain).
+	if n := j.mod.trigID.n; len(rs.certainN) < n {
+		rs.certainN = append(rs.certainN, make([]float64, n-len(rs.certainN))...)
+		rs.allN = append(rs.allN, make([]float64, n-len(rs.allN))...)
+		rs.kinds = append(rs.kinds, make([]float64, n-len(rs.kinds))...)
+	}
+	certainN, allN, kinds := rs.certainN, rs.allN, rs.kinds
+	for k, c := range rs.acts {
+		pc := rs.pool[c.pool]
+		samples, certain := rs.sBy[rs.sStart[k]:rs.sStart[k+1]], rs.cBy[rs.cStart[k]:rs.cStart[k+1]]
+		switch {
+		case !useCertain && len(samples) >= 30:
+			c.d = robustFitWith(samples, j.o.DelayModel, &rs.sortTmp)
+			c.fit = true
+		case len(certain) >= 30:
+			c.d = robustFitWith(certain, j.o.DelayModel, &rs.sortTmp)
+			c.fit = true
+		case c.peak != 0:
+			c.d, c.fit = j.mod.peaks[c.peak-1], true
+		case len(pc) >= 30:
+			// The pool's fit, once for all its classes (the same
+			// delays; robustFit sorts them, so the fit is the same).
+			if !rs.poolDone[c.pool] {
+				rs.poolFit[c.pool] = robustFitWith(pc, j.o.DelayModel, &rs.sortTmp)
+				rs.poolDone[c.pool] = true
+				rs.donePools = append(rs.donePools, c.pool)
+			}
+			c.d = rs.poolFit[c.pool]
+			c.fit = true
+		case len(samples) >= 3 && !(c.fit && j.carried != nil):
+			c.d = robustFitWith(samples, j.o.DelayModel, &rs.sortTmp)
+			c.fit = true
+		}
+		tk := c.trig
+		certainN[tk] += float64(len(certain))
+		allN[tk] += float64(len(samples))
+		kinds[tk]++
+	}
+	for k, c := range rs.acts {
+		tk := c.trig
+		n, tot := float64(rs.cStart[k+1]-rs.cStart[k]), certainN[tk]
+		if tot < 30 || !useCertain {
+			n, tot = float64(rs.sStart[k+1]-rs.sStart[k]), allN[tk]
+		}
+		// A stream chunk with too little to say keeps what was learnt.
+		if tot > 0 && !(j.carried != nil && tot < 30) {
+			c.logTrans = math.Log((n + 0.5) / (tot + 0.5*kinds[tk]))
+		}
+		rs.pool[c.pool] = rs.pool[c.pool][:0]
+	}
+	for _, p := range rs.donePools {
+		rs.poolDone[p] = false
+	}
+	rs.donePools = rs.donePools[:0]
+	for _, c := range rs.acts {
+		certainN[c.trig], allN[c.trig], kinds[c.trig] = 0, 0, 0
+	}
+}
+
+// groupLocal groups the delays val by their classes' local numbers
+// (local[cls[k]], 0..nc−1) into *by, each class's in the order given, and
+// returns where each class's begin (start, reused: nc+1 entries).
+func groupLocal(start, local, cls []int32, val []float32, by *[]float32, nc int) []int32 {
+	start = slices.Grow(start[:0], nc+1)[:nc+1]
+	clear(start)
+	for _, c := range cls {
+		start[local[c]+1]++
+	}
+	for k := 0; k < nc; k++ {
+		start[k+1] += start[k]
+	}
+	*by = slices.Grow((*by)[:0], len(val))[:len(val)]
+	for k, c := range cls {
+		l := local[c]
+		(*by)[start[l]] = val[k]
+		start[l]++
+	}
+	for k := nc; k > 0; k-- {
+		start[k] = start[k-1]
+	}
+	start[0] = 0
+	return start
+}
+
 // linkClasses is refit(last) of a whole trace: the classes of the links
 // whose delays compare reads, looked up (made where new, when they always
-// were) into linkCls.
+// were), and the moments of every class's delays summed, in message order
+// as they always were, into linkMoms (classMoments yields them).
 func (j *joint) linkClasses() {
-	// 1. No link whose delay compare reads, until found below.
-	for i := range j.linkCls {
-		j.linkCls[i] = -1
+	rs := &j.refitScr
+	n0 := len(j.classes)
+	// (At most one class with two delays or more per two links.)
+	j.linkMoms = offSized(&j.runMem, j.linkMoms, len(j.parent)/2+1)[:0]
+	if len(rs.local) < n0 {
+		rs.local = offSized(&j.runMem, rs.local, n0)
 	}
-	// 2. The links node by node, as refit reads them: each node's classes
-	// are in its own small table, mostly in clsMemo (in message order
-	// every link went to another node's table, a cache miss each: 0.59
-	// against 0.07 CPU-s on the CoDeeN-sized trace). Only the classes
-	// made already are found here; a link whose class is not made yet is
-	// pending (linkPending).
-	pending := false
+	rs.found = slices.Grow(rs.found[:0], n0/64+1)[:n0/64+1]
+	clear(rs.found)
+	pend := rs.pend[:0]
+	// 1. The links node by node, as refit reads them: each node's classes
+	// are in its own table (in message order every link went to another
+	// node's table, a cache miss each: 0.59 against 0.07 CPU-s on the
+	// CoDeeN-sized trace). A class's links are all at one node (the node
+	// its action is sent from), and a node's sends are in message order:
+	// each class's delays are summed here in message order, in the
+	// node's own small arrays. Only the classes made already are found
+	// here; a link whose class is not made yet is pending.
 	for b := range j.t.Nodes {
+		tab := j.classTabs[b]
+		// 1a. The node's links: their table keys and delays (the
+		// records of the sends and of their parents asked for a few
+		// sends ahead: they are scattered over a large trace).
+		keys, lnk, dts := rs.keys[:0], rs.lnk[:0], rs.dts[:0]
 		outs := j.outsOf(trace.NodeID(b))
-		// (The records of the sends and of their parents are asked for
-		// a few sends ahead: they are scattered over a large trace.)
 		for x, i := range outs {
 			j.linkAhead(outs, x)
 			p := j.parent[i]
@@ -1735,48 +1873,104 @@ func (j *joint) linkClasses() {
 			}
 			// (Every message in outs has a send time.)
 			if m, q := &j.hot[i], &j.hot[p]; q.recv != trace.Unknown && j.edgeDst[q.edge] == j.edgeSrc[m.edge] {
-				if c := j.findClassOf(p, i); c != nil {
-					j.linkCls[i] = c.idx
-				} else {
-					j.linkCls[i] = linkPending
-					pending = true
+				if tab == nil {
+					pend = append(pend, i)
+					continue
 				}
+				_, fk, _, _ := j.classTableKey(p, i)
+				keys, lnk, dts = append(keys, fk), append(lnk, i), append(dts, float64(m.send-q.recv)/1e9)
 			}
+		}
+		rs.keys, rs.lnk, rs.dts = keys, lnk, dts
+		if len(keys) == 0 {
+			continue
+		}
+		// 1b. Their classes in the table (its slots asked for ahead),
+		// each class numbered by its slot (local; a number whose slot
+		// is not the one looked up is stale), and its moments.
+		if len(rs.slotLocal) < len(tab.ents) {
+			rs.slotLocal = make([]int32, len(tab.ents))
+		}
+		slotLocal := rs.slotLocal
+		slots, moms, lk := rs.slots[:0], rs.nodeMoms[:0], rs.lk[:0]
+		for x, fk := range keys {
+			if a := x + sweepAhead; a < len(keys) {
+				tab.prefetch(keys[a])
+			}
+			h := int32(tab.slot(fk))
+			if tab.ents[h].c == nil {
+				pend = append(pend, lnk[x])
+				lk = append(lk, -1)
+				continue
+			}
+			k := slotLocal[h]
+			if k < 0 || int(k) >= len(slots) || slots[k] != h {
+				k = int32(len(slots))
+				slotLocal[h] = k
+				slots, moms = append(slots, h), append(moms, moments{})
+			}
+			moms[k].addNoLog(dts[x])
+			lk = append(lk, k)
+		}
+		// 1c. The logs of the delays, in the same order, of the classes
+		// compare reads: those with two delays or more (a large trace's
+		// classes have one, most of them; the log is most of add's
+		// cost).
+		for x, k := range lk {
+			if k >= 0 && moms[k].n >= 2 {
+				moms[k].addLog(dts[x])
+			}
+		}
+		for k := range moms {
+			if moms[k].n >= 2 {
+				idx := tab.ents[slots[k]].c.idx
+				rs.local[idx] = int32(len(j.linkMoms))
+				rs.found[idx/64] |= 1 << (idx % 64)
+				j.linkMoms = append(j.linkMoms, moms[k])
+			}
+		}
+		rs.slots, rs.nodeMoms, rs.lk = slots, moms, lk
+	}
+	// 2. The found classes' moments in class order (found marks them by
+	// class index, local holds where each is in linkMoms).
+	j.linkOrder = offSized(&j.runMem, j.linkOrder, len(j.linkMoms))[:0]
+	for w, f := range rs.found {
+		for ; f != 0; f &= f - 1 {
+			j.linkOrder = append(j.linkOrder, rs.local[w*64+bits.TrailingZeros64(f)])
 		}
 	}
 	// 3. The pending links in message order: classOf makes their classes
 	// in the order the lookups in message order always made them (a
-	// class is made by its first link in message order; every class
-	// made before this refit was found in step 2).
-	if pending {
-		for i, c := range j.linkCls {
-			if c == linkPending {
-				j.linkCls[i] = j.classOf(j.parent[i], int32(i)).idx
+	// class is made by its first link in message order; every class made
+	// before this refit was found in step 1), and sums their delays.
+	if len(pend) > 0 {
+		slices.Sort(pend)
+		moms := rs.nodeMoms[:0]
+		for _, i := range pend {
+			p := j.parent[i]
+			k := int(j.classOf(p, i).idx) - n0
+			if k >= len(moms) {
+				moms = append(moms, make([]moments, k+1-len(moms))...)
+			}
+			moms[k].add(float64(j.hot[i].send-j.hot[p].recv) / 1e9)
+		}
+		for k := range moms {
+			if moms[k].n >= 2 {
+				j.linkOrder = append(j.linkOrder, int32(len(j.linkMoms)))
+				j.linkMoms = append(j.linkMoms, moms[k])
 			}
 		}
+		rs.nodeMoms = moms
 	}
+	rs.pend = pend
 }
 
-// linkPending marks, in linkCls, a link whose class is not made yet
-// (linkClasses).
-const linkPending = -2
-
-// classMoments yields the moments of the chosen links' delays (linkCls)
-// of every class of a whole trace that has any, in class order, each
-// summed in message order — as the classes held them until they were
-// made apart (a whole trace has millions of classes): in an array by
-// class outside the heap, for the while.
+// classMoments yields the moments of the chosen links' delays of every
+// class of a whole trace that has two or more, in class order, each summed
+// in message order (linkClasses); compare reads no others.
 func (j *joint) classMoments(yield func(*moments) bool) {
-	var o offHeap
-	defer o.free()
-	moms := offMake[moments](&o, len(j.classes))
-	for i, c := range j.linkCls {
-		if c >= 0 {
-			moms[c].add(float64(j.hot[i].send-j.hot[j.parent[i]].recv) / 1e9)
-		}
-	}
-	for k := range moms {
-		if moms[k].n > 0 && !yield(&moms[k]) {
+	for _, k := range j.linkOrder {
+		if !yield(&j.linkMoms[k]) {
 			return
 		}
 	}
@@ -1819,32 +2013,34 @@ func (m *models) compare(fit Fit) (Fit, error) {
 // instances is J6: the trees under parentless messages.
 func (j *joint) instances() *instances {
 	n := len(j.parent)
-	start := make([]int32, n+1)
-	for _, p := range j.parent {
-		if p >= 0 {
-			start[p+1]++
-		}
-	}
-	for i := 0; i < n; i++ {
-		start[i+1] += start[i]
-	}
-	kids := make([]int32, start[n])
-	pos := make([]int32, n)
-	copy(pos, start[:n])
-	for c, p := range j.parent {
-		if p >= 0 {
-			kids[pos[p]] = int32(c)
-			pos[p]++
-		}
-	}
-	// Every message is in at most one tree: the arrays are sized at once
-	// (no doubling garbage on a large trace).
+	// 1. Every message's children (CSR, in message order): counted, each
+	// parent's count at start[p+2], so that after the sums start[p+1] is
+	// where p's children begin; filled in message order, each advancing
+	// start[p+1] to where they end, so that they are then
+	// kids[start[p]:start[p+1]]. (Outside the heap, given back with
+	// parent: linkMem.)
+	start := offMake[int32](&j.linkMem, n+2)
 	roots := 0
 	for _, p := range j.parent {
-		if p < 0 {
+		if p >= 0 {
+			start[p+2]++
+		} else {
 			roots++
 		}
 	}
+	for i := 0; i <= n; i++ {
+		start[i+1] += start[i]
+	}
+	kids := offMake[int32](&j.linkMem, int(start[n+1]))
+	for c, p := range j.parent {
+		if p >= 0 {
+			kids[start[p+1]] = int32(c)
+			start[p+1]++
+		}
+	}
+	// 2. The trees from their roots, breadth first. Every message is in
+	// at most one tree: the arrays are sized at once (no doubling garbage
+	// on a large trace).
 	in := &instances{start: make([]int32, 1, roots+1), msgs: make([]int32, 0, n), par: make([]int32, 0, n), prob: make([]float64, 0, roots)}
 	var msgs, par []int32
 	for r := 0; r < n; r++ {

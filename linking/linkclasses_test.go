@@ -11,8 +11,10 @@ import (
 
 // TestLinkClassesOrder checks linkClasses (links node by node, the classes
 // not made yet in message order) against the lookups in message order it
-// replaces: the same class index for every link, and the same classes
-// made, when none, some or all of the links' classes were made before.
+// replaces: the same class index for every link, the same classes made,
+// and the same moments of every class's delays (summed in message order:
+// compare's fit line reads them to the last digit), when none, some or all
+// of the links' classes were made before.
 func TestLinkClassesOrder(t *testing.T) {
 	multi := simConfig{clients: 8, perClient: 100, think: gauss{ms(20), ms(5)}, net: gauss{ms(0.3), ms(0.05)},
 		tracelets: multiTier(8, false), seed: 3, clientName: "CLIENT"}
@@ -35,6 +37,7 @@ func TestLinkClassesOrder(t *testing.T) {
 	defer func() { afterJoint = nil }()
 	for _, c := range cases {
 		var got, want []int32
+		var gotM, wantM []moments
 		var gotN, wantN, links, pending int
 		afterJoint = func(j *joint) {
 			// 1. The links, and the share of them whose classes are made
@@ -73,22 +76,54 @@ func TestLinkClassesOrder(t *testing.T) {
 				made := len(j.classes)
 				if v == 0 {
 					j.linkClasses()
-					got, gotN = slices.Clone(j.linkCls), len(j.classes)
+					gotN, gotM = len(j.classes), nil
+					for m := range j.classMoments {
+						gotM = append(gotM, *m)
+					}
 					pending = gotN - made
+					// The class each link has now (made already:
+					// found, nothing made).
+					got = make([]int32, len(j.parent))
+					for i, p := range j.parent {
+						got[i] = -1
+						if p < 0 {
+							continue
+						}
+						if m, q := &j.hot[i], &j.hot[p]; m.send != trace.Unknown && q.recv != trace.Unknown && j.edgeDst[q.edge] == j.edgeSrc[m.edge] {
+							if c := j.findClassOf(p, int32(i)); c != nil {
+								got[i] = c.idx
+							} else {
+								got[i] = -2
+							}
+						}
+					}
 					continue
 				}
-				// 3. The lookups in message order.
+				// 3. The lookups in message order, and the moments
+				// summed in message order, by class.
 				want = make([]int32, len(j.parent))
+				var moms []moments
 				for i, p := range j.parent {
 					want[i] = -1
 					if p < 0 {
 						continue
 					}
 					if m, q := &j.hot[i], &j.hot[p]; m.send != trace.Unknown && q.recv != trace.Unknown && j.edgeDst[q.edge] == j.edgeSrc[m.edge] {
-						want[i] = j.classOf(p, int32(i)).idx
+						c := j.classOf(p, int32(i)).idx
+						want[i] = c
+						if int(c) >= len(moms) {
+							moms = append(moms, make([]moments, int(c)+1-len(moms))...)
+						}
+						moms[c].add(float64(m.send-q.recv) / 1e9)
 					}
 				}
 				wantN = len(j.classes)
+				wantM = nil
+				for c := range moms {
+					if moms[c].n >= 2 {
+						wantM = append(wantM, moms[c])
+					}
+				}
 			}
 		}
 		tr := simulate(c.sim)
@@ -103,6 +138,18 @@ func TestLinkClassesOrder(t *testing.T) {
 		}
 		if gotN != wantN {
 			t.Errorf("%s: %d classes, want %d", c.name, gotN, wantN)
+		}
+		if len(wantM) == 0 {
+			t.Errorf("%s: no class with two delays", c.name)
+		}
+		if !slices.Equal(gotM, wantM) {
+			n := 0
+			for k := range min(len(gotM), len(wantM)) {
+				if gotM[k] != wantM[k] {
+					n++
+				}
+			}
+			t.Errorf("%s: moments of %d classes, want %d; %d of the first differ", c.name, len(gotM), len(wantM), n)
 		}
 		if !slices.Equal(got, want) {
 			n := 0

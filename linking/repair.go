@@ -78,6 +78,7 @@ type repairScratch struct {
 	col                []int     // the block's assignment: column of every row
 	spans              nodeSpans // repair's span arrays, kept for the next node
 	cntStart           []int32   // refitCounts' calls per span (CSR)
+	cntFound           []int32   // refitCounts' calls
 	cntDsts            []trace.NodeID
 	cntCalls           []int32        // refitCounts' calls per span
 	calls              []int32        // repair's calls of the node
@@ -102,7 +103,7 @@ type repairScratch struct {
 	// (spanClass reads only those): −1 none, −2 not yet looked up; reset
 	// where cntCls is made.
 	spanCi []int32
-	seen   [][4]float64 // refitCounts' counts, by place in cntList
+	seen   [][4]int32 // refitCounts' counts, by place in cntList
 }
 
 // costMemo holds the costs of spans with one call taken out, one added or
@@ -998,7 +999,7 @@ const cntMemoBits = 8
 // (cntCls) and the models a table by class id and destination (cntTab):
 // the repair looks them up for every span cost.
 func (j *joint) indexCounts() {
-	j.cntCls, j.cntTab, j.cntList = newPairTable(64), newPairTable(64), j.cntList[:0]
+	j.cntCls, j.cntTab, j.cntList, j.cntOrder = newPairTable(64), newPairTable(64), j.cntList[:0], nil
 	j.cntMemo = cntMemo{}
 	j.scr.spanCi = j.scr.spanCi[:0]
 	for i := range j.mod.count.len() {
@@ -1012,7 +1013,41 @@ func (j *joint) indexCounts() {
 		j.cntTab.put(uint64(uint32(ci))<<32|uint64(uint32(key.dst)), int32(len(j.cntList)))
 		j.cntList = append(j.cntList, cm)
 	}
+	// The same by class id and destination's dense id, where that table
+	// is small (refitCounts: every span's destinations, at random).
+	j.cntDense, j.cntDst, j.cntND = nil, nil, 0
+	dst := make([]int32, len(j.t.Nodes))
+	for i := range dst {
+		dst[i] = -1
+	}
+	nd := int32(0)
+	for i := range j.mod.count.len() {
+		key, _ := j.mod.count.at(i)
+		if key.dst < 0 || int(key.dst) >= len(dst) {
+			return // (not a node: the table by key alone)
+		}
+		if dst[key.dst] < 0 {
+			dst[key.dst] = nd
+			nd++
+		}
+	}
+	if j.cntCls.n*int(nd) > maxCntDense {
+		return
+	}
+	dense := make([]int32, j.cntCls.n*int(nd))
+	for i := range dense {
+		dense[i] = -1
+	}
+	for mi := range j.cntList {
+		key, _ := j.mod.count.at(mi)
+		ci, _ := j.cntCls.get(classOfKey(key))
+		dense[ci*nd+dst[key.dst]] = int32(mi)
+	}
+	j.cntDense, j.cntDst, j.cntND = dense, dst, int(nd)
 }
+
+// maxCntDense bounds joint.cntDense (4 bytes an entry).
+const maxCntDense = 1 << 20
 
 // countCost is −log of the call counts per destination of request c's span.
 func (j *joint) countCost(c int32, calls []int32) float64 {
@@ -1220,16 +1255,21 @@ func (j *joint) setCountBase() {
 	j.countBase = slices.Grow(j.countBase[:0], j.cntCls.n)[:j.cntCls.n]
 	clear(j.countBase)
 	// In key order: float sums in map order differ from run to run.
-	keys := make([]int32, j.mod.count.len())
-	for i := range keys {
-		keys[i] = int32(i)
+	// (The models are made before indexCounts: their order is sorted
+	// once.)
+	if len(j.cntOrder) != j.mod.count.len() {
+		keys := make([]int32, j.mod.count.len())
+		for i := range keys {
+			keys[i] = int32(i)
+		}
+		slices.SortFunc(keys, func(x, y int32) int {
+			a, _ := j.mod.count.at(int(x))
+			b, _ := j.mod.count.at(int(y))
+			return cmp.Or(cmp.Compare(a.src, b.src), cmp.Compare(a.node, b.node), cmp.Compare(a.dst, b.dst))
+		})
+		j.cntOrder = keys
 	}
-	slices.SortFunc(keys, func(x, y int32) int {
-		a, _ := j.mod.count.at(int(x))
-		b, _ := j.mod.count.at(int(y))
-		return cmp.Or(cmp.Compare(a.src, b.src), cmp.Compare(a.node, b.node), cmp.Compare(a.dst, b.dst))
-	})
-	for _, i := range keys {
+	for _, i := range j.cntOrder {
 		key, cm := j.mod.count.at(int(i))
 		ci, _ := j.cntCls.get(classOfKey(key))
 		j.countBase[ci] -= cm.logp[0]
@@ -1238,7 +1278,13 @@ func (j *joint) setCountBase() {
 
 // refitCounts blends the counts of the spans as assigned into the count
 // models.
-func (j *joint) refitCounts() {
+func (j *joint) refitCounts() { j.refitCountsOf(true) }
+
+// refitCountsOf is refitCounts; without all, only the models' counts and
+// probabilities (what J5b's test reads after a settled pass: J5c), not
+// which calls are parallel nor the classes' base costs, which only passes
+// that follow read (a settled pass whose models J5b doubts refits in full).
+func (j *joint) refitCountsOf(all bool) {
 	// The destinations of every span's calls, grouped by span (CSR over
 	// the requests; a map per span cost most of the refit on large traces).
 	isCall := func(k int, c int32) bool {
@@ -1249,45 +1295,45 @@ func (j *joint) refitCounts() {
 		return hk.role == roleRequest && hk.send != trace.Unknown && hc.role == roleRequest && j.edgeDst[hc.edge] == j.edgeSrc[hk.edge]
 	}
 	n := len(j.hot)
-	start := offSized(&j.runMem, j.scr.cntStart, n+1)
+	// 1. The calls, in message order, each span's counted at
+	// start[c+2] (so that after the sums start[c+1] is where c's calls
+	// begin).
+	start := offSized(&j.runMem, j.scr.cntStart, n+2)
 	clear(start)
 	defer func() { j.scr.cntStart = start }()
+	found := offSized(&j.runMem, j.scr.cntFound, n)[:0]
+	defer func() { j.scr.cntFound = found }()
 	// (A call's span is scattered: its record is asked for a few calls
 	// ahead.)
 	cs := j.callSpan
 	for k, c := range cs {
 		if a := k + sweepAhead; a < n && cs[a] >= 0 && j.hot[a].role == roleRequest {
 			prefetchAt(j.hot, cs[a])
-			prefetchAt(start, cs[a])
+			prefetchAt(start, cs[a]+2)
 		}
 		if isCall(k, c) {
-			start[c+1]++
+			start[c+2]++
+			found = append(found, int32(k))
 		}
 	}
-	for c := 0; c < n; c++ {
+	for c := 0; c <= n; c++ {
 		start[c+1] += start[c]
 	}
-	// (With the calls themselves, for refitParallel: the same spans'
-	// calls, in the same order.)
-	dsts := offSized(&j.runMem, j.scr.cntDsts, int(start[n]))
-	calls := offSized(&j.runMem, j.scr.cntCalls, int(start[n]))
+	// 2. Each span's calls' destinations (and the calls themselves, for
+	// refitParallel), in message order: start[c+1] advances to where c's
+	// end, so that they are then dsts[start[c]:start[c+1]].
+	dsts := offSized(&j.runMem, j.scr.cntDsts, len(found))
+	calls := offSized(&j.runMem, j.scr.cntCalls, len(found))
 	defer func() { j.scr.cntDsts, j.scr.cntCalls = dsts, calls }()
-	fill := start[:n:n] // advanced while filling, restored below
-	for k, c := range cs {
-		if a := k + sweepAhead; a < n && cs[a] >= 0 && j.hot[a].role == roleRequest {
-			prefetchAt(j.hot, cs[a])
-			prefetchAt(fill, cs[a])
+	for x, k := range found {
+		if a := x + sweepAhead; a < len(found) {
+			prefetchAt(start, cs[found[a]]+1)
 		}
-		if isCall(k, c) {
-			dsts[fill[c]] = j.edgeDst[j.hot[k].edge]
-			calls[fill[c]] = int32(k)
-			fill[c]++
-		}
+		c := cs[k]
+		dsts[start[c+1]] = j.edgeDst[j.hot[k].edge]
+		calls[start[c+1]] = k
+		start[c+1]++
 	}
-	for c := n; c > 0; c-- {
-		start[c] = start[c-1]
-	}
-	start[0] = 0
 	// Counts come from every span as assigned. (Only the spans no
 	// ambiguous call could have joined, where a class had enough, was the
 	// rule until 2026-11-22: they are biased towards spans without calls —
@@ -1314,6 +1360,7 @@ func (j *joint) refitCounts() {
 	// than in the models themselves, scattered.)
 	seen := slices.Grow(j.scr.seen[:0], len(j.cntList))[:len(j.cntList)]
 	clear(seen)
+	dense, dstID, nd := j.cntDense, j.cntDst, int32(j.cntND)
 	defer func() { j.scr.seen = seen }()
 	for c := range j.hot {
 		if c+sweepAhead < n {
@@ -1341,7 +1388,15 @@ func (j *joint) refitCounts() {
 			for i+m < len(ds) && ds[i+m] == ds[i] {
 				m++
 			}
-			if mi := j.countIdxIn(ci, ds[i]); mi >= 0 {
+			mi := int32(-1)
+			if dense != nil {
+				if d := dstID[ds[i]]; d >= 0 {
+					mi = dense[ci*nd+d]
+				}
+			} else {
+				mi = j.countIdxIn(ci, ds[i])
+			}
+			if mi >= 0 {
 				seen[mi][min(m, 3)]++
 			}
 			i += m
@@ -1352,9 +1407,13 @@ func (j *joint) refitCounts() {
 		cm.seen = [4]float64{}
 	}
 	for mi, cm := range j.cntList {
-		cm.seen = seen[mi]
+		for k, v := range seen[mi] {
+			cm.seen[k] = float64(v)
+		}
 	}
-	j.refitParallel(sure, start, calls)
+	if all {
+		j.refitParallel(sure, start, calls)
+	}
 	for i := range j.mod.count.len() {
 		key, cm := j.mod.count.at(i)
 		ci, _ := j.cntCls.get(classOfKey(key))
@@ -1369,7 +1428,9 @@ func (j *joint) refitCounts() {
 		}
 		cm.set(p)
 	}
-	j.setCountBase()
+	if all {
+		j.setCountBase()
+	}
 }
 
 // Block sizes of the joint assignment: calls are assigned in blocks of
