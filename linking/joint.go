@@ -397,7 +397,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// the lists at that size at once, outside the heap, where only what
 	// is written costs memory (no regrowing copies).
 	for _, d := range []*delayList{&j.samples, &j.certain} {
-		d.cls, d.val, d.byCls = offMake[int32](mem, n)[:0], offMake[float32](mem, n)[:0], offMake[float32](mem, n)[:0]
+		d.cls, d.val, d.byCls = offMakeSparse[int32](mem, n)[:0], offMakeSparse[float32](mem, n)[:0], offMakeSparse[float32](mem, n)[:0]
 	}
 	// The arrays the passes read at random: huge pages where the kernel
 	// gives them (hugemem.Collapse).
@@ -570,6 +570,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// given back before J6 adds the instances to the heap.
 	l.dropIndex()
 	l.runMem.free()
+	hugemem.Trim() // (kept memory: the instances are in the heap)
 	// J6.
 	phase("J6 instances")
 	in := j.instances()
