@@ -328,23 +328,25 @@ func Keep(on bool) {
 // KeepUpTo is Keep(true) with at most limit bytes kept, of which at most
 // idle resident (the resident pages beyond are discarded, the largest
 // spans' last pages first: Map hands out spans from their start), and the
-// input's memory not kept (KeepsInput): for a command whose steps give
+// input's memory kept as it is read where input is set (KeepsInput): for
+// a command whose steps give
 // back and take large arrays in turn (wap5 link), where each would
 // otherwise fault in memory the step before gave back. What is kept
 // counts towards the process's memory until Map hands it out again: idle
 // bounds that, and Trim gives it all back before a step that needs memory
 // of another kind (the Go heap's).
-func KeepUpTo(limit, idle int) {
+func KeepUpTo(limit, idle int, input bool) {
 	kept.Lock()
 	defer kept.Unlock()
-	kept.on, kept.input, kept.limit, kept.idle = true, false, limit, idle
+	kept.on, kept.input, kept.limit, kept.idle = true, input, limit, idle
 	shedLocked(kept.res)
 }
 
 // KeepsInput reports whether a reader should keep the memory of an input
 // it has read (its pages resident) until it is done with all of it, for
-// what follows (Keep), rather than give it back as it goes (KeepUpTo, or
-// keeping off: what follows needs its memory while the input is read).
+// what follows (Keep, KeepUpTo with input), rather than give it back as
+// it goes (keeping off, or KeepUpTo without: the process's peak would be
+// while the input is read).
 func KeepsInput() bool {
 	kept.Lock()
 	defer kept.Unlock()
@@ -578,6 +580,16 @@ func Release[T any](s []T) bool {
 	delete(kept.live, a)
 	keepLocked(span{a, n})
 	return true
+}
+
+// Mapped reports whether s starts memory Map (or Spare) handed out and
+// not given back yet.
+func Mapped[T any](s []T) bool {
+	a := unsafe.Pointer(unsafe.SliceData(s))
+	kept.Lock()
+	defer kept.Unlock()
+	_, ok := kept.live[a]
+	return ok && a != nil
 }
 
 // Shrink gives back the memory of s from byte keep on (the whole pages

@@ -50,7 +50,7 @@ func MapFile(f *os.File, n int) (b []byte, unmap func(), ok bool) { return nil, 
 func KeepsInput() bool { return false }
 
 // KeepUpTo does nothing where transparent huge pages cannot be asked for.
-func KeepUpTo(limit, idle int) {}
+func KeepUpTo(limit, idle int, input bool) {}
 
 // Trim does nothing where transparent huge pages cannot be asked for.
 func Trim() {}
@@ -58,6 +58,9 @@ func Trim() {}
 // Release gives nothing back where transparent huge pages cannot be asked
 // for (Map makes Go slices).
 func Release[T any](s []T) bool { return false }
+
+// Mapped is false where transparent huge pages cannot be asked for.
+func Mapped[T any](s []T) bool { return false }
 
 // Shrink does nothing where memory cannot be given back (the values stay).
 func Shrink[T any](s []T, keep int) {}

@@ -65,9 +65,12 @@ func TestKeptMemory(t *testing.T) {
 			return unsafe.SliceData(b)
 		}, 12 << 20, true},
 	} {
-		KeepUpTo(tc.limit, tc.limit)
+		KeepUpTo(tc.limit, tc.limit, false)
 		p := tc.give()
 		b, free := Map(tc.n)
+		if !Mapped(b) || Mapped(b[1:]) {
+			t.Errorf("%s: Mapped: not the mapping's start alone", tc.name)
+		}
 		if len(b) != tc.n || cap(b) != tc.n {
 			t.Fatalf("%s: Map(%d): len %d cap %d", tc.name, tc.n, len(b), cap(b))
 		}
@@ -147,7 +150,7 @@ func TestKeptIdle(t *testing.T) {
 		{"bound", 6 << 20, 0, 6 << 20},
 		{"fresh memory taken", 64 << 20, 40 << 20, 0},
 	} {
-		KeepUpTo(1<<30, tc.idle)
+		KeepUpTo(1<<30, tc.idle, false)
 		b, free := Map(16 << 20)
 		for i := range b {
 			b[i] = 1
