@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"slices"
 	"unsafe"
 
 	"wap5/internal/hugemem"
@@ -430,6 +431,9 @@ func (b *binReader) decode(env *envelopes) (t *Trace, decoded bool, err error) {
 			}
 			t.Extra[int32(len(t.Messages))] = extra
 		}
+		if len(t.Messages) == cap(t.Messages) {
+			t.Messages = grownMessages(t.Messages, 1)
+		}
 		t.Messages = append(t.Messages, m)
 	}
 	if b.err != nil {
@@ -455,6 +459,17 @@ func makeMessages(n int) []Message {
 		return unsafe.Slice((*Message)(unsafe.Pointer(unsafe.SliceData(b))), n)[:0]
 	}
 	return hugemem.Make[Message](0, n)
+}
+
+// grownMessages is append's growth of msgs by room for more: where msgs
+// was made outside the heap (makeMessages), that memory is given back once
+// copied.
+func grownMessages(msgs []Message, more int) []Message {
+	g := slices.Grow(msgs, more)
+	if unsafe.SliceData(g) != unsafe.SliceData(msgs) {
+		hugemem.Release(msgs)
+	}
+	return g
 }
 
 // sizeFor is the capacity to make for n messages said to follow: at most
