@@ -180,7 +180,7 @@ func linkAction(c *cli.Context) error {
 		// The memory outside the heap that the reader and the linker's
 		// steps give back is kept for the arrays of the steps that
 		// follow, rather than unmapped and fresh memory faulted in.
-		hugemem.KeepUpTo(math.MaxInt, keepIdle(o))
+		hugemem.KeepUpTo(math.MaxInt, keepIdle(o), o.Method != linking.MethodWAP5)
 		defer hugemem.Keep(false)
 		// Where the linker reads no more of a message than its envelope,
 		// a version 3 binary trace is decoded straight into envelopes
@@ -207,16 +207,19 @@ func linkAction(c *cli.Context) error {
 		if !c.Bool("no-skew") {
 			// The clock estimate's garbage (its samples) would pile up
 			// to the size of the trace's messages or envelopes before
-			// the collector ran (the heap holds them): on a large trace
-			// it runs at GOGC 20 (Link gives the heap's free memory back
-			// after). With envelopes that is the process's peak (the
-			// linker's own is lower: 16 bytes a message), and GOGC 35:
-			// on the CoDeeN-sized trace the peak is then 310-316 MB (16
-			// runs) instead of 334, for two collections of a few
-			// milliseconds (the envelopes hold no pointers). (At GOGC
-			// 20 or 30 it was 305-310 MB, but 368-370 in 4 runs of 16.)
+			// the collector ran where the heap holds them: on a large
+			// trace it runs at GOGC 20 (Link gives the heap's free
+			// memory back after; the messages are outside the heap
+			// where memory is kept, and the heap is then small, but
+			// J1's tables grow into what the estimate left), and GOGC
+			// 35 with envelopes in the heap. Envelopes read outside the
+			// heap (kept memory) leave the heap the estimate's own
+			// memory only, and the default is kept: at GOGC 35 the
+			// collector ran 16 times during the estimate on the
+			// CoDeeN-sized trace, 8 at 100, for a peak of 266 and
+			// 275-280 MB (both below the WAP5 steps').
 			restore := func() {}
-			if pct := 20; len(t.Messages) >= 1<<20 || len(env) >= 1<<20 {
+			if pct := 20; (len(t.Messages) >= 1<<20 || len(env) >= 1<<20) && !(env != nil && hugemem.Mapped(env)) {
 				if env != nil {
 					pct = 35
 				}
@@ -295,9 +298,10 @@ func cloneStep(s *trace.Step) *trace.Step {
 // keepIdle is how much of the memory kept outside the heap (hugemem.KeepUpTo)
 // may be resident and idle at once. The joint linker hands the messages'
 // memory (hundreds of MB) to the arrays of its passes, which take it over
-// J2 and the first sweep; its peak comes later, in the passes, and what
-// is kept goes back before J6 (and as fresh memory is taken). The WAP5
-// method's arrays are of the size of the packed envelopes' second part,
+// J2 and the first sweep, and the decompressed input's to J1's (the input
+// is kept as it is read: KeepUpTo's input); its peak comes later, in the
+// passes, and what is kept goes back before J6 (and as fresh memory is
+// taken). The WAP5 method's arrays are of the size of the packed envelopes' second part,
 // and its peak is the clock estimate's: at most keepIdleWAP5 kept idle
 // keeps the steps below it (CoDeeN-sized trace: 291 MB at 48 MB idle, 318
 // MB at no bound, against a peak of 305-316 MB).
