@@ -301,10 +301,12 @@ func cloneStep(s *trace.Step) *trace.Step {
 // J2 and the first sweep, and the decompressed input's to J1's (the input
 // is kept as it is read: KeepUpTo's input); its peak comes later, in the
 // passes, and what is kept goes back before J6 (and as fresh memory is
-// taken). The WAP5 method's arrays are of the size of the packed envelopes' second part,
-// and its peak is the clock estimate's: at most keepIdleWAP5 kept idle
-// keeps the steps below it (CoDeeN-sized trace: 291 MB at 48 MB idle, 318
-// MB at no bound, against a peak of 305-316 MB).
+// taken). The WAP5 method's arrays take the packed envelopes' second
+// part, and its steps' memory would reach above the clock estimate's
+// (the base's peak) with all of it kept: on the CoDeeN-sized trace, with
+// at most 48, 96, 160 MB or no bound kept idle, 286-289, 285-293, 313 and
+// 312-314 MB at the peak and 779-788, 692-693, 633-657 and 595-676 MB
+// faulted in afresh (2 runs each; the base: 305-316 MB and 924-949 MB).
 func keepIdle(o linking.Options) int {
 	if o.Method == linking.MethodWAP5 {
 		return keepIdleWAP5
@@ -312,7 +314,7 @@ func keepIdle(o linking.Options) int {
 	return math.MaxInt
 }
 
-const keepIdleWAP5 = 48 << 20
+const keepIdleWAP5 = 96 << 20
 
 // linkReserve is how much heap to reserve in huge pages (hugemem.Reserve)
 // before reading the trace at path and linking it whole: the heap grows to
