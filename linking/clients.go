@@ -175,6 +175,7 @@ func (l *linker) run() (*Result, error) {
 	restore()
 	if l.o.Method == MethodWAP5 {
 		l.keepMem.free() // (step 3's instances: newInstances)
+		hugemem.Trim()   // (what follows is in the heap)
 	}
 	// Options.Lean, WAP5: the messages again, in place, once the
 	// aggregation's arrays are given back (they are garbage in the heap,
