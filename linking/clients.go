@@ -3,6 +3,7 @@ package linking
 import (
 	"runtime/debug"
 	"strings"
+	"wap5/internal/hugemem"
 
 	"wap5/trace"
 )
@@ -185,6 +186,9 @@ func (l *linker) run() (*Result, error) {
 		in, fit, iters = l.runJoint()
 	}
 	phase("steps 4-5 aggregate")
+	// The aggregation's memory is the heap's: what the steps gave back
+	// and is kept goes back to the system (hugemem.Keep).
+	hugemem.Trim()
 	res := &Result{Fit: fit, Iterations: iters, Actors: l.actorHabits}
 	restore := func() {}
 	if l.count() >= lowGCMessages {
@@ -192,6 +196,10 @@ func (l *linker) run() (*Result, error) {
 	}
 	err := l.aggregate(in, res)
 	restore()
+	if l.o.Method == MethodWAP5 {
+		l.keepMem.free() // (step 3's instances: newInstances)
+		hugemem.Trim()   // (what follows is in the heap)
+	}
 	// Options.Lean, WAP5: the messages again, in place, once the
 	// aggregation's arrays are given back (they are garbage in the heap,
 	// and the messages' second half comes back in fresh pages), or not

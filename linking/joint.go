@@ -455,7 +455,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// A pass adds at most one certain delay per message: the list at
 	// that size at once, outside the heap, where only what is written
 	// costs memory (no regrowing copies).
-	j.certain.cls, j.certain.val = offMake[int32](mem, n)[:0], offMake[float32](mem, n)[:0]
+	j.certain.cls, j.certain.val = offMakeSparse[int32](mem, n)[:0], offMakeSparse[float32](mem, n)[:0]
 	// The arrays the passes read at random: huge pages where the kernel
 	// gives them (hugemem.Collapse).
 	hugemem.Collapse(l.msgs)
@@ -609,6 +609,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// given back before J6 adds the instances to the heap.
 	l.dropIndex()
 	l.runMem.free()
+	hugemem.Trim() // (kept memory: the instances are in the heap)
 	// J6.
 	phase("J6 instances")
 	in := j.instances()

@@ -48,6 +48,9 @@ func (l *linker) dropMessages() *leanCols {
 			prev = m.ID
 		}
 	}
+	// (Where the reader made them outside the heap, their memory is
+	// kept for the run's arrays: hugemem.Keeping.)
+	hugemem.Release(l.msgs)
 	l.msgs, l.t.Messages = nil, nil
 	return lc
 }
@@ -57,6 +60,11 @@ func (l *linker) dropMessages() *leanCols {
 func (l *linker) remakeMessages(j *joint, lc *leanCols) {
 	n := len(j.hot)
 	msgs := hugemem.Make[trace.Message](n, n)
+	if hugemem.Keeping() {
+		// In the memory the run gave back (hugemem.Keep).
+		b, _ := hugemem.Map(n * int(unsafe.Sizeof(trace.Message{})))
+		msgs = unsafe.Slice((*trace.Message)(unsafe.Pointer(unsafe.SliceData(b))), n)
+	}
 	ids, prev := lc.id, int64(0)
 	for i := range msgs {
 		h, e := &j.hot[i], j.eps[i]
@@ -107,7 +115,10 @@ func (l *linker) remakes() bool {
 //  1. Message i is read before times i are written: they end at byte
 //     16(i+1) ≤ 72i for i ≥ 1, before message i, and message 0 is read
 //     whole first.
-//  2. The whole pages from byte 16n on are discarded (hugemem.Discard).
+//  2. The whole pages from byte 16n on are discarded (hugemem.Discard),
+//     or, where the messages are not made again (unpackMessages writes
+//     them there), given back (hugemem.Shrink: kept for the arrays that
+//     follow where the reader made them outside the heap).
 func (l *linker) packMessages() {
 	msgs := l.msgs
 	n := len(msgs)
@@ -136,7 +147,11 @@ func (l *linker) packMessages() {
 	}
 	lc.lastID = prev
 	// Step 2.
-	hugemem.Discard(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(msgs))), n*int(unsafe.Sizeof(trace.Message{})))[n*int(unsafe.Sizeof(msgTimes{})):])
+	if l.remakes() {
+		hugemem.Discard(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(msgs))), n*int(unsafe.Sizeof(trace.Message{})))[n*int(unsafe.Sizeof(msgTimes{})):])
+	} else {
+		hugemem.Shrink(msgs, n*int(unsafe.Sizeof(msgTimes{})))
+	}
 	l.tm, l.lean = p, lc
 	l.msgs, l.t.Messages = nil, nil
 }
@@ -256,7 +271,7 @@ func sortEnvelopes(env []trace.Envelope) {
 //     16(i+1) ≤ 48i for i ≥ 1, before envelope i, and envelope 0 is read
 //     whole first; the envelope candAhead on, read for its edge's slot, is
 //     not reached.
-//  2. The whole pages from byte 16n on are discarded (hugemem.Discard).
+//  2. The whole pages from byte 16n on are given back (hugemem.Shrink).
 func (l *linker) packEnvelopes(env []trace.Envelope) {
 	n := len(env)
 	p := unsafe.Slice((*msgTimes)(unsafe.Pointer(unsafe.SliceData(env))), n)
@@ -276,6 +291,6 @@ func (l *linker) packEnvelopes(env []trace.Envelope) {
 		p[i] = msgTimes{send: send, recv: recv}
 	}
 	// Step 2.
-	hugemem.Discard(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(env))), n*int(unsafe.Sizeof(trace.Envelope{})))[n*int(unsafe.Sizeof(msgTimes{})):])
+	hugemem.Shrink(env, n*int(unsafe.Sizeof(msgTimes{})))
 	l.tm, l.lean = p, &leanCols{kind: kind}
 }

@@ -4,6 +4,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"unsafe"
+
+	"wap5/internal/hugemem"
 )
 
 // offHeap owns arrays of pointer-free values made outside the Go heap
@@ -31,7 +33,16 @@ const streamMapFrom = 256 << 10
 // offMake is make([]T, n) for a T without pointers: outside the Go heap
 // where the array is large (≥ 4 MB, or ≥ o.from where set), in o until
 // o.free.
-func offMake[T any](o *offHeap, n int) []T {
+func offMake[T any](o *offHeap, n int) []T { return offMakeFrom[T](o, n, mapAnon) }
+
+// offMakeSparse is offMake for an array sized for the most that may be
+// written, of which only the pages written are to cost memory: outside
+// the heap it is in memory never touched (mapAnonFresh), not in memory
+// other arrays gave back and the process keeps (hugemem.Keep), which is
+// resident all through.
+func offMakeSparse[T any](o *offHeap, n int) []T { return offMakeFrom[T](o, n, mapAnonFresh) }
+
+func offMakeFrom[T any](o *offHeap, n int, mapper func(int) ([]byte, func())) []T {
 	var z T
 	size := int(unsafe.Sizeof(z))
 	from := 4 << 20
@@ -41,7 +52,7 @@ func offMake[T any](o *offHeap, n int) []T {
 	if n*size < from {
 		return make([]T, n)
 	}
-	b, free := mapAnon(n * size)
+	b, free := mapper(n * size)
 	if o.frees == nil {
 		o.frees = map[unsafe.Pointer]func(){}
 	}
@@ -164,4 +175,26 @@ func collectOften(free bool) (restore func()) {
 		}
 		st.Unlock()
 	}
+}
+
+// newInstances is room for step 3's instances of n messages (each in
+// about one instance; try-both adds a few). Where the process keeps the
+// memory given back outside the heap (hugemem.Keeping: wap5 link) the
+// arrays are made there (keepMem, given back after the aggregation), in
+// what step 2's arrays and the packed messages' second part left, rather
+// than in fresh heap memory — but for the messages' array where instances
+// are kept: their messages are slices of it (aggregate).
+func (l *linker) newInstances(n int) *instances {
+	if !hugemem.Keeping() {
+		return &instances{start: make([]int32, 1, n/2+2), msgs: make([]int32, 0, n+n/4), par: make([]int32, 0, n+n/4),
+			prob: make([]float64, 0, n/2+1)}
+	}
+	in := &instances{start: offMake[int32](&l.keepMem, n/2+2)[:1], par: offMake[int32](&l.keepMem, n+n/4)[:0],
+		prob: offMake[float64](&l.keepMem, n/2+1)[:0]}
+	if l.o.NoInstances {
+		in.msgs = offMake[int32](&l.keepMem, n+n/4)[:0]
+	} else {
+		in.msgs = make([]int32, 0, n+n/4)
+	}
+	return in
 }

@@ -12,9 +12,14 @@ import (
 // mapAnon is n zero bytes outside the Go heap, whatever n (hugemem.Map from
 // 4 MB, a plain anonymous mapping below), and the function that gives them
 // back; the bytes must hold no Go pointers to memory the collector frees.
-func mapAnon(n int) ([]byte, func()) {
+func mapAnon(n int) ([]byte, func()) { return mapAnonFrom(n, hugemem.Map) }
+
+// mapAnonFresh is mapAnon in memory never touched (hugemem.MapFresh).
+func mapAnonFresh(n int) ([]byte, func()) { return mapAnonFrom(n, hugemem.MapFresh) }
+
+func mapAnonFrom(n int, mapHuge func(int) ([]byte, func())) ([]byte, func()) {
 	if n >= 4<<20 {
-		b, free := hugemem.Map(n)
+		b, free := mapHuge(n)
 		offMapped.Add(int64(n))
 		return b, func() { offMapped.Add(-int64(n)); free() }
 	}

@@ -115,7 +115,7 @@ func (l *linker) step2(rev []int32, last bool) *links {
 	// trace's in the heap, two per message to begin with (growing by
 	// doubling from nothing would leave garbage of the same size behind).
 	if c := maxParents * n; 4*c >= 4<<20 {
-		k.parMsg, k.parProb = offMake[int32](mem, c)[:0], offMake[float32](mem, c)[:0]
+		k.parMsg, k.parProb = offMakeSparse[int32](mem, c)[:0], offMakeSparse[float32](mem, c)[:0]
 	} else {
 		k.parMsg, k.parProb = make([]int32, 0, 2*n), make([]float32, 0, 2*n)
 	}
@@ -358,8 +358,7 @@ func (l *linker) buildTrees(k *links) *instances {
 	// Room for every message once (each is in about one instance; try-both
 	// adds a few).
 	n := l.count()
-	in := &instances{start: make([]int32, 1, n/2+2), msgs: make([]int32, 0, n+n/4), par: make([]int32, 0, n+n/4),
-		prob: make([]float64, 0, n/2+1)}
+	in := l.newInstances(n)
 	big := false
 	// Every root's instance is grown in these arrays, and its try-both
 	// alternatives after it (clone): no allocation per root.

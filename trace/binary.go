@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"slices"
+	"unsafe"
 
 	"wap5/internal/hugemem"
 
@@ -410,7 +412,7 @@ func (b *binReader) decode(env *envelopes) (t *Trace, decoded bool, err error) {
 		}
 		return t, true, nil
 	}
-	t.Messages = hugemem.Make[Message](0, b.sizeFor(n))
+	t.Messages = makeMessages(b.sizeFor(n))
 	// Version 3's decoder checks the messages as it goes (valid: all
 	// passed); otherwise CheckValid does.
 	valid := false
@@ -429,6 +431,9 @@ func (b *binReader) decode(env *envelopes) (t *Trace, decoded bool, err error) {
 			}
 			t.Extra[int32(len(t.Messages))] = extra
 		}
+		if len(t.Messages) == cap(t.Messages) {
+			t.Messages = grownMessages(t.Messages, 1)
+		}
 		t.Messages = append(t.Messages, m)
 	}
 	if b.err != nil {
@@ -442,6 +447,29 @@ func (b *binReader) decode(env *envelopes) (t *Trace, decoded bool, err error) {
 		return nil, false, fmt.Errorf("%s: %v", file, err)
 	}
 	return t, valid, nil
+}
+
+// makeMessages is room for n messages: outside the Go heap where freed
+// mappings are kept for what follows (hugemem.Keeping: wap5 link, whose
+// linker gives them back with hugemem.Release when it drops them, and
+// takes its own arrays from their memory), else in the heap.
+func makeMessages(n int) []Message {
+	if hugemem.Keeping() && n > 0 {
+		b, _ := hugemem.Map(n * int(unsafe.Sizeof(Message{})))
+		return unsafe.Slice((*Message)(unsafe.Pointer(unsafe.SliceData(b))), n)[:0]
+	}
+	return hugemem.Make[Message](0, n)
+}
+
+// grownMessages is append's growth of msgs by room for more: where msgs
+// was made outside the heap (makeMessages), that memory is given back once
+// copied.
+func grownMessages(msgs []Message, more int) []Message {
+	g := slices.Grow(msgs, more)
+	if unsafe.SliceData(g) != unsafe.SliceData(msgs) {
+		hugemem.Release(msgs)
+	}
+	return g
 }
 
 // sizeFor is the capacity to make for n messages said to follow: at most

@@ -342,10 +342,9 @@ func (b *binReader) readColumns(t *Trace, n int, env *[]Envelope) (valid bool) {
 		// A whole input's blocks decoded so far are read no more: their
 		// pages go back to the system every 8 MB, so that the input and
 		// the messages decoded from it do not both take memory in full.
-		// (Not for envelopes read while freed mappings are kept: that
-		// reader keeps the input's memory for what follows, touched
-		// already; hugemem.Keep.)
-		if b.whole && (env == nil || !hugemem.Keeping()) && b.pos-b.given >= 8<<20 {
+		// (Not while the input's memory is kept for what follows,
+		// touched already: hugemem.KeepsInput.)
+		if b.whole && !hugemem.KeepsInput() && b.pos-b.given >= 8<<20 {
 			hugemem.Discard(b.buf[b.given:b.pos])
 			b.given = b.pos
 		}
@@ -367,7 +366,7 @@ func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState, lim *colL
 	}
 	base := len(t.Messages)
 	if cap(t.Messages)-base < k {
-		t.Messages = append(t.Messages, make([]Message, k)...)
+		t.Messages = grownMessages(t.Messages, k)
 	}
 	// Every field of every message is written below: no clearing first.
 	t.Messages = t.Messages[:base+k]

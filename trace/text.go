@@ -353,7 +353,7 @@ func textMessages(head []byte, size int64) int {
 // readText is ReadText with room for about n messages made at once.
 func readText(r io.Reader, file string, n int) (*Trace, error) {
 	t := New()
-	t.Messages = hugemem.Make[Message](0, n)
+	t.Messages = makeMessages(n)
 	s := NewTextScanner(r, file, t)
 	s.names = new(nameCache)
 	for s.Scan() {
@@ -366,8 +366,10 @@ func readText(r io.Reader, file string, n int) (*Trace, error) {
 		if len(t.Messages) == cap(t.Messages) {
 			// Doubling: append grows large slices by 1.25, copying
 			// them four times over in all.
+			old := t.Messages
 			t.Messages = slices.Grow(t.Messages, max(len(t.Messages), 1024))
 			hugemem.Advise(t.Messages[len(t.Messages):cap(t.Messages)])
+			hugemem.Release(old) // (where makeMessages made it outside the heap)
 		}
 		t.Messages = append(t.Messages, s.msg)
 	}

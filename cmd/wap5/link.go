@@ -177,6 +177,11 @@ func linkAction(c *cli.Context) error {
 		t, res, err = linkStreaming(path, o, reset)
 	} else {
 		hugemem.Reserve(linkReserve(path))
+		// The memory outside the heap that the reader and the linker's
+		// steps give back is kept for the arrays of the steps that
+		// follow, rather than unmapped and fresh memory faulted in.
+		hugemem.KeepUpTo(math.MaxInt, keepIdle(o), o.Method != linking.MethodWAP5)
+		defer hugemem.Keep(false)
 		// Where the linker reads no more of a message than its envelope,
 		// a version 3 binary trace is decoded straight into envelopes
 		// (two thirds of the messages' memory, which a fresh process
@@ -202,16 +207,19 @@ func linkAction(c *cli.Context) error {
 		if !c.Bool("no-skew") {
 			// The clock estimate's garbage (its samples) would pile up
 			// to the size of the trace's messages or envelopes before
-			// the collector ran (the heap holds them): on a large trace
-			// it runs at GOGC 20 (Link gives the heap's free memory back
-			// after). With envelopes that is the process's peak (the
-			// linker's own is lower: 16 bytes a message), and GOGC 35:
-			// on the CoDeeN-sized trace the peak is then 310-316 MB (16
-			// runs) instead of 334, for two collections of a few
-			// milliseconds (the envelopes hold no pointers). (At GOGC
-			// 20 or 30 it was 305-310 MB, but 368-370 in 4 runs of 16.)
+			// the collector ran where the heap holds them: on a large
+			// trace it runs at GOGC 20 (Link gives the heap's free
+			// memory back after; the messages are outside the heap
+			// where memory is kept, and the heap is then small, but
+			// J1's tables grow into what the estimate left), and GOGC
+			// 35 with envelopes in the heap. Envelopes read outside the
+			// heap (kept memory) leave the heap the estimate's own
+			// memory only, and the default is kept: at GOGC 35 the
+			// collector ran 16 times during the estimate on the
+			// CoDeeN-sized trace, 8 at 100, for a peak of 266 and
+			// 275-280 MB (both below the WAP5 steps').
 			restore := func() {}
-			if pct := 20; len(t.Messages) >= 1<<20 || len(env) >= 1<<20 {
+			if pct := 20; (len(t.Messages) >= 1<<20 || len(env) >= 1<<20) && !(env != nil && hugemem.Mapped(env)) {
 				if env != nil {
 					pct = 35
 				}
@@ -286,6 +294,27 @@ func cloneStep(s *trace.Step) *trace.Step {
 	}
 	return &c
 }
+
+// keepIdle is how much of the memory kept outside the heap (hugemem.KeepUpTo)
+// may be resident and idle at once. The joint linker hands the messages'
+// memory (hundreds of MB) to the arrays of its passes, which take it over
+// J2 and the first sweep, and the decompressed input's to J1's (the input
+// is kept as it is read: KeepUpTo's input); its peak comes later, in the
+// passes, and what is kept goes back before J6 (and as fresh memory is
+// taken). The WAP5 method's arrays take the packed envelopes' second
+// part, and its steps' memory would reach above the clock estimate's
+// (the base's peak) with all of it kept: on the CoDeeN-sized trace, with
+// at most 48, 96, 160 MB or no bound kept idle, 286-289, 285-293, 313 and
+// 312-314 MB at the peak and 779-788, 692-693, 633-657 and 595-676 MB
+// faulted in afresh (2 runs each; the base: 305-316 MB and 924-949 MB).
+func keepIdle(o linking.Options) int {
+	if o.Method == linking.MethodWAP5 {
+		return keepIdleWAP5
+	}
+	return math.MaxInt
+}
+
+const keepIdleWAP5 = 96 << 20
 
 // linkReserve is how much heap to reserve in huge pages (hugemem.Reserve)
 // before reading the trace at path and linking it whole: the heap grows to

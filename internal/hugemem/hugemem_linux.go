@@ -8,6 +8,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"sort"
 	"strconv"
 	"sync"
 	"syscall"
@@ -214,8 +216,29 @@ func memAvailable() int64 {
 // decompresses to): freed through the garbage collector, such memory would
 // wait for a collection, and the heap's returning it to the system piece by
 // piece splits the huge pages that later allocations then fault in 4 KB at
-// a time. The bytes must hold no Go pointers.
+// a time. The bytes must hold no Go pointers. While memory is kept (Keep,
+// KeepUpTo), Map takes it from what earlier mappings gave back first,
+// clearing only the pages that are resident (the others read as zero), and
+// gives it back there.
 func Map(n int) ([]byte, func()) {
+	if off || n < small {
+		return make([]byte, n), func() {}
+	}
+	if b, ok := mapKept(n); ok {
+		return b, func() { release(unsafe.Pointer(unsafe.SliceData(b))) }
+	}
+	// Fresh memory: as much of what is kept idle goes back, so that
+	// keeping does not raise the process's memory.
+	kept.Lock()
+	shedLocked(kept.res - n)
+	kept.Unlock()
+	return MapFresh(n)
+}
+
+// MapFresh is Map in memory never touched, whether memory is kept or not:
+// for an array sized for the most that may be written, of which only the
+// pages written are to cost memory (kept memory is resident all through).
+func MapFresh(n int) ([]byte, func()) {
 	if off || n < small {
 		return make([]byte, n), func() {}
 	}
@@ -226,95 +249,373 @@ func Map(n int) ([]byte, func()) {
 	if n-adv >= mapTail {
 		adv += huge
 	}
-	full, err := syscall.Mmap(-1, 0, (n+huge-1)&^(huge-1)+huge, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	size := (n + huge - 1) &^ (huge - 1)
+	full, err := mmapAnon(size + huge)
 	if err != nil {
 		return make([]byte, n), func() {}
 	}
+	// The mapping is cut to the huge pages b starts and ends in: what is
+	// kept and unmapped later is whole pages.
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(full)))
 	skip := int(((start + huge - 1) &^ (huge - 1)) - start)
+	if skip > 0 {
+		munmap(full[:skip])
+	}
+	if tail := full[skip+size:]; len(tail) > 0 {
+		munmap(tail)
+	}
 	b := full[skip : skip+n : skip+n]
 	madvise(unsafe.Pointer(unsafe.SliceData(b)), uintptr(adv))
-	// Touched to its end, b's memory is resident up to the end of the
-	// advised huge pages: that is what a kept mapping offers.
-	return b, func() { keepOrUnmap(spare{b: full[skip : skip+max(n, adv)]}, full) }
+	a := unsafe.Pointer(unsafe.SliceData(b))
+	kept.Lock()
+	kept.live[a] = uintptr(size)
+	kept.Unlock()
+	return b, func() { release(a) }
 }
 
-// spare is a mapping Map made, given back while keeping is on: b is its
-// memory from the first byte Map handed out (to the end of the advised
-// huge pages), full the whole mapping.
-type spare struct{ b, full []byte }
+// page is the size of a small page: kept memory is handed out in whole ones.
+const page = 4 << 10
 
-// spares holds the mappings kept (Keep), at most keepMax bytes of them.
-var spares struct {
+// span is a range of n bytes of whole pages from p.
+type span struct {
+	p unsafe.Pointer
+	n uintptr
+}
+
+func (s span) len() int       { return int(s.n) }
+func (s span) start() uintptr { return uintptr(s.p) }
+func (s span) end() uintptr   { return uintptr(s.p) + s.n }
+func (s span) bytes() []byte  { return unsafe.Slice((*byte)(s.p), s.n) }
+
+// kept holds the memory Map's mappings gave back while keeping is on
+// (Keep, KeepUpTo), at most limit bytes of it, for Map and Spare to hand
+// out again, and the mappings handed out (live, by first byte: their
+// length in bytes). free is sorted and its spans never touch: neighbours
+// are merged. res is the bytes of free's pages that are resident (as
+// mincore found them when they were kept), at most idle: beyond, pages
+// are discarded (shedLocked).
+var kept struct {
 	sync.Mutex
 	on    bool
-	list  []spare
+	input bool // Keep, not KeepUpTo: see KeepsInput
+	limit int
+	idle  int
+	free  []span
 	bytes int
+	res   int
+	live  map[unsafe.Pointer]uintptr
 }
+
+func init() { kept.live = map[unsafe.Pointer]uintptr{} }
 
 const keepMax = 64 << 20
 
 // Keep makes the functions Map returns keep the memory they give back
-// (up to 64 MB in all) for Spare instead of unmapping it: for a command
-// whose next large buffers can live in the memory of those it is done
-// with (wap5 nest: the pass's arrays in what the input was read and
+// (up to 64 MB in all) for Map and Spare instead of unmapping it: for a
+// command whose next large buffers can live in the memory of those it is
+// done with (wap5 nest: the pass's arrays in what the input was read and
 // decompressed into), memory the process has touched already and needs
 // no page faults. Keep(false) unmaps what is kept and stops keeping.
 func Keep(on bool) {
-	spares.Lock()
-	defer spares.Unlock()
-	spares.on = on
+	kept.Lock()
+	defer kept.Unlock()
+	kept.on, kept.input, kept.limit, kept.idle = on, on, keepMax, keepMax
 	if !on {
-		for _, sp := range spares.list {
-			_ = syscall.Munmap(sp.full[:cap(sp.full)])
-		}
-		spares.list, spares.bytes = nil, 0
+		trimLocked()
 	}
 }
 
-// Keeping reports whether Keep is on: whether memory a Map's function gives
-// back may be handed out again by Spare, its bytes as they were left.
-func Keeping() bool {
-	spares.Lock()
-	defer spares.Unlock()
-	return spares.on
+// KeepUpTo is Keep(true) with at most limit bytes kept, of which at most
+// idle resident (the resident pages beyond are discarded, the largest
+// spans' last pages first: Map hands out spans from their start), and the
+// input's memory kept as it is read where input is set (KeepsInput): for
+// a command whose steps give
+// back and take large arrays in turn (wap5 link), where each would
+// otherwise fault in memory the step before gave back. What is kept
+// counts towards the process's memory until Map hands it out again: idle
+// bounds that, and Trim gives it all back before a step that needs memory
+// of another kind (the Go heap's).
+func KeepUpTo(limit, idle int, input bool) {
+	kept.Lock()
+	defer kept.Unlock()
+	kept.on, kept.input, kept.limit, kept.idle = true, input, limit, idle
+	shedLocked(kept.res)
 }
 
-// keepOrUnmap keeps sp when keeping is on and there is room, else unmaps
-// full.
-func keepOrUnmap(sp spare, full []byte) {
-	spares.Lock()
-	defer spares.Unlock()
-	if spares.on && spares.bytes+len(sp.b) <= keepMax {
-		sp.full = full
-		spares.list = append(spares.list, sp)
-		spares.bytes += len(sp.b)
+// KeepsInput reports whether a reader should keep the memory of an input
+// it has read (its pages resident) until it is done with all of it, for
+// what follows (Keep, KeepUpTo with input), rather than give it back as
+// it goes (keeping off, or KeepUpTo without: the process's peak would be
+// while the input is read).
+func KeepsInput() bool {
+	kept.Lock()
+	defer kept.Unlock()
+	return kept.on && kept.input
+}
+
+// Trim unmaps what is kept (keeping stays on).
+func Trim() {
+	kept.Lock()
+	defer kept.Unlock()
+	trimLocked()
+}
+
+func trimLocked() {
+	for _, s := range kept.free {
+		unmap(s)
+	}
+	kept.free, kept.bytes, kept.res = nil, 0, 0
+}
+
+// shedLocked discards resident pages kept beyond to bytes (and kept.idle):
+// from the end of the largest span on (then the next largest), 2 MB at a
+// time.
+func shedLocked(to int) {
+	to = max(0, min(to, kept.idle))
+	if kept.res <= to {
 		return
 	}
-	_ = syscall.Munmap(full)
+	order := make([]int, len(kept.free))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return int(kept.free[j].n) - int(kept.free[i].n) })
+	for _, i := range order {
+		s := kept.free[i]
+		for e := s.end(); e > s.start() && kept.res > to; {
+			a := max(s.start(), (e-1)&^(huge-1))
+			b := unsafe.Slice((*byte)(unsafe.Add(s.p, a-s.start())), e-a)
+			if r := resident(b); r > 0 {
+				_ = syscall.Madvise(b, syscall.MADV_DONTNEED)
+				kept.res -= r
+			}
+			e = a
+		}
+		if kept.res <= to {
+			return
+		}
+	}
+	kept.res = max(0, kept.res)
 }
 
-// Spare returns the smallest kept mapping (see Keep) of at least n bytes,
-// whole (its length may be larger than n), and the function that gives it
-// back (kept again, or unmapped); ok is false when there is none. Its
-// bytes are whatever its last user left: the caller clears what it needs
-// zero. The bytes must hold no Go pointers.
-func Spare(n int) (b []byte, free func(), ok bool) {
-	spares.Lock()
-	defer spares.Unlock()
-	best := -1
-	for i, sp := range spares.list {
-		if len(sp.b) >= n && (best < 0 || len(sp.b) < len(spares.list[best].b)) {
-			best = i
+// Keeping reports whether keeping is on: whether memory a Map's function
+// gives back may be handed out again by Map or Spare, its bytes as they
+// were left.
+func Keeping() bool {
+	kept.Lock()
+	defer kept.Unlock()
+	return kept.on
+}
+
+// release gives back the mapping that starts at a (handed out by Map or
+// Spare): kept where keeping is on and there is room, else unmapped.
+func release(a unsafe.Pointer) {
+	kept.Lock()
+	defer kept.Unlock()
+	n, ok := kept.live[a]
+	if !ok {
+		panic("hugemem: memory given back twice, or not Map's")
+	}
+	delete(kept.live, a)
+	keepLocked(span{a, n})
+}
+
+// keepLocked keeps s (merged with its neighbours) or unmaps it.
+func keepLocked(s span) {
+	if s.n == 0 {
+		return
+	}
+	if !kept.on || kept.bytes+s.len() > kept.limit {
+		unmap(s)
+		return
+	}
+	kept.res += resident(s.bytes())
+	keepSpanLocked(s)
+	shedLocked(kept.res)
+}
+
+// keepSpanLocked adds s to the spans kept, merged with its neighbours.
+func keepSpanLocked(s span) {
+	kept.bytes += s.len()
+	i := sort.Search(len(kept.free), func(i int) bool { return kept.free[i].start() >= s.end() })
+	if i > 0 && kept.free[i-1].end() == s.start() {
+		i--
+		kept.free[i].n += s.n
+	} else {
+		kept.free = slices.Insert(kept.free, i, s)
+	}
+	if i+1 < len(kept.free) && kept.free[i+1].start() == kept.free[i].end() {
+		kept.free[i].n += kept.free[i+1].n
+		kept.free = slices.Delete(kept.free, i+1, i+2)
+	}
+}
+
+func unmap(s span) {
+	munmap(s.bytes())
+}
+
+// mmapAnon maps n bytes of anonymous memory. (munmap, not syscall.Munmap,
+// unmaps it: that takes only a whole mapping, and kept memory is unmapped
+// in parts.)
+func mmapAnon(n int) ([]byte, error) {
+	return syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+}
+
+// munmap unmaps the whole pages of b, which mmapAnon mapped (all or part).
+func munmap(b []byte) {
+	if len(b) > 0 {
+		_, _, _ = syscall.Syscall(syscall.SYS_MUNMAP, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), 0)
+	}
+}
+
+// takeLocked takes a kept span of at least n bytes out of the kept
+// memory and marks it live: whole (its whole length), the smallest such
+// span; else its first n bytes rounded up to whole pages, from the span
+// whose first n bytes have the most pages resident (the smallest of
+// those): what is resident and kept idle is the memory to use first. ok
+// is false when none is large enough.
+func takeLocked(n int, whole bool) (span, bool) {
+	m := uintptr((n + page - 1) &^ (page - 1))
+	best, bestRes := -1, -1
+	for i, s := range kept.free {
+		if s.len() < n {
+			continue
+		}
+		r := 0
+		if !whole {
+			r = resident(s.bytes()[:min(m, s.n)])
+		}
+		if best < 0 || r > bestRes || r == bestRes && s.len() < kept.free[best].len() {
+			best, bestRes = i, r
 		}
 	}
 	if best < 0 {
+		return span{}, false
+	}
+	s := kept.free[best]
+	if !whole && m < s.n {
+		kept.free[best] = span{unsafe.Add(s.p, m), s.n - m}
+		s.n = m
+	} else {
+		kept.free = slices.Delete(kept.free, best, best+1)
+		bestRes = resident(s.bytes())
+	}
+	kept.bytes -= s.len()
+	kept.res = max(0, kept.res-bestRes)
+	kept.live[s.p] = s.n
+	if !whole {
+		// What the caller touches of the rest is fresh memory: as much
+		// of what is kept idle goes back (see Map).
+		shedLocked(kept.res - (s.len() - bestRes))
+	}
+	return s, true
+}
+
+// mapKept is Map's n bytes from the memory kept, cleared, or ok false.
+func mapKept(n int) ([]byte, bool) {
+	kept.Lock()
+	s, ok := takeLocked(n, false)
+	kept.Unlock()
+	if !ok {
+		return nil, false
+	}
+	b := s.bytes()[:n:n]
+	clearResident(b)
+	return b, true
+}
+
+// clearResident zeroes b's resident pages (mincore): the others read as
+// zero when touched, and clearing them would fault them in. b starts on a
+// page. Where mincore fails, all of b is cleared.
+func clearResident(b []byte) {
+	np := (len(b) + page - 1) / page
+	vec := make([]byte, np)
+	if _, _, e := syscall.Syscall(syscall.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), uintptr(unsafe.Pointer(unsafe.SliceData(vec)))); e != 0 {
+		clear(b)
+		return
+	}
+	for i := 0; i < np; {
+		if vec[i]&1 == 0 {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < np && vec[j]&1 != 0 {
+			j++
+		}
+		clear(b[i*page : min(j*page, len(b))])
+		i = j
+	}
+}
+
+// Spare returns the smallest kept span (see Keep) of at least n bytes,
+// whole (its length may be larger than n: one or more mappings given
+// back), and the function that gives it back (kept again, or unmapped);
+// ok is false when there is none. Its bytes are whatever its last users
+// left: the caller clears what it needs zero. The bytes must hold no Go
+// pointers.
+func Spare(n int) (b []byte, free func(), ok bool) {
+	kept.Lock()
+	s, ok := takeLocked(n, true)
+	kept.Unlock()
+	if !ok {
 		return nil, nil, false
 	}
-	sp := spares.list[best]
-	spares.list = append(spares.list[:best], spares.list[best+1:]...)
-	spares.bytes -= len(sp.b)
-	return sp.b, func() { keepOrUnmap(sp, sp.full) }, true
+	return s.bytes(), func() { release(s.p) }, true
+}
+
+// Release gives back now the memory of s where s starts a mapping Map (or
+// Spare) handed out and not given back yet, as that mapping's function
+// would (and that function must then not be called); it reports whether
+// it did. For memory whose owner cannot hold the function (a trace's
+// messages, made by its reader and dropped by the linker).
+func Release[T any](s []T) bool {
+	a := unsafe.Pointer(unsafe.SliceData(s))
+	kept.Lock()
+	defer kept.Unlock()
+	n, ok := kept.live[a]
+	if !ok || a == nil {
+		return false
+	}
+	delete(kept.live, a)
+	keepLocked(span{a, n})
+	return true
+}
+
+// Mapped reports whether s starts memory Map (or Spare) handed out and
+// not given back yet.
+func Mapped[T any](s []T) bool {
+	a := unsafe.Pointer(unsafe.SliceData(s))
+	kept.Lock()
+	defer kept.Unlock()
+	_, ok := kept.live[a]
+	return ok && a != nil
+}
+
+// Shrink gives back the memory of s from byte keep on (the whole pages
+// after it): where s starts a mapping Map handed out, that memory is kept
+// (Keep) or unmapped, and the mapping then ends there; else, in the Go
+// heap, its pages are discarded (Discard). s's first keep bytes stay as
+// they are; the rest must not be used any more. s must hold no Go pointers.
+func Shrink[T any](s []T, keep int) {
+	var z T
+	size := len(s) * int(unsafe.Sizeof(z))
+	if keep >= size {
+		return
+	}
+	a := unsafe.Pointer(unsafe.SliceData(s))
+	kept.Lock()
+	if n, ok := kept.live[a]; ok && a != nil {
+		cut := uintptr((keep + page - 1) &^ (page - 1)) // (a is on a page)
+		if cut < n {
+			kept.live[a] = cut
+			keepLocked(span{unsafe.Add(a, cut), n - cut})
+		}
+		kept.Unlock()
+		return
+	}
+	kept.Unlock()
+	Discard(unsafe.Slice((*byte)(a), size)[keep:])
 }
 
 // MapFile maps the first n bytes of f read-only (the file's pages in the
@@ -332,4 +633,32 @@ func MapFile(f *os.File, n int) (b []byte, unmap func(), ok bool) {
 		return nil, nil, false
 	}
 	return b, func() { _ = syscall.Munmap(b) }, true
+}
+
+// Kept is the bytes kept (Keep), those of them resident, and the bytes of the mappings Map has
+// handed out and not taken back, in whole pages: for tests and
+// diagnostics.
+func Kept() (keptBytes, residentBytes, liveBytes int) {
+	kept.Lock()
+	defer kept.Unlock()
+	for _, n := range kept.live {
+		liveBytes += int(n)
+	}
+	for _, s := range kept.free {
+		residentBytes += resident(s.bytes())
+	}
+	return kept.bytes, residentBytes, liveBytes
+}
+
+// resident is the bytes of b's pages that are resident (mincore).
+func resident(b []byte) int {
+	vec := make([]byte, (len(b)+page-1)/page)
+	if _, _, e := syscall.Syscall(syscall.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), uintptr(unsafe.Pointer(unsafe.SliceData(vec)))); e != 0 {
+		return 0
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n * page
 }

@@ -25,6 +25,9 @@ func MakeSmall[T any](n, c int) []T { return make([]T, n, c) }
 // the function it returns does nothing.
 func Map(n int) ([]byte, func()) { return make([]byte, n), func() {} }
 
+// MapFresh is Map where transparent huge pages cannot be asked for.
+func MapFresh(n int) ([]byte, func()) { return make([]byte, n), func() {} }
+
 // Reserve does nothing where transparent huge pages cannot be asked for.
 func Reserve(n int) {}
 
@@ -42,3 +45,25 @@ func Spare(n int) (b []byte, free func(), ok bool) { return nil, nil, false }
 
 // MapFile maps nothing where transparent huge pages cannot be asked for.
 func MapFile(f *os.File, n int) (b []byte, unmap func(), ok bool) { return nil, nil, false }
+
+// KeepsInput is false where transparent huge pages cannot be asked for.
+func KeepsInput() bool { return false }
+
+// KeepUpTo does nothing where transparent huge pages cannot be asked for.
+func KeepUpTo(limit, idle int, input bool) {}
+
+// Trim does nothing where transparent huge pages cannot be asked for.
+func Trim() {}
+
+// Release gives nothing back where transparent huge pages cannot be asked
+// for (Map makes Go slices).
+func Release[T any](s []T) bool { return false }
+
+// Mapped is false where transparent huge pages cannot be asked for.
+func Mapped[T any](s []T) bool { return false }
+
+// Shrink does nothing where memory cannot be given back (the values stay).
+func Shrink[T any](s []T, keep int) {}
+
+// Kept is nothing where transparent huge pages cannot be asked for.
+func Kept() (keptBytes, residentBytes, liveBytes int) { return 0, 0, 0 }
