@@ -153,6 +153,21 @@ type fanModel struct {
 	hist [4]float64 // triggers with 0, 1, 2, ≥3 children in the last pass
 }
 
+// fitCosts sets the costs from the histogram, smoothed; with fewer than 10
+// triggers the costs stay as they were.
+func (f *fanModel) fitCosts() {
+	n := f.hist[0] + f.hist[1] + f.hist[2] + f.hist[3]
+	if n < 10 {
+		return
+	}
+	ge1 := f.hist[1] + f.hist[2] + f.hist[3]
+	ge2 := f.hist[2] + f.hist[3]
+	ge3 := f.hist[3]
+	f.cost[0] = -math.Log((ge1 + 1) / (n + 2))
+	f.cost[1] = -math.Log((ge2 + 0.5) / (ge1 + 1))
+	f.cost[2] = -math.Log((ge3 + 0.5) / (ge2 + 1))
+}
+
 func newModels() *models {
 	pm := &offHeap{}
 	m := &models{pairMem: pm,
@@ -1688,16 +1703,7 @@ func (j *joint) refit(useCertain, last bool) {
 	rs.fanN = kn
 	for i := range j.mod.fan.len() {
 		_, f := j.mod.fan.at(i)
-		n := f.hist[0] + f.hist[1] + f.hist[2] + f.hist[3]
-		if n < 10 {
-			continue
-		}
-		ge1 := f.hist[1] + f.hist[2] + f.hist[3]
-		ge2 := f.hist[2] + f.hist[3]
-		ge3 := f.hist[3]
-		f.cost[0] = -math.Log((ge1 + 1) / (n + 2))
-		f.cost[1] = -math.Log((ge2 + 0.5) / (ge1 + 1))
-		f.cost[2] = -math.Log((ge3 + 0.5) / (ge2 + 1))
+		f.fitCosts()
 	}
 }
 

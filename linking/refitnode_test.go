@@ -153,16 +153,7 @@ func refitReference(j *joint, useCertain bool) {
 	}
 	for i := range j.mod.fan.len() {
 		_, f := j.mod.fan.at(i)
-		n := f.hist[0] + f.hist[1] + f.hist[2] + f.hist[3]
-		if n < 10 {
-			continue
-		}
-		ge1 := f.hist[1] + f.hist[2] + f.hist[3]
-		ge2 := f.hist[2] + f.hist[3]
-		ge3 := f.hist[3]
-		f.cost[0] = -math.Log((ge1 + 1) / (n + 2))
-		f.cost[1] = -math.Log((ge2 + 0.5) / (ge1 + 1))
-		f.cost[2] = -math.Log((ge3 + 0.5) / (ge2 + 1))
+		f.fitCosts()
 	}
 }
 

@@ -39,6 +39,17 @@ func statm() int64 {
 	return v * 4096
 }
 
+// note adds the RSS r, sampled now, to the rises or falls (st locked).
+func note(r int64) {
+	if r > st.rss {
+		st.rise += r - st.rss
+	} else {
+		st.fall += st.rss - r
+	}
+	st.rss = r
+	st.peak = max(st.peak, r)
+}
+
 func init() {
 	if os.Getenv("WAP5_MEMTRACE") == "" {
 		return
@@ -51,13 +62,7 @@ func init() {
 			time.Sleep(500 * time.Microsecond)
 			r := statm()
 			st.Lock()
-			if r > st.rss {
-				st.rise += r - st.rss
-			} else {
-				st.fall += st.rss - r
-			}
-			st.rss = r
-			st.peak = max(st.peak, r)
+			note(r)
 			st.Unlock()
 		}
 	}()
@@ -78,13 +83,7 @@ func Mark(name string) {
 	}
 	r := statm()
 	st.Lock()
-	if r > st.rss {
-		st.rise += r - st.rss
-	} else {
-		st.fall += st.rss - r
-	}
-	st.rss = r
-	st.peak = max(st.peak, r)
+	note(r)
 	rise, fall, peak := st.rise, st.fall, st.peak
 	if seen[name] && rise-lastRise+fall-lastFall < 2<<20 {
 		st.Unlock()
