@@ -12,19 +12,24 @@ import (
 	"wap5/trace"
 )
 
+// benchTrace is the trace WAP5_BENCH_TRACE names (written by wap5 gen), or a
+// simulated multi-tier trace when unset.
+func benchTrace(b *testing.B) *trace.Trace {
+	if p := os.Getenv("WAP5_BENCH_TRACE"); p != "" {
+		t, err := trace.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return t
+	}
+	return simulate(simConfig{clients: 10, perClient: 500, think: gauss{ms(50), ms(15)}, net: gauss{ms(0.3), ms(0.05)},
+		tracelets: multiTier(10, false), seed: 3, clientName: "CLIENT"})
+}
+
 // BenchmarkLinkGen links a trace written by wap5 gen (WAP5_BENCH_TRACE), or
 // a simulated multi-tier trace when unset.
 func BenchmarkLinkGen(b *testing.B) {
-	var t *trace.Trace
-	if p := os.Getenv("WAP5_BENCH_TRACE"); p != "" {
-		var err error
-		if t, err = trace.ReadFile(p); err != nil {
-			b.Fatal(err)
-		}
-	} else {
-		t = simulate(simConfig{clients: 10, perClient: 500, think: gauss{ms(50), ms(15)}, net: gauss{ms(0.3), ms(0.05)},
-			tracelets: multiTier(10, false), seed: 3, clientName: "CLIENT"})
-	}
+	t := benchTrace(b)
 	for _, method := range []string{MethodJoint, MethodWAP5} {
 		b.Run(method, func(b *testing.B) {
 			cpu0 := cpuSeconds()
@@ -79,16 +84,7 @@ func BenchmarkLinkPhases(b *testing.B) {
 		hugemem.Reserve(mb << 20)
 	}
 	cpu0 := cpuSeconds()
-	var t *trace.Trace
-	if p := os.Getenv("WAP5_BENCH_TRACE"); p != "" {
-		var err error
-		if t, err = trace.ReadFile(p); err != nil {
-			b.Fatal(err)
-		}
-	} else {
-		t = simulate(simConfig{clients: 10, perClient: 500, think: gauss{ms(50), ms(15)}, net: gauss{ms(0.3), ms(0.05)},
-			tracelets: multiTier(10, false), seed: 3, clientName: "CLIENT"})
-	}
+	t := benchTrace(b)
 	read := cpuSeconds() - cpu0
 	// WAP5_BENCH_TOP: the patterns built (default 100; 0: every pattern,
 	// as wap5 link without --top: handed over one at a time and dropped).

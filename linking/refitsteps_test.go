@@ -1,11 +1,6 @@
 package linking
 
-import (
-	"os"
-	"testing"
-
-	"wap5/trace"
-)
+import "testing"
 
 // BenchmarkRefitSteps links a trace written by wap5 gen (WAP5_BENCH_TRACE,
 // or the simulated multi-tier trace) with the joint method once, and times
@@ -14,16 +9,7 @@ import (
 // and the instances (J6). Their CPU per run is reported as cpu-ms/op
 // (process CPU: the machine is shared).
 func BenchmarkRefitSteps(b *testing.B) {
-	var t *trace.Trace
-	if p := os.Getenv("WAP5_BENCH_TRACE"); p != "" {
-		var err error
-		if t, err = trace.ReadFile(p); err != nil {
-			b.Fatal(err)
-		}
-	} else {
-		t = simulate(simConfig{clients: 10, perClient: 500, think: gauss{ms(50), ms(15)}, net: gauss{ms(0.3), ms(0.05)},
-			tracelets: multiTier(10, false), seed: 3, clientName: "CLIENT"})
-	}
+	t := benchTrace(b)
 	defer func() { afterJoint = nil }()
 	steps := []struct {
 		name string
