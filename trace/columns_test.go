@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -250,5 +252,53 @@ func TestEnsureCapacity(t *testing.T) {
 		if !b.ensure(n) || cap(b.buf) != max(n, 1<<20) {
 			t.Fatalf("ensure(%d): cap %d, want %d", n, cap(b.buf), max(n, 1<<20))
 		}
+	}
+}
+
+// TestReadFileMapped: ReadFile reads a binary trace from the file itself
+// (mapped, not copied); whole, cut or corrupted, it gives what Read gives on
+// the same bytes from a stream: the messages, the warnings and the error.
+func TestReadFileMapped(t *testing.T) {
+	tr := bigTrace(3*colBlock + 10)
+	var bin bytes.Buffer
+	if err := WriteBinary(&bin, tr); err != nil {
+		t.Fatal(err)
+	}
+	data := bin.Bytes()
+	flip := func(at int) []byte {
+		d := slices.Clone(data)
+		d[at] ^= 0x5a
+		return d
+	}
+	cases := map[string][]byte{
+		"whole":          data,
+		"cut last byte":  data[:len(data)-1],
+		"cut 3/4":        data[:len(data)*3/4],
+		"cut half":       data[:len(data)/2],
+		"cut in tables":  data[:40],
+		"magic only":     data[:len(BinaryMagic)],
+		"flipped 3/4":    flip(len(data) * 3 / 4),
+		"flipped half":   flip(len(data) / 2),
+		"flipped header": flip(len(BinaryMagic) + 2),
+	}
+	dir := t.TempDir()
+	for name, d := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.NewReplacer(" ", "-", "/", "of").Replace(name))
+			if err := os.WriteFile(path, d, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			want, wantErr := Read(bytes.NewReader(d), path)
+			got, gotErr := ReadFile(path)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Fatalf("error %v, want %v", gotErr, wantErr)
+			}
+			if wantErr != nil {
+				return
+			}
+			if !slices.Equal(got.Messages, want.Messages) || !slices.Equal(got.Warnings, want.Warnings) {
+				t.Errorf("%d messages, warnings %q; want %d, %q", len(got.Messages), got.Warnings, len(want.Messages), want.Warnings)
+			}
+		})
 	}
 }

@@ -116,6 +116,16 @@ func readFile(path string) (*Trace, bool, error) {
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		size = st.Size()
 	}
+	// A binary trace read whole is read from the file itself, not
+	// through readSized's buffer: decompressWhole then maps the file
+	// (decompressFile) instead of copying it into fresh memory.
+	var magic [len(BinaryMagic)]byte
+	if size > 0 && size <= wholeMax {
+		if _, err := f.ReadAt(magic[:], 0); err == nil && string(magic[:]) == BinaryMagic {
+			t, _, err := readBinarySized(f, path, size, nil)
+			return t, true, err
+		}
+	}
 	return readSized(f, path, size)
 }
 
