@@ -45,36 +45,37 @@ func (k *links) free() {
 // (The times and the sender are the caller's: what the joint linker's
 // passes know of the message without the trace's messages, Options.Lean.)
 func (l *linker) candidatesOf(i int, send, recv int64, src trace.NodeID, rev []int32, f func(p int32, dt float64) bool) {
-	p := int(l.lastPos[i]) // −1: none
-	if p < 0 {
-		return
-	}
-	if send != trace.Unknown {
-		for lo := int(l.inStart[src]); p >= lo; p-- {
-			j := l.ins[p]
-			dt := send - l.insRecv[p]
-			if dt > l.x {
-				return
-			}
-			if int(j) == i {
-				continue
-			}
-			if !f(j, float64(dt)/1e9) {
-				return
-			}
-		}
-		return
-	}
-	for lo := int(l.edgeStart[rev[l.edge[i]]]); p >= lo; p-- {
-		j := l.byEdge[p]
-		dt := recv - l.byEdgeSend[p]
+	ids, ts, lo, p, t := l.candidates(i, send, recv, src, rev)
+	for ; p >= lo; p-- {
+		dt := t - ts[p]
 		if dt > l.x {
 			return
+		}
+		j := ids[p]
+		if int(j) == i {
+			continue
 		}
 		if !f(j, float64(dt)/1e9) {
 			return
 		}
 	}
+}
+
+// candidates is where candidatesOf finds message i's candidate parents,
+// for a loop of the caller's own (step 2's, without a call per
+// candidate): ids[p], sent or received at ts[p], for p from at down to
+// lo, each t − ts[p] ns before the message, until that passes the window;
+// ids[p] == i is not a candidate. (An untraced sender's candidates, sends
+// on the reverse edge, never include i, which has no send time.)
+func (l *linker) candidates(i int, send, recv int64, src trace.NodeID, rev []int32) (ids []int32, ts []int64, lo, at int, t int64) {
+	at = int(l.lastPos[i]) // −1: none
+	if at < 0 {
+		return nil, nil, 0, -1, 0
+	}
+	if send != trace.Unknown {
+		return l.ins, l.insRecv, int(l.inStart[src]), at, send
+	}
+	return l.byEdge, l.byEdgeSend, int(l.edgeStart[rev[l.edge[i]]]), at, recv
 }
 
 // expGap is math.Exp(x) for a log-weight's gap to the best (x ≤ 0), with
@@ -131,6 +132,7 @@ func (l *linker) step2(rev []int32, last bool) *links {
 	}
 	var lw, ew []float64
 	var pm []int32
+	window := l.x
 	for i := 0; i < n; i++ {
 		e := l.edge[i]
 		dd := &models[e]
@@ -142,20 +144,30 @@ func (l *linker) step2(rev []int32, last bool) *links {
 		}
 		best := ls
 		send, recv := l.times(int32(i))
-		l.candidatesOf(i, send, recv, l.edgeSrc[e], rev, func(p int32, dt float64) bool {
+		// candidatesOf's loop, here without a call per candidate.
+		ids, ts, lo, p, t := l.candidates(i, send, recv, l.edgeSrc[e], rev)
+		for ; p >= lo; p-- {
+			ns := t - ts[p]
+			if ns > window {
+				break
+			}
+			j := ids[p]
+			if int(j) == i {
+				continue
+			}
+			dt := float64(ns) / 1e9
 			w := dd.logpdf(dt)
 			// Beyond the mode a density only falls: stop once a candidate
 			// is a millionth of the best so far.
 			if dt > dd.mean && w < best-14 {
-				return false
+				break
 			}
 			if w > best {
 				best = w
 			}
 			lw = append(lw, w)
-			pm = append(pm, p)
-			return true
-		})
+			pm = append(pm, j)
+		}
 		es := expGap(ls - best)
 		sum := es
 		ew = ew[:0]
