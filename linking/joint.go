@@ -382,21 +382,15 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		// models and moments are outside the heap).
 		j.mod = newModels()
 		defer j.mod.free()
-		// Its node-pair tables and models made at once for about one key
-		// per edge (CoDeeN-sized trace, per edge: 0.7 fan-out models
-		// and triggers, 1.3 pools, 0.5 count models), rather than grown
-		// by doubling in fresh small pages through count priors and the
-		// first sweep. The tables at half that: with room for 0.7 keys
-		// per edge, their final size there (a table that needs more
-		// grows as before); the models' slabs are written only as far
-		// as they are used (offSlab.reserve).
+		// Its node-pair tables at their size at once (an edge has about
+		// one key of each: CoDeeN-sized trace, per edge 0.7 fan-out
+		// models and triggers, 1.3 pools, 0.5 count models), rather than
+		// grown by doubling in fresh small pages through the first sweep.
 		ne := len(l.edgeSrc)
-		j.mod.fan.ids.reserve(ne / 2)
-		j.mod.trigID.reserve(ne / 2)
-		j.mod.poolID.reserve(ne / 2)
-		j.mod.count.ids.reserve(ne / 2)
-		j.mod.fan.vals.reserve(ne)
-		j.mod.count.vals.reserve(ne)
+		j.mod.fan.reserve(ne)
+		j.mod.trigID.reserve(ne)
+		j.mod.poolID.reserve(ne)
+		j.mod.count.reserve(ne)
 	}
 	n := len(l.msgs)
 	// The per-message arrays outside the Go heap (offHeap), given back

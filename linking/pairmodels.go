@@ -172,6 +172,12 @@ func (m *keyedModels[K, V]) getOrAdd(k K) (v *V, added bool) {
 	return &m.vals.at(id).v, false
 }
 
+// reserve makes room for n models (keyTable.reserve, offSlab.reserve).
+func (m *keyedModels[K, V]) reserve(n int) {
+	m.ids.reserve(n)
+	m.vals.reserve(n)
+}
+
 // len is the number of models.
 func (m *keyedModels[K, V]) len() int { return m.vals.n }
 

@@ -12,53 +12,27 @@ import (
 // found by it through the growths, a key added again keeps its id, keys
 // never added are not found, the table stays ≤ 70 % full; with hashes that
 // collide (a few bits, or none) as with a good one. A keyedModels' models
-// keep their addresses and keys through its growths. The same where the
-// tables and the models' slab were reserved first (runJoint) for fewer
-// keys than are added, as many, or more, or reserved again half way.
+// keep their addresses and keys through its growths.
 func TestKeyTables(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		n       int
-		hash    func(fanKey) uint64
-		reserve int // reserved first (0: none)
-		again   int // reserved again after n/2 keys (0: not)
+		name string
+		n    int
+		hash func(fanKey) uint64
 	}{
-		{"fan keys", 20000, hashFanKey, 0, 0},
-		{"2-bit hash", 3000, func(k fanKey) uint64 { return hashFanKey(k) & 3 }, 0, 0},
-		{"one hash", 700, func(fanKey) uint64 { return 12345 }, 0, 0},
-		{"fan keys, reserved a tenth", 20000, hashFanKey, 2000, 0},
-		{"fan keys, reserved all", 20000, hashFanKey, 20000, 0},
-		{"fan keys, reserved twice as many", 20000, hashFanKey, 40000, 0},
-		{"fan keys, reserved again half way", 20000, hashFanKey, 5000, 30000},
-		{"2-bit hash, reserved", 3000, func(k fanKey) uint64 { return hashFanKey(k) & 3 }, 5000, 0},
-		{"one hash, reserved again", 700, func(fanKey) uint64 { return 12345 }, 100, 1000},
+		{"fan keys", 20000, hashFanKey},
+		{"2-bit hash", 3000, func(k fanKey) uint64 { return hashFanKey(k) & 3 }},
+		{"one hash", 700, func(fanKey) uint64 { return 12345 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var mem offHeap
 			defer mem.free()
 			ids := newKeyTable(&mem, tc.hash)
 			ms := newKeyedModels[fanKey, fanModel](&mem, tc.hash)
-			if tc.reserve > 0 {
-				ids.reserve(tc.reserve)
-				ms.ids.reserve(tc.reserve)
-				ms.vals.reserve(tc.reserve)
-				if 10*tc.reserve > 7*len(ids.slots) {
-					t.Fatalf("reserved %d: %d slots", tc.reserve, len(ids.slots))
-				}
-				if have := len(ms.vals.chunks) * slabChunk; tc.reserve > slabChunk && have < tc.reserve {
-					t.Fatalf("reserved %d models: room for %d", tc.reserve, have)
-				}
-			}
 			key := func(i int) fanKey {
 				return fanKey{trig: trigNodeOf(i), node: trace.NodeID(i / 2), ret: i%2 == 1}
 			}
 			var ptrs []*fanModel
 			for i := 0; i < tc.n; i++ {
-				if tc.again > 0 && i == tc.n/2 {
-					ids.reserve(tc.again)
-					ms.ids.reserve(tc.again)
-					ms.vals.reserve(tc.again) // (not empty: nothing)
-				}
 				id, added := ids.intern(key(i))
 				if !added || id != int32(i) {
 					t.Fatalf("key %d: id %d, added %v; want %d, true", i, id, added, i)
