@@ -382,15 +382,6 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		// models and moments are outside the heap).
 		j.mod = newModels()
 		defer j.mod.free()
-		// Its node-pair tables at their size at once (an edge has about
-		// one key of each: CoDeeN-sized trace, per edge 0.7 fan-out
-		// models and triggers, 1.3 pools, 0.5 count models), rather than
-		// grown by doubling in fresh small pages through the first sweep.
-		ne := len(l.edgeSrc)
-		j.mod.fan.reserve(ne)
-		j.mod.trigID.reserve(ne)
-		j.mod.poolID.reserve(ne)
-		j.mod.count.reserve(ne)
 	}
 	n := len(l.msgs)
 	// The per-message arrays outside the Go heap (offHeap), given back

@@ -69,23 +69,9 @@ func (t *keyTable[K]) intern(k K) (id int32, added bool) {
 }
 
 // grow doubles the slots (256 at first), the old ones given back at once.
-func (t *keyTable[K]) grow() { t.reserve(7 * max(256, 2*len(t.slots)) / 10) }
-
-// reserve grows the slots at once to what n keys need (at most 70 %
-// full), where they have less: a table whose size the caller can bound
-// from the start is not grown by doubling, a fresh mapping each time
-// (mostly of small pages, a page fault each). Ids do not depend on the
-// slots: reserving changes no id.
-func (t *keyTable[K]) reserve(n int) {
-	want := 256
-	for 10*n > 7*want {
-		want *= 2
-	}
-	if want <= len(t.slots) {
-		return
-	}
+func (t *keyTable[K]) grow() {
 	old := t.slots
-	t.slots = offMap[keySlot[K]](t.mem, want)
+	t.slots = offMap[keySlot[K]](t.mem, max(256, 2*len(old)))
 	for _, e := range old {
 		if e.id != 0 {
 			t.slots[t.slot(e.k)] = e
@@ -110,27 +96,12 @@ type offSlab[V any] struct {
 
 // add is a new zero value and its id (the next).
 func (s *offSlab[V]) add() (*V, int32) {
-	if s.n == len(s.chunks)*slabChunk { // (none left of a reserve)
+	if s.n == len(s.chunks)*slabChunk {
 		s.chunks = append(s.chunks, offMap[V](s.mem, slabChunk))
 	}
 	id := s.n
 	s.n++
 	return &s.chunks[id/slabChunk][id%slabChunk], int32(id)
-}
-
-// reserve makes room for n values at once where the slab is empty, in one
-// array mapped fresh (offMakeSparse: only the pages written cost memory,
-// in huge pages where the kernel gives them) cut into chunks, rather than
-// a small mapping per chunk, faulted in 4 KB at a time.
-func (s *offSlab[V]) reserve(n int) {
-	if len(s.chunks) > 0 || n <= slabChunk {
-		return
-	}
-	all := offMakeSparse[V](s.mem, (n+slabChunk-1)/slabChunk*slabChunk)
-	for len(all) > 0 {
-		s.chunks = append(s.chunks, all[:slabChunk:slabChunk])
-		all = all[slabChunk:]
-	}
 }
 
 // at is the value of id (< s.n).
@@ -170,12 +141,6 @@ func (m *keyedModels[K, V]) getOrAdd(k K) (v *V, added bool) {
 		return &e.v, true
 	}
 	return &m.vals.at(id).v, false
-}
-
-// reserve makes room for n models (keyTable.reserve, offSlab.reserve).
-func (m *keyedModels[K, V]) reserve(n int) {
-	m.ids.reserve(n)
-	m.vals.reserve(n)
 }
 
 // len is the number of models.
