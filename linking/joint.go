@@ -1181,7 +1181,10 @@ type liveMsg struct {
 	trig        uint32 // its part of the class table key: j.edgeTrig of its edge
 	kids        uint8  // j.kids[i], kept equal (only this sweep changes it)
 	ret         bool   // a return: j.r.role[i] == roleReply
-	fan         *fanModel
+	// edge is its edge (hot's): costLive finds its fan-out model by
+	// edge without loading the message's record again.
+	edge int32
+	fan  *fanModel
 	// ckey and cls are the last class classLive found for it (the
 	// node's table key): the sends of a node mostly go to few
 	// destinations, so an entry's class repeats from send to send.
@@ -1252,7 +1255,13 @@ func (j *joint) costLive(x *sendCtx, e *liveMsg, dt float64) float64 {
 		lp = math.Max(lp+log09, x.base.logpdf(dt)+log01)
 	}
 	if e.fan == nil {
-		e.fan = j.fanOf(e.i)
+		slot := 2 * e.edge
+		if e.ret {
+			slot++
+		}
+		if e.fan = j.fanByEdge[slot]; e.fan == nil {
+			e.fan = j.fanOf(e.i)
+		}
 	}
 	return -lp + e.fan.cost[k]
 }
@@ -1323,7 +1332,7 @@ func (j *joint) sweep(b trace.NodeID) {
 			// (No children yet: pass cleared them, and only this sweep
 			// gives any, to messages already live.)
 			live = append(live, liveMsg{i: i, sp: sp, recv: recv[hi], close: j.closes(sp),
-				trig: j.edgeTrig[hm.edge], ret: hm.role == roleReply})
+				trig: j.edgeTrig[hm.edge], ret: hm.role == roleReply, edge: hm.edge})
 			hi++
 		}
 		// Drop what the window or a closed span rules out for good. (A
@@ -1448,10 +1457,10 @@ func (j *joint) sweep(b trace.NodeID) {
 				}
 			}
 		}
-		best, bc := int32(-1), sc
+		best, bc, bq := int32(-1), sc, -1
 		for q, c := range j.candC {
 			if c < bc {
-				best, bc = j.candI[q], c
+				best, bc, bq = j.candI[q], c, q
 			}
 		}
 		sum := 0.0
@@ -1464,7 +1473,7 @@ func (j *joint) sweep(b trace.NodeID) {
 		if hr := &j.hot[max(req, 0)]; best < 0 && isReply && j.edgeDst[hr.edge] == b && hr.recv != trace.Unknown && hr.recv <= s {
 			// No admissible parent (an earlier choice went wrong): keep
 			// the reply with its request rather than orphan it.
-			best, sum = req, 1
+			best, sum, bq = req, 1, -1
 		}
 		j.prob[o] = float32(1 / math.Max(sum, 1))
 		j.sends++
@@ -1474,11 +1483,19 @@ func (j *joint) sweep(b trace.NodeID) {
 		sp := int32(spanRoot)
 		if best >= 0 {
 			j.parent[o] = best
-			j.kids[best] = min(j.kids[best]+1, 255)
-			for q := range live {
-				if live[q].i == best {
-					live[q].kids = j.kids[best]
-					break
+			if bq >= 0 {
+				// A candidate: its live entry holds its children
+				// (j.kids[best] is only written, not loaded again).
+				e := &live[j.candQ[bq]]
+				e.kids = min(e.kids+1, 255)
+				j.kids[best] = e.kids
+			} else {
+				j.kids[best] = min(j.kids[best]+1, 255)
+				for q := range live {
+					if live[q].i == best {
+						live[q].kids = j.kids[best]
+						break
+					}
 				}
 			}
 			sp = j.span[best]
