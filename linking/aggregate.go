@@ -301,6 +301,14 @@ func (v *msgView) prefetch(i int32) {
 	}
 }
 
+// prefetchKind asks for the cache line of message i's kind, where it is
+// apart from its times.
+func (v *msgView) prefetchKind(i int32) {
+	if v.ms == nil {
+		prefetchAt(v.kinds, i)
+	}
+}
+
 // prefetchNodes asks for the cache line of message i's nodes: what
 // orderView reads of a message but where siblings' subtree hashes tie
 // (their times). With packed times, that is its edge's line alone.
@@ -512,6 +520,8 @@ type gather struct {
 	// full), and each rank's next free places
 	byRank, msgAt, shapeAt []int32
 	cur                    []rankCursor
+	// the chunk's instances, in instance order (load)
+	sel []int32
 }
 
 // maxFloat is math.Max (its special cases included: +Inf, then NaN, then
@@ -587,6 +597,7 @@ func (g *gather) places(in *instances, instRank []int32, full int) (collided int
 		r0 = r1
 	}
 	g.recs, g.prob, g.shape = make([]delayRec, nm), make([]float64, ni), make([]shapeRec, ns)
+	g.sel = make([]int32, 0, 2*ni)
 	g.cur = make([]rankCursor, full)
 	for r := range g.cur {
 		g.cur[r] = rankCursor{inst: g.byRank[r], msg: g.msgAt[r], first: g.byRank[r], shape: g.shapeAt[r]}
@@ -613,21 +624,55 @@ func (g *gather) load(a *aggregator, in *instances, instRank []int32, r0, full i
 	r1 := g.chunk(r0, full)
 	i0, m0, s0 := g.byRank[r0], g.msgAt[r0], g.shapeAt[r0]
 	lo, hi := int32(r0), int32(r1)
-	n := len(instRank)
+	// 1. The chunk's instances, in instance order, and their ranks (pairs
+	// in sel): a chunk holds a part of the instances, so a distance ahead
+	// counted in all instances would be a few of the chunk's.
+	sel := g.sel[:0]
 	for i, r := range instRank {
-		// The messages and the cursor of the chunk's instance instAhead
-		// on.
-		if ia := i + instAhead; ia < n {
-			if ra := instRank[ia]; ra >= lo && ra < hi {
-				for _, mi := range order[in.start[ia]:in.start[ia+1]] {
-					ms.prefetch(mi)
-				}
-				prefetchAt(g.cur, ra)
+		if r >= lo && r < hi {
+			sel = append(sel, int32(i), r)
+		}
+	}
+	g.sel = sel
+	// 2. Each one's records. What an instance reads lies in arrays by
+	// instance, by message and by rank, each a cache line of its own (a
+	// chunk's instances are spread over all of them): it is asked for in
+	// three stages, each one's addresses read from what the stage before
+	// brought in: 3·gatherAhead instances on, where its messages begin and
+	// its probability and its rank's cursor; 2·gatherAhead on, its
+	// messages' positions (and parents, for a rank's first instance);
+	// gatherAhead on, the messages and where its probability and records
+	// will go.
+	const far, mid, near = 3 * gatherAhead * 2, 2 * gatherAhead * 2, gatherAhead * 2
+	for k := 0; k < len(sel); k += 2 {
+		if kf := k + far; kf < len(sel) {
+			ia := sel[kf]
+			prefetchAt(in.start, ia)
+			prefetchAt(in.prob, ia)
+			prefetchAt(g.cur, sel[kf+1])
+		}
+		if km := k + mid; km < len(sel) {
+			ia := sel[km]
+			s := in.start[ia]
+			prefetchAt(order, s)
+			if c := &g.cur[sel[km+1]]; c.inst == c.first {
+				prefetchAt(in.par, s)
 			}
 		}
-		if r < lo || r >= hi {
-			continue
+		if kn := k + near; kn < len(sel) {
+			ia := sel[kn]
+			c := &g.cur[sel[kn+1]]
+			first := c.inst == c.first
+			for _, mi := range order[in.start[ia]:in.start[ia+1]] {
+				ms.prefetch(mi)
+				if first {
+					ms.prefetchKind(mi)
+				}
+			}
+			prefetchAt(g.recs, c.msg-m0)
+			prefetchAt(g.prob, c.inst-i0)
 		}
+		i, r := sel[k], sel[k+1]
 		s, e := in.start[i], in.start[i+1]
 		c := &g.cur[r]
 		q, k := c.inst-i0, c.msg-m0
@@ -694,6 +739,10 @@ func (a *aggregator) accumulateDelays(p *pattern, o []delayRec, w float64) {
 // instAhead is how many instances ahead the passes over the instances ask
 // for the cache lines of their messages (prefetch).
 const instAhead = 16
+
+// gatherAhead is how many of a chunk's instances ahead gather.load asks
+// for the cache lines of their messages and cursors.
+const gatherAhead = 8
 
 // patCount is a pattern of a whole trace while its instances are counted
 // (step 3): its hash and counts.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 
 	"wap5/trace"
 )
@@ -315,4 +316,70 @@ func FuzzRounded(f *testing.F) {
 			t.Fatalf("%v: rounded %q (bad %v), float(round) %q (bad %v)", x, got.b, got.bad, want.b, want.bad)
 		}
 	})
+}
+
+// TestLinkJSONManyNames: one writer, pattern after pattern, with more node
+// names than name's table holds: names that share their bytes with another
+// (a prefix of it: the same address, another length), names to escape, and
+// names that come back after others have taken their slots. Every pattern
+// is encoding/json's.
+func TestLinkJSONManyNames(t *testing.T) {
+	long := strings.Repeat("10.16.0.255-proxy<&>\u2028", 60) // longer than the table
+	var pool []string
+	for i := 0; i < 3000; i++ {
+		pool = append(pool, "10.16."+strings.Repeat("x", i%7)+string(rune('a'+i%26))+strings.Repeat("9", i/26))
+	}
+	for n := 1; n <= len(long); n++ {
+		pool = append(pool, long[:n]) // prefixes: same address, other lengths
+	}
+	// Prefixes of long that take the same slot of name's table (its index
+	// as name computes it), one after the other.
+	slot := func(s string) uint64 {
+		return (uint64(uintptr(unsafe.Pointer(unsafe.StringData(s)))) ^ uint64(len(s))) * 0x9e3779b97f4a7c15 >> (64 - namedBits)
+	}
+	var same []string
+	first := map[uint64]string{}
+	for n := 1; n <= len(long); n++ {
+		if o, ok := first[slot(long[:n])]; ok {
+			same = append(same, o, long[:n], o)
+		} else {
+			first[slot(long[:n])] = long[:n]
+		}
+	}
+	if len(same) == 0 {
+		t.Fatal("no two prefixes share a slot")
+	}
+	cases := []struct {
+		name   string
+		names  []string
+		stride int // between one pattern's names and the next's
+	}{
+		{"sequential", pool, 1},
+		{"scattered", pool, 977},
+		{"prefixes first", pool, len(pool) - len(long)},
+		{"prefixes in one slot", same, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var w patternJSON
+			at := 0
+			for k := 0; k < 2*len(c.names); k++ {
+				from, to := c.names[at%len(c.names)], c.names[(at+1)%len(c.names)]
+				at += c.stride
+				st := trace.Stats{W: 1, Mean: 0.000123 * float64(k%5), Std: 0.00001}
+				kid := &trace.Step{From: to, To: from, Count: 2, Net: st, Wait: st}
+				pat := &trace.Pattern{Rank: k + 1, Count: 2, Expected: 1.5, MaxProb: 0.75,
+					Root: &trace.Step{From: from, To: to, Count: 2, Net: st, Children: []*trace.Step{kid}}}
+				want, err := encodeLink(pat)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.b = w.b[:0]
+				w.linkPattern(pat)
+				if !bytes.Equal(w.b, want) {
+					t.Fatalf("pattern %d (%q → %q): linkPattern wrote\n%s\nencoding/json\n%s", k, from, to, w.b, want)
+				}
+			}
+		})
+	}
 }

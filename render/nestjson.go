@@ -28,8 +28,13 @@ type patternJSON struct {
 	lastN    int
 	// linkPattern's keys by depth, and node names as they were encoded
 	lk    []linkKeys
-	named [64]namedString
+	named [1 << namedBits]namedString
 }
+
+// namedBits sizes name's table: room for the few hundred node names of a
+// large trace (115 proxies and their peers in the CoDeeN-sized one), which
+// a table of 64 kept evicting.
+const namedBits = 10
 
 // namedString is a string and its encoded form (name).
 type namedString struct {
@@ -130,7 +135,7 @@ func (w *patternJSON) name(s string) {
 		w.str(s)
 		return
 	}
-	c := &w.named[(uintptr(unsafe.Pointer(p))>>4^uintptr(len(s)))%uintptr(len(w.named))]
+	c := &w.named[(uint64(uintptr(unsafe.Pointer(p)))^uint64(len(s)))*0x9e3779b97f4a7c15>>(64-namedBits)]
 	if c.p == p && c.n == len(s) {
 		w.b = append(w.b, c.enc...)
 		return
