@@ -98,6 +98,9 @@ type repairScratch struct {
 	costs              costMemo     // span costs of the moves, swaps and call probabilities
 	memoVer            []uint32     // nodeSpans.ver, reused
 	cw                 []int32      // costWith's calls
+	// admStart, admSpans: every call's admissible spans (admissibleAll),
+	// CSR by the call's place in the node's calls (admissibleLists).
+	admStart, admSpans []int32
 	// spanCi is the count class id (cntCls) of the spans whose request
 	// came over an edge, by 2·edge + 1 for a headless span's message
 	// (spanClass reads only those): −1 none, −2 not yet looked up; reset
@@ -401,6 +404,7 @@ type groupScratch struct {
 	best              []int    // by destination node: the most votes (0: none)
 	cause             []uint64 // by destination node: the cause with the most votes
 	lists             [][]int32
+	cis               [][]int32 // the lists' calls by their places in the node's calls
 }
 
 // blockMemo holds the span costs of the rows of one assignment block
@@ -471,8 +475,15 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 			prefetchAt(j.hot, ins[a])
 		}
 		if a := x + sweepAhead/2; a < len(ins) {
-			if p := j.hot[ins[a]].peer; p >= 0 {
-				prefetchAt(j.hot, p)
+			if ha := &j.hot[ins[a]]; ha.role == roleRequest && ha.peer >= 0 {
+				// (And what the span's head reads by the request's
+				// edge: its count class and fan-out model.)
+				prefetchAt(j.hot, ha.peer)
+				prefetchAt(ns.sidx, ins[a])
+				if e := 2 * ha.edge; int(e) < len(j.scr.spanCi) {
+					prefetchAt(j.scr.spanCi, e)
+				}
+				prefetchAt(j.fanByEdge, 2*ha.edge)
 			}
 		}
 		hc := &j.hot[c]
@@ -538,11 +549,12 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}
 	if len(calls) > 0 {
 		phaseOf("J4 Hungarian", j.passNo)
+		j.admissibleLists(b, &ns, calls)
 		// The second round repeats the first where nothing changed
 		// since: after the first round's last change, its groups saw the
 		// state the second round starts from (assignByDest).
-		if last := j.assignByDest(b, &ns, calls, ins, -1); last >= 0 {
-			j.assignByDest(b, &ns, calls, ins, last)
+		if last := j.assignByDest(b, &ns, calls, -1); last >= 0 {
+			j.assignByDest(b, &ns, calls, last)
 		}
 		// The connection tie-breaker, from the assignment as it stands.
 		phaseOf("J4 conn hints", j.passNo)
@@ -554,7 +566,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		phaseOf("J4 moves/swaps", j.passNo)
 		j.startMemo(&ns)
 		for pass := 0; pass < 2; pass++ {
-			if !j.improve(b, &ns, calls, callDst, ins) {
+			if !j.improve(b, &ns, calls, callDst) {
 				break
 			}
 		}
@@ -600,7 +612,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		phaseOf("J4 call probs", j.passNo)
 		for ci, k := range calls {
 			j.callAhead(&ns, calls, ci)
-			j.prob[k] = float32(j.callProb(b, &ns, k, ins))
+			j.prob[k] = float32(j.callProb(b, &ns, k, ci))
 		}
 	}
 }
@@ -618,18 +630,6 @@ func (j *joint) callAhead(ns *nodeSpans, calls []int32, ci int) {
 			prefetchAt(ns.sidx, c)
 		}
 	}
-}
-
-// admissibleSpans calls f for the spans (other than the call's own) whose
-// request arrived within the window before call k was sent and that stay
-// open until its return arrives, latest first, at most 16.
-func (j *joint) admissibleSpans(b trace.NodeID, ns *nodeSpans, k int32, ins []int32, f func(s int32)) {
-	own, _ := ns.at(j.callSpan[k])
-	j.admissibleAll(b, ns, k, ins, func(s int32) {
-		if s != own {
-			f(s)
-		}
-	})
 }
 
 // need is when call k's span must still be open: its return's arrival (b is
@@ -674,7 +674,7 @@ func (j *joint) with(dst, s []int32, k int32) []int32 {
 // improve makes one pass of moves and swaps; it reports whether anything
 // changed. callDst is each call's destination (the calls' records are
 // scattered over a large trace).
-func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []trace.NodeID, ins []int32) bool {
+func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []trace.NodeID) bool {
 	changed := false
 	for ci, k := range calls {
 		j.callAhead(ns, calls, ci)
@@ -687,7 +687,10 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []
 		// Moves. (The cost of k's span without k is the same for every
 		// span it could move to: computed once.)
 		ca, haveCA := 0.0, false
-		j.admissibleSpans(b, ns, k, ins, func(sb int32) {
+		for _, sb := range j.admOf(ci) {
+			if sb == sa {
+				continue
+			}
 			if !haveCA {
 				ca, haveCA = j.costWith(b, ns, sa, k, -1), true
 			}
@@ -709,7 +712,7 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []
 					bestD, bestS, bestK2, bestA, bestB = d, sb, k2, c1, c2
 				}
 			}
-		})
+		}
 		// Swaps with the next calls to the same node.
 		for cj := ci + 1; cj < len(calls) && cj <= ci+6; cj++ {
 			if callDst[cj] != callDst[ci] {
@@ -1136,7 +1139,7 @@ func (j *joint) assignSpan(b trace.NodeID, c int32, calls []int32) {
 
 // callProb is call k's probability of belonging to its span rather than to
 // any other admissible span, from the cost differences.
-func (j *joint) callProb(b trace.NodeID, ns *nodeSpans, k int32, ins []int32) float64 {
+func (j *joint) callProb(b trace.NodeID, ns *nodeSpans, k int32, ci int) float64 {
 	sa, ok := ns.at(j.callSpan[k])
 	if !ok {
 		return float64(j.prob[k])
@@ -1144,7 +1147,11 @@ func (j *joint) callProb(b trace.NodeID, ns *nodeSpans, k int32, ins []int32) fl
 	// The other admissible spans first: with none, the call is its span's
 	// for certain (and its span's cost without it is not needed).
 	others := j.scr.a[:0]
-	j.admissibleSpans(b, ns, k, ins, func(sb int32) { others = append(others, sb) })
+	for _, sb := range j.admOf(ci) {
+		if sb != sa {
+			others = append(others, sb)
+		}
+	}
 	j.scr.a = others
 	if len(others) == 0 {
 		return 1
@@ -1463,7 +1470,7 @@ const (
 // last, and would assign as it did. The first round (last < 0) records its
 // blocks (roundRec); a block of the second that finds the same calls in
 // the spans its rows could join takes the first round's assignment.
-func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, last int) int {
+func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, last int) int {
 	// Calls are grouped by what usually causes calls to their destination
 	// (the sender and role of their parents, by majority): one message
 	// causes one call, so within a group a span takes at most one, and
@@ -1508,8 +1515,8 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 		}
 	}
 	groupOf := gs.groupTab.reset(64)
-	groups := gs.lists[:0]
-	for _, k := range calls {
+	groups, cis := gs.lists[:0], gs.cis[:0]
+	for ci, k := range calls {
 		dst := j.edgeDst[j.hot[k].edge]
 		d := uint64(1)<<63 | uint64(dst)
 		if gs.best[dst] > 0 {
@@ -1525,13 +1532,20 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 			} else {
 				groups = append(groups, nil)
 			}
+			if len(cis) < cap(cis) {
+				cis = cis[:len(cis)+1]
+				cis[x] = cis[x][:0]
+			} else {
+				cis = append(cis, nil)
+			}
 		}
 		groups[x] = append(groups[x], k)
+		cis[x] = append(cis[x], int32(ci))
 	}
 	for _, v := range gs.voteKey {
 		gs.best[v>>33], gs.cause[v>>33] = 0, 0
 	}
-	gs.lists = groups
+	gs.lists, gs.cis = groups, cis
 	var cols []int32 // span of each column; a span has one column per slot
 	var slot []int
 	var over []int32 // per row: the span its own column stands for, or −1
@@ -1576,6 +1590,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 	var ma []int32
 	changedLast := -1
 	for gi, g := range groups {
+		gc := cis[gi] // g's calls' places in calls (admOf)
 		if last >= 0 && gi > last && changedLast < 0 {
 			break // every later group would assign as before
 		}
@@ -1704,8 +1719,10 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 						stampReused++
 					} else {
 						fp := uint64(0)
-						for _, k := range blk {
-							j.admissibleAll(b, ns, k, ins, func(s int32) { fp = spanFP(fp, s, rec.hash[s]) })
+						for r := range blk {
+							for _, s := range j.admOf(int(gc[i+r])) {
+								fp = spanFP(fp, s, rec.hash[s])
+							}
 						}
 						same = fp == br.fp
 					}
@@ -1747,7 +1764,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 				}
 				q := 0
 				rowCol0 := int32(len(cols))
-				j.admissibleAll(b, ns, k, ins, func(s int32) {
+				for _, s := range j.admOf(int(gc[i+r])) {
 					fp = spanFP(fp, s, rec.hash[s])
 					if first {
 						rec.adm = append(rec.adm, s)
@@ -1770,7 +1787,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 					}
 					q++
 					mc.ents = append(mc.ents, e)
-				})
+				}
 				mc.start = append(mc.start, int32(len(mc.ents)))
 			}
 			n, m := len(blk), len(cols)+len(blk)
@@ -1961,25 +1978,54 @@ func (j *joint) stampMoves(ns *nodeSpans, rec *roundRec, ks, was []int32, st int
 	}
 }
 
-// admissibleAll calls f for every span call k can belong to: its request
-// arrived before k was sent, within the node's longest span,
-// and its reply is sent after k's return arrives; latest first, at most 16.
-func (j *joint) admissibleAll(b trace.NodeID, ns *nodeSpans, k int32, ins []int32, f func(s int32)) {
-	send := j.hot[k].send
-	need := j.need(b, k)
-	from := send - ns.longest
-	p := lastAtOrBefore64(ns.recv, send)
-	n := 0
-	for ; p >= 0 && n < 16; p-- {
-		if ns.recv[p] < from {
-			return
+// admissibleLists finds the spans every call of node b can belong to
+// (admOf): its request arrived before the call was sent, within the node's
+// longest span, and its reply is sent after the call's return arrives;
+// latest first, at most 16. They depend only on the spans' times and the
+// call's, which no step of the repair changes: found once, then read by
+// both rounds of the assignment, the moves and swaps and the call
+// probabilities (each of which searched them again).
+func (j *joint) admissibleLists(b trace.NodeID, ns *nodeSpans, calls []int32) {
+	start := append(j.scr.admStart[:0], 0)
+	spans := j.scr.admSpans[:0]
+	// The calls are mostly in send order: the last span begun at or
+	// before a call's send is found from the previous call's.
+	p, prev := -1, int64(math.MinInt64)
+	for x, k := range calls {
+		if a := x + sweepAhead; a < len(calls) {
+			prefetchAt(j.hot, calls[a])
 		}
-		if ns.end[p] < need {
-			continue
+		send := j.hot[k].send
+		if send >= prev {
+			for p+1 < len(ns.recv) && ns.recv[p+1] <= send {
+				p++
+			}
+		} else {
+			p = lastAtOrBefore64(ns.recv, send)
 		}
-		n++
-		f(int32(p))
+		prev = send
+		need := j.need(b, k)
+		from := send - ns.longest
+		n := 0
+		for q := p; q >= 0 && n < 16; q-- {
+			if ns.recv[q] < from {
+				break
+			}
+			if ns.end[q] < need {
+				continue
+			}
+			n++
+			spans = append(spans, int32(q))
+		}
+		start = append(start, int32(len(spans)))
 	}
+	j.scr.admStart, j.scr.admSpans = start, spans
+}
+
+// admOf is the admissible spans of the ci-th call of the node being
+// repaired (admissibleLists).
+func (j *joint) admOf(ci int) []int32 {
+	return j.scr.admSpans[j.scr.admStart[ci]:j.scr.admStart[ci+1]]
 }
 
 // countStep is the cost of a span's n-th call to a destination given n−1.
