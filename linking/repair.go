@@ -101,6 +101,13 @@ type repairScratch struct {
 	// admStart, admSpans: every call's admissible spans (admissibleAll),
 	// CSR by the call's place in the node's calls (admissibleLists).
 	admStart, admSpans []int32
+	// slotMax is, by destination, the most calls to it per span that a
+	// count model allows a block (assignByDest's slots), for the repairs
+	// of pass slotGen (termMemo.gen: the models do not change during a
+	// pass's repairs); slotAny: a model's destination is not a node.
+	slotMax []int8
+	slotGen uint32
+	slotAny bool
 	// spanCi is the count class id (cntCls) of the spans whose request
 	// came over an edge, by 2·edge + 1 for a headless span's message
 	// (spanClass reads only those): −1 none, −2 not yet looked up; reset
@@ -203,6 +210,7 @@ func (j *joint) costWith(b trace.NodeID, ns *nodeSpans, s, rm, add int32) float6
 type termMemo struct {
 	on   bool
 	ents []termEnt
+	gen  uint32 // counts the passes' repairs (start)
 }
 
 type termEnt struct {
@@ -243,6 +251,7 @@ func (m *termMemo) start() {
 		m.ents[i].trig = -1
 	}
 	m.on = !noMemos
+	m.gen++
 }
 
 // negLogf is −logf(p, a, dt) for send a with trigger p received at pr, dt
@@ -553,8 +562,8 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		// The second round repeats the first where nothing changed
 		// since: after the first round's last change, its groups saw the
 		// state the second round starts from (assignByDest).
-		if last := j.assignByDest(b, &ns, calls, -1); last >= 0 {
-			j.assignByDest(b, &ns, calls, last)
+		if last := j.assignByDest(b, &ns, calls, callDst, -1); last >= 0 {
+			j.assignByDest(b, &ns, calls, callDst, last)
 		}
 		// The connection tie-breaker, from the assignment as it stands.
 		phaseOf("J4 conn hints", j.passNo)
@@ -665,6 +674,10 @@ func without(dst, s []int32, k int32) []int32 {
 }
 
 func (j *joint) with(dst, s []int32, k int32) []int32 {
+	if len(s) == 0 {
+		// (Most spans have no other call: nothing to sort.)
+		return append(dst[:0], k)
+	}
 	dst = append(dst[:0], s...)
 	dst = append(dst, k)
 	slices.SortFunc(dst, func(x, y int32) int { return cmp.Or(cmpTime(j.hot[x].send, j.hot[y].send), cmp.Compare(x, y)) })
@@ -1470,7 +1483,8 @@ const (
 // last, and would assign as it did. The first round (last < 0) records its
 // blocks (roundRec); a block of the second that finds the same calls in
 // the spans its rows could join takes the first round's assignment.
-func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, last int) int {
+func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []trace.NodeID, last int) int {
+	j.slotBounds()
 	// Calls are grouped by what usually causes calls to their destination
 	// (the sender and role of their parents, by majority): one message
 	// causes one call, so within a group a span takes at most one, and
@@ -1604,25 +1618,38 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, last 
 		}
 		// The group's spans as it finds them: a change is a call that
 		// ends in another one.
-		was := j.scr.was[:0]
-		for x, k := range g {
-			j.callAhead(ns, g, x)
-			was = append(was, j.callSpan[k])
-		}
-		j.scr.was = was
-		prevKeep := 0
 		// Slots: how many calls of the group one span may take in a block
-		// (parallel or repeated calls), from the count models.
-		slots := 1
+		// (parallel or repeated calls), from the count models; first
+		// the calls per span. (In one loop with the spans the calls
+		// had, and, in the first round, with taking every call out of
+		// its span, below for the second: the calls' spans are
+		// scattered, asked for a few calls ahead.)
+		was := j.scr.was[:0]
 		spans = spans[:0]
-		for _, k := range g {
-			if s, ok := ns.at(j.callSpan[k]); ok {
+		for x, k := range g {
+			if a := x + sweepAhead; a < len(g) {
+				prefetchAt(j.callSpan, g[a])
+			}
+			if a := x + sweepAhead/2; a < len(g) {
+				if c := j.callSpan[g[a]]; c >= 0 {
+					prefetchAt(ns.sidx, c)
+				}
+			}
+			c := j.callSpan[k]
+			was = append(was, c)
+			if s, ok := ns.at(c); ok {
 				if inSpan[s] == 0 {
 					spans = append(spans, s)
 				}
 				inSpan[s]++
+				if first {
+					j.takeOut(ns, rec, ver, s, k)
+				}
 			}
 		}
+		j.scr.was = was
+		prevKeep := 0
+		slots := 1
 		var atLeast [4]int
 		for _, s := range spans {
 			n := int(inSpan[s])
@@ -1636,7 +1663,20 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, last 
 				slots = q
 			}
 		}
+		// (No call of the group can raise slots beyond what the count
+		// models of its destinations allow: where that is not more,
+		// the calls' spans and models need not be looked up.)
+		u := slots + 1
+		if !j.scr.slotAny {
+			u = 0
+			for _, ci := range gc {
+				u = max(u, int(j.scr.slotMax[callDst[ci]]))
+			}
+		}
 		for _, k := range g {
+			if u <= slots {
+				break
+			}
 			c := j.callSpan[k]
 			if c < 0 {
 				continue
@@ -1686,13 +1726,19 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, last 
 				stampReused++
 			}
 		}
-		// Take the rest of the group out of the spans.
-		for _, k := range g[i:] {
+		// Take the rest of the group out of the spans (the first round
+		// did above).
+		for x, k := range g[i:] {
+			if first {
+				break
+			}
+			if a := x + sweepAhead/2; i+a < len(g) {
+				if c := was[i+a]; c >= 0 {
+					prefetchAt(ns.sidx, c)
+				}
+			}
 			if s, ok := ns.at(j.callSpan[k]); ok {
-				ns.members[s] = without(ns.members[s], ns.members[s], k) // in place
-				ns.cost[s] = math.NaN()
-				ver[s]++
-				rec.hash[s] ^= memberHash(k)
+				j.takeOut(ns, rec, ver, s, k)
 			}
 		}
 		for i < len(g) {
@@ -1757,6 +1803,17 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, last 
 			// shared: some span is admissible for two rows (else every
 			// row's choice is its own, and the assignment needs no matrix).
 			shared := false
+			// (The rows' records and their returns', which the span
+			// costs read, are scattered over a large trace: asked for
+			// all at once, before the rows are costed.)
+			for _, k := range blk {
+				prefetchAt(j.hot, k)
+			}
+			for _, k := range blk {
+				if r := j.hot[k].peer; r >= 0 {
+					prefetchAt(j.hot, r)
+				}
+			}
 			for r, k := range blk {
 				var pe []memoEnt
 				if pr := r + prevKeep; pr+1 < len(mc.prevStart) {
@@ -1961,6 +2018,41 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, last 
 		colOf[s] = -1
 	}
 	return changedLast
+}
+
+// takeOut takes call k out of span s for assignByDest.
+func (j *joint) takeOut(ns *nodeSpans, rec *roundRec, ver []int32, s, k int32) {
+	ns.members[s] = without(ns.members[s], ns.members[s], k) // in place
+	ns.cost[s] = math.NaN()
+	ver[s]++
+	rec.hash[s] ^= memberHash(k)
+}
+
+// slotBounds sets repairScratch.slotMax for the models as they are in this
+// pass: by destination, the largest q of 2 and 3 for which one of its count
+// models has p[q] ≥ 0.05 (the test that sets assignByDest's slots), else 0.
+func (j *joint) slotBounds() {
+	sc := &j.scr
+	if sc.slotGen == sc.terms.gen && sc.slotMax != nil {
+		return
+	}
+	sc.slotGen = sc.terms.gen
+	sc.slotMax = slices.Grow(sc.slotMax[:0], len(j.t.Nodes))[:len(j.t.Nodes)]
+	clear(sc.slotMax)
+	sc.slotAny = false
+	for mi, cm := range j.cntList {
+		key, _ := j.mod.count.at(mi)
+		if key.dst < 0 || int(key.dst) >= len(sc.slotMax) {
+			sc.slotAny = true
+			continue
+		}
+		for q := 3; q > 1; q-- {
+			if cm.p[q] >= 0.05 {
+				sc.slotMax[key.dst] = max(sc.slotMax[key.dst], int8(q))
+				break
+			}
+		}
+	}
 }
 
 // stampMoves stamps (st) the spans that a block's committed calls ks left
