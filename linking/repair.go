@@ -585,9 +585,20 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		j.tallySpans(b, &ns, calls) // J5b
 	}
 	for s, c := range ns.req {
-		if a := s + sweepAhead; a < len(ns.req) && len(ns.members[a]) == 0 && ns.head[a].reply >= 0 {
+		if a := s + sweepAhead; a < len(ns.req) && ns.head[a].reply >= 0 {
 			prefetchAt(j.parent, ns.head[a].reply)
 			prefetchAt(j.prob, ns.head[a].reply)
+			// (And a span's calls' records, then their returns'.)
+			if ms := ns.members[a]; len(ms) > 0 {
+				prefetchAt(j.hot, ms[0])
+			}
+		}
+		if a := s + sweepAhead/2; a < len(ns.req) {
+			if ms := ns.members[a]; len(ms) > 0 {
+				if r := j.hot[ms[0]].peer; r >= 0 {
+					prefetchAt(j.hot, r)
+				}
+			}
 		}
 		if len(ns.members[s]) == 0 {
 			// A span without calls: its reply's parent is the request
@@ -602,7 +613,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 			}
 			continue
 		}
-		j.assignSpan(b, c, ns.members[s])
+		j.assignSpan(b, c, &ns.head[s], ns.members[s])
 	}
 	// A call the assignment left outside every span starts a path of its
 	// own, whatever the sweep had tied it to inside one.
@@ -690,9 +701,28 @@ func (j *joint) with(dst, s []int32, k int32) []int32 {
 func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []trace.NodeID) bool {
 	changed := false
 	for ci, k := range calls {
-		j.callAhead(ns, calls, ci)
+		// (What the loop reads of the calls a few places on: the
+		// records only of those with other spans.)
+		if x := ci + sweepAhead; x < len(calls) {
+			prefetchAt(j.callSpan, calls[x])
+			if j.scr.admStart[x+1]-j.scr.admStart[x] > 0 {
+				prefetchAt(j.hot, calls[x])
+			}
+		}
+		if x := ci + sweepAhead/2; x < len(calls) {
+			if c := j.callSpan[calls[x]]; c >= 0 {
+				prefetchAt(ns.sidx, c)
+			}
+		}
 		sa, ok := ns.at(j.callSpan[k])
 		if !ok {
+			continue
+		}
+		// A call that fits no other span can neither move nor swap
+		// (a swap puts it into the other call's span): most calls of a
+		// large trace. (fits is admissibility without the cap of 16, and
+		// a capped list has others.)
+		if adm := j.admOf(ci); len(adm) == 0 || len(adm) == 1 && adm[0] == sa {
 			continue
 		}
 		bestD, bestS, bestK2 := -1e-9, int32(-1), int32(-1)
@@ -1108,14 +1138,11 @@ func (j *joint) countCostIn(ci int32, calls []int32) float64 {
 
 // assignSpan gives the sends of c's span their parents: the latest message
 // the span received before each.
-func (j *joint) assignSpan(b trace.NodeID, c int32, calls []int32) {
-	h := j.hot[c].half
-	reply, first := int32(-1), c
-	switch h {
-	case halfNone:
-		reply = j.hot[c].peer
-	case halfHead:
-		reply, first = c, -1 // the sends before any return: their cause was lost
+// (The request's half kind and its reply come from the span's head hd.)
+func (j *joint) assignSpan(b trace.NodeID, c int32, hd *spanHead, calls []int32) {
+	reply, first := hd.reply, c
+	if hd.h == halfHead {
+		first = -1 // the sends before any return: their cause was lost
 	}
 	trig := append(j.scr.trig[:0], c)
 	for _, k := range calls {
@@ -1502,7 +1529,6 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, callD
 	for x, k := range calls {
 		if a := x + sweepAhead; a < len(calls) {
 			prefetchAt(j.parent, calls[a])
-			prefetchAt(j.hot, calls[a])
 		}
 		if a := x + sweepAhead/2; a < len(calls) {
 			if p := j.parent[calls[a]]; p >= 0 {
@@ -1511,7 +1537,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, callD
 		}
 		if p := j.parent[k]; p >= 0 {
 			hp := &j.hot[p]
-			v := uint64(uint32(j.edgeDst[j.hot[k].edge]))<<33 | uint64(uint32(j.edgeSrc[hp.edge]))<<1 | uint64(hp.role&1)
+			v := uint64(uint32(callDst[x]))<<33 | uint64(uint32(j.edgeSrc[hp.edge]))<<1 | uint64(hp.role&1)
 			if x, ok := votes.get(v); ok {
 				gs.voteN[x]++
 			} else {
@@ -1531,7 +1557,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, callD
 	groupOf := gs.groupTab.reset(64)
 	groups, cis := gs.lists[:0], gs.cis[:0]
 	for ci, k := range calls {
-		dst := j.edgeDst[j.hot[k].edge]
+		dst := callDst[ci]
 		d := uint64(1)<<63 | uint64(dst)
 		if gs.best[dst] > 0 {
 			d = gs.cause[dst]
