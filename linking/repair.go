@@ -1886,24 +1886,28 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, callD
 			}
 			col := slices.Grow(j.scr.col[:0], n)[:n]
 			j.scr.col = col
-			for r, k := range blk {
+			for r := range blk {
 				// The row's values at its spans' columns, in its
 				// spans' order (noSpanCost: the span cannot take it).
 				ents := mc.ents[mc.start[r]:mc.start[r+1]]
 				rv := j.scr.rowv[:0]
-				d := j.edgeDst[j.hot[k].edge]
+				d := callDst[gc[i+r]]
 				for _, e := range ents {
 					s := e.s
-					var cm *countModel
-					if ci := ns.head[s].ci; ci >= 0 {
-						cm = j.countModelIn(ci, d)
-					}
 					c := e.a - ns.cost[s]
 					if c >= noSpanCost {
 						for q := 1; q <= slots; q++ {
 							rv = append(rv, noSpanCost)
 						}
 						continue
+					}
+					if slots == 1 {
+						rv = append(rv, c) // (the count model and the span's calls to d only change a second slot)
+						continue
+					}
+					var cm *countModel
+					if ci := ns.head[s].ci; ci >= 0 {
+						cm = j.countModelIn(ci, d)
 					}
 					m := 0
 					for _, x := range ns.members[s] {
