@@ -723,6 +723,14 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []
 		// large trace. (fits is admissibility without the cap of 16, and
 		// a capped list has others.)
 		if adm := j.admOf(ci); len(adm) == 0 || len(adm) == 1 && adm[0] == sa {
+			if memoCheck {
+				for sb := range ns.req {
+					if int32(sb) != sa && j.fits(b, ns.req[sb], k) {
+						panic(fmt.Sprintf("call %d fits span %d, not among its admissible %v", k, sb, adm))
+					}
+				}
+				memoChecked++
+			}
 			continue
 		}
 		bestD, bestS, bestK2 := -1e-9, int32(-1), int32(-1)
@@ -1699,8 +1707,9 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, callD
 				u = max(u, int(j.scr.slotMax[callDst[ci]]))
 			}
 		}
+		pre := slots
 		for _, k := range g {
-			if u <= slots {
+			if u <= slots && !memoCheck {
 				break
 			}
 			c := j.callSpan[k]
@@ -1724,6 +1733,13 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, callD
 						break
 					}
 				}
+			}
+		}
+		if memoCheck {
+			// (memoCheck: every call looked up, against the bound.)
+			memoChecked++
+			if slots > max(pre, u) {
+				panic(fmt.Sprintf("group %d: %d slots, beyond the models' bound %d", gi, slots, u))
 			}
 		}
 		// The second round: from the group's first block on, every
@@ -2140,8 +2156,26 @@ func (j *joint) admissibleLists(b trace.NodeID, ns *nodeSpans, calls []int32) {
 			spans = append(spans, int32(q))
 		}
 		start = append(start, int32(len(spans)))
+		if memoCheck {
+			checkAdmissible(b, ns, send, need, spans[start[x]:])
+		}
 	}
 	j.scr.admStart, j.scr.admSpans = start, spans
+}
+
+// checkAdmissible is memoCheck's test of a call's admissible spans (sent
+// at send, its span open until need): every span, latest first, at most 16.
+func checkAdmissible(b trace.NodeID, ns *nodeSpans, send, need int64, got []int32) {
+	var want []int32
+	for s := len(ns.recv) - 1; s >= 0 && len(want) < 16; s-- {
+		if ns.recv[s] <= send && ns.recv[s] >= send-ns.longest && ns.end[s] >= need {
+			want = append(want, int32(s))
+		}
+	}
+	memoChecked++
+	if !slices.Equal(got, want) {
+		panic(fmt.Sprintf("node %d: admissible spans %v, by every span %v", b, got, want))
+	}
 }
 
 // admOf is the admissible spans of the ci-th call of the node being
