@@ -1520,80 +1520,13 @@ const (
 // the spans its rows could join takes the first round's assignment.
 func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []trace.NodeID, last int) int {
 	j.slotBounds()
-	// Calls are grouped by what usually causes calls to their destination
-	// (the sender and role of their parents, by majority): one message
-	// causes one call, so within a group a span takes at most one, and
-	// replicas of a callee (AP1, AP2) share a group.
-	// (Tables and slices reused from node to node instead of maps: the
-	// votes are by destination and the sender and role of the parent, one
-	// key of 31 + 32 + 1 bits.)
+	// (The groups depend on the calls' parents, which the rounds do not
+	// change: the second round takes the first's.)
+	if last < 0 {
+		j.groupCalls(calls, callDst)
+	}
 	gs := &j.scr.groups
-	nn := len(j.t.Nodes)
-	if len(gs.best) < nn {
-		gs.best, gs.cause = make([]int, nn), make([]uint64, nn)
-	}
-	votes := gs.voteTab.reset(64)
-	gs.voteKey, gs.voteN = gs.voteKey[:0], gs.voteN[:0]
-	for x, k := range calls {
-		if a := x + sweepAhead; a < len(calls) {
-			prefetchAt(j.parent, calls[a])
-		}
-		if a := x + sweepAhead/2; a < len(calls) {
-			if p := j.parent[calls[a]]; p >= 0 {
-				prefetchAt(j.hot, p)
-			}
-		}
-		if p := j.parent[k]; p >= 0 {
-			hp := &j.hot[p]
-			v := uint64(uint32(callDst[x]))<<33 | uint64(uint32(j.edgeSrc[hp.edge]))<<1 | uint64(hp.role&1)
-			if x, ok := votes.get(v); ok {
-				gs.voteN[x]++
-			} else {
-				votes.put(v, int32(len(gs.voteKey)))
-				gs.voteKey = append(gs.voteKey, v)
-				gs.voteN = append(gs.voteN, 1)
-			}
-		}
-	}
-	// The most votes, the smallest cause among equals (order-free).
-	for x, v := range gs.voteKey {
-		d, c, n := v>>33, v&(1<<33-1), gs.voteN[x]
-		if n > gs.best[d] || n == gs.best[d] && c < gs.cause[d] {
-			gs.best[d], gs.cause[d] = n, c
-		}
-	}
-	groupOf := gs.groupTab.reset(64)
-	groups, cis := gs.lists[:0], gs.cis[:0]
-	for ci, k := range calls {
-		dst := callDst[ci]
-		d := uint64(1)<<63 | uint64(dst)
-		if gs.best[dst] > 0 {
-			d = gs.cause[dst]
-		}
-		x, ok := groupOf.get(d)
-		if !ok {
-			x = int32(len(groups))
-			groupOf.put(d, x)
-			if len(groups) < cap(groups) {
-				groups = groups[:len(groups)+1]
-				groups[x] = groups[x][:0]
-			} else {
-				groups = append(groups, nil)
-			}
-			if len(cis) < cap(cis) {
-				cis = cis[:len(cis)+1]
-				cis[x] = cis[x][:0]
-			} else {
-				cis = append(cis, nil)
-			}
-		}
-		groups[x] = append(groups[x], k)
-		cis[x] = append(cis[x], int32(ci))
-	}
-	for _, v := range gs.voteKey {
-		gs.best[v>>33], gs.cause[v>>33] = 0, 0
-	}
-	gs.lists, gs.cis = groups, cis
+	groups, cis := gs.lists, gs.cis
 	var cols []int32 // span of each column; a span has one column per slot
 	var slot []int
 	var over []int32 // per row: the span its own column stands for, or −1
@@ -2064,6 +1997,85 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, callD
 		colOf[s] = -1
 	}
 	return changedLast
+}
+
+// groupCalls groups the calls of a node for assignByDest (groupScratch's
+// lists, and their calls' places in calls).
+func (j *joint) groupCalls(calls []int32, callDst []trace.NodeID) {
+	// Calls are grouped by what usually causes calls to their destination
+	// (the sender and role of their parents, by majority): one message
+	// causes one call, so within a group a span takes at most one, and
+	// replicas of a callee (AP1, AP2) share a group.
+	// (Tables and slices reused from node to node instead of maps: the
+	// votes are by destination and the sender and role of the parent, one
+	// key of 31 + 32 + 1 bits.)
+	gs := &j.scr.groups
+	nn := len(j.t.Nodes)
+	if len(gs.best) < nn {
+		gs.best, gs.cause = make([]int, nn), make([]uint64, nn)
+	}
+	votes := gs.voteTab.reset(64)
+	gs.voteKey, gs.voteN = gs.voteKey[:0], gs.voteN[:0]
+	for x, k := range calls {
+		if a := x + sweepAhead; a < len(calls) {
+			prefetchAt(j.parent, calls[a])
+		}
+		if a := x + sweepAhead/2; a < len(calls) {
+			if p := j.parent[calls[a]]; p >= 0 {
+				prefetchAt(j.hot, p)
+			}
+		}
+		if p := j.parent[k]; p >= 0 {
+			hp := &j.hot[p]
+			v := uint64(uint32(callDst[x]))<<33 | uint64(uint32(j.edgeSrc[hp.edge]))<<1 | uint64(hp.role&1)
+			if x, ok := votes.get(v); ok {
+				gs.voteN[x]++
+			} else {
+				votes.put(v, int32(len(gs.voteKey)))
+				gs.voteKey = append(gs.voteKey, v)
+				gs.voteN = append(gs.voteN, 1)
+			}
+		}
+	}
+	// The most votes, the smallest cause among equals (order-free).
+	for x, v := range gs.voteKey {
+		d, c, n := v>>33, v&(1<<33-1), gs.voteN[x]
+		if n > gs.best[d] || n == gs.best[d] && c < gs.cause[d] {
+			gs.best[d], gs.cause[d] = n, c
+		}
+	}
+	groupOf := gs.groupTab.reset(64)
+	groups, cis := gs.lists[:0], gs.cis[:0]
+	for ci, k := range calls {
+		dst := callDst[ci]
+		d := uint64(1)<<63 | uint64(dst)
+		if gs.best[dst] > 0 {
+			d = gs.cause[dst]
+		}
+		x, ok := groupOf.get(d)
+		if !ok {
+			x = int32(len(groups))
+			groupOf.put(d, x)
+			if len(groups) < cap(groups) {
+				groups = groups[:len(groups)+1]
+				groups[x] = groups[x][:0]
+			} else {
+				groups = append(groups, nil)
+			}
+			if len(cis) < cap(cis) {
+				cis = cis[:len(cis)+1]
+				cis[x] = cis[x][:0]
+			} else {
+				cis = append(cis, nil)
+			}
+		}
+		groups[x] = append(groups[x], k)
+		cis[x] = append(cis[x], int32(ci))
+	}
+	for _, v := range gs.voteKey {
+		gs.best[v>>33], gs.cause[v>>33] = 0, 0
+	}
+	gs.lists, gs.cis = groups, cis
 }
 
 // takeOut takes call k out of span s for assignByDest.
