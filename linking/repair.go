@@ -567,9 +567,15 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		}
 		// The connection tie-breaker, from the assignment as it stands.
 		phaseOf("J4 conn hints", j.passNo)
+		// (It changes the cost only of a span with calls and hints:
+		// elsewhere its term is 0 as it was, the last one added.)
 		if j.connHints(b, &ns); ns.connCost > 0 {
 			for s := range ns.req {
-				ns.cost[s] = math.NaN()
+				if len(ns.hints[s]) > 0 && len(ns.members[s]) > 0 {
+					ns.cost[s] = math.NaN()
+				} else if memoCheck && !math.IsNaN(ns.cost[s]) {
+					checkMemo("span cost kept by the hints", ns.cost[s], j.spanCostAt(b, &ns, int32(s), ns.members[s]))
+				}
 			}
 		}
 		phaseOf("J4 moves/swaps", j.passNo)
