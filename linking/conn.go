@@ -40,13 +40,18 @@ func (j *joint) connHints(b trace.NodeID, ns *nodeSpans) {
 	prev := slices.Grow(j.scr.connPrev[:0], len(ns.req))[:len(ns.req)]
 	j.scr.connPrev = prev
 	any := false
+	// (Only the requests' endpoints are read, scattered over a large
+	// trace: asked for a few requests ahead.)
 	for s, c := range ns.req {
-		m := j.pm(c)
+		if a := s + sweepAhead; a < len(ns.req) {
+			prefetchAt(j.eps, ns.req[a])
+		}
+		m := j.eps[c]
 		prev[s] = -1
-		if m.SrcEP == trace.NoEndpoint || m.DstEP == trace.NoEndpoint {
+		if m.src == trace.NoEndpoint || m.dst == trace.NoEndpoint {
 			continue
 		}
-		k := uint64(uint32(m.SrcEP))<<32 | uint64(uint32(m.DstEP))
+		k := uint64(uint32(m.src))<<32 | uint64(uint32(m.dst))
 		if p, ok := last.get(k); ok {
 			prev[s] = p
 			any = true

@@ -11,8 +11,10 @@ import (
 // TestRepairMemosExact: the repair's memos (termMemo, costMemo) and the
 // second assignment round's blocks taken as the first's by their stamps
 // (roundRec.stamp; off with noMemos) change nothing: every value the memos
-// return is what they would compute (memoCheck),
-// and every message's parent and probability after the last pass, the fit,
+// return is what they would compute (memoCheck; which also checks every
+// call's admissible spans, found once per node, against all spans, that a
+// call the moves pass over fits no other span, and the assignment's slots
+// against the count models' bound, slotBounds), and every message's parent and probability after the last pass, the fit,
 // the instances and patterns are those of the same run without them, on
 // traces with concurrency, repeated and parallel calls, loss and untraced
 // nodes.

@@ -98,6 +98,16 @@ type repairScratch struct {
 	costs              costMemo     // span costs of the moves, swaps and call probabilities
 	memoVer            []uint32     // nodeSpans.ver, reused
 	cw                 []int32      // costWith's calls
+	// admStart, admSpans: every call's admissible spans (admissibleAll),
+	// CSR by the call's place in the node's calls (admissibleLists).
+	admStart, admSpans []int32
+	// slotMax is, by destination, the most calls to it per span that a
+	// count model allows a block (assignByDest's slots), for the repairs
+	// of pass slotGen (termMemo.gen: the models do not change during a
+	// pass's repairs); slotAny: a model's destination is not a node.
+	slotMax []int8
+	slotGen uint32
+	slotAny bool
 	// spanCi is the count class id (cntCls) of the spans whose request
 	// came over an edge, by 2·edge + 1 for a headless span's message
 	// (spanClass reads only those): −1 none, −2 not yet looked up; reset
@@ -200,6 +210,7 @@ func (j *joint) costWith(b trace.NodeID, ns *nodeSpans, s, rm, add int32) float6
 type termMemo struct {
 	on   bool
 	ents []termEnt
+	gen  uint32 // counts the passes' repairs (start)
 }
 
 type termEnt struct {
@@ -240,6 +251,7 @@ func (m *termMemo) start() {
 		m.ents[i].trig = -1
 	}
 	m.on = !noMemos
+	m.gen++
 }
 
 // negLogf is −logf(p, a, dt) for send a with trigger p received at pr, dt
@@ -401,6 +413,7 @@ type groupScratch struct {
 	best              []int    // by destination node: the most votes (0: none)
 	cause             []uint64 // by destination node: the cause with the most votes
 	lists             [][]int32
+	cis               [][]int32 // the lists' calls by their places in the node's calls
 }
 
 // blockMemo holds the span costs of the rows of one assignment block
@@ -471,8 +484,15 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 			prefetchAt(j.hot, ins[a])
 		}
 		if a := x + sweepAhead/2; a < len(ins) {
-			if p := j.hot[ins[a]].peer; p >= 0 {
-				prefetchAt(j.hot, p)
+			if ha := &j.hot[ins[a]]; ha.role == roleRequest && ha.peer >= 0 {
+				// (And what the span's head reads by the request's
+				// edge: its count class and fan-out model.)
+				prefetchAt(j.hot, ha.peer)
+				prefetchAt(ns.sidx, ins[a])
+				if e := 2 * ha.edge; int(e) < len(j.scr.spanCi) {
+					prefetchAt(j.scr.spanCi, e)
+				}
+				prefetchAt(j.fanByEdge, 2*ha.edge)
 			}
 		}
 		hc := &j.hot[c]
@@ -538,23 +558,30 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}
 	if len(calls) > 0 {
 		phaseOf("J4 Hungarian", j.passNo)
+		j.admissibleLists(b, &ns, calls)
 		// The second round repeats the first where nothing changed
 		// since: after the first round's last change, its groups saw the
 		// state the second round starts from (assignByDest).
-		if last := j.assignByDest(b, &ns, calls, ins, -1); last >= 0 {
-			j.assignByDest(b, &ns, calls, ins, last)
+		if last := j.assignByDest(b, &ns, calls, callDst, -1); last >= 0 {
+			j.assignByDest(b, &ns, calls, callDst, last)
 		}
 		// The connection tie-breaker, from the assignment as it stands.
 		phaseOf("J4 conn hints", j.passNo)
+		// (It changes the cost only of a span with calls and hints:
+		// elsewhere its term is 0 as it was, the last one added.)
 		if j.connHints(b, &ns); ns.connCost > 0 {
 			for s := range ns.req {
-				ns.cost[s] = math.NaN()
+				if len(ns.hints[s]) > 0 && len(ns.members[s]) > 0 {
+					ns.cost[s] = math.NaN()
+				} else if memoCheck && !math.IsNaN(ns.cost[s]) {
+					checkMemo("span cost kept by the hints", ns.cost[s], j.spanCostAt(b, &ns, int32(s), ns.members[s]))
+				}
 			}
 		}
 		phaseOf("J4 moves/swaps", j.passNo)
 		j.startMemo(&ns)
 		for pass := 0; pass < 2; pass++ {
-			if !j.improve(b, &ns, calls, callDst, ins) {
+			if !j.improve(b, &ns, calls, callDst) {
 				break
 			}
 		}
@@ -564,9 +591,20 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		j.tallySpans(b, &ns, calls) // J5b
 	}
 	for s, c := range ns.req {
-		if a := s + sweepAhead; a < len(ns.req) && len(ns.members[a]) == 0 && ns.head[a].reply >= 0 {
+		if a := s + sweepAhead; a < len(ns.req) && ns.head[a].reply >= 0 {
 			prefetchAt(j.parent, ns.head[a].reply)
 			prefetchAt(j.prob, ns.head[a].reply)
+			// (And a span's calls' records, then their returns'.)
+			if ms := ns.members[a]; len(ms) > 0 {
+				prefetchAt(j.hot, ms[0])
+			}
+		}
+		if a := s + sweepAhead/2; a < len(ns.req) {
+			if ms := ns.members[a]; len(ms) > 0 {
+				if r := j.hot[ms[0]].peer; r >= 0 {
+					prefetchAt(j.hot, r)
+				}
+			}
 		}
 		if len(ns.members[s]) == 0 {
 			// A span without calls: its reply's parent is the request
@@ -581,7 +619,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 			}
 			continue
 		}
-		j.assignSpan(b, c, ns.members[s])
+		j.assignSpan(b, c, &ns.head[s], ns.members[s])
 	}
 	// A call the assignment left outside every span starts a path of its
 	// own, whatever the sweep had tied it to inside one.
@@ -600,7 +638,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		phaseOf("J4 call probs", j.passNo)
 		for ci, k := range calls {
 			j.callAhead(&ns, calls, ci)
-			j.prob[k] = float32(j.callProb(b, &ns, k, ins))
+			j.prob[k] = float32(j.callProb(b, &ns, k, ci))
 		}
 	}
 }
@@ -618,18 +656,6 @@ func (j *joint) callAhead(ns *nodeSpans, calls []int32, ci int) {
 			prefetchAt(ns.sidx, c)
 		}
 	}
-}
-
-// admissibleSpans calls f for the spans (other than the call's own) whose
-// request arrived within the window before call k was sent and that stay
-// open until its return arrives, latest first, at most 16.
-func (j *joint) admissibleSpans(b trace.NodeID, ns *nodeSpans, k int32, ins []int32, f func(s int32)) {
-	own, _ := ns.at(j.callSpan[k])
-	j.admissibleAll(b, ns, k, ins, func(s int32) {
-		if s != own {
-			f(s)
-		}
-	})
 }
 
 // need is when call k's span must still be open: its return's arrival (b is
@@ -665,6 +691,10 @@ func without(dst, s []int32, k int32) []int32 {
 }
 
 func (j *joint) with(dst, s []int32, k int32) []int32 {
+	if len(s) == 0 {
+		// (Most spans have no other call: nothing to sort.)
+		return append(dst[:0], k)
+	}
 	dst = append(dst[:0], s...)
 	dst = append(dst, k)
 	slices.SortFunc(dst, func(x, y int32) int { return cmp.Or(cmpTime(j.hot[x].send, j.hot[y].send), cmp.Compare(x, y)) })
@@ -674,12 +704,39 @@ func (j *joint) with(dst, s []int32, k int32) []int32 {
 // improve makes one pass of moves and swaps; it reports whether anything
 // changed. callDst is each call's destination (the calls' records are
 // scattered over a large trace).
-func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []trace.NodeID, ins []int32) bool {
+func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []trace.NodeID) bool {
 	changed := false
 	for ci, k := range calls {
-		j.callAhead(ns, calls, ci)
+		// (What the loop reads of the calls a few places on: the
+		// records only of those with other spans.)
+		if x := ci + sweepAhead; x < len(calls) {
+			prefetchAt(j.callSpan, calls[x])
+			if j.scr.admStart[x+1]-j.scr.admStart[x] > 0 {
+				prefetchAt(j.hot, calls[x])
+			}
+		}
+		if x := ci + sweepAhead/2; x < len(calls) {
+			if c := j.callSpan[calls[x]]; c >= 0 {
+				prefetchAt(ns.sidx, c)
+			}
+		}
 		sa, ok := ns.at(j.callSpan[k])
 		if !ok {
+			continue
+		}
+		// A call that fits no other span can neither move nor swap
+		// (a swap puts it into the other call's span): most calls of a
+		// large trace. (fits is admissibility without the cap of 16, and
+		// a capped list has others.)
+		if adm := j.admOf(ci); len(adm) == 0 || len(adm) == 1 && adm[0] == sa {
+			if memoCheck {
+				for sb := range ns.req {
+					if int32(sb) != sa && j.fits(b, ns.req[sb], k) {
+						panic(fmt.Sprintf("call %d fits span %d, not among its admissible %v", k, sb, adm))
+					}
+				}
+				memoChecked++
+			}
 			continue
 		}
 		bestD, bestS, bestK2 := -1e-9, int32(-1), int32(-1)
@@ -687,7 +744,10 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []
 		// Moves. (The cost of k's span without k is the same for every
 		// span it could move to: computed once.)
 		ca, haveCA := 0.0, false
-		j.admissibleSpans(b, ns, k, ins, func(sb int32) {
+		for _, sb := range j.admOf(ci) {
+			if sb == sa {
+				continue
+			}
 			if !haveCA {
 				ca, haveCA = j.costWith(b, ns, sa, k, -1), true
 			}
@@ -709,7 +769,7 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []
 					bestD, bestS, bestK2, bestA, bestB = d, sb, k2, c1, c2
 				}
 			}
-		})
+		}
 		// Swaps with the next calls to the same node.
 		for cj := ci + 1; cj < len(calls) && cj <= ci+6; cj++ {
 			if callDst[cj] != callDst[ci] {
@@ -1092,14 +1152,11 @@ func (j *joint) countCostIn(ci int32, calls []int32) float64 {
 
 // assignSpan gives the sends of c's span their parents: the latest message
 // the span received before each.
-func (j *joint) assignSpan(b trace.NodeID, c int32, calls []int32) {
-	h := j.hot[c].half
-	reply, first := int32(-1), c
-	switch h {
-	case halfNone:
-		reply = j.hot[c].peer
-	case halfHead:
-		reply, first = c, -1 // the sends before any return: their cause was lost
+// (The request's half kind and its reply come from the span's head hd.)
+func (j *joint) assignSpan(b trace.NodeID, c int32, hd *spanHead, calls []int32) {
+	reply, first := hd.reply, c
+	if hd.h == halfHead {
+		first = -1 // the sends before any return: their cause was lost
 	}
 	trig := append(j.scr.trig[:0], c)
 	for _, k := range calls {
@@ -1136,7 +1193,7 @@ func (j *joint) assignSpan(b trace.NodeID, c int32, calls []int32) {
 
 // callProb is call k's probability of belonging to its span rather than to
 // any other admissible span, from the cost differences.
-func (j *joint) callProb(b trace.NodeID, ns *nodeSpans, k int32, ins []int32) float64 {
+func (j *joint) callProb(b trace.NodeID, ns *nodeSpans, k int32, ci int) float64 {
 	sa, ok := ns.at(j.callSpan[k])
 	if !ok {
 		return float64(j.prob[k])
@@ -1144,7 +1201,11 @@ func (j *joint) callProb(b trace.NodeID, ns *nodeSpans, k int32, ins []int32) fl
 	// The other admissible spans first: with none, the call is its span's
 	// for certain (and its span's cost without it is not needed).
 	others := j.scr.a[:0]
-	j.admissibleSpans(b, ns, k, ins, func(sb int32) { others = append(others, sb) })
+	for _, sb := range j.admOf(ci) {
+		if sb != sa {
+			others = append(others, sb)
+		}
+	}
 	j.scr.a = others
 	if len(others) == 0 {
 		return 1
@@ -1463,75 +1524,15 @@ const (
 // last, and would assign as it did. The first round (last < 0) records its
 // blocks (roundRec); a block of the second that finds the same calls in
 // the spans its rows could join takes the first round's assignment.
-func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, last int) int {
-	// Calls are grouped by what usually causes calls to their destination
-	// (the sender and role of their parents, by majority): one message
-	// causes one call, so within a group a span takes at most one, and
-	// replicas of a callee (AP1, AP2) share a group.
-	// (Tables and slices reused from node to node instead of maps: the
-	// votes are by destination and the sender and role of the parent, one
-	// key of 31 + 32 + 1 bits.)
+func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []trace.NodeID, last int) int {
+	j.slotBounds()
+	// (The groups depend on the calls' parents, which the rounds do not
+	// change: the second round takes the first's.)
+	if last < 0 {
+		j.groupCalls(calls, callDst)
+	}
 	gs := &j.scr.groups
-	nn := len(j.t.Nodes)
-	if len(gs.best) < nn {
-		gs.best, gs.cause = make([]int, nn), make([]uint64, nn)
-	}
-	votes := gs.voteTab.reset(64)
-	gs.voteKey, gs.voteN = gs.voteKey[:0], gs.voteN[:0]
-	for x, k := range calls {
-		if a := x + sweepAhead; a < len(calls) {
-			prefetchAt(j.parent, calls[a])
-			prefetchAt(j.hot, calls[a])
-		}
-		if a := x + sweepAhead/2; a < len(calls) {
-			if p := j.parent[calls[a]]; p >= 0 {
-				prefetchAt(j.hot, p)
-			}
-		}
-		if p := j.parent[k]; p >= 0 {
-			hp := &j.hot[p]
-			v := uint64(uint32(j.edgeDst[j.hot[k].edge]))<<33 | uint64(uint32(j.edgeSrc[hp.edge]))<<1 | uint64(hp.role&1)
-			if x, ok := votes.get(v); ok {
-				gs.voteN[x]++
-			} else {
-				votes.put(v, int32(len(gs.voteKey)))
-				gs.voteKey = append(gs.voteKey, v)
-				gs.voteN = append(gs.voteN, 1)
-			}
-		}
-	}
-	// The most votes, the smallest cause among equals (order-free).
-	for x, v := range gs.voteKey {
-		d, c, n := v>>33, v&(1<<33-1), gs.voteN[x]
-		if n > gs.best[d] || n == gs.best[d] && c < gs.cause[d] {
-			gs.best[d], gs.cause[d] = n, c
-		}
-	}
-	groupOf := gs.groupTab.reset(64)
-	groups := gs.lists[:0]
-	for _, k := range calls {
-		dst := j.edgeDst[j.hot[k].edge]
-		d := uint64(1)<<63 | uint64(dst)
-		if gs.best[dst] > 0 {
-			d = gs.cause[dst]
-		}
-		x, ok := groupOf.get(d)
-		if !ok {
-			x = int32(len(groups))
-			groupOf.put(d, x)
-			if len(groups) < cap(groups) {
-				groups = groups[:len(groups)+1]
-				groups[x] = groups[x][:0]
-			} else {
-				groups = append(groups, nil)
-			}
-		}
-		groups[x] = append(groups[x], k)
-	}
-	for _, v := range gs.voteKey {
-		gs.best[v>>33], gs.cause[v>>33] = 0, 0
-	}
-	gs.lists = groups
+	groups, cis := gs.lists, gs.cis
 	var cols []int32 // span of each column; a span has one column per slot
 	var slot []int
 	var over []int32 // per row: the span its own column stands for, or −1
@@ -1576,6 +1577,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 	var ma []int32
 	changedLast := -1
 	for gi, g := range groups {
+		gc := cis[gi] // g's calls' places in calls (admOf)
 		if last >= 0 && gi > last && changedLast < 0 {
 			break // every later group would assign as before
 		}
@@ -1589,25 +1591,38 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 		}
 		// The group's spans as it finds them: a change is a call that
 		// ends in another one.
-		was := j.scr.was[:0]
-		for x, k := range g {
-			j.callAhead(ns, g, x)
-			was = append(was, j.callSpan[k])
-		}
-		j.scr.was = was
-		prevKeep := 0
 		// Slots: how many calls of the group one span may take in a block
-		// (parallel or repeated calls), from the count models.
-		slots := 1
+		// (parallel or repeated calls), from the count models; first
+		// the calls per span. (In one loop with the spans the calls
+		// had, and, in the first round, with taking every call out of
+		// its span, below for the second: the calls' spans are
+		// scattered, asked for a few calls ahead.)
+		was := j.scr.was[:0]
 		spans = spans[:0]
-		for _, k := range g {
-			if s, ok := ns.at(j.callSpan[k]); ok {
+		for x, k := range g {
+			if a := x + sweepAhead; a < len(g) {
+				prefetchAt(j.callSpan, g[a])
+			}
+			if a := x + sweepAhead/2; a < len(g) {
+				if c := j.callSpan[g[a]]; c >= 0 {
+					prefetchAt(ns.sidx, c)
+				}
+			}
+			c := j.callSpan[k]
+			was = append(was, c)
+			if s, ok := ns.at(c); ok {
 				if inSpan[s] == 0 {
 					spans = append(spans, s)
 				}
 				inSpan[s]++
+				if first {
+					j.takeOut(ns, rec, ver, s, k)
+				}
 			}
 		}
+		j.scr.was = was
+		prevKeep := 0
+		slots := 1
 		var atLeast [4]int
 		for _, s := range spans {
 			n := int(inSpan[s])
@@ -1621,7 +1636,21 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 				slots = q
 			}
 		}
+		// (No call of the group can raise slots beyond what the count
+		// models of its destinations allow: where that is not more,
+		// the calls' spans and models need not be looked up.)
+		u := slots + 1
+		if !j.scr.slotAny {
+			u = 0
+			for _, ci := range gc {
+				u = max(u, int(j.scr.slotMax[callDst[ci]]))
+			}
+		}
+		pre := slots
 		for _, k := range g {
+			if u <= slots && !memoCheck {
+				break
+			}
 			c := j.callSpan[k]
 			if c < 0 {
 				continue
@@ -1643,6 +1672,13 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 						break
 					}
 				}
+			}
+		}
+		if memoCheck {
+			// (memoCheck: every call looked up, against the bound.)
+			memoChecked++
+			if slots > max(pre, u) {
+				panic(fmt.Sprintf("group %d: %d slots, beyond the models' bound %d", gi, slots, u))
 			}
 		}
 		// The second round: from the group's first block on, every
@@ -1671,13 +1707,19 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 				stampReused++
 			}
 		}
-		// Take the rest of the group out of the spans.
-		for _, k := range g[i:] {
+		// Take the rest of the group out of the spans (the first round
+		// did above).
+		for x, k := range g[i:] {
+			if first {
+				break
+			}
+			if a := x + sweepAhead/2; i+a < len(g) {
+				if c := was[i+a]; c >= 0 {
+					prefetchAt(ns.sidx, c)
+				}
+			}
 			if s, ok := ns.at(j.callSpan[k]); ok {
-				ns.members[s] = without(ns.members[s], ns.members[s], k) // in place
-				ns.cost[s] = math.NaN()
-				ver[s]++
-				rec.hash[s] ^= memberHash(k)
+				j.takeOut(ns, rec, ver, s, k)
 			}
 		}
 		for i < len(g) {
@@ -1704,8 +1746,10 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 						stampReused++
 					} else {
 						fp := uint64(0)
-						for _, k := range blk {
-							j.admissibleAll(b, ns, k, ins, func(s int32) { fp = spanFP(fp, s, rec.hash[s]) })
+						for r := range blk {
+							for _, s := range j.admOf(int(gc[i+r])) {
+								fp = spanFP(fp, s, rec.hash[s])
+							}
 						}
 						same = fp == br.fp
 					}
@@ -1740,6 +1784,17 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 			// shared: some span is admissible for two rows (else every
 			// row's choice is its own, and the assignment needs no matrix).
 			shared := false
+			// (The rows' records and their returns', which the span
+			// costs read, are scattered over a large trace: asked for
+			// all at once, before the rows are costed.)
+			for _, k := range blk {
+				prefetchAt(j.hot, k)
+			}
+			for _, k := range blk {
+				if r := j.hot[k].peer; r >= 0 {
+					prefetchAt(j.hot, r)
+				}
+			}
 			for r, k := range blk {
 				var pe []memoEnt
 				if pr := r + prevKeep; pr+1 < len(mc.prevStart) {
@@ -1747,7 +1802,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 				}
 				q := 0
 				rowCol0 := int32(len(cols))
-				j.admissibleAll(b, ns, k, ins, func(s int32) {
+				for _, s := range j.admOf(int(gc[i+r])) {
 					fp = spanFP(fp, s, rec.hash[s])
 					if first {
 						rec.adm = append(rec.adm, s)
@@ -1770,7 +1825,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 					}
 					q++
 					mc.ents = append(mc.ents, e)
-				})
+				}
 				mc.start = append(mc.start, int32(len(mc.ents)))
 			}
 			n, m := len(blk), len(cols)+len(blk)
@@ -1786,24 +1841,28 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 			}
 			col := slices.Grow(j.scr.col[:0], n)[:n]
 			j.scr.col = col
-			for r, k := range blk {
+			for r := range blk {
 				// The row's values at its spans' columns, in its
 				// spans' order (noSpanCost: the span cannot take it).
 				ents := mc.ents[mc.start[r]:mc.start[r+1]]
 				rv := j.scr.rowv[:0]
-				d := j.edgeDst[j.hot[k].edge]
+				d := callDst[gc[i+r]]
 				for _, e := range ents {
 					s := e.s
-					var cm *countModel
-					if ci := ns.head[s].ci; ci >= 0 {
-						cm = j.countModelIn(ci, d)
-					}
 					c := e.a - ns.cost[s]
 					if c >= noSpanCost {
 						for q := 1; q <= slots; q++ {
 							rv = append(rv, noSpanCost)
 						}
 						continue
+					}
+					if slots == 1 {
+						rv = append(rv, c) // (the count model and the span's calls to d only change a second slot)
+						continue
+					}
+					var cm *countModel
+					if ci := ns.head[s].ci; ci >= 0 {
+						cm = j.countModelIn(ci, d)
 					}
 					m := 0
 					for _, x := range ns.members[s] {
@@ -1946,6 +2005,120 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls, ins []int32, 
 	return changedLast
 }
 
+// groupCalls groups the calls of a node for assignByDest (groupScratch's
+// lists, and their calls' places in calls).
+func (j *joint) groupCalls(calls []int32, callDst []trace.NodeID) {
+	// Calls are grouped by what usually causes calls to their destination
+	// (the sender and role of their parents, by majority): one message
+	// causes one call, so within a group a span takes at most one, and
+	// replicas of a callee (AP1, AP2) share a group.
+	// (Tables and slices reused from node to node instead of maps: the
+	// votes are by destination and the sender and role of the parent, one
+	// key of 31 + 32 + 1 bits.)
+	gs := &j.scr.groups
+	nn := len(j.t.Nodes)
+	if len(gs.best) < nn {
+		gs.best, gs.cause = make([]int, nn), make([]uint64, nn)
+	}
+	votes := gs.voteTab.reset(64)
+	gs.voteKey, gs.voteN = gs.voteKey[:0], gs.voteN[:0]
+	for x, k := range calls {
+		if a := x + sweepAhead; a < len(calls) {
+			prefetchAt(j.parent, calls[a])
+		}
+		if a := x + sweepAhead/2; a < len(calls) {
+			if p := j.parent[calls[a]]; p >= 0 {
+				prefetchAt(j.hot, p)
+			}
+		}
+		if p := j.parent[k]; p >= 0 {
+			hp := &j.hot[p]
+			v := uint64(uint32(callDst[x]))<<33 | uint64(uint32(j.edgeSrc[hp.edge]))<<1 | uint64(hp.role&1)
+			if x, ok := votes.get(v); ok {
+				gs.voteN[x]++
+			} else {
+				votes.put(v, int32(len(gs.voteKey)))
+				gs.voteKey = append(gs.voteKey, v)
+				gs.voteN = append(gs.voteN, 1)
+			}
+		}
+	}
+	// The most votes, the smallest cause among equals (order-free).
+	for x, v := range gs.voteKey {
+		d, c, n := v>>33, v&(1<<33-1), gs.voteN[x]
+		if n > gs.best[d] || n == gs.best[d] && c < gs.cause[d] {
+			gs.best[d], gs.cause[d] = n, c
+		}
+	}
+	groupOf := gs.groupTab.reset(64)
+	groups, cis := gs.lists[:0], gs.cis[:0]
+	for ci, k := range calls {
+		dst := callDst[ci]
+		d := uint64(1)<<63 | uint64(dst)
+		if gs.best[dst] > 0 {
+			d = gs.cause[dst]
+		}
+		x, ok := groupOf.get(d)
+		if !ok {
+			x = int32(len(groups))
+			groupOf.put(d, x)
+			if len(groups) < cap(groups) {
+				groups = groups[:len(groups)+1]
+				groups[x] = groups[x][:0]
+			} else {
+				groups = append(groups, nil)
+			}
+			if len(cis) < cap(cis) {
+				cis = cis[:len(cis)+1]
+				cis[x] = cis[x][:0]
+			} else {
+				cis = append(cis, nil)
+			}
+		}
+		groups[x] = append(groups[x], k)
+		cis[x] = append(cis[x], int32(ci))
+	}
+	for _, v := range gs.voteKey {
+		gs.best[v>>33], gs.cause[v>>33] = 0, 0
+	}
+	gs.lists, gs.cis = groups, cis
+}
+
+// takeOut takes call k out of span s for assignByDest.
+func (j *joint) takeOut(ns *nodeSpans, rec *roundRec, ver []int32, s, k int32) {
+	ns.members[s] = without(ns.members[s], ns.members[s], k) // in place
+	ns.cost[s] = math.NaN()
+	ver[s]++
+	rec.hash[s] ^= memberHash(k)
+}
+
+// slotBounds sets repairScratch.slotMax for the models as they are in this
+// pass: by destination, the largest q of 2 and 3 for which one of its count
+// models has p[q] ≥ 0.05 (the test that sets assignByDest's slots), else 0.
+func (j *joint) slotBounds() {
+	sc := &j.scr
+	if sc.slotGen == sc.terms.gen && sc.slotMax != nil {
+		return
+	}
+	sc.slotGen = sc.terms.gen
+	sc.slotMax = slices.Grow(sc.slotMax[:0], len(j.t.Nodes))[:len(j.t.Nodes)]
+	clear(sc.slotMax)
+	sc.slotAny = false
+	for mi, cm := range j.cntList {
+		key, _ := j.mod.count.at(mi)
+		if key.dst < 0 || int(key.dst) >= len(sc.slotMax) {
+			sc.slotAny = true
+			continue
+		}
+		for q := 3; q > 1; q-- {
+			if cm.p[q] >= 0.05 {
+				sc.slotMax[key.dst] = max(sc.slotMax[key.dst], int8(q))
+				break
+			}
+		}
+	}
+}
+
 // stampMoves stamps (st) the spans that a block's committed calls ks left
 // or joined: those not in the span they had when their group began (was).
 func (j *joint) stampMoves(ns *nodeSpans, rec *roundRec, ks, was []int32, st int32) {
@@ -1961,25 +2134,72 @@ func (j *joint) stampMoves(ns *nodeSpans, rec *roundRec, ks, was []int32, st int
 	}
 }
 
-// admissibleAll calls f for every span call k can belong to: its request
-// arrived before k was sent, within the node's longest span,
-// and its reply is sent after k's return arrives; latest first, at most 16.
-func (j *joint) admissibleAll(b trace.NodeID, ns *nodeSpans, k int32, ins []int32, f func(s int32)) {
-	send := j.hot[k].send
-	need := j.need(b, k)
-	from := send - ns.longest
-	p := lastAtOrBefore64(ns.recv, send)
-	n := 0
-	for ; p >= 0 && n < 16; p-- {
-		if ns.recv[p] < from {
-			return
+// admissibleLists finds the spans every call of node b can belong to
+// (admOf): its request arrived before the call was sent, within the node's
+// longest span, and its reply is sent after the call's return arrives;
+// latest first, at most 16. They depend only on the spans' times and the
+// call's, which no step of the repair changes: found once, then read by
+// both rounds of the assignment, the moves and swaps and the call
+// probabilities (each of which searched them again).
+func (j *joint) admissibleLists(b trace.NodeID, ns *nodeSpans, calls []int32) {
+	start := append(j.scr.admStart[:0], 0)
+	spans := j.scr.admSpans[:0]
+	// The calls are mostly in send order: the last span begun at or
+	// before a call's send is found from the previous call's.
+	p, prev := -1, int64(math.MinInt64)
+	for x, k := range calls {
+		if a := x + sweepAhead; a < len(calls) {
+			prefetchAt(j.hot, calls[a])
 		}
-		if ns.end[p] < need {
-			continue
+		send := j.hot[k].send
+		if send >= prev {
+			for p+1 < len(ns.recv) && ns.recv[p+1] <= send {
+				p++
+			}
+		} else {
+			p = lastAtOrBefore64(ns.recv, send)
 		}
-		n++
-		f(int32(p))
+		prev = send
+		need := j.need(b, k)
+		from := send - ns.longest
+		n := 0
+		for q := p; q >= 0 && n < 16; q-- {
+			if ns.recv[q] < from {
+				break
+			}
+			if ns.end[q] < need {
+				continue
+			}
+			n++
+			spans = append(spans, int32(q))
+		}
+		start = append(start, int32(len(spans)))
+		if memoCheck {
+			checkAdmissible(b, ns, send, need, spans[start[x]:])
+		}
 	}
+	j.scr.admStart, j.scr.admSpans = start, spans
+}
+
+// checkAdmissible is memoCheck's test of a call's admissible spans (sent
+// at send, its span open until need): every span, latest first, at most 16.
+func checkAdmissible(b trace.NodeID, ns *nodeSpans, send, need int64, got []int32) {
+	var want []int32
+	for s := len(ns.recv) - 1; s >= 0 && len(want) < 16; s-- {
+		if ns.recv[s] <= send && ns.recv[s] >= send-ns.longest && ns.end[s] >= need {
+			want = append(want, int32(s))
+		}
+	}
+	memoChecked++
+	if !slices.Equal(got, want) {
+		panic(fmt.Sprintf("node %d: admissible spans %v, by every span %v", b, got, want))
+	}
+}
+
+// admOf is the admissible spans of the ci-th call of the node being
+// repaired (admissibleLists).
+func (j *joint) admOf(ci int) []int32 {
+	return j.scr.admSpans[j.scr.admStart[ci]:j.scr.admStart[ci+1]]
 }
 
 // countStep is the cost of a span's n-th call to a destination given n−1.
