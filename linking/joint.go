@@ -248,15 +248,6 @@ type joint struct {
 	candQ []int32   // the candidates' places in live
 	live  []liveMsg // the sweep's received messages still in play
 	candC []float64
-	candT []float64 // the candidates' delay terms −log f (costLive)
-	// sweptTerm is, where a pass repairs, the delay term −log f of each
-	// send's parent as the pass's sweep chose it (NaN: none, or the
-	// parent is no candidate's), for J4's span costs (negLogfKey):
-	// the repair asks for most of these pairs' terms again, with the
-	// same models. useSwept is set while J4 may read it: from a node's
-	// repair's start until it changes the node's parents.
-	sweptTerm []float64
-	useSwept  bool
 	// unsure marks the spans (by request) that a call with more than one
 	// admissible parent could have joined: their replies' delays are not
 	// certain.
@@ -1075,13 +1066,6 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 	j.certain.reset()
 	j.active = j.active[:0]
 	j.sends, j.doubtful = 0, 0
-	// A repair after sweeps with the models as the repair finds them:
-	// the sweeps keep their chosen links' delay terms for it (sweptTerm;
-	// not on the first pass, where fitPeaks changes the models between
-	// the nodes' sweeps; a memo: noMemos turns it off).
-	if repair && !j.first && !noMemos {
-		j.sweptTerm = offMake[float64](&j.runMem, len(j.parent))
-	}
 	phaseOf("J3 sweep", j.passNo)
 	for b := range j.t.Nodes {
 		j.sweep(trace.NodeID(b))
@@ -1100,10 +1084,6 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 			j.repair(trace.NodeID(b), probs)
 		}
 		j.scr.terms.on = false
-		if j.sweptTerm != nil {
-			j.runMem.release(unsafe.Pointer(unsafe.SliceData(j.sweptTerm)))
-			j.sweptTerm, j.useSwept = nil, false
-		}
 	}
 	phaseOf("J3 untraced senders", j.passNo)
 	// Messages from untraced senders: the paired request, else the most
@@ -1266,9 +1246,8 @@ func (j *joint) classLive(x *sendCtx, e *liveMsg) *classModel {
 	return c
 }
 
-// costLive is cost(e.i, x.o, dt) from the live entry, and its delay term
-// −logf(e.i, x.o, dt), bit for bit (sweptTerm).
-func (j *joint) costLive(x *sendCtx, e *liveMsg, dt float64) (float64, float64) {
+// costLive is cost(e.i, x.o, dt) from the live entry.
+func (j *joint) costLive(x *sendCtx, e *liveMsg, dt float64) float64 {
 	k := min(e.kids, 2)
 	c := j.classLive(x, e)
 	lp := c.d.logpdf(dt) + c.logTrans
@@ -1284,7 +1263,7 @@ func (j *joint) costLive(x *sendCtx, e *liveMsg, dt float64) (float64, float64) 
 			e.fan = j.fanOf(e.i)
 		}
 	}
-	return -lp + e.fan.cost[k], -lp
+	return -lp + e.fan.cost[k]
 }
 
 // sweepAhead is how many messages ahead the sweep asks for the records of
@@ -1436,7 +1415,7 @@ func (j *joint) sweep(b trace.NodeID) {
 				}
 			}
 		}
-		j.candI, j.candC, j.candS, j.candQ, j.candT = j.candI[:0], j.candC[:0], j.candS[:0], j.candQ[:0], j.candT[:0]
+		j.candI, j.candC, j.candS, j.candQ = j.candI[:0], j.candC[:0], j.candS[:0], j.candQ[:0]
 		for q := range live {
 			e := &live[q]
 			i := e.i
@@ -1452,13 +1431,12 @@ func (j *joint) sweep(b trace.NodeID) {
 				continue
 			}
 			dt := float64(s-e.recv) / 1e9
-			c, term := j.costLive(&x, e, dt)
+			c := j.costLive(&x, e, dt)
 			if ret >= 0 && j.actorOn != nil && j.actorOn[b] {
 				c += j.actorCost(b, o, sp, i) // J2b
 			}
 			j.candI = append(j.candI, i)
 			j.candC = append(j.candC, c)
-			j.candT = append(j.candT, term)
 			j.candS = append(j.candS, sp)
 			j.candQ = append(j.candQ, int32(q))
 		}
@@ -1498,14 +1476,6 @@ func (j *joint) sweep(b trace.NodeID) {
 			best, sum, bq = req, 1, -1
 		}
 		j.prob[o] = float32(1 / math.Max(sum, 1))
-		if j.sweptTerm != nil {
-			// (Written for every send this sweep links: J4 reads it
-			// only where the send's parent is still this one.)
-			j.sweptTerm[o] = math.NaN()
-			if bq >= 0 {
-				j.sweptTerm[o] = j.candT[bq]
-			}
-		}
 		j.sends++
 		if sum > 1/sureProb {
 			j.doubtful++

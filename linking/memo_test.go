@@ -37,7 +37,7 @@ func TestRepairMemosExact(t *testing.T) {
 			tracelets: cdn(), seed: 4, untraced: []string{"ORIGIN"}, clientName: "CLIENT"},
 	}
 	defer func() { afterJoint, noMemos, memoCheck = nil, false, false }()
-	stampReused, sweptChecked = 0, 0
+	stampReused = 0
 	for ci, c := range cases {
 		tr := simulate(c)
 		var runs [2]run
@@ -75,9 +75,6 @@ func TestRepairMemosExact(t *testing.T) {
 			!reflect.DeepEqual(runs[0].res.Patterns, runs[1].res.Patterns) {
 			t.Errorf("%s: fit, instances or patterns differ with the memos", name)
 		}
-	}
-	if sweptChecked == 0 {
-		t.Errorf("no delay term of the sweep's links was read by the repair")
 	}
 	if stampReused == 0 {
 		t.Errorf("no second-round block was taken by its stamps")

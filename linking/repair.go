@@ -228,9 +228,6 @@ var (
 	// stampReused counts the second-round blocks taken as the first
 	// round's by their stamps (roundRec.stamp; tests).
 	stampReused int
-	// sweptChecked counts the sweep's terms J4 read (sweptTerm) under
-	// memoCheck (tests).
-	sweptChecked int
 )
 
 // checkMemo is memoCheck's comparison of a memoised value with its
@@ -314,19 +311,9 @@ func (j *joint) negLogfKey(p, a int32, s, pr int64, tk termKey) float64 {
 	case e == nil:
 		return -j.logf(p, a, float64(s-pr)/1e9)
 	}
-	if j.useSwept && j.parent[a] == p && !math.IsNaN(j.sweptTerm[a]) {
-		// The sweep's term of the link it chose (the same class, delay
-		// and models).
-		d = j.sweptTerm[a]
-		if memoCheck {
-			checkMemo("swept term", d, -j.logf(p, a, float64(s-pr)/1e9))
-			sweptChecked++
-		}
-	} else {
-		d = -j.logfEdge(j.classKeyed(p, a, tk), tk.ae, float64(s-pr)/1e9)
-		if memoCheck {
-			checkMemo("keyed term", d, -j.logf(p, a, float64(s-pr)/1e9))
-		}
+	d = -j.logfEdge(j.classKeyed(p, a, tk), tk.ae, float64(s-pr)/1e9)
+	if memoCheck {
+		checkMemo("keyed term", d, -j.logf(p, a, float64(s-pr)/1e9))
 	}
 	*e = termEnt{trig: p, act: a, d: d}
 	return d
@@ -474,9 +461,6 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	// The span arrays are reused from node to node (less garbage: the
 	// peak memory of a large trace is the heap grown between collections).
 	phaseOf("J4 spans", j.passNo)
-	// (Until the parents of b's sends change, below, each is the
-	// sweep's: sweptTerm holds its term.)
-	j.useSwept = j.sweptTerm != nil
 	keep := &j.scr.spans
 	ns := nodeSpans{sidx: j.spanIdx, req: keep.req[:0], recv: keep.recv[:0], end: keep.end[:0], head: keep.head[:0]}
 	calls := j.scr.calls[:0]
@@ -603,7 +587,6 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		}
 	}
 	phaseOf("J4 parents", j.passNo)
-	j.useSwept = false
 	if j.tally {
 		j.tallySpans(b, &ns, calls) // J5b
 	}
@@ -927,19 +910,6 @@ func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 	sc := &j.scr
 	h := hd.h
 	reply, rs, start := hd.reply, hd.rs, hd.start
-	// The sweep's terms of the sends' links (sweptTerm, negLogfKey),
-	// scattered over a large trace: asked for all at once, before the
-	// triggers are sorted.
-	if j.useSwept {
-		if reply >= 0 {
-			prefetchAt(j.parent, reply)
-			prefetchAt(j.sweptTerm, reply)
-		}
-		for _, k := range calls {
-			prefetchAt(j.parent, k)
-			prefetchAt(j.sweptTerm, k)
-		}
-	}
 	sc.trig = append(sc.trig[:0], c)
 	for _, k := range calls {
 		hk := &j.hot[k]
