@@ -86,6 +86,7 @@ type repairScratch struct {
 	was                []int32        // assignByDest: the spans of a group's calls before
 	rounds             roundRec       // assignByDest: the first round's blocks, for the second
 	rowv               []float64      // one row's values at its spans' columns
+	pend               []pendTerm     // spanCostOf's delay terms, in the sends' order
 	rows               sparseRows     // a block's matrix (hungarianSparse)
 	ord                []int32        // a row's spans in column order
 	sparse             sparseScratch  // hungarianSparse's arrays
@@ -280,8 +281,7 @@ func (j *joint) termLookup(p, a int32, s, pr int64) (*termEnt, float64, bool) {
 	if !m.on {
 		return nil, 0, false
 	}
-	h := (uint32(p)*0x9e3779b1 ^ uint32(a)*0x85ebca77) >> (32 - termMemoBits)
-	e := &m.ents[h]
+	e := &m.ents[termSlot(p, a)]
 	if e.trig == p && e.act == a {
 		if memoCheck {
 			checkMemo("term", e.d, -j.logf(p, a, float64(s-pr)/1e9))
@@ -289,6 +289,15 @@ func (j *joint) termLookup(p, a int32, s, pr int64) (*termEnt, float64, bool) {
 		return e, e.d, true
 	}
 	return e, 0, false
+}
+
+// pendTerm is a delay term spanCostOf adds: negLogfKey's arguments, or
+// head: the cost of a lost cause (headCost).
+type pendTerm struct {
+	p, a  int32
+	s, pr int64
+	tk    termKey
+	head  bool
 }
 
 // termKey is what the class of a delay term (classOf) reads of the trigger
@@ -319,10 +328,9 @@ func (j *joint) negLogfKey(p, a int32, s, pr int64, tk termKey) float64 {
 	return d
 }
 
-// classKeyed is classOf(p, a) with the key's parts at hand: the class
-// table's key as classOf makes it, found as classOf finds it, else
-// classOf itself (which makes the class).
-func (j *joint) classKeyed(p, a int32, tk termKey) *classModel {
+// classKeyOf is the class table (by its node) and key of a term's class
+// (classOf's key), from the term's key.
+func (j *joint) classKeyOf(tk termKey) (trace.NodeID, uint64) {
 	fk := uint64(j.edgeTrig[tk.te])<<33 | uint64(j.edgeAct[tk.ae])<<2
 	if tk.reply {
 		fk |= 2
@@ -330,7 +338,33 @@ func (j *joint) classKeyed(p, a int32, tk termKey) *classModel {
 	if tk.ret {
 		fk |= 1
 	}
-	src := j.edgeSrc[tk.ae]
+	return j.edgeSrc[tk.ae], fk
+}
+
+// termAhead asks for what negLogfKey(p, a, ...) will read first: the
+// term's memo slot and, while the memo is on, its class's table slot.
+func (j *joint) termAhead(p, a int32, tk termKey) {
+	m := &j.scr.terms
+	if !m.on {
+		return
+	}
+	prefetchAt(m.ents, int32(termSlot(p, a)))
+	src, fk := j.classKeyOf(tk)
+	if tab := j.classTabs[src]; tab != nil {
+		tab.prefetch(fk)
+	}
+}
+
+// termSlot is the slot of the term of (p, a) in termMemo.
+func termSlot(p, a int32) uint32 {
+	return (uint32(p)*0x9e3779b1 ^ uint32(a)*0x85ebca77) >> (32 - termMemoBits)
+}
+
+// classKeyed is classOf(p, a) with the key's parts at hand: the class
+// table's key as classOf makes it, found as classOf finds it, else
+// classOf itself (which makes the class).
+func (j *joint) classKeyed(p, a int32, tk termKey) *classModel {
+	src, fk := j.classKeyOf(tk)
 	if tab := j.classTabs[src]; tab != nil {
 		if c := j.findClass(src, tab, fk); c != nil {
 			if memoCheck && c != j.classOf(p, a) {
@@ -954,13 +988,11 @@ func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 		}
 		sc.kids[t]++
 		if t == 0 && h == halfHead {
-			cost += j.headCost() // its cause was lost
+			sc.pend = append(sc.pend, pendTerm{head: true}) // its cause was lost
 			return
 		}
-		// Its cause may have been lost (loss.go): then the delay
-		// is uniform over the span, at the price of the loss. (The
-		// trigger's key: the request's from the head, a return's from
-		// its record, loaded above.)
+		// (The trigger's key: the request's from the head, a return's
+		// from its record, loaded above.)
 		var tk termKey
 		if t == 0 {
 			tk = termKey{te: hd.reqEdge, ret: hd.reqRet, ae: ae, reply: aRet}
@@ -968,18 +1000,35 @@ func (j *joint) spanCostOf(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 			hp := &j.hot[p]
 			tk = termKey{te: hp.edge, ret: hp.role == roleReply, ae: ae, reply: aRet}
 		}
-		d := j.negLogfKey(p, a, s, pr, tk)
-		if j.lossy {
-			d = math.Min(d, j.lostCause(b, pr, a))
-		}
-		cost += d
+		sc.pend = append(sc.pend, pendTerm{p: p, a: a, s: s, pr: pr, tk: tk})
+		j.termAhead(p, a, tk)
 	}
+	// 1. Every send's trigger, and its delay term asked for (termAhead):
+	// the terms' memo slots and class table slots are scattered, a cache
+	// miss each, which the sends' lookups then wait for together rather
+	// than one after another.
+	sc.pend = sc.pend[:0]
 	for _, k := range calls {
 		hk := &j.hot[k]
 		send(k, hk.send, true, hk.edge, hk.role == roleReply || hk.half == halfHead)
 	}
 	if reply >= 0 {
 		send(reply, rs, hd.replyReq, hd.replyEdge, hd.replyRet)
+	}
+	// 2. The terms, added in the sends' order. A send's cause may have
+	// been lost (loss.go): then the delay is uniform over the span, at
+	// the price of the loss.
+	for x := range sc.pend {
+		pt := &sc.pend[x]
+		if pt.head {
+			cost += j.headCost()
+			continue
+		}
+		d := j.negLogfKey(pt.p, pt.a, pt.s, pt.pr, pt.tk)
+		if j.lossy {
+			d = math.Min(d, j.lostCause(b, pt.pr, pt.a))
+		}
+		cost += d
 	}
 	for q, p := range sc.trig {
 		if q > 0 {
