@@ -1274,6 +1274,20 @@ const sweepAhead = 8
 // prefetchAt asks for the cache line of s[i] (prefetch).
 func prefetchAt[T any](s []T, i int32) { prefetch(uintptr(unsafe.Pointer(&s[i]))) }
 
+// viaAhead asks, in a loop at x over keys, for via[keys[x+sweepAhead]]
+// and, half as far on, for to[via[keys[...]]] when that is an index (≥ 0):
+// the two loads of a lookup through a scattered index, overlapped.
+func viaAhead[T any](keys []int32, x int, via []int32, to []T) {
+	if a := x + sweepAhead; a < len(keys) {
+		prefetchAt(via, keys[a])
+	}
+	if a := x + sweepAhead/2; a < len(keys) {
+		if v := via[keys[a]]; v >= 0 {
+			prefetchAt(to, v)
+		}
+	}
+}
+
 // linkAhead asks for what a pass over a node's sends (outs) and their
 // parents' links reads a few sends after x: the sends' records and
 // parents sweepAhead on, their parents' records half as far (they are

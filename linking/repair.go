@@ -1649,14 +1649,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, callD
 		was := j.scr.was[:0]
 		spans = spans[:0]
 		for x, k := range g {
-			if a := x + sweepAhead; a < len(g) {
-				prefetchAt(j.callSpan, g[a])
-			}
-			if a := x + sweepAhead/2; a < len(g) {
-				if c := j.callSpan[g[a]]; c >= 0 {
-					prefetchAt(ns.sidx, c)
-				}
-			}
+			viaAhead(g, x, j.callSpan, ns.sidx)
 			c := j.callSpan[k]
 			was = append(was, c)
 			if s, ok := ns.at(c); ok {
@@ -2072,14 +2065,7 @@ func (j *joint) groupCalls(calls []int32, callDst []trace.NodeID) {
 	votes := gs.voteTab.reset(64)
 	gs.voteKey, gs.voteN = gs.voteKey[:0], gs.voteN[:0]
 	for x, k := range calls {
-		if a := x + sweepAhead; a < len(calls) {
-			prefetchAt(j.parent, calls[a])
-		}
-		if a := x + sweepAhead/2; a < len(calls) {
-			if p := j.parent[calls[a]]; p >= 0 {
-				prefetchAt(j.hot, p)
-			}
-		}
+		viaAhead(calls, x, j.parent, j.hot)
 		if p := j.parent[k]; p >= 0 {
 			hp := &j.hot[p]
 			v := uint64(uint32(callDst[x]))<<33 | uint64(uint32(j.edgeSrc[hp.edge]))<<1 | uint64(hp.role&1)
