@@ -213,6 +213,16 @@ func EnvelopesSuffice(o Options) bool {
 	return o.Method == MethodWAP5 && o.Stream <= 0 && o.Lean && o.DropMessages && o.NoInstances && !o.AggregateClients
 }
 
+// NamesUnread reports whether Link with o reads of an endpoint's name no
+// more than whether it is a unix socket's (clientsOf): where clients are
+// not aggregated (AggregateEndpoint reads the names). A trace whose
+// endpoints are named by their kind alone (trace.ReadFileKindNames) then
+// links as the trace does, for a caller that does not read the names
+// either (wap5 link without instances).
+func NamesUnread(o Options) bool {
+	return !o.Defaults().AggregateClients
+}
+
 // LinkEnvelopes is Link for a trace whose messages are given as their
 // envelopes instead of in t.Messages (trace.ReadFileEnvelopesOnly, whose
 // decoder has checked them), with options for which EnvelopesSuffice: the

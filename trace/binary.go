@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -165,6 +166,11 @@ type binReader struct {
 	noNames bool
 	eps     int
 	unix    []uint64
+	// kinds: noNames, and decode then names every endpoint by its kind
+	// alone in t.Endpoints (kindNames; ReadFileKindNames), whose memory
+	// freeKinds gives back.
+	kinds     bool
+	freeKinds func()
 	// given: where buf is a whole input (eof from the start, Map'd), its
 	// bytes before given were given back to the system as the message
 	// blocks were decoded (readColumns): nothing reads them again.
@@ -287,6 +293,37 @@ func (b *binReader) endpointKinds(n int) []string {
 	return first
 }
 
+// kindNames is an endpoint table of n entries named by their kind alone:
+// "-" first (tables checked that the file's first name is), "unix:" where
+// unix has the endpoint's bit set (endpointKinds), "" for the others — what
+// the linker reads of an endpoint's name (its identity is its id). A large
+// table is outside the Go heap, in memory never touched (hugemem.MapZero):
+// only the pages holding "-" and the unix sockets' entries cost memory, and
+// the collector does not scan it (its strings are constants, outside the
+// heap); free unmaps it. The CoDeeN-sized trace has 2.35M endpoints: 22 MB
+// of names and 38 MB of string headers in the heap otherwise, which the
+// collector scans at every cycle.
+func kindNames(n int, unix []uint64) (names []string, free func()) {
+	size := n * int(unsafe.Sizeof(""))
+	if size < 1<<20 {
+		names, free = make([]string, n), func() {}
+	} else {
+		b, unmap := hugemem.MapZero(size)
+		names, free = unsafe.Slice((*string)(unsafe.Pointer(unsafe.SliceData(b))), n), unmap
+	}
+	if n > 0 {
+		names[0] = "-"
+	}
+	for w, word := range unix {
+		for ; word != 0; word &= word - 1 {
+			if i := w*64 + bits.TrailingZeros64(word); i < n {
+				names[i] = "unix:"
+			}
+		}
+	}
+	return names, free
+}
+
 // strs reads n strings (a table): when they are all in b.buf already, into
 // one slice of substrings of one string (thousands of endpoints: one
 // allocation instead of one each and the slice's regrowth), else one at a
@@ -352,9 +389,17 @@ const wholeMax = 256 << 20
 // whose every message was decoded and proven valid on the way is
 // errNoEnvelopes: the caller reads the input again the usual way.
 func readBinarySized(r io.Reader, file string, size int64, env *envelopes) (t *Trace, decoded bool, err error) {
+	t, decoded, _, err = readBinaryKinds(r, file, size, env, false)
+	return t, decoded, err
+}
+
+// readBinaryKinds is readBinarySized, with the endpoints named by their
+// kind alone where kinds is set (and env is nil: see kindNames); free
+// gives back the memory of that table (else it does nothing).
+func readBinaryKinds(r io.Reader, file string, size int64, env *envelopes, kinds bool) (t *Trace, decoded bool, free func(), err error) {
 	magic := make([]byte, len(BinaryMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != BinaryMagic {
-		return nil, false, fmt.Errorf("%s: not a wap5 binary trace", file)
+		return nil, false, func() {}, fmt.Errorf("%s: not a wap5 binary trace", file)
 	}
 	var b *binReader
 	if size > 0 && size <= wholeMax {
@@ -369,23 +414,32 @@ func readBinarySized(r io.Reader, file string, size int64, env *envelopes) (t *T
 	if b == nil {
 		zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<34))
 		if err != nil {
-			return nil, false, err
+			return nil, false, func() {}, err
 		}
 		defer zr.Close()
 		b = &binReader{r: zr, file: file, size: size}
 	}
-	return b.decode(env)
+	b.kinds = kinds && env == nil
+	t, decoded, err = b.decode(env)
+	free = func() {}
+	if b.freeKinds != nil {
+		free = b.freeKinds
+	}
+	return t, decoded, free, err
 }
 
 // decode is readBinarySized after the magic, from b.
 func (b *binReader) decode(env *envelopes) (t *Trace, decoded bool, err error) {
 	file := b.file
-	if env != nil && env.noNames {
+	if env != nil && env.noNames || b.kinds {
 		b.noNames = true
 	}
 	t, version, err := b.tables()
 	if err != nil {
 		return nil, false, err
+	}
+	if b.kinds {
+		t.Endpoints, b.freeKinds = kindNames(b.eps, b.unix)
 	}
 	n := b.count("message", 1<<40)
 	if env != nil {

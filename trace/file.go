@@ -21,20 +21,29 @@ func Read(r io.Reader, file string) (*Trace, error) {
 // text reader size its message slice once. checked says the reader has
 // checked the trace as CheckValid does (the binary reader always does).
 func readSized(r io.Reader, file string, size int64) (t *Trace, checked bool, err error) {
+	t, checked, _, err = readSizedKinds(r, file, size, false)
+	return t, checked, err
+}
+
+// readSizedKinds is readSized, with a binary trace's endpoints named by
+// their kind alone where kinds is set (ReadFileKindNames); release gives
+// that table's memory back.
+func readSizedKinds(r io.Reader, file string, size int64, kinds bool) (t *Trace, checked bool, release func(), err error) {
+	release = func() {}
 	br := bufio.NewReaderSize(r, 64*1024)
 	head, _ := br.Peek(4096)
 	switch {
 	case bytes.HasPrefix(head, []byte(BinaryMagic)):
-		t, _, err = readBinarySized(br, file, size, nil)
-		return t, true, err
+		t, _, release, err = readBinaryKinds(br, file, size, nil, kinds)
+		return t, true, release, err
 	case len(head) > 0 && !isText(head):
-		return nil, false, fmt.Errorf("%s: not a wap5 trace (binary data without the wap5 header)", file)
+		return nil, false, release, fmt.Errorf("%s: not a wap5 trace (binary data without the wap5 header)", file)
 	case isProject5(head):
 		t, err = ReadProject5(br, file)
-		return t, false, err
+		return t, false, release, err
 	}
 	t, err = readText(br, file, textMessages(head, size))
-	return t, false, err
+	return t, false, release, err
 }
 
 func isText(head []byte) bool {
@@ -103,13 +112,39 @@ func readFileEnvelopesOnly(path string, noNames bool) (t *Trace, env []Envelope,
 	return t, e.list, e.release, true
 }
 
+// ReadFileKindNames is ReadFile for a reader that reads of an endpoint
+// only its identity (its id) and whether it is a unix socket's (wap5
+// link without instances or clients aggregated: linking.NamesUnread). A
+// binary trace's endpoints are named by their kind alone: t.Endpoints has
+// the file's entries, "-" first, "unix:" for every name that starts so,
+// "" for the others, in memory that costs next to nothing (kindNames); so
+// t's endpoints must not be looked up by name (Trace.Endpoint) or added
+// to. Text and Project 5 traces are read as ReadFile reads them. release gives the
+// table's memory back, after which t.Endpoints must not be used.
+func ReadFileKindNames(path string) (t *Trace, release func(), err error) {
+	t, _, release, err = readFileKinds(path, true)
+	if err != nil {
+		release()
+		return nil, func() {}, err
+	}
+	return t, release, nil
+}
+
 func readFile(path string) (*Trace, bool, error) {
+	t, checked, _, err := readFileKinds(path, false)
+	return t, checked, err
+}
+
+// readFileKinds is readFile, with a binary trace's endpoints named by
+// their kind alone where kinds is set (ReadFileKindNames).
+func readFileKinds(path string, kinds bool) (t *Trace, checked bool, release func(), err error) {
+	release = func() {}
 	if path == "-" {
-		return readSized(os.Stdin, "<stdin>", 0)
+		return readSizedKinds(os.Stdin, "<stdin>", 0, kinds)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, false, err
+		return nil, false, release, err
 	}
 	defer f.Close()
 	var size int64
@@ -122,11 +157,11 @@ func readFile(path string) (*Trace, bool, error) {
 	var magic [len(BinaryMagic)]byte
 	if size > 0 && size <= wholeMax {
 		if _, err := f.ReadAt(magic[:], 0); err == nil && string(magic[:]) == BinaryMagic {
-			t, _, err := readBinarySized(f, path, size, nil)
-			return t, true, err
+			t, _, release, err = readBinaryKinds(f, path, size, nil, kinds)
+			return t, true, release, err
 		}
 	}
-	return readSized(f, path, size)
+	return readSizedKinds(f, path, size, kinds)
 }
 
 // WriteFile writes the trace to the named file, in binary form when binary

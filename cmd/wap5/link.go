@@ -200,7 +200,15 @@ func linkAction(c *cli.Context) error {
 			}
 		}
 		if env == nil {
-			if t, err = trace.ReadFile(path); err != nil {
+			// Nor the endpoints' names where no instances are written
+			// and the linker reads no more than which are unix sockets.
+			if o.NoInstances && linking.NamesUnread(o) {
+				var release func()
+				if t, release, err = trace.ReadFileKindNames(path); err != nil {
+					return err
+				}
+				defer release()
+			} else if t, err = trace.ReadFile(path); err != nil {
 				return err
 			}
 		}

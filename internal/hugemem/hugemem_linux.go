@@ -273,6 +273,24 @@ func MapFresh(n int) ([]byte, func()) {
 	return b, func() { release(a) }
 }
 
+// MapZero returns n zero bytes outside the Go heap in memory never
+// touched and not advised for huge pages, and the function that unmaps
+// them: each 4 KB page costs memory only once written (read untouched, it
+// is the kernel's shared zero page). For a large table of which a few
+// entries are written and the rest read as zero. Never from kept memory
+// (Keep), which is resident. The bytes must hold no Go pointers to memory
+// the collector frees (the collector does not see them).
+func MapZero(n int) ([]byte, func()) {
+	if n <= 0 {
+		return nil, func() {}
+	}
+	b, err := mmapAnon(n)
+	if err != nil {
+		return make([]byte, n), func() {}
+	}
+	return b, func() { munmap(b) }
+}
+
 // page is the size of a small page: kept memory is handed out in whole ones.
 const page = 4 << 10
 

@@ -28,6 +28,10 @@ func Map(n int) ([]byte, func()) { return make([]byte, n), func() {} }
 // MapFresh is Map where transparent huge pages cannot be asked for.
 func MapFresh(n int) ([]byte, func()) { return make([]byte, n), func() {} }
 
+// MapZero is make([]byte, n) where memory cannot be mapped; the function
+// it returns does nothing.
+func MapZero(n int) ([]byte, func()) { return make([]byte, n), func() {} }
+
 // Reserve does nothing where transparent huge pages cannot be asked for.
 func Reserve(n int) {}
 
