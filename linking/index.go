@@ -40,6 +40,10 @@ type linker struct {
 	byEdgeSend        []int64 // send times, aligned with byEdge
 
 	d []float64 // step 1: mean causal delay per edge, seconds (0: unknown)
+	// s1Sum and s1Cnt are step 1's sums per edge, of the delays within
+	// the window from every message's latest candidate parent (seconds)
+	// and of their number: index adds them up as it finds that parent.
+	s1Sum, s1Cnt []float64
 
 	// tm holds the messages' times, packed in place at the start of
 	// their array, while Options.Lean has dropped them for the WAP5 steps
@@ -315,8 +319,16 @@ func (l *linker) index() {
 	// 3. Position of every send among its sender's receives: a merge of
 	// each node's sends (in send order: the messages' order) with its
 	// receives (in receive order), one cursor per node, the messages read
-	// in order.
+	// in order. Step 1's sums take the delay from the candidate found
+	// (step1), in the messages' order as step 1 would.
 	l.lastPos = offMake[int32](&l.idxMem, n)
+	l.s1Sum, l.s1Cnt = make([]float64, ne), make([]float64, ne)
+	note := func(e int32, dt int64) {
+		if dt >= 0 && dt <= l.x {
+			l.s1Sum[e] += float64(dt) / 1e9
+			l.s1Cnt[e]++
+		}
+	}
 	type nodeCursor struct {
 		prev int64 // the last send time merged
 		q    int32 // receives at or before prev
@@ -358,17 +370,21 @@ func (l *linker) index() {
 			start := l.inStart[b]
 			ts := l.insRecv[start:l.inStart[b+1]]
 			c := &nc[b]
+			q := 0
 			if send < c.prev { // not in send order (cannot happen after t.Sort)
-				l.lastPos[i] = at(start, lastAtOrBefore64(ts, send))
-				continue
+				q = lastAtOrBefore64(ts, send) + 1
+			} else {
+				c.prev = send
+				q = int(c.q)
+				for q < len(ts) && ts[q] <= send {
+					q++
+				}
+				c.q = int32(q)
 			}
-			c.prev = send
-			q := int(c.q)
-			for q < len(ts) && ts[q] <= send {
-				q++
-			}
-			c.q = int32(q)
 			l.lastPos[i] = at(start, q-1)
+			if q > 0 {
+				note(e, send-ts[q-1])
+			}
 			continue
 		}
 		l.lastPos[i] = -1
@@ -379,17 +395,21 @@ func (l *linker) index() {
 		start := l.edgeStart[r]
 		ts := l.byEdgeSend[start:l.edgeStart[r+1]]
 		c := &ec[r]
+		q := 0
 		if recv < c.last { // out of order: search
-			l.lastPos[i] = at(start, lastAtOrBefore64(ts, recv))
-			continue
+			q = lastAtOrBefore64(ts, recv) + 1
+		} else {
+			c.last = recv
+			q = int(c.q)
+			for q < len(ts) && ts[q] <= recv {
+				q++
+			}
+			c.q = int32(q)
 		}
-		c.last = recv
-		q := int(c.q)
-		for q < len(ts) && ts[q] <= recv {
-			q++
-		}
-		c.q = int32(q)
 		l.lastPos[i] = at(start, q-1)
+		if q > 0 {
+			note(e, recv-ts[q-1])
+		}
 	}
 }
 
@@ -544,26 +564,12 @@ func (l *linker) prefetchCands(j int, rev []int32) {
 // step1 estimates d(B→C) for every edge as the mean smallest preceding
 // delay within the window (WAP5 §5.1 Step 1). For a message whose sender is
 // untraced (no send time), the delay is taken on the receiver A's clock from
-// the latest A→B message (A→B→A causality).
-func (l *linker) step1(rev []int32) {
-	sum := make([]float64, len(l.edgeSrc))
-	cnt := make([]float64, len(l.edgeSrc))
-	for i := range int32(l.count()) {
-		l.prefetchCands(int(i)+candAhead, rev)
-		send, recv := l.times(i)
-		var dt int64 = -1
-		if p := l.lastPos[i]; p >= 0 {
-			if send != trace.Unknown {
-				dt = send - l.insRecv[p]
-			} else {
-				dt = recv - l.byEdgeSend[p]
-			}
-		}
-		if dt >= 0 && dt <= l.x {
-			sum[l.edge[i]] += float64(dt) / 1e9
-			cnt[l.edge[i]]++
-		}
-	}
+// the latest A→B message (A→B→A causality). The delays were summed by
+// index as it found each message's latest candidate parent (s1Sum, s1Cnt:
+// a second read of the messages and of their candidates, scattered over
+// the indexes, saved).
+func (l *linker) step1() {
+	sum, cnt := l.s1Sum, l.s1Cnt
 	l.d = make([]float64, len(l.edgeSrc))
 	for e := range l.d {
 		if cnt[e] > 0 {
@@ -571,6 +577,7 @@ func (l *linker) step1(rev []int32) {
 		}
 		l.d[e] = l.floorDelay(l.d[e])
 	}
+	l.s1Sum, l.s1Cnt = nil, nil
 }
 
 // floorDelay keeps d positive: a pair whose every message followed its

@@ -2,10 +2,12 @@ package linking
 
 import (
 	"cmp"
+	"math"
 	"math/rand"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"wap5/trace"
 )
@@ -183,6 +185,62 @@ func TestIndexCounted(t *testing.T) {
 					t.Fatal("nothing paired by connection: the case tests nothing")
 				}
 			})
+		}
+	}
+}
+
+// TestStep1FromIndex: step 1's d per edge, summed by index as it finds
+// each message's latest candidate parent, is bit for bit the mean of step
+// 1's delays read back from the indexes message by message (the step as
+// it was), for both methods, with untraced senders, windows that cut
+// delays off, and a window wider than the trace.
+func TestStep1FromIndex(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tr     *trace.Trace
+		window time.Duration
+	}{
+		{"cdn", genScenario(t, "cdn", 20), 0},
+		{"codeen", genScenario(t, "codeen", 2), 0},
+		{"codeen, 5 ms window", genScenario(t, "codeen", 2), 5 * time.Millisecond},
+		{"multitier", genScenario(t, "multitier", 10), 0},
+		{"multitier, 1 h window", genScenario(t, "multitier", 10), time.Hour},
+		{"children-d-cc", genScenario(t, "children-d-cc", 10), 0},
+	} {
+		for _, method := range []string{MethodJoint, MethodWAP5} {
+			o := Options{Method: method, Window: tc.window}.Defaults()
+			l := newLinker(tc.tr, o, nil)
+			sum, cnt := make([]float64, len(l.edgeSrc)), make([]float64, len(l.edgeSrc))
+			untraced, kept := 0, 0
+			for i := range int32(l.count()) {
+				send, recv := l.times(i)
+				dt := int64(-1)
+				if p := l.lastPos[i]; p >= 0 {
+					if send != trace.Unknown {
+						dt = send - l.insRecv[p]
+					} else {
+						dt, untraced = recv-l.byEdgeSend[p], untraced+1
+					}
+				}
+				if dt >= 0 && dt <= l.x {
+					sum[l.edge[i]] += float64(dt) / 1e9
+					cnt[l.edge[i]]++
+					kept++
+				}
+			}
+			if kept == 0 || untraced == 0 && tc.name == "codeen" {
+				t.Fatalf("%s, %s: %d delays, %d from untraced senders: the case tests little", tc.name, method, kept, untraced)
+			}
+			l.step1()
+			for e := range l.d {
+				want := 0.0
+				if cnt[e] > 0 {
+					want = sum[e] / cnt[e]
+				}
+				if want = l.floorDelay(want); math.Float64bits(l.d[e]) != math.Float64bits(want) {
+					t.Errorf("%s, %s: edge %d: d %v, want %v", tc.name, method, e, l.d[e], want)
+				}
+			}
 		}
 	}
 }

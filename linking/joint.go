@@ -364,7 +364,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	r := l.pairRPCs()
 	// J2: step 1's d per edge as the starting exponential.
 	phase("step 1")
-	l.step1(rev)
+	l.step1()
 	phase("J2 setup")
 	j := &joint{linker: l, r: r, keep: l.o.KeepRootChains}
 	j.base = make([]dist, len(l.d))

@@ -277,7 +277,7 @@ func (l *linker) runWAP5() (*instances, Fit, int) {
 	rev := l.reverseEdges()
 	// Step 1.
 	phase("step 1")
-	l.step1(rev)
+	l.step1()
 	// Step 2 (repeated with step 1's estimate refined when iterating).
 	// Its last call drops the per-node and per-edge indexes before step 3
 	// and the aggregation build their own arrays.

@@ -37,7 +37,7 @@ func TestFigure7Probabilities(t *testing.T) {
 	tr := figure5()
 	l := newLinker(tr, Options{Method: MethodWAP5, Window: 10 * time.Second}.Defaults(), nil)
 	rev := l.reverseEdges()
-	l.step1(rev)
+	l.step1()
 	c := int32(3) // B→C
 	if e := l.edge[c]; math.Abs(l.d[e]-1) > 1e-9 {
 		t.Fatalf("d(B→C) = %v, want 1", l.d[e])
