@@ -407,6 +407,10 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 		}
 		ct.note(m)
 	}
+	// J1's peers are read from hot from here on: their array goes back
+	// (kept, for the arrays the passes make next).
+	l.runMem.release(unsafe.Pointer(unsafe.SliceData(r.peer)))
+	r.peer = nil
 	j.client = ct.clients()
 	j.edgeTrig, j.edgeAct = make([]uint32, len(l.edgeSrc)), make([]uint32, len(l.edgeSrc))
 	for e := range l.edgeSrc {
@@ -475,7 +479,6 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// gives them (hugemem.Collapse).
 	hugemem.Collapse(l.msgs)
 	hugemem.Collapse(l.edge)
-	hugemem.Collapse(r.peer)
 	hugemem.Collapse(r.role)
 	hugemem.Collapse(j.parent)
 	hugemem.Collapse(j.prob)
