@@ -33,8 +33,8 @@ func unixClientTrace() *trace.Trace {
 	return tr
 }
 
-// TestLinkKindNames: a binary trace read with its endpoints named by kind
-// alone (trace.ReadFileKindNames) has the same clients and links to the
+// TestLinkKindNames: a binary or text trace read with its endpoints named
+// by kind alone (trace.ReadFileKindNames) has the same clients and links to the
 // same result as read whole, for both methods, where NamesUnread; the
 // crafted trace's client is one only because its unix socket is known as
 // one.
@@ -52,42 +52,44 @@ func TestLinkKindNames(t *testing.T) {
 		{"unix client", unixClientTrace(), "c"},
 		{"recorded", rec, ""},
 	} {
-		p := filepath.Join(dir, "t.bin")
-		if err := trace.WriteFile(p, tc.tr, true); err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range []Options{{NoInstances: true}, {Method: MethodWAP5, NoInstances: true},
-			{NoInstances: true, Lean: true, DropMessages: true}} {
-			if !NamesUnread(o) {
-				t.Fatalf("%+v: names read", o)
-			}
-			want, err := trace.ReadFile(p)
-			if err != nil {
+		for _, binary := range []bool{true, false} {
+			p := filepath.Join(dir, fmt.Sprint("t-", binary))
+			if err := trace.WriteFile(p, tc.tr, binary); err != nil {
 				t.Fatal(err)
 			}
-			got, release, err := trace.ReadFileKindNames(p)
-			if err != nil {
-				t.Fatal(err)
+			for _, o := range []Options{{NoInstances: true}, {Method: MethodWAP5, NoInstances: true},
+				{NoInstances: true, Lean: true, DropMessages: true}} {
+				if !NamesUnread(o) {
+					t.Fatalf("%+v: names read", o)
+				}
+				want, err := trace.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, release, err := trace.ReadFileKindNames(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wc, gc := Clients(want, 3), Clients(got, 3)
+				if !reflect.DeepEqual(gc, wc) {
+					t.Errorf("%s, binary %v: clients %v, want %v", tc.name, binary, gc, wc)
+				}
+				if tc.client != "" && !gc[got.Node(tc.client)] {
+					t.Errorf("%s, binary %v: %s is not a client", tc.name, binary, tc.client)
+				}
+				wr, err := Link(want, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gr, err := Link(got, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(gr, wr) {
+					t.Errorf("%s, binary %v, %+v: results differ", tc.name, binary, o)
+				}
+				release()
 			}
-			wc, gc := Clients(want, 3), Clients(got, 3)
-			if !reflect.DeepEqual(gc, wc) {
-				t.Errorf("%s: clients %v, want %v", tc.name, gc, wc)
-			}
-			if tc.client != "" && !gc[got.Node(tc.client)] {
-				t.Errorf("%s: %s is not a client", tc.name, tc.client)
-			}
-			wr, err := Link(want, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			gr, err := Link(got, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(gr, wr) {
-				t.Errorf("%s, %+v: results differ", tc.name, o)
-			}
-			release()
 		}
 	}
 	if NamesUnread(Options{AggregateClients: true}) {

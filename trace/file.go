@@ -25,9 +25,9 @@ func readSized(r io.Reader, file string, size int64) (t *Trace, checked bool, er
 	return t, checked, err
 }
 
-// readSizedKinds is readSized, with a binary trace's endpoints named by
-// their kind alone where kinds is set (ReadFileKindNames); release gives
-// that table's memory back.
+// readSizedKinds is readSized, with a binary or text trace's endpoints
+// named by their kind alone where kinds is set (ReadFileKindNames);
+// release gives that table's memory back.
 func readSizedKinds(r io.Reader, file string, size int64, kinds bool) (t *Trace, checked bool, release func(), err error) {
 	release = func() {}
 	br := bufio.NewReaderSize(r, 64*1024)
@@ -43,7 +43,30 @@ func readSizedKinds(r io.Reader, file string, size int64, kinds bool) (t *Trace,
 		return t, false, release, err
 	}
 	t, err = readText(br, file, textMessages(head, size))
+	if kinds && err == nil {
+		release = namedByKind(t)
+	}
 	return t, false, release, err
+}
+
+// namedByKind names t's endpoints by their kind alone (kindNames), for a
+// trace read with its names (text): the names become garbage. A table
+// that does not start with "-" is left as it is (CheckValid reports it).
+// It returns the function that gives the table's memory back.
+func namedByKind(t *Trace) (release func()) {
+	n := len(t.Endpoints)
+	if n == 0 || t.Endpoints[0] != "-" {
+		return func() {}
+	}
+	unix := make([]uint64, (n+63)/64)
+	for i, name := range t.Endpoints {
+		if strings.HasPrefix(name, "unix:") {
+			unix[i/64] |= 1 << (i % 64)
+		}
+	}
+	t.Endpoints, release = kindNames(n, unix)
+	t.epIdx, t.epIndexed = nil, 0
+	return release
 }
 
 func isText(head []byte) bool {
@@ -119,7 +142,8 @@ func readFileEnvelopesOnly(path string, noNames bool) (t *Trace, env []Envelope,
 // the file's entries, "-" first, "unix:" for every name that starts so,
 // "" for the others, in memory that costs next to nothing (kindNames); so
 // t's endpoints must not be looked up by name (Trace.Endpoint) or added
-// to. Text and Project 5 traces are read as ReadFile reads them. release gives the
+// to. A text trace is read with its names, which are then replaced so
+// (namedByKind); Project 5 traces are read as ReadFile reads them. release gives the
 // table's memory back, after which t.Endpoints must not be used.
 func ReadFileKindNames(path string) (t *Trace, release func(), err error) {
 	t, _, release, err = readFileKinds(path, true)

@@ -18,12 +18,12 @@ func heapAllocs() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// TestReadFileKindNames: a binary trace comes back as ReadFile reads it
-// (messages, tables, warnings, errors) but for its endpoints, named by
-// their kind alone — "-" first, "unix:" for a unix socket's, "" else — in
-// a table of the same length, outside the heap where it is large; text
-// traces keep their names; a damaged or missing file fails as ReadFile
-// does.
+// TestReadFileKindNames: a binary or text trace comes back as ReadFile
+// reads it (messages, tables, warnings, errors) but for its endpoints,
+// named by their kind alone — "-" first, "unix:" for a unix socket's, ""
+// else — in a table of the same length, outside the heap where it is
+// large (a binary trace's names never in it either); a damaged or missing
+// file fails as ReadFile does.
 func TestReadFileKindNames(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, data []byte) string {
@@ -32,6 +32,13 @@ func TestReadFileKindNames(t *testing.T) {
 			t.Fatal(err)
 		}
 		return p
+	}
+	textOf := func(tr *Trace) []byte {
+		var b bytes.Buffer
+		if err := WriteText(&b, tr); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
 	}
 	binOf := func(tr *Trace) []byte {
 		var b bytes.Buffer
@@ -53,19 +60,19 @@ func TestReadFileKindNames(t *testing.T) {
 	cases := []struct {
 		name string
 		path string
-		big  bool // the table is outside the heap
-		text bool // names kept
+		big  bool // the table and the names are outside the heap
 		fail bool
 	}{
-		{"big, unix sockets", write("big.bin", big), true, false, false},
-		{"big, cut (warning)", write("cut.bin", big[:len(big)*2/3]), true, false, false},
-		{"small, unix sockets", write("small.bin", binOf(unixEvery(noisyTraceEPs(3000, 500), 7))), false, false, false},
-		{"small, all unix", write("allunix.bin", binOf(unixEvery(noisyTraceEPs(3000, 50), 1))), false, false, false},
-		{"none unix", write("none.bin", binOf(noisyTrace(20_000))), false, false, false},
-		{"v2", "testdata/v2.bin", false, false, false},
-		{"text", write("t.trace", []byte(sample)), false, true, false},
-		{"tables cut", write("tcut.bin", big[:200]), false, false, true},
-		{"missing", filepath.Join(dir, "missing"), false, false, true},
+		{"big, unix sockets", write("big.bin", big), true, false},
+		{"big, cut (warning)", write("cut.bin", big[:len(big)*2/3]), true, false},
+		{"small, unix sockets", write("small.bin", binOf(unixEvery(noisyTraceEPs(3000, 500), 7))), false, false},
+		{"small, all unix", write("allunix.bin", binOf(unixEvery(noisyTraceEPs(3000, 50), 1))), false, false},
+		{"text, unix sockets", write("unix.trace", textOf(unixEvery(noisyTraceEPs(3000, 500), 7))), false, false},
+		{"none unix", write("none.bin", binOf(noisyTrace(20_000))), false, false},
+		{"v2", "testdata/v2.bin", false, false},
+		{"text", write("t.trace", []byte(sample)), false, false},
+		{"tables cut", write("tcut.bin", big[:200]), false, true},
+		{"missing", filepath.Join(dir, "missing"), false, true},
 	}
 	for _, tc := range cases {
 		a := heapAllocs()
@@ -89,14 +96,12 @@ func TestReadFileKindNames(t *testing.T) {
 		unix := 0
 		for i, name := range want.Endpoints {
 			kind := name
-			if !tc.text {
-				switch {
-				case i == 0:
-				case strings.HasPrefix(name, "unix:"):
-					kind = "unix:"
-				default:
-					kind = ""
-				}
+			switch {
+			case i == 0:
+			case strings.HasPrefix(name, "unix:"):
+				kind = "unix:"
+			default:
+				kind = ""
 			}
 			if got.Endpoints[i] != kind {
 				t.Fatalf("%s: endpoint %d is %q, want %q (named %q)", tc.name, i, got.Endpoints[i], kind, name)
@@ -105,7 +110,7 @@ func TestReadFileKindNames(t *testing.T) {
 				unix++
 			}
 		}
-		if tc.name != "none unix" && tc.name != "v2" && !tc.text && unix == 0 {
+		if tc.name != "none unix" && tc.name != "v2" && tc.name != "text" && unix == 0 {
 			t.Fatalf("%s: no unix socket: the case tests nothing", tc.name)
 		}
 		// Where the table is large, neither it nor the names are in
