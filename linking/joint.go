@@ -1184,19 +1184,21 @@ func (j *joint) actorOf(i int32) actorPair {
 // over the whole trace): each candidate of each send would otherwise load
 // several cache lines.
 type liveMsg struct {
-	i, sp       int32
-	spP         int32 // sp's position in the node's received messages, −1: spanRoot (sweepNode)
-	recv, close int64
-	trig        uint32 // its part of the class table key: j.edgeTrig of its edge
-	kids        uint8  // j.kids[i], kept equal (only this sweep changes it)
-	ret         bool   // a return: j.r.role[i] == roleReply
+	i, sp int32
+	spP   int32  // sp's position in the node's received messages, −1: spanRoot (sweepNode)
+	trig  uint32 // its part of the class table key: j.edgeTrig of its edge
 	// edge is its edge (hot's): costLive finds its fan-out model by
 	// edge without loading the message's record again.
-	edge int32
-	fan  *fanModel
+	edge        int32
+	kids        uint8 // j.kids[i], kept equal (only this sweep changes it)
+	ret         bool  // a return: j.r.role[i] == roleReply
+	spReq       bool  // sp is a request
+	recv, close int64
+	fan         *fanModel
 	// ckey and cls are the last class classLive found for it (the
 	// node's table key): the sends of a node mostly go to few
 	// destinations, so an entry's class repeats from send to send.
+	// (64 bytes in all: one cache line.)
 	ckey uint64
 	cls  *classModel
 }
@@ -1340,12 +1342,11 @@ func (j *joint) sweep(b trace.NodeID) {
 		// miss fill the store buffer and stall the loop.
 		if x := oi + sweepAhead; x < len(outs) {
 			a := outs[x]
-			prefetchAt(j.parent, a)
-			prefetchAt(j.prob, a)
-			prefetchAt(j.callSpan, a)
+			sp := addrAt(j.parent, a) // (asked for twice where not needed)
 			if w := &nd.out[x]; w.flags&outRetHere != 0 {
-				prefetchAt(j.span, w.peer)
+				sp = addrAt(j.span, w.peer)
 			}
+			prefetch4(addrAt(j.parent, a), addrAt(j.prob, a), addrAt(j.callSpan, a), sp)
 		}
 		ho := &nd.out[oi]
 		s := ho.send
@@ -1355,13 +1356,9 @@ func (j *joint) sweep(b trace.NodeID) {
 			}
 			// (No children yet: pass cleared them, and only this sweep
 			// gives any, to messages already live.)
-			sp, spp, cl := int32(spanRoot), nd.spP[hi], rootClose
-			if spp >= 0 {
-				sp, cl = ins[spp], nd.in[spp].close
-			}
 			hm := &nd.in[hi]
-			live = append(live, liveMsg{i: ins[hi], sp: sp, spP: spp, recv: recv[hi], close: cl,
-				trig: j.edgeTrig[hm.edge], ret: hm.flags&inRet != 0, edge: hm.edge})
+			live = append(live, liveMsg{i: ins[hi], sp: hm.sp, spP: hm.spp, spReq: hm.req, recv: recv[hi], close: hm.close,
+				trig: j.edgeTrig[hm.edge], ret: hm.ret, edge: hm.edge})
 			hi++
 		}
 		// Drop what the window or a closed span rules out for good. (A
@@ -1410,11 +1407,16 @@ func (j *joint) sweep(b trace.NodeID) {
 				k |= 2
 			}
 			for q := range live {
-				fk := uint64(live[q].trig)<<33 | k
-				if live[q].ret {
+				e := &live[q]
+				fk := uint64(e.trig)<<33 | k
+				if e.ret {
 					fk |= 1
 				}
-				x.tab.prefetch(fk)
+				// (Not where the entry holds that key's class: classLive
+				// finds it there without the table.)
+				if e.cls == nil || e.ckey != fk {
+					x.tab.prefetch(fk)
+				}
 			}
 		}
 		if j.first {
@@ -1477,7 +1479,7 @@ func (j *joint) sweep(b trace.NodeID) {
 		// far more often than a timer's: spontaneity must clearly win.
 		if !isReply {
 			for _, q := range j.candQ {
-				if p := live[q].spP; p >= 0 && nd.in[p].flags&inReq != 0 {
+				if live[q].spReq {
 					sc += spanCallBonus
 					break
 				}
@@ -1508,7 +1510,7 @@ func (j *joint) sweep(b trace.NodeID) {
 		if sum > 1/sureProb {
 			j.doubtful++
 		}
-		sp, spp := int32(spanRoot), int32(-1)
+		span := sweepSpan{close: rootClose, sp: spanRoot, spp: -1}
 		if best >= 0 {
 			j.parent[o] = best
 			if bq >= 0 {
@@ -1518,7 +1520,7 @@ func (j *joint) sweep(b trace.NodeID) {
 				e := &live[j.candQ[bq]]
 				e.kids = min(e.kids+1, 255)
 				j.kids[best] = e.kids
-				sp, spp = e.sp, e.spP
+				span = sweepSpan{close: e.close, sp: e.sp, spp: e.spP, req: e.spReq}
 			} else {
 				j.kids[best] = min(j.kids[best]+1, 255)
 				for q := range live {
@@ -1527,9 +1529,11 @@ func (j *joint) sweep(b trace.NodeID) {
 						break
 					}
 				}
-				sp = j.span[best]
+				sp := j.span[best]
+				span = sweepSpan{close: j.closes(sp), sp: sp, spp: -1}
 				if sp >= 0 {
-					spp = posIn(ins, recv, sp, j.hot[sp].recv)
+					span.spp = posIn(ins, recv, sp, j.hot[sp].recv)
+					span.req = j.hot[sp].role == roleRequest
 				}
 			}
 			if !isReply && len(j.candI) > 1 {
@@ -1555,25 +1559,21 @@ func (j *joint) sweep(b trace.NodeID) {
 				j.touch(c)
 			}
 		}
-		j.callSpan[o] = sp
+		j.callSpan[o] = span.sp
 		if ho.flags&outRetHere != 0 {
-			j.span[ret] = sp
+			j.span[ret] = span.sp
 			if retRecv != trace.Unknown && retRecv > s {
 				// Not received yet: it will be live with this span
 				// (after every message received at s or before: from hi).
 				if p := posFrom(ins, recv, ret, retRecv, hi); p >= 0 {
-					nd.spP[p] = spp
+					nd.in[p].setSpan(span)
 				}
 			} else if retRecv != trace.Unknown {
 				// Already live (received before this send): its span
 				// changed.
-				cl := rootClose
-				if spp >= 0 {
-					cl = nd.in[spp].close
-				}
 				for q := range live {
-					if live[q].i == ret {
-						live[q].sp, live[q].spP, live[q].close = sp, spp, cl
+					if e := &live[q]; e.i == ret {
+						e.sp, e.spP, e.close, e.spReq = span.sp, span.spp, span.close, span.req
 						break
 					}
 				}

@@ -2,6 +2,7 @@ package linking
 
 import (
 	"math"
+	"unsafe"
 
 	"wap5/trace"
 )
@@ -21,26 +22,36 @@ import (
 type sweepNode struct {
 	in  []sweepIn
 	out []sweepOut
-	// spP is, by position, the position of the received message's span
-	// (its request, received at the node too), or −1 for spanRoot; uns
-	// is joint.unsure by position. Both start as pass leaves them (span
-	// i itself, spanRoot for an unpaired reply; not unsure): only this
-	// node's sweep changes them for its received messages.
-	spP []int32
+	// uns is joint.unsure by position. It starts as pass leaves it (not
+	// unsure), and so do the received messages' spans (their own, or
+	// spanRoot for an unpaired reply): only this node's sweep changes
+	// them for its received messages.
 	uns []bool
 }
 
-// sweepIn is a received message of the node being swept.
+// sweepIn is a received message of the node being swept: its edge,
+// whether it is a return (role reply), and its span as the sweep will find
+// it when the message goes live (sweepSpan's fields; 24 bytes in all).
 type sweepIn struct {
-	close int64 // closes(i): when its own span ends
-	edge  int32
-	flags uint8 // inRet, inReq
+	close    int64
+	sp, spp  int32
+	edge     int32
+	req, ret bool
 }
 
-const (
-	inRet uint8 = 1 << iota // a return (role reply)
-	inReq                   // a request
-)
+// sweepSpan is a received message's span: the span's message sp (received
+// at the node too, or spanRoot), its position spp (−1: spanRoot), when the
+// span closes (closes(sp)) and whether sp is a request.
+type sweepSpan struct {
+	close   int64
+	sp, spp int32
+	req     bool
+}
+
+// setSpan gives the received message its span s.
+func (in *sweepIn) setSpan(s sweepSpan) {
+	in.close, in.sp, in.spp, in.req = s.close, s.sp, s.spp, s.req
+}
 
 // sweepOut is a send of the node being swept.
 type sweepOut struct {
@@ -68,28 +79,30 @@ const sweepGather = 16
 func (j *joint) gather(b trace.NodeID, ins []int32, recv []int64, outs []int32) *sweepNode {
 	nd := &j.node
 	nd.in = grow(nd.in, len(ins))
-	nd.spP = grow(nd.spP, len(ins))
 	nd.uns = grow(nd.uns, len(ins))
 	clear(nd.uns)
 	hz := j.horizon[b]
+	rootClose := j.closes(spanRoot)
 	// 1. The received messages: each one's record, and a request's reply
 	// (when its span closes), asked for ahead.
 	for p, i := range ins {
+		// (Both in one call: what is not needed is asked for twice.)
 		if a := p + sweepGather; a < len(ins) {
-			prefetchAt(j.hot, ins[a])
-		}
-		if a := p + sweepGather/2; a < len(ins) {
+			far := addrAt(j.hot, ins[a])
+			near := far
+			if h := &j.hot[ins[p+sweepGather/2]]; h.role == roleRequest {
+				near = addrAt(j.hot, h.peer)
+			}
+			prefetch2(far, near)
+		} else if a := p + sweepGather/2; a < len(ins) {
 			if h := &j.hot[ins[a]]; h.role == roleRequest {
 				prefetchAt(j.hot, h.peer)
 			}
 		}
 		h := &j.hot[i]
-		var f uint8
-		switch h.role {
-		case roleReply:
-			f = inRet
-		case roleRequest:
-			f = inReq
+		if h.half == halfHead {
+			nd.in[p] = sweepIn{close: rootClose, sp: spanRoot, spp: -1, edge: h.edge, ret: h.role == roleReply}
+			continue
 		}
 		// closes(i), with b's horizon (edgeDst of its edge is b).
 		cl := int64(math.MaxInt64)
@@ -98,20 +111,20 @@ func (j *joint) gather(b trace.NodeID, ins []int32, recv []int64, outs []int32) 
 		} else if h.half == halfOpen && h.recv != trace.Unknown {
 			cl = h.recv + hz
 		}
-		nd.in[p] = sweepIn{close: cl, edge: h.edge, flags: f}
-		nd.spP[p] = int32(p)
-		if h.half == halfHead {
-			nd.spP[p] = -1
-		}
+		nd.in[p] = sweepIn{close: cl, sp: i, spp: int32(p), edge: h.edge, req: h.role == roleRequest, ret: h.role == roleReply}
 	}
 	// 2. The sends: each one's record and a request's return.
 	nd.out = grow(nd.out, len(outs))
 	var fixed []bool
 	for p, o := range outs {
 		if a := p + sweepGather; a < len(outs) {
-			prefetchAt(j.hot, outs[a])
-		}
-		if a := p + sweepGather/2; a < len(outs) {
+			far := addrAt(j.hot, outs[a])
+			near := far
+			if h := &j.hot[outs[p+sweepGather/2]]; h.role == roleRequest && h.peer >= 0 {
+				near = addrAt(j.hot, h.peer)
+			}
+			prefetch2(far, near)
+		} else if a := p + sweepGather/2; a < len(outs) {
 			if h := &j.hot[outs[a]]; h.role == roleRequest && h.peer >= 0 {
 				prefetchAt(j.hot, h.peer)
 			}
@@ -178,3 +191,6 @@ func grow[T any](s []T, n int) []T {
 	}
 	return s[:n]
 }
+
+// addrAt is the address of s[i], for prefetch2 and prefetch4.
+func addrAt[T any](s []T, i int32) uintptr { return uintptr(unsafe.Pointer(&s[i])) }
