@@ -78,8 +78,18 @@ const sweepGather = 16
 // insRecvOf(b) and outsOf(b).
 func (j *joint) gather(b trace.NodeID, ins []int32, recv []int64, outs []int32) *sweepNode {
 	nd := &j.node
-	nd.in = grow(nd.in, len(ins))
-	nd.uns = grow(nd.uns, len(ins))
+	if nd.in == nil {
+		// 0. The arrays at the largest node's size, once per pass (pass
+		// drops them after the sweeps: they are not held through the
+		// repair).
+		mi, mo := 1, 1
+		for b := range j.t.Nodes {
+			mi = max(mi, len(j.insOf(trace.NodeID(b))))
+			mo = max(mo, len(j.outsOf(trace.NodeID(b))))
+		}
+		*nd = sweepNode{in: make([]sweepIn, mi), out: make([]sweepOut, mo), uns: make([]bool, mi)}
+	}
+	nd.in, nd.uns = nd.in[:len(ins)], nd.uns[:len(ins)]
 	clear(nd.uns)
 	hz := j.horizon[b]
 	rootClose := j.closes(spanRoot)
@@ -114,7 +124,7 @@ func (j *joint) gather(b trace.NodeID, ins []int32, recv []int64, outs []int32) 
 		nd.in[p] = sweepIn{close: cl, sp: i, spp: int32(p), edge: h.edge, req: h.role == roleRequest, ret: h.role == roleReply}
 	}
 	// 2. The sends: each one's record and a request's return.
-	nd.out = grow(nd.out, len(outs))
+	nd.out = nd.out[:len(outs)]
 	var fixed []bool
 	for p, o := range outs {
 		if a := p + sweepGather; a < len(outs) {
@@ -181,15 +191,6 @@ func posFrom(ins []int32, recv []int64, i int32, t int64, from int) int32 {
 		return int32(lo)
 	}
 	return -1
-}
-
-// grow is s resliced to n elements, reallocated (unzeroed contents
-// aside) only when its capacity is short.
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n, n+n/4)
-	}
-	return s[:n]
 }
 
 // addrAt is the address of s[i], for prefetch2 and prefetch4.
