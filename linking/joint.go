@@ -1084,7 +1084,7 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 			phaseOf("J3 sweep", j.passNo)
 		}
 	}
-	j.node = sweepNode{} // (the sweeps' node arrays, not held through the repair)
+	j.dropNode() // (not held through the repair)
 	if repair {
 		// The span costs' delay terms are memoised while the models stay
 		// as they are: this pass's repair (termMemo).

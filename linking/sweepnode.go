@@ -79,15 +79,16 @@ const sweepGather = 16
 func (j *joint) gather(b trace.NodeID, ins []int32, recv []int64, outs []int32) *sweepNode {
 	nd := &j.node
 	if nd.in == nil {
-		// 0. The arrays at the largest node's size, once per pass (pass
-		// drops them after the sweeps: they are not held through the
-		// repair).
+		// 0. The arrays at the largest node's size, once per pass,
+		// outside the heap (offMap): pass gives them back after the
+		// sweeps (dropNode), so that they are not held through the
+		// repair and the heap does not grow for them.
 		mi, mo := 1, 1
 		for b := range j.t.Nodes {
 			mi = max(mi, len(j.insOf(trace.NodeID(b))))
 			mo = max(mo, len(j.outsOf(trace.NodeID(b))))
 		}
-		*nd = sweepNode{in: make([]sweepIn, mi), out: make([]sweepOut, mo), uns: make([]bool, mi)}
+		*nd = sweepNode{in: offMap[sweepIn](&j.runMem, mi), out: offMap[sweepOut](&j.runMem, mo), uns: offMap[bool](&j.runMem, mi)}
 	}
 	nd.in, nd.uns = nd.in[:len(ins)], nd.uns[:len(ins)]
 	clear(nd.uns)
@@ -195,3 +196,14 @@ func posFrom(ins []int32, recv []int64, i int32, t int64, from int) int32 {
 
 // addrAt is the address of s[i], for prefetch2 and prefetch4.
 func addrAt[T any](s []T, i int32) uintptr { return uintptr(unsafe.Pointer(&s[i])) }
+
+// dropNode gives the sweeps' node arrays back (gather makes them again).
+func (j *joint) dropNode() {
+	nd := &j.node
+	if nd.in != nil {
+		for _, p := range []unsafe.Pointer{unsafe.Pointer(unsafe.SliceData(nd.in)), unsafe.Pointer(unsafe.SliceData(nd.out)), unsafe.Pointer(unsafe.SliceData(nd.uns))} {
+			j.runMem.release(p)
+		}
+	}
+	*nd = sweepNode{}
+}
