@@ -247,6 +247,7 @@ type joint struct {
 	candS []int32   // the candidates' spans
 	candQ []int32   // the candidates' places in live
 	live  []liveMsg // the sweep's received messages still in play
+	node  sweepNode // the node being swept, by position (gather)
 	candC []float64
 	// unsure marks the spans (by request) that a call with more than one
 	// admissible parent could have joined: their replies' delays are not
@@ -715,6 +716,13 @@ func (j *joint) classOf(trig, act int32) *classModel {
 	if c := j.findClass(src, tab, fk); c != nil {
 		return c
 	}
+	return j.newClass(src, tab, fk, te, ae, reply, ret)
+}
+
+// newClass is classOf's class of table key fk at node src (table tab),
+// which findClass did not find: the trigger's edge te, the action's ae and
+// the key's flags reply and ret.
+func (j *joint) newClass(src trace.NodeID, tab *classTable, fk uint64, te, ae int32, reply, ret bool) *classModel {
 	k := classKey{trig: j.trigNode(j.edgeSrc[te]), node: src, act: j.trigNode(j.edgeDst[ae]), reply: reply, ret: ret}
 	// The node's table is keyed by the rest of the class key (the
 	// senders of the trigger and the destination as trigNode knows them,
@@ -1079,6 +1087,7 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 			phaseOf("J3 sweep", j.passNo)
 		}
 	}
+	j.dropNode() // (not held through the repair)
 	if repair {
 		// The span costs' delay terms are memoised while the models stay
 		// as they are: this pass's repair (termMemo).
@@ -1179,18 +1188,21 @@ func (j *joint) actorOf(i int32) actorPair {
 // over the whole trace): each candidate of each send would otherwise load
 // several cache lines.
 type liveMsg struct {
-	i, sp       int32
-	recv, close int64
-	trig        uint32 // its part of the class table key: j.edgeTrig of its edge
-	kids        uint8  // j.kids[i], kept equal (only this sweep changes it)
-	ret         bool   // a return: j.r.role[i] == roleReply
+	i, sp int32
+	spP   int32  // sp's position in the node's received messages, −1: spanRoot (sweepNode)
+	trig  uint32 // its part of the class table key: j.edgeTrig of its edge
 	// edge is its edge (hot's): costLive finds its fan-out model by
 	// edge without loading the message's record again.
-	edge int32
-	fan  *fanModel
+	edge        int32
+	kids        uint8 // j.kids[i], kept equal (only this sweep changes it)
+	ret         bool  // a return: j.r.role[i] == roleReply
+	spReq       bool  // sp is a request
+	recv, close int64
+	fan         *fanModel
 	// ckey and cls are the last class classLive found for it (the
 	// node's table key): the sends of a node mostly go to few
 	// destinations, so an entry's class repeats from send to send.
+	// (64 bytes in all: one cache line.)
 	ckey uint64
 	cls  *classModel
 }
@@ -1199,6 +1211,8 @@ type liveMsg struct {
 // node's class table and the send's part of the table key (classOf).
 type sendCtx struct {
 	o    int32
+	ae   int32        // the send's edge
+	rep  bool         // the send is a reply (or stands for one): the key's reply flag
 	src  trace.NodeID // the send's node, whose table tab is
 	tab  *classTable
 	key  uint64
@@ -1212,7 +1226,12 @@ type sendCtx struct {
 
 func (j *joint) newSendCtx(o int32) sendCtx {
 	h := &j.hot[o]
-	ae := h.edge
+	return j.sendCtxOf(o, h.edge, h.role == roleReply || h.half == halfHead)
+}
+
+// sendCtxOf is newSendCtx(o) from o's edge ae and whether it is a reply
+// (rep: its role is roleReply, or it is halfHead).
+func (j *joint) sendCtxOf(o, ae int32, rep bool) sendCtx {
 	src := j.edgeSrc[ae]
 	tab := j.classTabs[src]
 	if tab == nil {
@@ -1220,10 +1239,10 @@ func (j *joint) newSendCtx(o int32) sendCtx {
 		j.classTabs[src] = tab
 	}
 	k := uint64(j.edgeAct[ae]) << 2
-	if h.role == roleReply || h.half == halfHead {
+	if rep {
 		k |= 2
 	}
-	return sendCtx{o: o, src: src, tab: tab, key: k, base: j.base[ae]}
+	return sendCtx{o: o, ae: ae, rep: rep, src: src, tab: tab, key: k, base: j.base[ae]}
 }
 
 // classLive is classOf(e.i, x.o), the table probed without reloading
@@ -1242,7 +1261,9 @@ func (j *joint) classLive(x *sendCtx, e *liveMsg) *classModel {
 	}
 	c := j.findClass(x.src, x.tab, fk)
 	if c == nil {
-		c = j.classOf(e.i, x.o)
+		// classOf(e.i, x.o) from what the entry and x hold: neither
+		// message's record is loaded again.
+		c = j.newClass(x.src, x.tab, fk, e.edge, x.ae, x.rep, e.ret)
 	}
 	x.memoKey, x.memo = fk, c
 	e.ckey, e.cls = fk, c
@@ -1312,44 +1333,36 @@ func (j *joint) linkAhead(outs []int32, x int) {
 func (j *joint) sweep(b trace.NodeID) {
 	ins, outs := j.insOf(b), j.outsOf(b)
 	recv := j.insRecvOf(b) // receive times, aligned with ins
+	// The node laid out by position (sweepNode): the loops below read
+	// the node's own arrays, not the scattered messages.
+	nd := j.gather(b, ins, recv, outs)
+	rootClose := j.closes(spanRoot)
 	live := j.live[:0]
 	defer func() { j.live = live }()
 	hi := 0
-	// A node's messages are scattered over a large trace: each send's and
-	// each received message's records are a cache miss. The loop asks
-	// for those a few messages ahead (prefetch), and for the records they
-	// lead to (a request's return, a received message's span) half as
-	// far ahead: by the time it reaches them they are in cache.
 	for oi, o := range outs {
+		// What the sweep writes of a send and of its return is
+		// scattered: the lines are asked for ahead, or the stores that
+		// miss fill the store buffer and stall the loop.
 		if x := oi + sweepAhead; x < len(outs) {
-			prefetchAt(j.hot, outs[x])
-		}
-		if x := oi + sweepAhead/2; x < len(outs) {
-			if h := &j.hot[outs[x]]; h.role == roleRequest && h.peer >= 0 {
-				prefetchAt(j.hot, h.peer)
+			a := outs[x]
+			sp := addrAt(j.parent, a) // (asked for twice where not needed)
+			if w := &nd.out[x]; w.flags&outRetHere != 0 {
+				sp = addrAt(j.span, w.peer)
 			}
+			prefetch4(addrAt(j.parent, a), addrAt(j.prob, a), addrAt(j.callSpan, a), sp)
 		}
-		ho := &j.hot[o]
+		ho := &nd.out[oi]
 		s := ho.send
 		for hi < len(ins) && recv[hi] <= s {
 			if x := hi + sweepAhead; x < len(ins) {
-				a := ins[x]
-				prefetchAt(j.hot, a)
-				prefetchAt(j.span, a)
+				prefetchAt(j.kids, ins[x])
 			}
-			if x := hi + sweepAhead/2; x < len(ins) {
-				if sp := j.span[ins[x]]; sp >= 0 {
-					prefetchAt(j.hot, sp)
-				}
-			}
-
-			i := ins[hi]
-			sp := j.span[i]
-			hm := &j.hot[i]
 			// (No children yet: pass cleared them, and only this sweep
 			// gives any, to messages already live.)
-			live = append(live, liveMsg{i: i, sp: sp, recv: recv[hi], close: j.closes(sp),
-				trig: j.edgeTrig[hm.edge], ret: hm.role == roleReply, edge: hm.edge})
+			hm := &nd.in[hi]
+			live = append(live, liveMsg{i: ins[hi], sp: hm.sp, spP: hm.spp, spReq: hm.req, recv: recv[hi], close: hm.close,
+				trig: j.edgeTrig[hm.edge], ret: hm.ret, edge: hm.edge})
 			hi++
 		}
 		// Drop what the window or a closed span rules out for good. (A
@@ -1367,7 +1380,7 @@ func (j *joint) sweep(b trace.NodeID) {
 		live = live[:w]
 
 		isReply := ho.role == roleReply
-		if ho.role == roleOneway && j.orphanReply(o) {
+		if ho.flags&outOrphan != 0 {
 			// A reply whose request was lost: it starts nothing and
 			// belongs to no span it could be attached to.
 			j.callSpan[o] = spanRoot
@@ -1376,12 +1389,9 @@ func (j *joint) sweep(b trace.NodeID) {
 		}
 		need := s
 		var ret int32 = -1
-		var retRecv int64 = trace.Unknown // ret's receive time when b received it
+		retRecv := ho.retRecv // ret's receive time when b received it
 		if ho.role == roleRequest {
 			ret = ho.peer
-			if rm := &j.hot[ret]; j.edgeDst[rm.edge] == b {
-				retRecv = rm.recv
-			}
 			if retRecv != trace.Unknown && retRecv > need {
 				need = retRecv
 			}
@@ -1390,22 +1400,27 @@ func (j *joint) sweep(b trace.NodeID) {
 		if isReply {
 			req = ho.peer
 		}
-		x := j.newSendCtx(o)
+		x := j.sendCtxOf(o, ho.edge, ho.role == roleReply || ho.half == halfHead)
 		// The next send's classes with the entries live now (most of
 		// them will be live for it too): their slots in the node's
 		// class table are asked for ahead, a cache miss each otherwise.
 		if oi+1 < len(outs) {
-			hn := &j.hot[outs[oi+1]]
+			hn := &nd.out[oi+1]
 			k := uint64(j.edgeAct[hn.edge]) << 2
 			if hn.role == roleReply || hn.half == halfHead {
 				k |= 2
 			}
 			for q := range live {
-				fk := uint64(live[q].trig)<<33 | k
-				if live[q].ret {
+				e := &live[q]
+				fk := uint64(e.trig)<<33 | k
+				if e.ret {
 					fk |= 1
 				}
-				x.tab.prefetch(fk)
+				// (Not where the entry holds that key's class: classLive
+				// finds it there without the table.)
+				if e.cls == nil || e.ckey != fk {
+					x.tab.prefetch(fk)
+				}
 			}
 		}
 		if j.first {
@@ -1467,8 +1482,8 @@ func (j *joint) sweep(b trace.NodeID) {
 		// A call made while a request's span is open is that span's work
 		// far more often than a timer's: spontaneity must clearly win.
 		if !isReply {
-			for _, sp := range j.candS {
-				if sp >= 0 && j.hot[sp].role == roleRequest {
+			for _, q := range j.candQ {
+				if live[q].spReq {
 					sc += spanCallBonus
 					break
 				}
@@ -1487,25 +1502,29 @@ func (j *joint) sweep(b trace.NodeID) {
 		for _, c := range j.candC {
 			sum += expGap(bc - c)
 		}
-		if hr := &j.hot[max(req, 0)]; best < 0 && isReply && j.edgeDst[hr.edge] == b && hr.recv != trace.Unknown && hr.recv <= s {
-			// No admissible parent (an earlier choice went wrong): keep
-			// the reply with its request rather than orphan it.
-			best, sum, bq = req, 1, -1
+		if best < 0 && isReply {
+			if hr := &j.hot[max(req, 0)]; j.edgeDst[hr.edge] == b && hr.recv != trace.Unknown && hr.recv <= s {
+				// No admissible parent (an earlier choice went wrong):
+				// keep the reply with its request rather than orphan it.
+				best, sum, bq = req, 1, -1
+			}
 		}
 		j.prob[o] = float32(1 / math.Max(sum, 1))
 		j.sends++
 		if sum > 1/sureProb {
 			j.doubtful++
 		}
-		sp := int32(spanRoot)
+		span := sweepSpan{close: rootClose, sp: spanRoot, spp: -1}
 		if best >= 0 {
 			j.parent[o] = best
 			if bq >= 0 {
 				// A candidate: its live entry holds its children
-				// (j.kids[best] is only written, not loaded again).
+				// (j.kids[best] is only written, not loaded again) and
+				// its span.
 				e := &live[j.candQ[bq]]
 				e.kids = min(e.kids+1, 255)
 				j.kids[best] = e.kids
+				span = sweepSpan{close: e.close, sp: e.sp, spp: e.spP, req: e.spReq}
 			} else {
 				j.kids[best] = min(j.kids[best]+1, 255)
 				for q := range live {
@@ -1514,16 +1533,24 @@ func (j *joint) sweep(b trace.NodeID) {
 						break
 					}
 				}
+				sp := j.span[best]
+				span = sweepSpan{close: j.closes(sp), sp: sp, spp: -1}
+				if sp >= 0 {
+					span.spp = posIn(ins, recv, sp, j.hot[sp].recv)
+					span.req = j.hot[sp].role == roleRequest
+				}
 			}
-			sp = j.span[best]
 			if !isReply && len(j.candI) > 1 {
-				for _, sp := range j.candS {
-					if sp >= 0 {
-						j.unsure[sp] = true
+				for _, q := range j.candQ {
+					if e := &live[q]; e.sp >= 0 {
+						j.unsure[e.sp] = true
+						nd.uns[e.spP] = true
 					}
 				}
 			}
-			if len(j.candI) == 1 && (!isReply || !j.unsure[req]) {
+			// (A reply's one candidate is in its request's span: req's
+			// unsure bit is that candidate's span's.)
+			if len(j.candI) == 1 && (!isReply || !nd.uns[live[j.candQ[0]].spP]) {
 				var c *classModel
 				var dt float32
 				if j.candI[0] == best { // the one candidate, live[candQ[0]]
@@ -1536,15 +1563,21 @@ func (j *joint) sweep(b trace.NodeID) {
 				j.touch(c)
 			}
 		}
-		j.callSpan[o] = sp
-		if ret >= 0 && j.edgeDst[j.hot[ret].edge] == b {
-			j.span[ret] = sp
-			if retRecv != trace.Unknown && retRecv <= s {
+		j.callSpan[o] = span.sp
+		if ho.flags&outRetHere != 0 {
+			j.span[ret] = span.sp
+			if retRecv != trace.Unknown && retRecv > s {
+				// Not received yet: it will be live with this span
+				// (after every message received at s or before: from hi).
+				if p := posFrom(ins, recv, ret, retRecv, hi); p >= 0 {
+					nd.in[p].setSpan(span)
+				}
+			} else if retRecv != trace.Unknown {
 				// Already live (received before this send): its span
 				// changed.
 				for q := range live {
-					if live[q].i == ret {
-						live[q].sp, live[q].close = sp, j.closes(sp)
+					if e := &live[q]; e.i == ret {
+						e.sp, e.spP, e.close, e.spReq = span.sp, span.spp, span.close, span.req
 						break
 					}
 				}

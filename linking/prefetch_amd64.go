@@ -8,3 +8,13 @@ package linking
 //
 //go:noescape
 func prefetch(p uintptr)
+
+// prefetch2 and prefetch4 are prefetch of two and four addresses in one
+// call (a call to assembly is not inlined: where a loop asks for several
+// lines at once, one call does).
+//
+//go:noescape
+func prefetch2(a, b uintptr)
+
+//go:noescape
+func prefetch4(a, b, c, d uintptr)
