@@ -624,13 +624,25 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// given back before J6 adds the instances to the heap.
 	l.dropIndex()
 	l.runMem.free()
-	hugemem.Trim() // (kept memory: the instances are in the heap)
+	// What is kept goes back now (taking J6's arrays from it instead
+	// raised the peak by ≈ 20 MB in some runs: their pages were not all
+	// resident). Where the messages are not made again (drop), the
+	// instances live outside the heap in memory mapped afresh (keepMem,
+	// given back after the aggregation): in the heap they made the
+	// collector run twice during J6 on the CoDeeN-sized trace, each time
+	// over the heap's pointers (the trace's endpoint names).
+	hugemem.Trim()
+	drop := lean != nil && l.o.DropMessages && l.o.NoInstances && !l.o.AggregateClients
+	var inMem *offHeap
+	if drop && hugemem.Keeping() {
+		inMem = &l.keepMem
+	}
 	// J6.
 	phase("J6 instances")
-	in := j.instances()
+	in := j.instances(inMem)
 	l.linkMem.free()
 	if lean != nil {
-		if l.o.DropMessages && l.o.NoInstances && !l.o.AggregateClients {
+		if drop {
 			// The aggregation reads hot and the kinds (msgView), and
 			// the messages are not made again: run gives keepMem back
 			// after the aggregation, eps and actors now.
@@ -2048,8 +2060,10 @@ func (m *models) compare(fit Fit) (Fit, error) {
 	}, fit), nil
 }
 
-// instances is J6: the trees under parentless messages.
-func (j *joint) instances() *instances {
+// instances is J6: the trees under parentless messages; their arrays
+// outside the heap in mem where it is set (wap5 link --json: keepMem, given
+// back after the aggregation), else in the heap.
+func (j *joint) instances(mem *offHeap) *instances {
 	n := len(j.parent)
 	// 1. Every message's children (CSR, in message order): counted, each
 	// parent's count at start[p+2], so that after the sums start[p+1] is
@@ -2079,7 +2093,13 @@ func (j *joint) instances() *instances {
 	// 2. The trees from their roots, breadth first. Every message is in
 	// at most one tree: the arrays are sized at once (no doubling garbage
 	// on a large trace).
-	in := &instances{start: make([]int32, 1, roots+1), msgs: make([]int32, 0, n), par: make([]int32, 0, n), prob: make([]float64, 0, roots)}
+	var in *instances
+	if mem != nil {
+		in = &instances{start: offMake[int32](mem, roots+1)[:1], msgs: offMake[int32](mem, n)[:0], par: offMake[int32](mem, n)[:0],
+			prob: offMake[float64](mem, roots)[:0]}
+	} else {
+		in = &instances{start: make([]int32, 1, roots+1), msgs: make([]int32, 0, n), par: make([]int32, 0, n), prob: make([]float64, 0, roots)}
+	}
 	var msgs, par []int32
 	for r := 0; r < n; r++ {
 		if j.parent[r] >= 0 {
