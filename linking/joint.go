@@ -316,7 +316,13 @@ type joint struct {
 	active []*classModel
 	// refitScr holds refit's per-pool and per-trigger sums (reset after use).
 	refitScr struct {
-		pool                  [][]float32
+		// A node's pools (by their ids, in the order its classes
+		// name them), their local numbers (poolLocal, by pool id; −1:
+		// none) and their certain delays side by side (pBy from
+		// pStart): refitNode.
+		pools, poolLocal      []int32
+		pStart                []int32
+		pBy                   []float32
 		poolFit               []dist // a pool's fit, where poolDone (listed in donePools)
 		poolDone              []bool
 		donePools             []int32
@@ -1787,19 +1793,48 @@ func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32,
 	rs.sStart = groupLocal(rs.sStart, rs.local, rs.smp.cls, rs.smp.val, &rs.sBy, nc)
 	rs.cStart = groupLocal(rs.cStart, rs.local, cls, val, &rs.cBy, nc)
 	// 2. Certain delays pooled over the senders of the trigger, for
-	// classes with too few of their own.
-	if n := j.mod.poolID.n; len(rs.pool) < n {
-		rs.pool = append(rs.pool, make([][]float32, n-len(rs.pool))...)
+	// classes with too few of their own: each pool's, in its classes'
+	// order, side by side (a counting sort by the pools' local numbers;
+	// a slice per pool id was pointers for the collector to scan and
+	// their regrowth its garbage).
+	if n := j.mod.poolID.n; len(rs.poolLocal) < n {
+		m := len(rs.poolLocal)
+		rs.poolLocal = append(rs.poolLocal, make([]int32, n-m)...)
+		for i := m; i < n; i++ {
+			rs.poolLocal[i] = -1
+		}
 	}
+	rs.pools = rs.pools[:0]
+	for _, c := range rs.acts {
+		if rs.poolLocal[c.pool] < 0 {
+			rs.poolLocal[c.pool] = int32(len(rs.pools))
+			rs.pools = append(rs.pools, c.pool)
+		}
+	}
+	np := len(rs.pools)
+	rs.pStart = slices.Grow(rs.pStart[:0], np+1)[:np+1]
+	clear(rs.pStart)
+	for k, c := range rs.acts {
+		rs.pStart[rs.poolLocal[c.pool]+1] += rs.cStart[k+1] - rs.cStart[k]
+	}
+	for q := 0; q < np; q++ {
+		rs.pStart[q+1] += rs.pStart[q]
+	}
+	rs.pBy = slices.Grow(rs.pBy[:0], int(rs.pStart[np]))[:rs.pStart[np]]
+	for k, c := range rs.acts {
+		q := rs.poolLocal[c.pool]
+		rs.pStart[q] += int32(copy(rs.pBy[rs.pStart[q]:], rs.cBy[rs.cStart[k]:rs.cStart[k+1]]))
+	}
+	for q := np; q > 0; q-- {
+		rs.pStart[q] = rs.pStart[q-1]
+	}
+	rs.pStart[0] = 0
 	if n := j.mod.poolID.n; len(rs.poolFit) < n {
 		rs.poolFit = append(rs.poolFit, make([]dist, n-len(rs.poolFit))...)
 		rs.poolDone = append(rs.poolDone, make([]bool, n-len(rs.poolDone))...)
 	}
-	for k, c := range rs.acts {
-		rs.pool[c.pool] = append(rs.pool[c.pool], rs.cBy[rs.cStart[k]:rs.cStart[k+1]]...)
-		// (The candidates' peaks were found as each node was swept:
-		// fitPeaks.)
-	}
+	// (The candidates' peaks were found as each node was swept:
+	// fitPeaks.)
 	// 3. Transition probabilities from the certain links of each trigger
 	// class (all links where too few are certain).
 	if n := j.mod.trigID.n; len(rs.certainN) < n {
@@ -1809,7 +1844,8 @@ func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32,
 	}
 	certainN, allN, kinds := rs.certainN, rs.allN, rs.kinds
 	for k, c := range rs.acts {
-		pc := rs.pool[c.pool]
+		q := rs.poolLocal[c.pool]
+		pc := rs.pBy[rs.pStart[q]:rs.pStart[q+1]]
 		samples, certain := rs.sBy[rs.sStart[k]:rs.sStart[k+1]], rs.cBy[rs.cStart[k]:rs.cStart[k+1]]
 		switch {
 		case !useCertain && len(samples) >= 30:
@@ -1849,7 +1885,9 @@ func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32,
 		if tot > 0 && !(j.carried != nil && tot < 30) {
 			c.logTrans = math.Log((n + 0.5) / (tot + 0.5*kinds[tk]))
 		}
-		rs.pool[c.pool] = rs.pool[c.pool][:0]
+	}
+	for _, p := range rs.pools {
+		rs.poolLocal[p] = -1
 	}
 	for _, p := range rs.donePools {
 		rs.poolDone[p] = false
