@@ -833,6 +833,7 @@ func (t *patTable) put(h uint64, pi int32) {
 type patCounts struct {
 	blocks [][]patCount
 	n      int
+	mem    *offHeap // where set, the blocks are outside the heap (offMap)
 }
 
 const patBlock = 1 << 14
@@ -842,7 +843,11 @@ func (c *patCounts) at(i int32) *patCount { return &c.blocks[i/patBlock][i%patBl
 // add appends a pattern of hash h and returns its position.
 func (c *patCounts) add(h uint64) int32 {
 	if c.n%patBlock == 0 {
-		c.blocks = append(c.blocks, make([]patCount, patBlock))
+		if c.mem != nil {
+			c.blocks = append(c.blocks, offMap[patCount](c.mem, patBlock))
+		} else {
+			c.blocks = append(c.blocks, make([]patCount, patBlock))
+		}
 	}
 	i := int32(c.n)
 	c.n++
@@ -1033,7 +1038,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	instPat := aggMake[int32](a.mem, in.len()) // pattern of every instance
 	// (The table has a slot per instance at least: unless most instances
 	// are patterns of their own, it never grows.)
-	pats := &patCounts{}
+	pats := &patCounts{mem: a.mem}
 	tab := newPatTable(aggMake[int32](a.mem, 1<<bits.Len(uint(in.len()))))
 	var hs [256]uint64
 	for i0 := 0; i0 < in.len(); i0 += len(hs) {
