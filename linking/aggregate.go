@@ -8,6 +8,7 @@ import (
 	"sort"
 	"unsafe"
 
+	"wap5/internal/hugemem"
 	"wap5/trace"
 )
 
@@ -128,6 +129,9 @@ type aggregator struct {
 	recs  []msgRec
 	// step 4's chunks of records (whole traces)
 	gather gather
+	// mem, where set, holds a whole trace's arrays of steps 3–4 outside
+	// the heap (aggMake), given back when the aggregation ends.
+	mem *offHeap
 	// build's scratch, and with reuse its pattern, steps, child pointers,
 	// metrics and perm
 	off                []float64
@@ -143,6 +147,23 @@ type aggregator struct {
 func newAggregator(histTop int) *aggregator {
 	return &aggregator{nameIdx: map[string]int32{}, byHash: newPairTable(1024), histTop: histTop}
 }
+
+// aggMake is make([]T, n) for the arrays of a whole trace's aggregation:
+// outside the heap in mem (offMake, from mem's size on) where mem is set.
+// In the heap they were most of what the aggregation allocates (≈ 100 MB
+// on the CoDeeN-sized trace), and at the low GOGC of a large trace's
+// aggregation (collectOften) the collector ran for them every ≈ 30 MB,
+// each time over the whole heap (the trace's tables).
+func aggMake[T any](mem *offHeap, n int) []T {
+	if mem == nil {
+		return make([]T, n)
+	}
+	return offMake[T](mem, n)
+}
+
+// aggMemFrom is the size from which aggMake's arrays are made outside the
+// heap. (A variable for tests.)
+var aggMemFrom = 1 << 20
 
 func (a *aggregator) label(name string) int32 {
 	if i, ok := a.nameIdx[name]; ok {
@@ -522,6 +543,8 @@ type gather struct {
 	cur                    []rankCursor
 	// the chunk's instances, in instance order (load)
 	sel []int32
+	// mem is the aggregator's (aggMake).
+	mem *offHeap
 }
 
 // maxFloat is math.Max (its special cases included: +Inf, then NaN, then
@@ -564,9 +587,10 @@ var gatherMessages = 1 << 20
 // (two shapes sharing a 64-bit pattern hash) is left out (its rank set
 // to −1); places returns how many were.
 func (g *gather) places(in *instances, instRank []int32, full int) (collided int) {
-	g.byRank = make([]int32, full+1)
-	g.msgAt = make([]int32, full+1)
-	g.shapeAt = make([]int32, full+1)
+	mem := g.mem
+	g.byRank = aggMake[int32](mem, full+1)
+	g.msgAt = aggMake[int32](mem, full+1)
+	g.shapeAt = aggMake[int32](mem, full+1)
 	for i, r := range instRank {
 		if r < 0 {
 			continue
@@ -596,9 +620,9 @@ func (g *gather) places(in *instances, instRank []int32, full int) (collided int
 		ns = max(ns, g.shapeAt[r1]-g.shapeAt[r0])
 		r0 = r1
 	}
-	g.recs, g.prob, g.shape = make([]delayRec, nm), make([]float64, ni), make([]shapeRec, ns)
-	g.sel = make([]int32, 0, 2*ni)
-	g.cur = make([]rankCursor, full)
+	g.recs, g.prob, g.shape = aggMake[delayRec](mem, int(nm)), aggMake[float64](mem, int(ni)), aggMake[shapeRec](mem, int(ns))
+	g.sel = aggMake[int32](mem, 2*int(ni))[:0]
+	g.cur = aggMake[rankCursor](mem, full)
 	for r := range g.cur {
 		g.cur[r] = rankCursor{inst: g.byRank[r], msg: g.msgAt[r], first: g.byRank[r], shape: g.shapeAt[r]}
 	}
@@ -763,8 +787,9 @@ type patTable struct {
 	mask  uint64
 }
 
-func newPatTable(size int) *patTable {
-	return &patTable{slots: make([]int32, size), mask: uint64(size - 1)}
+// newPatTable is a table over slots (zero; a power of two).
+func newPatTable(slots []int32) *patTable {
+	return &patTable{slots: slots, mask: uint64(len(slots) - 1)}
 }
 
 // find returns the position in pats of the pattern of hash h, adding a
@@ -808,6 +833,7 @@ func (t *patTable) put(h uint64, pi int32) {
 type patCounts struct {
 	blocks [][]patCount
 	n      int
+	mem    *offHeap // where set, the blocks are outside the heap (offMap)
 }
 
 const patBlock = 1 << 14
@@ -817,7 +843,11 @@ func (c *patCounts) at(i int32) *patCount { return &c.blocks[i/patBlock][i%patBl
 // add appends a pattern of hash h and returns its position.
 func (c *patCounts) add(h uint64) int32 {
 	if c.n%patBlock == 0 {
-		c.blocks = append(c.blocks, make([]patCount, patBlock))
+		if c.mem != nil {
+			c.blocks = append(c.blocks, offMap[patCount](c.mem, patBlock))
+		} else {
+			c.blocks = append(c.blocks, make([]patCount, patBlock))
+		}
 	}
 	i := int32(c.n)
 	c.n++
@@ -859,9 +889,9 @@ func cmpRank(pe, qe float64, pc, qc int32, ph, qh uint64) int {
 // is 0) of the n at(0), …, at(n−1) in rank order (byRank: a total order,
 // as hashes are distinct, so the result does not depend on how it is
 // found).
-func rankPatterns(n int, at func(int32) *patCount, top int) []int32 {
+func rankPatterns(n int, at func(int32) *patCount, top int, mem *offHeap) []int32 {
 	if top <= 0 || top >= n/4 {
-		r := sortByRank(n, at)
+		r := sortByRank(n, at, mem)
 		if top > 0 && top < len(r) {
 			return r[:top]
 		}
@@ -912,14 +942,14 @@ func rankPatterns(n int, at func(int32) *patCount, top int) []int32 {
 // keys agree above those bits (equal expected counts, or nearly) are then
 // sorted by byRank itself: as the keys' order never contradicts byRank's,
 // the result is byRank's order.
-func sortByRank(n int, at func(int32) *patCount) []int32 {
+func sortByRank(n int, at func(int32) *patCount, mem *offHeap) []int32 {
 	cmp := func(x, y int32) int { return byRank(at(x), at(y)) }
-	r := make([]int32, n)
+	r := aggMake[int32](mem, n)
 	for i := range r {
 		r[i] = int32(i)
 	}
 	shift := uint(bits.Len(uint(n)))
-	keys := make([]uint64, n)
+	keys := aggMake[uint64](mem, n)
 	for i := range keys {
 		e := at(int32(i)).expected
 		if !(e >= 0) || math.Signbit(e) {
@@ -936,7 +966,18 @@ func sortByRank(n int, at func(int32) *patCount) []int32 {
 	// (A run's patterns are copied side by side before they are sorted:
 	// byRank's loads through at are scattered, and one run, the patterns
 	// seen once with probability 1, can hold most of them.)
-	var run []rankRec
+	// (The longest run first: its copies' array at once, not grown by
+	// doubling. Most patterns can be in one.)
+	most := 0
+	for a := 0; a < len(keys); {
+		b := a + 1
+		for b < len(keys) && keys[b]>>shift == keys[a]>>shift {
+			b++
+		}
+		most = max(most, b-a)
+		a = b
+	}
+	run := aggMake[rankRec](mem, most)[:0]
 	for a := 0; a < len(keys); {
 		b := a + 1
 		for b < len(keys) && keys[b]>>shift == keys[a]>>shift {
@@ -974,6 +1015,19 @@ type rankRec struct {
 func (l *linker) aggregate(in *instances, res *Result) error {
 	a := newAggregator(l.o.HistTop)
 	a.clock = trace.NewClockMap(l.t)
+	// A whole trace's arrays outside the heap where the process keeps the
+	// memory given back (hugemem.Keeping: wap5 link) and the joint linker
+	// drops the messages (its records, l.hot, are what the aggregation
+	// reads: --json without --instances), given back at the end: nothing
+	// refers to them after (the instances' messages are in.msgs). (The
+	// WAP5 method's aggregation is its peak, and its heap has the free
+	// memory of its steps to put these arrays in: outside the heap they
+	// raised its peak from 292 to 317–320 MB.)
+	if hugemem.Keeping() && l.hot != nil {
+		a.mem = &offHeap{from: aggMemFrom}
+		a.gather.mem = a.mem
+		defer a.mem.free()
+	}
 	labels := a.linkerLabels(l)
 	// Step 3: every instance's messages in canonical order and its parents
 	// as canonical positions (both in place: order is in.msgs from here
@@ -985,11 +1039,11 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	// of independent loads, which the processor overlaps.
 	order := in.msgs
 	ms := l.viewOf()
-	instPat := make([]int32, in.len()) // pattern of every instance
+	instPat := aggMake[int32](a.mem, in.len()) // pattern of every instance
 	// (The table has a slot per instance at least: unless most instances
 	// are patterns of their own, it never grows.)
-	pats := &patCounts{}
-	tab := newPatTable(1 << bits.Len(uint(in.len())))
+	pats := &patCounts{mem: a.mem}
+	tab := newPatTable(aggMake[int32](a.mem, 1<<bits.Len(uint(in.len()))))
 	var hs [256]uint64
 	for i0 := 0; i0 < in.len(); i0 += len(hs) {
 		i1 := min(i0+len(hs), in.len())
@@ -1027,7 +1081,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 		}
 	}
 	tab = nil
-	ranked := rankPatterns(pats.n, pats.at, l.o.Top)
+	ranked := rankPatterns(pats.n, pats.at, l.o.Top, a.mem)
 	built := len(ranked)
 	// Patterns ranked from full on are handed over with their counts only
 	// (Options.Shown).
@@ -1038,7 +1092,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	// Every instance's rank where its pattern is built in full, else −1
 	// (instPat rewritten in place), and where each rank's instances,
 	// messages and shape go (g.places).
-	rank := make([]int32, pats.n)
+	rank := aggMake[int32](a.mem, pats.n)
 	for i := range rank {
 		rank[i] = -1
 	}

@@ -273,7 +273,7 @@ func TestRankPatterns(t *testing.T) {
 			return ps
 		}
 		n, get := patSlice(pats)
-		all := at(rankPatterns(n, get, 0))
+		all := at(rankPatterns(n, get, 0, nil))
 		for i := 1; i < len(all) && !nan; i++ {
 			if byRank(&all[i-1], &all[i]) >= 0 {
 				t.Fatalf("n %d: ranks %d and %d out of order", n, i-1, i)
@@ -288,7 +288,7 @@ func TestRankPatterns(t *testing.T) {
 			continue
 		}
 		for _, top := range []int{1, 2, 3, 10, 99, 100, 101, 749, 750, 751, 2999, 5000} {
-			got := at(rankPatterns(n, get, top))
+			got := at(rankPatterns(n, get, top, nil))
 			if want := all[:min(top, n)]; !slices.Equal(got, want) {
 				t.Fatalf("n %d top %d: %d patterns, not the first of the ranking", n, top, len(got))
 			}

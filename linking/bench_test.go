@@ -2,6 +2,7 @@ package linking
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime/metrics"
 	"strconv"
@@ -82,6 +83,15 @@ func BenchmarkLinkPhases(b *testing.B) {
 			b.Fatal(err)
 		}
 		hugemem.Reserve(mb << 20)
+	}
+	// WAP5_BENCH_KEEP=1: the memory given back outside the heap is kept
+	// for the next arrays (hugemem.KeepUpTo), as wap5 link does for a
+	// whole trace (the joint method's bound): the steps that make their
+	// arrays outside the heap only where the process keeps memory (J6 and
+	// the aggregation with Lean and DropMessages) then run as in wap5 link.
+	if os.Getenv("WAP5_BENCH_KEEP") == "1" {
+		hugemem.KeepUpTo(math.MaxInt, math.MaxInt, true)
+		defer hugemem.Keep(false)
 	}
 	cpu0 := cpuSeconds()
 	t := benchTrace(b)

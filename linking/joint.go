@@ -317,7 +317,13 @@ type joint struct {
 	active []*classModel
 	// refitScr holds refit's per-pool and per-trigger sums (reset after use).
 	refitScr struct {
-		pool                  [][]float32
+		// A node's pools (by their ids, in the order its classes
+		// name them), their local numbers (poolLocal, by pool id; −1:
+		// none) and their certain delays side by side (pBy from
+		// pStart): refitNode.
+		pools, poolLocal      []int32
+		pStart                []int32
+		pBy                   []float32
 		poolFit               []dist // a pool's fit, where poolDone (listed in donePools)
 		poolDone              []bool
 		donePools             []int32
@@ -628,13 +634,25 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// given back before J6 adds the instances to the heap.
 	l.dropIndex()
 	l.runMem.free()
-	hugemem.Trim() // (kept memory: the instances are in the heap)
+	// What is kept goes back now (taking J6's arrays from it instead
+	// raised the peak by ≈ 20 MB in some runs: their pages were not all
+	// resident). Where the messages are not made again (drop), the
+	// instances live outside the heap in memory mapped afresh (keepMem,
+	// given back after the aggregation): in the heap they made the
+	// collector run twice during J6 on the CoDeeN-sized trace, each time
+	// over the heap's pointers (the trace's endpoint names).
+	hugemem.Trim()
+	drop := lean != nil && l.o.DropMessages && l.o.NoInstances && !l.o.AggregateClients
+	var inMem *offHeap
+	if drop && hugemem.Keeping() {
+		inMem = &l.keepMem
+	}
 	// J6.
 	phase("J6 instances")
-	in := j.instances()
+	in := j.instances(inMem)
 	l.linkMem.free()
 	if lean != nil {
-		if l.o.DropMessages && l.o.NoInstances && !l.o.AggregateClients {
+		if drop {
 			// The aggregation reads hot and the kinds (msgView), and
 			// the messages are not made again: run gives keepMem back
 			// after the aggregation, eps and actors now.
@@ -1811,19 +1829,48 @@ func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32,
 	rs.sStart = groupLocal(rs.sStart, rs.local, rs.smp.cls, rs.smp.val, &rs.sBy, nc)
 	rs.cStart = groupLocal(rs.cStart, rs.local, cls, val, &rs.cBy, nc)
 	// 2. Certain delays pooled over the senders of the trigger, for
-	// classes with too few of their own.
-	if n := j.mod.poolID.n; len(rs.pool) < n {
-		rs.pool = append(rs.pool, make([][]float32, n-len(rs.pool))...)
+	// classes with too few of their own: each pool's, in its classes'
+	// order, side by side (a counting sort by the pools' local numbers;
+	// a slice per pool id was pointers for the collector to scan and
+	// their regrowth its garbage).
+	if n := j.mod.poolID.n; len(rs.poolLocal) < n {
+		m := len(rs.poolLocal)
+		rs.poolLocal = append(rs.poolLocal, make([]int32, n-m)...)
+		for i := m; i < n; i++ {
+			rs.poolLocal[i] = -1
+		}
 	}
+	rs.pools = rs.pools[:0]
+	for _, c := range rs.acts {
+		if rs.poolLocal[c.pool] < 0 {
+			rs.poolLocal[c.pool] = int32(len(rs.pools))
+			rs.pools = append(rs.pools, c.pool)
+		}
+	}
+	np := len(rs.pools)
+	rs.pStart = slices.Grow(rs.pStart[:0], np+1)[:np+1]
+	clear(rs.pStart)
+	for k, c := range rs.acts {
+		rs.pStart[rs.poolLocal[c.pool]+1] += rs.cStart[k+1] - rs.cStart[k]
+	}
+	for q := 0; q < np; q++ {
+		rs.pStart[q+1] += rs.pStart[q]
+	}
+	rs.pBy = slices.Grow(rs.pBy[:0], int(rs.pStart[np]))[:rs.pStart[np]]
+	for k, c := range rs.acts {
+		q := rs.poolLocal[c.pool]
+		rs.pStart[q] += int32(copy(rs.pBy[rs.pStart[q]:], rs.cBy[rs.cStart[k]:rs.cStart[k+1]]))
+	}
+	for q := np; q > 0; q-- {
+		rs.pStart[q] = rs.pStart[q-1]
+	}
+	rs.pStart[0] = 0
 	if n := j.mod.poolID.n; len(rs.poolFit) < n {
 		rs.poolFit = append(rs.poolFit, make([]dist, n-len(rs.poolFit))...)
 		rs.poolDone = append(rs.poolDone, make([]bool, n-len(rs.poolDone))...)
 	}
-	for k, c := range rs.acts {
-		rs.pool[c.pool] = append(rs.pool[c.pool], rs.cBy[rs.cStart[k]:rs.cStart[k+1]]...)
-		// (The candidates' peaks were found as each node was swept:
-		// fitPeaks.)
-	}
+	// (The candidates' peaks were found as each node was swept:
+	// fitPeaks.)
 	// 3. Transition probabilities from the certain links of each trigger
 	// class (all links where too few are certain).
 	if n := j.mod.trigID.n; len(rs.certainN) < n {
@@ -1833,7 +1880,8 @@ func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32,
 	}
 	certainN, allN, kinds := rs.certainN, rs.allN, rs.kinds
 	for k, c := range rs.acts {
-		pc := rs.pool[c.pool]
+		q := rs.poolLocal[c.pool]
+		pc := rs.pBy[rs.pStart[q]:rs.pStart[q+1]]
 		samples, certain := rs.sBy[rs.sStart[k]:rs.sStart[k+1]], rs.cBy[rs.cStart[k]:rs.cStart[k+1]]
 		switch {
 		case !useCertain && len(samples) >= 30:
@@ -1873,7 +1921,9 @@ func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32,
 		if tot > 0 && !(j.carried != nil && tot < 30) {
 			c.logTrans = math.Log((n + 0.5) / (tot + 0.5*kinds[tk]))
 		}
-		rs.pool[c.pool] = rs.pool[c.pool][:0]
+	}
+	for _, p := range rs.pools {
+		rs.poolLocal[p] = -1
 	}
 	for _, p := range rs.donePools {
 		rs.poolDone[p] = false
@@ -2084,8 +2134,10 @@ func (m *models) compare(fit Fit) (Fit, error) {
 	}, fit), nil
 }
 
-// instances is J6: the trees under parentless messages.
-func (j *joint) instances() *instances {
+// instances is J6: the trees under parentless messages; their arrays
+// outside the heap in mem where it is set (wap5 link --json: keepMem, given
+// back after the aggregation), else in the heap.
+func (j *joint) instances(mem *offHeap) *instances {
 	n := len(j.parent)
 	// 1. Every message's children (CSR, in message order): counted, each
 	// parent's count at start[p+2], so that after the sums start[p+1] is
@@ -2115,7 +2167,13 @@ func (j *joint) instances() *instances {
 	// 2. The trees from their roots, breadth first. Every message is in
 	// at most one tree: the arrays are sized at once (no doubling garbage
 	// on a large trace).
-	in := &instances{start: make([]int32, 1, roots+1), msgs: make([]int32, 0, n), par: make([]int32, 0, n), prob: make([]float64, 0, roots)}
+	var in *instances
+	if mem != nil {
+		in = &instances{start: offMake[int32](mem, roots+1)[:1], msgs: offMake[int32](mem, n)[:0], par: offMake[int32](mem, n)[:0],
+			prob: offMake[float64](mem, roots)[:0]}
+	} else {
+		in = &instances{start: make([]int32, 1, roots+1), msgs: make([]int32, 0, n), par: make([]int32, 0, n), prob: make([]float64, 0, roots)}
+	}
 	var msgs, par []int32
 	for r := 0; r < n; r++ {
 		if j.parent[r] >= 0 {

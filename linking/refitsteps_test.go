@@ -18,7 +18,7 @@ func BenchmarkRefitSteps(b *testing.B) {
 		{"refitCounts", func(j *joint) { j.refitCounts() }},
 		{"linkClasses", func(j *joint) { j.linkClasses() }},
 		{"compare", func(j *joint) { j.compare(Fit{}) }},
-		{"instances", func(j *joint) { j.instances() }},
+		{"instances", func(j *joint) { j.instances(nil) }},
 	}
 	afterJoint = func(j *joint) {
 		for _, s := range steps {

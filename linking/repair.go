@@ -75,6 +75,7 @@ type repairScratch struct {
 	// assignByDest's per-span columns and counts, and the Hungarian
 	// algorithm's arrays, reused from block to block.
 	colOf, inSpan, ver []int32
+	grpSpans           []int32   // assignByDest's spans counted in inSpan (reused)
 	col                []int     // the block's assignment: column of every row
 	spans              nodeSpans // repair's span arrays, kept for the next node
 	cntStart           []int32   // refitCounts' calls per span (CSR)
@@ -1597,7 +1598,8 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, callD
 		inSpan = append(inSpan, 0)
 	}
 	defer func() { j.scr.inSpan = inSpan }()
-	var spans []int32 // the spans counted in inSpan
+	spans := j.scr.grpSpans[:0] // the spans counted in inSpan
+	defer func() { j.scr.grpSpans = spans }()
 	// ver counts the changes of every span's calls: a memoised cost is
 	// valid while its span's version is unchanged.
 	ver := j.scr.ver[:0]
