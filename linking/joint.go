@@ -1071,8 +1071,9 @@ func (j *joint) logfIn(c *classModel, act int32, dt float64) float64 {
 // The mixture's weights (logf), computed once.
 var log09, log01 = math.Log(0.9), math.Log(0.1)
 
-// pass is J3 (and J4 when repair is set) over all nodes.
-func (j *joint) pass(rev []int32, repair, probs bool) {
+// resetPass clears the links and the active classes' moments before a
+// pass's sweeps.
+func (j *joint) resetPass() {
 	// (The zeros by clear: memclr, not an element at a time.)
 	clear(j.prob)
 	clear(j.kids)
@@ -1095,6 +1096,11 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 	j.certain.reset()
 	j.active = j.active[:0]
 	j.sends, j.doubtful = 0, 0
+}
+
+// pass is J3 (and J4 when repair is set) over all nodes.
+func (j *joint) pass(rev []int32, repair, probs bool) {
+	j.resetPass()
 	phaseOf("J3 sweep", j.passNo)
 	for b := range j.t.Nodes {
 		j.sweep(trace.NodeID(b))

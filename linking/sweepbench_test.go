@@ -27,25 +27,7 @@ func BenchmarkSweep(b *testing.B) {
 				cpu := 0.0
 				for range b.N {
 					// 1. Reset as pass does.
-					clear(j.prob)
-					clear(j.kids)
-					clear(j.unsure)
-					for i := range j.parent {
-						j.parent[i] = -1
-						j.span[i] = int32(i)
-						if j.half[i] == halfHead {
-							j.span[i] = spanRoot
-						}
-					}
-					for _, c := range j.active {
-						if c.momAt > 0 {
-							j.mod.moms[c.momAt-1] = moments{}
-						}
-						c.active = false
-					}
-					j.certain.reset()
-					j.active = j.active[:0]
-					j.sends, j.doubtful = 0, 0
+					j.resetPass()
 					j.first = first
 					// 2. The sweeps, timed.
 					cpu0 := cpuSeconds()
