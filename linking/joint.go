@@ -321,12 +321,15 @@ type joint struct {
 		// name them), their local numbers (poolLocal, by pool id; −1:
 		// none) and their certain delays side by side (pBy from
 		// pStart): refitNode.
-		pools, poolLocal      []int32
-		pStart                []int32
-		pBy                   []float32
-		poolFit               []dist // a pool's fit, where poolDone (listed in donePools)
-		poolDone              []bool
-		donePools             []int32
+		pools, poolLocal []int32
+		pStart           []int32
+		pBy              []float32
+		poolFit          []dist // a pool's fit (by local number), where poolDone
+		poolDone         []bool
+		// A node's trigger classes (by their ids, in the order its
+		// classes name them), their local numbers (trigLocal, by
+		// trigger id; −1: none) and their sums (by local number).
+		trigs, trigLocal      []int32
 		certainN, allN, kinds []float64
 		// A node's chosen delays (smp), its classes (acts) and their
 		// local numbers (local, by class index), and its chosen and
@@ -354,6 +357,16 @@ type joint struct {
 	// swept is, per node, where its sweep left active and certain
 	// (markSwept): refit reads each node's part.
 	swept []refitMark
+	// fuse: the pass refits each node's classes after its sweep
+	// (refitSwept; a whole trace's passes without repair, set by
+	// runJoint's stepLast: refit(true, false) must follow); the sweep
+	// records the classes and delays of its links (linkCls, linkVal, in
+	// the order of the node's sends), and deferred lists the nodes left
+	// to refit (a link whose class is not made yet).
+	fuse     bool
+	linkCls  []*classModel
+	linkVal  []float32
+	deferred []int32
 }
 
 // runJoint is J1–J5.
@@ -523,6 +536,9 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	stepLast := func(repair, probs, last, settling bool) {
 		copy(prev, j.parent)
 		j.passNo = iters + 1
+		// (The refit below is refit(true, false) where repair is not
+		// set: refitSwept does its step 2 during the pass.)
+		j.fuse = !repair && j.carried == nil
 		j.pass(rev, repair, probs)
 		iters++
 		changed := 0
@@ -1102,12 +1118,24 @@ func (j *joint) resetPass() {
 func (j *joint) pass(rev []int32, repair, probs bool) {
 	j.resetPass()
 	phaseOf("J3 sweep", j.passNo)
+	// Where fuse is set (a whole trace's pass without repair, which
+	// refit(true, false) follows: stepLast), each node's classes are
+	// refitted right after its sweep (refitSwept), from the links the
+	// sweep records: refit (J5) then need not read the links again.
+	j.deferred = j.deferred[:0]
 	for b := range j.t.Nodes {
 		j.sweep(trace.NodeID(b))
 		j.markSwept(trace.NodeID(b))
 		if j.first {
 			phase("J2 peaks")
 			j.fitPeaks()
+			phaseOf("J3 sweep", j.passNo)
+		}
+		if j.fuse && (len(j.linkCls) > 0 || j.swept[b].active > j.sweptFrom(trace.NodeID(b)).active) {
+			// (Not at a node with nothing to refit: the phase marks
+			// cost as much as a small node's refit.)
+			phaseOf("J5 refit", j.passNo)
+			j.refitSwept(trace.NodeID(b))
 			phaseOf("J3 sweep", j.passNo)
 		}
 	}
@@ -1360,6 +1388,7 @@ func (j *joint) sweep(b trace.NodeID) {
 	// The node laid out by position (sweepNode): the loops below read
 	// the node's own arrays, not the scattered messages.
 	nd := j.gather(b, ins, recv, outs)
+	j.linkCls, j.linkVal = j.linkCls[:0], j.linkVal[:0]
 	rootClose := j.closes(spanRoot)
 	live := j.live[:0]
 	defer func() { j.live = live }()
@@ -1549,7 +1578,18 @@ func (j *joint) sweep(b trace.NodeID) {
 				e.kids = min(e.kids+1, 255)
 				j.kids[best] = e.kids
 				span = sweepSpan{close: e.close, sp: e.sp, spp: e.spP, req: e.spReq}
+				if j.fuse {
+					// (Its class is made: costLive looked it up.)
+					j.linkCls = append(j.linkCls, j.classLive(&x, e))
+					j.linkVal = append(j.linkVal, float32(float64(s-e.recv)/1e9))
+				}
 			} else {
+				if j.fuse {
+					// (Its class may not be made yet: refit makes it,
+					// in its order, where it is not — refitSwept.)
+					j.linkCls = append(j.linkCls, j.findClassOf(best, o))
+					j.linkVal = append(j.linkVal, float32(float64(s-j.hot[best].recv)/1e9))
+				}
 				j.kids[best] = min(j.kids[best]+1, 255)
 				for q := range live {
 					if live[q].i == best {
@@ -1660,6 +1700,9 @@ func (j *joint) fitPeaks() {
 // chosen links. After the last pass (last) only the moments that compare
 // reads are needed, unless the models are carried into a next stream chunk.
 func (j *joint) refit(useCertain, last bool) {
+	if j.fuse && (!useCertain || last) {
+		panic("linking: refit of a fused pass must be refit(true, false)")
+	}
 	if last {
 		// The moments compare reads (only the last pass's are), in
 		// message order as they always were summed. A whole trace's
@@ -1679,12 +1722,14 @@ func (j *joint) refit(useCertain, last bool) {
 			}
 		}
 	}
-	for i := range j.kids {
-		j.kids[i] = 0
-	}
-	for _, p := range j.parent {
-		if p >= 0 {
-			j.kids[p] = min(j.kids[p]+1, 255)
+	// (A pass without repair gave every parent its child as it chose
+	// it, once: its kids are the count already. The repair moves links.)
+	if !j.fuse {
+		clear(j.kids)
+		for _, p := range j.parent {
+			if p >= 0 {
+				j.kids[p] = min(j.kids[p]+1, 255)
+			}
 		}
 	}
 	j.refitCounts()
@@ -1709,6 +1754,17 @@ func (j *joint) refit(useCertain, last bool) {
 	rs := &j.refitScr
 	from := refitMark{}
 	for b := range j.t.Nodes {
+		if j.fuse {
+			// Refitted after its sweep (refitSwept) but the
+			// deferred nodes, in order.
+			if len(j.deferred) == 0 || j.deferred[0] != int32(b) {
+				continue
+			}
+			j.deferred = j.deferred[1:]
+			if b > 0 {
+				from = sw[b-1]
+			}
+		}
 		// 2a. The delays of the node's chosen links (its sends in
 		// message order; the records of the sends and of their
 		// parents asked for a few sends ahead, as in sweep: they are
@@ -1757,6 +1813,7 @@ func (j *joint) refit(useCertain, last bool) {
 			j.certain.cls[from.certain:to.certain], j.certain.val[from.certain:to.certain])
 		from = to
 	}
+	j.fuse = false
 	j.certain.reset()
 	j.candN = nil
 	// 3. The fan-out: every received message's children, counted by its
@@ -1812,6 +1869,46 @@ func (j *joint) markSwept(b trace.NodeID) {
 	j.swept = append(j.swept, refitMark{int32(len(j.active)), int32(len(j.certain.cls))})
 }
 
+// refitSwept is refit's step 2 for node b, right after its sweep (pass,
+// where fuse is set), from the links the sweep recorded (linkCls, linkVal:
+// those refit would read, in the same order): the node's classes are at
+// hand in the caches, and refit does not read every link again. A node
+// with a link whose class is not made yet is left to refit (deferred),
+// which makes it when it always was.
+func (j *joint) refitSwept(b trace.NodeID) {
+	for _, c := range j.linkCls {
+		if c == nil {
+			j.deferred = append(j.deferred, int32(b))
+			return
+		}
+	}
+	rs := &j.refitScr
+	from, to := j.sweptFrom(b), j.swept[b]
+	// 1. The links' classes touched (those the sweep did not: after
+	// the sweep's, as refit adds them) and numbered, as refit's 2a.
+	a0 := len(j.active)
+	rs.smp.reset()
+	for _, c := range j.linkCls {
+		rs.smp.cls = append(rs.smp.cls, c.idx)
+		j.touch(c)
+	}
+	rs.smp.val = append(rs.smp.val, j.linkVal...)
+	j.refitNode(true, j.active[from.active:to.active], j.active[a0:],
+		j.certain.cls[from.certain:to.certain], j.certain.val[from.certain:to.certain])
+	// 2. The classes touched here belong to b: the next node's begin
+	// after them.
+	j.swept[b].active = int32(len(j.active))
+}
+
+// sweptFrom is where node b's part of joint.active and joint.certain
+// begins (the mark of the node before it).
+func (j *joint) sweptFrom(b trace.NodeID) refitMark {
+	if b == 0 {
+		return refitMark{}
+	}
+	return j.swept[b-1]
+}
+
 // refitNode fits the classes of one node (step 2 of refit): act are the
 // classes its sweep made active, and more those of its links the refit
 // made active; cls and val are its sweep's certain delays, refitScr.smp
@@ -1841,7 +1938,7 @@ func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32,
 	// their regrowth its garbage).
 	if n := j.mod.poolID.n; len(rs.poolLocal) < n {
 		m := len(rs.poolLocal)
-		rs.poolLocal = append(rs.poolLocal, make([]int32, n-m)...)
+		rs.poolLocal = growZero(rs.poolLocal, n)
 		for i := m; i < n; i++ {
 			rs.poolLocal[i] = -1
 		}
@@ -1871,19 +1968,38 @@ func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32,
 		rs.pStart[q] = rs.pStart[q-1]
 	}
 	rs.pStart[0] = 0
-	if n := j.mod.poolID.n; len(rs.poolFit) < n {
-		rs.poolFit = append(rs.poolFit, make([]dist, n-len(rs.poolFit))...)
-		rs.poolDone = append(rs.poolDone, make([]bool, n-len(rs.poolDone))...)
-	}
+	// (The pools' fits by their local numbers: a trace's pool ids are
+	// met node by node, refitSwept's refits a few at a time.)
+	rs.poolFit = slices.Grow(rs.poolFit[:0], np)[:np]
+	rs.poolDone = slices.Grow(rs.poolDone[:0], np)[:np]
+	clear(rs.poolDone)
 	// (The candidates' peaks were found as each node was swept:
 	// fitPeaks.)
 	// 3. Transition probabilities from the certain links of each trigger
-	// class (all links where too few are certain).
-	if n := j.mod.trigID.n; len(rs.certainN) < n {
-		rs.certainN = append(rs.certainN, make([]float64, n-len(rs.certainN))...)
-		rs.allN = append(rs.allN, make([]float64, n-len(rs.allN))...)
-		rs.kinds = append(rs.kinds, make([]float64, n-len(rs.kinds))...)
+	// class (all links where too few are certain): the sums by the
+	// trigger classes' local numbers (trigLocal, by trigger id; −1:
+	// none), in the order the node's classes name them.
+	if n := j.mod.trigID.n; len(rs.trigLocal) < n {
+		m := len(rs.trigLocal)
+		rs.trigLocal = growZero(rs.trigLocal, n)
+		for i := m; i < n; i++ {
+			rs.trigLocal[i] = -1
+		}
 	}
+	rs.trigs = rs.trigs[:0]
+	for _, c := range rs.acts {
+		if rs.trigLocal[c.trig] < 0 {
+			rs.trigLocal[c.trig] = int32(len(rs.trigs))
+			rs.trigs = append(rs.trigs, c.trig)
+		}
+	}
+	nt := len(rs.trigs)
+	rs.certainN = slices.Grow(rs.certainN[:0], nt)[:nt]
+	rs.allN = slices.Grow(rs.allN[:0], nt)[:nt]
+	rs.kinds = slices.Grow(rs.kinds[:0], nt)[:nt]
+	clear(rs.certainN)
+	clear(rs.allN)
+	clear(rs.kinds)
 	certainN, allN, kinds := rs.certainN, rs.allN, rs.kinds
 	for k, c := range rs.acts {
 		q := rs.poolLocal[c.pool]
@@ -1901,24 +2017,23 @@ func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32,
 		case len(pc) >= 30:
 			// The pool's fit, once for all its classes (the same
 			// delays; robustFit sorts them, so the fit is the same).
-			if !rs.poolDone[c.pool] {
-				rs.poolFit[c.pool] = robustFitWith(pc, j.o.DelayModel, &rs.sortTmp)
-				rs.poolDone[c.pool] = true
-				rs.donePools = append(rs.donePools, c.pool)
+			if !rs.poolDone[q] {
+				rs.poolFit[q] = robustFitWith(pc, j.o.DelayModel, &rs.sortTmp)
+				rs.poolDone[q] = true
 			}
-			c.d = rs.poolFit[c.pool]
+			c.d = rs.poolFit[q]
 			c.fit = true
 		case len(samples) >= 3 && !(c.fit && j.carried != nil):
 			c.d = robustFitWith(samples, j.o.DelayModel, &rs.sortTmp)
 			c.fit = true
 		}
-		tk := c.trig
+		tk := rs.trigLocal[c.trig]
 		certainN[tk] += float64(len(certain))
 		allN[tk] += float64(len(samples))
 		kinds[tk]++
 	}
 	for k, c := range rs.acts {
-		tk := c.trig
+		tk := rs.trigLocal[c.trig]
 		n, tot := float64(rs.cStart[k+1]-rs.cStart[k]), certainN[tk]
 		if tot < 30 || !useCertain {
 			n, tot = float64(rs.sStart[k+1]-rs.sStart[k]), allN[tk]
@@ -1931,13 +2046,22 @@ func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32,
 	for _, p := range rs.pools {
 		rs.poolLocal[p] = -1
 	}
-	for _, p := range rs.donePools {
-		rs.poolDone[p] = false
+	for _, t := range rs.trigs {
+		rs.trigLocal[t] = -1
 	}
-	rs.donePools = rs.donePools[:0]
-	for _, c := range rs.acts {
-		certainN[c.trig], allN[c.trig], kinds[c.trig] = 0, 0, 0
+}
+
+// growZero is s with zeros added up to n elements, its capacity at least
+// doubled where it grows: refitSwept's refits meet a trace's pool and
+// trigger ids node by node, a few at a time.
+func growZero[T any](s []T, n int) []T {
+	m := len(s)
+	if n > cap(s) {
+		s = slices.Grow(s, max(n, 2*cap(s))-m)
 	}
+	s = s[:n]
+	clear(s[m:])
+	return s
 }
 
 // groupLocal groups the delays val by their classes' local numbers
