@@ -1606,7 +1606,10 @@ func (j *joint) sweep(b trace.NodeID) {
 			}
 			if !isReply && len(j.candI) > 1 {
 				for _, q := range j.candQ {
-					if e := &live[q]; e.sp >= 0 {
+					// (nd.uns is unsure by position: a span marked
+					// already is not stored to again, a scattered
+					// store that may miss.)
+					if e := &live[q]; e.sp >= 0 && !nd.uns[e.spP] {
 						j.unsure[e.sp] = true
 						nd.uns[e.spP] = true
 					}
