@@ -369,6 +369,12 @@ func (a *aggregator) orderView(ms *msgView, labels []int32, msgs, par []int32, o
 		a.cpar = append(a.cpar[:0], par...)
 		return h, append(out[:0], msgs...)
 	}
+	return a.orderTree(ms, labels, msgs, par, out)
+}
+
+// orderTree is orderView of any instance, a chain too (the general case:
+// children sorted by subtree hash, then by time; depth first).
+func (a *aggregator) orderTree(ms *msgView, labels []int32, msgs, par []int32, out []int32) (uint64, []int32) {
 	n := len(msgs)
 	a.hash = slices.Grow(a.hash[:0], n)[:n]
 	hash := a.hash
