@@ -341,33 +341,43 @@ func (v *msgView) prefetchNodes(i int32) {
 	v.prefetch(i)
 }
 
-// orderView is order over a view of the messages.
-func (a *aggregator) orderView(ms *msgView, labels []int32, msgs, par []int32, out []int32) (uint64, []int32) {
+// chainHash is orderView's pattern hash of a chain (each message the only
+// child of the one before, the common case: a request and its reply),
+// which is in canonical order already; false where msgs is not one.
+func chainHash(ms *msgView, labels []int32, msgs, par []int32) (uint64, bool) {
 	n := len(msgs)
-	a.hash = slices.Grow(a.hash[:0], n)[:n]
-	hash := a.hash
-	// A chain (each message the only child of the one before, the common
-	// case: a request and its reply) is in canonical order already.
-	chain := true
 	for j := 1; j < n; j++ {
 		if par[j] != int32(j-1) {
-			chain = false
-			break
+			return 0, false
 		}
 	}
-	if chain {
-		var h uint64
-		for j := n - 1; j >= 0; j-- {
-			src, dst := ms.nodes(msgs[j])
-			hj := mix(uint64(uint32(labels[src]))<<32 | uint64(uint32(labels[dst])))
-			if j < n-1 {
-				hj = mix(hj*0x9e3779b97f4a7c15 + h + 1)
-			}
-			h = hj
+	var h uint64
+	for j := n - 1; j >= 0; j-- {
+		src, dst := ms.nodes(msgs[j])
+		hj := mix(uint64(uint32(labels[src]))<<32 | uint64(uint32(labels[dst])))
+		if j < n-1 {
+			hj = mix(hj*0x9e3779b97f4a7c15 + h + 1)
 		}
+		h = hj
+	}
+	return h, true
+}
+
+// orderView is order over a view of the messages.
+func (a *aggregator) orderView(ms *msgView, labels []int32, msgs, par []int32, out []int32) (uint64, []int32) {
+	if h, ok := chainHash(ms, labels, msgs, par); ok {
 		a.cpar = append(a.cpar[:0], par...)
 		return h, append(out[:0], msgs...)
 	}
+	return a.orderTree(ms, labels, msgs, par, out)
+}
+
+// orderTree is orderView of any instance, a chain too (the general case:
+// children sorted by subtree hash, then by time; depth first).
+func (a *aggregator) orderTree(ms *msgView, labels []int32, msgs, par []int32, out []int32) (uint64, []int32) {
+	n := len(msgs)
+	a.hash = slices.Grow(a.hash[:0], n)[:n]
+	hash := a.hash
 	if cap(a.kids) < n {
 		a.kids = make([][]int32, n)
 	}
@@ -1056,9 +1066,14 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 					ms.prefetchNodes(mi)
 				}
 			}
-			hs[i-i0], a.ord = a.orderView(ms, labels, in.msgs[s:e], in.par[s:e], a.ord[:0])
-			copy(in.msgs[s:e], a.ord)
-			copy(in.par[s:e], a.cpar)
+			// (A chain is in canonical order as it is.)
+			h, chain := chainHash(ms, labels, in.msgs[s:e], in.par[s:e])
+			if !chain {
+				h, a.ord = a.orderView(ms, labels, in.msgs[s:e], in.par[s:e], a.ord[:0])
+				copy(in.msgs[s:e], a.ord)
+				copy(in.par[s:e], a.cpar)
+			}
+			hs[i-i0] = h
 		}
 		// The table's slots, then the patterns they hold (asked for
 		// ahead), then the lookups.

@@ -334,3 +334,42 @@ func TestMaxFloat(t *testing.T) {
 		}
 	}
 }
+
+// TestChainHash: chainHash takes exactly the chains (each message the only
+// child of the one before), and gives them the hash and the order (their
+// own) that the general ordering gives them.
+func TestChainHash(t *testing.T) {
+	// Messages between nodes 0–3; labels are the nodes.
+	ms := []trace.Message{{Src: 0, Dst: 1}, {Src: 1, Dst: 2}, {Src: 2, Dst: 1}, {Src: 1, Dst: 0}, {Src: 1, Dst: 3}, {Src: 3, Dst: 1}}
+	for i := range ms {
+		ms[i].Send, ms[i].Recv = int64(10*i), int64(10*i+1)
+	}
+	labels := []int32{0, 1, 2, 3}
+	view := &msgView{ms: ms}
+	for _, c := range []struct {
+		name      string
+		msgs, par []int32
+		chain     bool
+	}{
+		{"root alone", []int32{0}, []int32{-1}, true},
+		{"request, reply", []int32{0, 3}, []int32{-1, 0}, true},
+		{"request, call, return, reply", []int32{0, 1, 2, 3}, []int32{-1, 0, 1, 2}, true},
+		{"two calls", []int32{0, 1, 4, 2, 5}, []int32{-1, 0, 0, 1, 2}, false},
+		{"fan-out at the root", []int32{0, 1, 3}, []int32{-1, 0, 0}, false},
+		{"the last two siblings", []int32{0, 1, 2, 5}, []int32{-1, 0, 1, 1}, false},
+	} {
+		h, ok := chainHash(view, labels, c.msgs, c.par)
+		if ok != c.chain {
+			t.Errorf("%s: chain %v, want %v", c.name, ok, c.chain)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		a := newAggregator(0)
+		wantH, wantOut := a.orderTree(view, labels, c.msgs, c.par, nil)
+		if h != wantH || !slices.Equal(wantOut, c.msgs) || !slices.Equal(a.cpar, c.par) {
+			t.Errorf("%s: hash %x, want %x; the general order %v (parents %v), want %v (%v)", c.name, h, wantH, wantOut, a.cpar, c.msgs, c.par)
+		}
+	}
+}

@@ -2297,9 +2297,10 @@ func (j *joint) instances(mem *offHeap) *instances {
 			start[p+1]++
 		}
 	}
-	// 2. The trees from their roots, breadth first. Every message is in
-	// at most one tree: the arrays are sized at once (no doubling garbage
-	// on a large trace).
+	// 2. The trees from their roots, breadth first, each written where it
+	// goes in the instances' arrays (in.add's layout). Every message is
+	// in at most one tree: the arrays are sized at once (no doubling
+	// garbage on a large trace, and no append beyond their capacity).
 	var in *instances
 	if mem != nil {
 		in = &instances{start: offMake[int32](mem, roots+1)[:1], msgs: offMake[int32](mem, n)[:0], par: offMake[int32](mem, n)[:0],
@@ -2307,26 +2308,29 @@ func (j *joint) instances(mem *offHeap) *instances {
 	} else {
 		in = &instances{start: make([]int32, 1, roots+1), msgs: make([]int32, 0, n), par: make([]int32, 0, n), prob: make([]float64, 0, roots)}
 	}
-	var msgs, par []int32
+	msgs, par := in.msgs, in.par
 	for r := 0; r < n; r++ {
 		if j.parent[r] >= 0 {
 			continue
 		}
-		msgs, par = append(msgs[:0], int32(r)), append(par[:0], -1)
+		s := len(msgs) // the instance's first message
+		msgs, par = append(msgs, int32(r)), append(par, -1)
 		prob := float64(j.prob[r])
 		if prob == 0 {
 			prob = 1
 		}
-		for q := 0; q < len(msgs); q++ {
+		for q := s; q < len(msgs); q++ {
 			m := msgs[q]
 			for _, c := range kids[start[m]:start[m+1]] {
 				msgs = append(msgs, c)
-				par = append(par, int32(q))
+				par = append(par, int32(q-s))
 				prob *= float64(j.prob[c])
 			}
 		}
-		in.add(msgs, par, prob)
+		in.start = append(in.start, int32(len(msgs)))
+		in.prob = append(in.prob, prob)
 	}
+	in.msgs, in.par = msgs, par
 	return in
 }
 
