@@ -421,6 +421,9 @@ func (k sortKey) cmp(o sortKey) int {
 	return cmp.Compare(k.idx, o.idx)
 }
 
+// mergeAhead is how many keys ahead merge fetches a block's message.
+const mergeAhead = 16
+
 // merge writes the sealed blocks' messages below wm in time order (ties
 // to the earlier block; flush puts them in canonical order), stopping at a
 // held message unless it is older than floor; stopped reports such a stop.
@@ -453,6 +456,12 @@ func (s *streamState) merge(m *matcher, wm, floor int64) (stopped bool) {
 		held := b.ci < len(s.chunkHolds) && s.chunkHolds[b.ci] > 0
 		stop := false
 		for b.pos < len(b.keys) {
+			if j := b.pos + mergeAhead; j < len(b.keys) {
+				// The block was filled a window ago: its messages are
+				// out of the caches, and the keys' order is only
+				// nearly theirs.
+				prefetchLines(uintptr(unsafe.Pointer(&c[b.keys[j].idx])), unsafe.Sizeof(trace.Message{}))
+			}
 			k := b.keys[b.pos]
 			if k.t >= wm || lb >= 0 && (k.t > lt || k.t == lt && lb < bi) {
 				break
