@@ -230,7 +230,7 @@ func (m *matcher) oldestPending() int64 {
 	for i, r := range m.pend {
 		if i+pendAhead < len(m.pend) {
 			// Each end is read once here since its last run: fetch ahead.
-			prefetchLines(uintptr(unsafe.Pointer(m.pend[i+pendAhead].e)), unsafe.Sizeof(end{}))
+			prefetchLines(uintptr(unsafe.Pointer(m.pend[i+pendAhead].e)), endHot)
 		}
 		if !r.live() {
 			continue // retired: its record is another end's now, or garbage

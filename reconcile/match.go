@@ -41,10 +41,40 @@ type actorFix struct {
 }
 
 // end is one end of a stream connection instance.
+//
+// The fields first in the record are those the scans over many ends read
+// (matcher.oldestPending, the pruning of proc.held: whether the reference
+// is live, its connection, its first runs, its holders): they fetch the
+// record's first lines only (endHot), not all eight.
 type end struct {
-	c      *conn
-	local  libsockcap.Endpoint // as this end sees itself
-	remote libsockcap.Endpoint // the peer as this end sees it
+	c *conn
+	// gen counts the retirements of this record: a reference kept past
+	// its connection's retirement (matcher.pend, proc.held) is stale once
+	// gen moved on, whether the record was reused since or not.
+	gen    uint32
+	side   uint8 // c.ends[side] is this end
+	role   Role
+	hasLog bool
+	closed bool
+	epOK   uint8
+	// inPend: listed in matcher.pend (it has had a run since the last
+	// look there).
+	inPend bool
+	// alone: allocated on its own (a connection's second end), not as
+	// the end of a connEnd; reused on its own too.
+	alone bool
+	runs  []run // send runs not yet emitted; the last one may be open
+	rruns []run // receive runs, kept while the sender may be untraced
+	// The first send run and receive run live here (runs and rruns start
+	// as slices of them), likewise the first read, socket reference and
+	// holder: a short connection has one or two of each, so its end needs
+	// no other object.
+	run0    [1]run
+	rrun0   [1]run
+	holders []holder // processes whose logs hold it (holders.go)
+	hold0   [1]holder
+	local   libsockcap.Endpoint // as this end sees itself
+	remote  libsockcap.Endpoint // the peer as this end sees it
 	// obs is the log that first observed this end (nil when only packets
 	// did): step 6 never pairs two ends of one process (a relay).
 	obs  *Observer
@@ -52,41 +82,18 @@ type end struct {
 	rcvd int64
 	// Offsets counted from the log's own calls (logs carry none).
 	logSent, logRcvd int64
-	runs             []run  // send runs not yet emitted; the last one may be open
 	reads            []read // receives not yet consumed
-	rruns            []run  // receive runs, kept while the sender may be untraced
 	fixes            []actorFix
 	socks            []sockRef
-	holders          []holder // processes whose logs hold it (holders.go)
-	// The first socket reference and holder live here (socks and holders
-	// start as slices of them): nearly every end has one of each, and no
-	// allocation of its own for them.
-	sock0 [1]sockRef
-	hold0 [1]holder
-	// Likewise the first send run, read and receive run: a short
-	// connection has one or two of each, so its end needs no other object.
-	run0  [1]run
-	read0 [1]read
-	rrun0 [1]run
-	node  trace.NodeID // node of the latest observer
+	sock0            [1]sockRef
+	read0            [1]read
+	node             trace.NodeID // node of the latest observer
 	// Interned names of local and remote, once known (epOK bits).
 	lep, rep trace.EndpointID
-	side     uint8 // c.ends[side] is this end
-	role     Role
-	hasLog   bool
-	closed   bool
-	epOK     uint8
-	// inPend: listed in matcher.pend (it has had a run since the last
-	// look there).
-	inPend bool
-	// alone: allocated on its own (a connection's second end), not as
-	// the end of a connEnd; reused on its own too.
-	alone bool
-	// gen counts the retirements of this record: a reference kept past
-	// its connection's retirement (matcher.pend, proc.held) is stale once
-	// gen moved on, whether the record was reused since or not.
-	gen uint32
 }
+
+// endHot is the size of end's first fields, up to and with hold0.
+const endHot = unsafe.Offsetof(end{}.hold0) + unsafe.Sizeof(end{}.hold0)
 
 // endRef is an end as listed somewhere that its retirement does not visit.
 type endRef struct {
