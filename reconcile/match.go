@@ -56,15 +56,8 @@ type end struct {
 	role   Role
 	hasLog bool
 	closed bool
-	epOK   uint8
-	// inPend: listed in matcher.pend (it has had a run since the last
-	// look there).
-	inPend bool
-	// alone: allocated on its own (a connection's second end), not as
-	// the end of a connEnd; reused on its own too.
-	alone bool
-	runs  []run // send runs not yet emitted; the last one may be open
-	rruns []run // receive runs, kept while the sender may be untraced
+	runs   []run // send runs not yet emitted; the last one may be open
+	rruns  []run // receive runs, kept while the sender may be untraced
 	// The first send run and receive run live here (runs and rruns start
 	// as slices of them), likewise the first read, socket reference and
 	// holder: a short connection has one or two of each, so its end needs
@@ -90,6 +83,13 @@ type end struct {
 	node             trace.NodeID // node of the latest observer
 	// Interned names of local and remote, once known (epOK bits).
 	lep, rep trace.EndpointID
+	epOK     uint8
+	// inPend: listed in matcher.pend (it has had a run since the last
+	// look there).
+	inPend bool
+	// alone: allocated on its own (a connection's second end), not as
+	// the end of a connEnd; reused on its own too.
+	alone bool
 }
 
 // endHot is the size of end's first fields, up to and with hold0.
@@ -134,22 +134,15 @@ func (m *matcher) nameEP(e *end, bit uint8) trace.EndpointID {
 
 // conn is one instance (lifetime) of a stream connection key.
 type conn struct {
-	key      connKey
-	aliases  []connKey // keys of merged ends (translated addresses)
-	ends     [2]*end
-	first    int64
-	resolved bool // both ends present, or the missing one declared untraced
-	retiring bool
-	gone     bool
-	// Step 6: the role of the end that created it when that was a client's
-	// or a server's (0 otherwise, or once its peer turned out to be an
-	// untraced peer: no candidate), the source of that end (its clock),
-	// the signature it is indexed under in matcher.sigs, and the last
-	// search that looked at it.
-	lrole  Role
-	serial int32 // creation order
+	key     connKey
+	aliases []connKey // keys of merged ends (translated addresses)
+	ends    [2]*end
+	first   int64
 	// slot: where the list of its key is in matcher.conns (connIndex).
-	slot  int32
+	slot int32
+	// Step 6 (with lrole, below): the source of the end that created it
+	// (its clock), the signature it is indexed under in matcher.sigs, and
+	// the last search that looked at it.
 	lsrc  int32
 	sig   sizes
 	visit uint32
@@ -164,6 +157,17 @@ type conn struct {
 	// them): no allocation for a connection's usual one call and return.
 	call0 [1]pendingCall
 	ret0  [1]pendingRet
+	// Last, so that in a connEnd gone shares a line with its end's first
+	// fields (end.c, end.gen): what a lookup of an end by its socket and
+	// the scans over many ends read first.
+	resolved bool // both ends present, or the missing one declared untraced
+	retiring bool
+	gone     bool
+	// Step 6: the role of the end that created it when that was a client's
+	// or a server's (0 otherwise, or once its peer turned out to be an
+	// untraced peer: no candidate).
+	lrole  Role
+	serial int32 // creation order
 }
 
 // connEnd is a connection allocated with the end that made it (one object
