@@ -1940,6 +1940,28 @@ type cursor struct {
 	at   int64 // ob.Time on the reference clock (step 0)
 	corr int64 // this source's clock offset
 	done bool
+	// sc: the decoder of a log source (nil for others), for prefetch.
+	sc *libsockcap.Scanner
+}
+
+func newCursor(s Source, idx int) *cursor {
+	c := &cursor{src: s, idx: idx}
+	if ls, ok := s.(*logSource); ok {
+		c.sc = ls.fast
+	}
+	return c
+}
+
+// prefetch fetches what reading a cursor's next observation reads first,
+// when the cursor is the one the merge takes next (the top of the heap),
+// while the observation before it is handled: its decoder's next record
+// and what the decoder's tables hold of that record's descriptor. With a
+// hundred logs merged, a log's decoder state is out of the caches by the
+// time the merge comes back to it.
+func (it *heapItem) prefetch() {
+	if it.sc != nil {
+		it.sc.Prefetch()
+	}
 }
 
 // sourceHeap holds each cursor with its time (heapItem.at, a copy of
@@ -1950,4 +1972,5 @@ type sourceHeap []heapItem
 type heapItem struct {
 	at int64
 	c  *cursor
+	sc *libsockcap.Scanner // c.sc, for prefetch (the heap is in the caches, the cursors not)
 }
