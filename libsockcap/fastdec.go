@@ -279,7 +279,9 @@ func (s *Scanner) fastRecords(st *stream) bool {
 				e.Time, e.Op, e.Ret, e.Bytes, e.Errno = s.wall(t), op, ret, nbytes, errno
 				s.recBytes += int64(p - pos)
 				st.pos, st.t = p, t
-				s.peekNext(st, b, p)
+				if s.peek {
+					s.peekNext(st, b, p)
+				}
 				return true
 			}
 		full:
@@ -412,17 +414,25 @@ func (s *Scanner) fastRecords(st *stream) bool {
 		}
 		s.recBytes += int64(p - pos)
 		st.pos, st.t = p, t
-		s.peekNext(st, b, p)
+		if s.peek {
+			s.peekNext(st, b, p)
+		}
 		return true
 	}
 	st.pos = pos
 	return false
 }
 
+// EnablePrefetch makes the fast decoder note, for Prefetch, where the
+// next record is (peekNext: a few instructions per event, which only a
+// reader merging many logs gets back).
+func (s *Scanner) EnablePrefetch() { s.peek = true }
+
 // Prefetch asks for the memory the next Scan reads first, without waiting
 // for it: the current thread's next record, its descriptor's entry and the
 // event it is decoded into, as the fast decoder noted them when it read
-// the record before (peekNext; nothing after another decoder's event). A
+// the record before (peekNext, after EnablePrefetch; nothing after
+// another decoder's event). A
 // reader that merges many logs calls it for the log it reads next, so
 // that the fetch overlaps its work on the others. A hint: it changes
 // nothing but the time.

@@ -32,6 +32,7 @@ func TestPrefetchPeek(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		b.EnablePrefetch()
 		for {
 			// what b's decoder noted for its next record, before Scan
 			st, pos, slot, rec := b.cur, 0, b.pfSlot, b.pfRec

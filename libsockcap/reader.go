@@ -246,6 +246,7 @@ type Scanner struct {
 	// entry and its event (addresses: hints for Prefetch, noted by the
 	// fast decoder; pfRec 0 when it did not read the last event).
 	pfRec, pfSlot, pfEv uintptr
+	peek                bool // EnablePrefetch
 	file                string
 	data                []byte
 	proc                Process

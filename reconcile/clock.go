@@ -573,7 +573,7 @@ func estimateClocks(sources []Source, opts Options) (clockRel, []string) {
 	}
 	h := make(sourceHeap, 0, len(re))
 	for i, s := range re {
-		c := newCursor(s, idx[i])
+		c := newCursor(s, idx[i], len(re))
 		if s.Next(&c.ob) {
 			c.at = c.ob.Time
 			h = append(h, heapItem{c.at, c, c.sc})

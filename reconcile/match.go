@@ -1944,13 +1944,22 @@ type cursor struct {
 	sc *libsockcap.Scanner
 }
 
-func newCursor(s Source, idx int) *cursor {
+// newCursor makes source s's cursor, idx its index, of a merge of n
+// sources: with prefetchSources or more, a log's decoder prefetches
+// (heapItem.prefetch).
+func newCursor(s Source, idx, n int) *cursor {
 	c := &cursor{src: s, idx: idx}
-	if ls, ok := s.(*logSource); ok {
+	if ls, ok := s.(*logSource); ok && ls.fast != nil && n >= prefetchSources {
 		c.sc = ls.fast
+		c.sc.EnablePrefetch()
 	}
 	return c
 }
+
+// prefetchSources: from how many sources merged the logs' decoders
+// prefetch (with a few, their state stays in the caches between their
+// turns, and noting the next record would cost without paying back).
+var prefetchSources = 8
 
 // prefetch fetches what reading a cursor's next observation reads first,
 // when the cursor is the one the merge takes next (the top of the heap),

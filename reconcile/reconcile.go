@@ -183,7 +183,7 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 	h := make(sourceHeap, 0, len(sources))
 	var ended []*cursor
 	for i, s := range sources {
-		c := newCursor(s, i)
+		c := newCursor(s, i, len(sources))
 		if offsets != nil {
 			c.corr = offsets[i]
 		}
