@@ -1,5 +1,7 @@
 package libsockcap
 
+import "unsafe"
+
 // Test hooks for the external test package.
 var (
 	NewScannerBytes = newScanner
@@ -21,3 +23,8 @@ var (
 // ChunkByChunk reports whether a sealed log is read chunk by chunk (by its
 // index) rather than decoded whole.
 func (s *Scanner) ChunkByChunk() bool { return s.lazy != nil }
+
+// recAddr is the address of st.data[pos] (as peekNext notes it).
+func (s *Scanner) recAddr(st *stream, pos int) uintptr {
+	return uintptr(unsafe.Pointer(unsafe.SliceData(st.data))) + uintptr(pos)
+}

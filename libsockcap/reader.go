@@ -242,15 +242,20 @@ func (h *pendingHeap) push(st *stream) {
 // Scanner reads the events of one log, committed records only, merged across
 // threads into time order. It is shaped like bufio.Scanner.
 type Scanner struct {
-	file      string
-	data      []byte
-	proc      Process
-	chunkSize int
-	clock     uint32
-	startWall int64
-	startClk  int64
-	procFds   fdTable // latest fd records of any thread
-	heap      streamHeap
+	// Where the next record of the current thread is, its descriptor's
+	// entry and its event (addresses: hints for Prefetch, noted by the
+	// fast decoder; pfRec 0 when it did not read the last event).
+	pfRec, pfSlot, pfEv uintptr
+	peek                bool // EnablePrefetch
+	file                string
+	data                []byte
+	proc                Process
+	chunkSize           int
+	clock               uint32
+	startWall           int64
+	startClk            int64
+	procFds             fdTable // latest fd records of any thread
+	heap                streamHeap
 	// pending holds the threads the merge has not reached yet, by the base
 	// time of their next chunk (ties: file order): a chunk is decoded only
 	// when the merge gets to that time, and a thread's state is released at
@@ -727,7 +732,7 @@ func (s *Scanner) Scan() bool {
 			return true
 		}
 		// the previous event is consumed: move its stream on
-		s.cur = nil
+		s.cur, s.pfRec = nil, 0
 		if s.advance(st) {
 			if len(s.heap) > 1 {
 				s.heap.down(0)

@@ -573,10 +573,10 @@ func estimateClocks(sources []Source, opts Options) (clockRel, []string) {
 	}
 	h := make(sourceHeap, 0, len(re))
 	for i, s := range re {
-		c := &cursor{src: s, idx: idx[i]}
+		c := newCursor(s, idx[i], len(re))
 		if s.Next(&c.ob) {
 			c.at = c.ob.Time
-			h = append(h, heapItem{c.at, c})
+			h = append(h, heapItem{c.at, c, c.sc})
 		}
 	}
 	h.init()
@@ -589,6 +589,9 @@ func estimateClocks(sources []Source, opts Options) (clockRel, []string) {
 			h.down(0)
 		} else {
 			h.pop()
+		}
+		if len(h) > 0 {
+			h[0].prefetch()
 		}
 		// Every observation counts, the bare ones of a log's stream
 		// data too (logSource.clockOnly): the points where the rule is

@@ -230,7 +230,7 @@ func (m *matcher) oldestPending() int64 {
 	for i, r := range m.pend {
 		if i+pendAhead < len(m.pend) {
 			// Each end is read once here since its last run: fetch ahead.
-			prefetchLines(uintptr(unsafe.Pointer(m.pend[i+pendAhead].e)), unsafe.Sizeof(end{}))
+			prefetchLines(uintptr(unsafe.Pointer(m.pend[i+pendAhead].e)), endHot)
 		}
 		if !r.live() {
 			continue // retired: its record is another end's now, or garbage
@@ -421,6 +421,9 @@ func (k sortKey) cmp(o sortKey) int {
 	return cmp.Compare(k.idx, o.idx)
 }
 
+// mergeAhead is how many keys ahead merge fetches a block's message.
+const mergeAhead = 16
+
 // merge writes the sealed blocks' messages below wm in time order (ties
 // to the earlier block; flush puts them in canonical order), stopping at a
 // held message unless it is older than floor; stopped reports such a stop.
@@ -453,6 +456,12 @@ func (s *streamState) merge(m *matcher, wm, floor int64) (stopped bool) {
 		held := b.ci < len(s.chunkHolds) && s.chunkHolds[b.ci] > 0
 		stop := false
 		for b.pos < len(b.keys) {
+			if j := b.pos + mergeAhead; j < len(b.keys) {
+				// The block was filled a window ago: its messages are
+				// out of the caches, and the keys' order is only
+				// nearly theirs.
+				prefetchLines(uintptr(unsafe.Pointer(&c[b.keys[j].idx])), unsafe.Sizeof(trace.Message{}))
+			}
 			k := b.keys[b.pos]
 			if k.t >= wm || lb >= 0 && (k.t > lt || k.t == lt && lb < bi) {
 				break

@@ -108,8 +108,8 @@ func (m *matcher) addHolder(e *end, p *proc) {
 		for i, x := range p.held {
 			if i+ahead < len(p.held) {
 				// A pruning reads every end the process held since the
-				// last: fetch ahead (end.gen is at its end).
-				prefetchLines(uintptr(unsafe.Pointer(p.held[i+ahead].e)), unsafe.Sizeof(end{}))
+				// last: fetch ahead (its first lines: endHot).
+				prefetchLines(uintptr(unsafe.Pointer(p.held[i+ahead].e)), endHot)
 			}
 			if x.live() && !x.e.c.gone && x.e.heldBy(p) {
 				keep = append(keep, x)

@@ -41,10 +41,33 @@ type actorFix struct {
 }
 
 // end is one end of a stream connection instance.
+//
+// The fields first in the record are those the scans over many ends read
+// (matcher.oldestPending, the pruning of proc.held: whether the reference
+// is live, its connection, its first runs, its holders): they fetch the
+// record's first lines only (endHot), not all eight.
 type end struct {
-	c      *conn
-	local  libsockcap.Endpoint // as this end sees itself
-	remote libsockcap.Endpoint // the peer as this end sees it
+	c *conn
+	// gen counts the retirements of this record: a reference kept past
+	// its connection's retirement (matcher.pend, proc.held) is stale once
+	// gen moved on, whether the record was reused since or not.
+	gen    uint32
+	side   uint8 // c.ends[side] is this end
+	role   Role
+	hasLog bool
+	closed bool
+	runs   []run // send runs not yet emitted; the last one may be open
+	rruns  []run // receive runs, kept while the sender may be untraced
+	// The first send run and receive run live here (runs and rruns start
+	// as slices of them), likewise the first read, socket reference and
+	// holder: a short connection has one or two of each, so its end needs
+	// no other object.
+	run0    [1]run
+	rrun0   [1]run
+	holders []holder // processes whose logs hold it (holders.go)
+	hold0   [1]holder
+	local   libsockcap.Endpoint // as this end sees itself
+	remote  libsockcap.Endpoint // the peer as this end sees it
 	// obs is the log that first observed this end (nil when only packets
 	// did): step 6 never pairs two ends of one process (a relay).
 	obs  *Observer
@@ -52,29 +75,14 @@ type end struct {
 	rcvd int64
 	// Offsets counted from the log's own calls (logs carry none).
 	logSent, logRcvd int64
-	runs             []run  // send runs not yet emitted; the last one may be open
 	reads            []read // receives not yet consumed
-	rruns            []run  // receive runs, kept while the sender may be untraced
 	fixes            []actorFix
 	socks            []sockRef
-	holders          []holder // processes whose logs hold it (holders.go)
-	// The first socket reference and holder live here (socks and holders
-	// start as slices of them): nearly every end has one of each, and no
-	// allocation of its own for them.
-	sock0 [1]sockRef
-	hold0 [1]holder
-	// Likewise the first send run, read and receive run: a short
-	// connection has one or two of each, so its end needs no other object.
-	run0  [1]run
-	read0 [1]read
-	rrun0 [1]run
-	node  trace.NodeID // node of the latest observer
+	sock0            [1]sockRef
+	read0            [1]read
+	node             trace.NodeID // node of the latest observer
 	// Interned names of local and remote, once known (epOK bits).
 	lep, rep trace.EndpointID
-	side     uint8 // c.ends[side] is this end
-	role     Role
-	hasLog   bool
-	closed   bool
 	epOK     uint8
 	// inPend: listed in matcher.pend (it has had a run since the last
 	// look there).
@@ -82,11 +90,10 @@ type end struct {
 	// alone: allocated on its own (a connection's second end), not as
 	// the end of a connEnd; reused on its own too.
 	alone bool
-	// gen counts the retirements of this record: a reference kept past
-	// its connection's retirement (matcher.pend, proc.held) is stale once
-	// gen moved on, whether the record was reused since or not.
-	gen uint32
 }
+
+// endHot is the size of end's first fields, up to and with hold0.
+const endHot = unsafe.Offsetof(end{}.hold0) + unsafe.Sizeof(end{}.hold0)
 
 // endRef is an end as listed somewhere that its retirement does not visit.
 type endRef struct {
@@ -127,22 +134,15 @@ func (m *matcher) nameEP(e *end, bit uint8) trace.EndpointID {
 
 // conn is one instance (lifetime) of a stream connection key.
 type conn struct {
-	key      connKey
-	aliases  []connKey // keys of merged ends (translated addresses)
-	ends     [2]*end
-	first    int64
-	resolved bool // both ends present, or the missing one declared untraced
-	retiring bool
-	gone     bool
-	// Step 6: the role of the end that created it when that was a client's
-	// or a server's (0 otherwise, or once its peer turned out to be an
-	// untraced peer: no candidate), the source of that end (its clock),
-	// the signature it is indexed under in matcher.sigs, and the last
-	// search that looked at it.
-	lrole  Role
-	serial int32 // creation order
+	key     connKey
+	aliases []connKey // keys of merged ends (translated addresses)
+	ends    [2]*end
+	first   int64
 	// slot: where the list of its key is in matcher.conns (connIndex).
-	slot  int32
+	slot int32
+	// Step 6 (with lrole, below): the source of the end that created it
+	// (its clock), the signature it is indexed under in matcher.sigs, and
+	// the last search that looked at it.
 	lsrc  int32
 	sig   sizes
 	visit uint32
@@ -157,6 +157,17 @@ type conn struct {
 	// them): no allocation for a connection's usual one call and return.
 	call0 [1]pendingCall
 	ret0  [1]pendingRet
+	// Last, so that in a connEnd gone shares a line with its end's first
+	// fields (end.c, end.gen): what a lookup of an end by its socket and
+	// the scans over many ends read first.
+	resolved bool // both ends present, or the missing one declared untraced
+	retiring bool
+	gone     bool
+	// Step 6: the role of the end that created it when that was a client's
+	// or a server's (0 otherwise, or once its peer turned out to be an
+	// untraced peer: no candidate).
+	lrole  Role
+	serial int32 // creation order
 }
 
 // connEnd is a connection allocated with the end that made it (one object
@@ -1929,6 +1940,37 @@ type cursor struct {
 	at   int64 // ob.Time on the reference clock (step 0)
 	corr int64 // this source's clock offset
 	done bool
+	// sc: the decoder of a log source (nil for others), for prefetch.
+	sc *libsockcap.Scanner
+}
+
+// newCursor makes source s's cursor, idx its index, of a merge of n
+// sources: with prefetchSources or more, a log's decoder prefetches
+// (heapItem.prefetch).
+func newCursor(s Source, idx, n int) *cursor {
+	c := &cursor{src: s, idx: idx}
+	if ls, ok := s.(*logSource); ok && ls.fast != nil && n >= prefetchSources {
+		c.sc = ls.fast
+		c.sc.EnablePrefetch()
+	}
+	return c
+}
+
+// prefetchSources: from how many sources merged the logs' decoders
+// prefetch (with a few, their state stays in the caches between their
+// turns, and noting the next record would cost without paying back).
+var prefetchSources = 8
+
+// prefetch fetches what reading a cursor's next observation reads first,
+// when the cursor is the one the merge takes next (the top of the heap),
+// while the observation before it is handled: its decoder's next record
+// and what the decoder's tables hold of that record's descriptor. With a
+// hundred logs merged, a log's decoder state is out of the caches by the
+// time the merge comes back to it.
+func (it *heapItem) prefetch() {
+	if it.sc != nil {
+		it.sc.Prefetch()
+	}
 }
 
 // sourceHeap holds each cursor with its time (heapItem.at, a copy of
@@ -1939,4 +1981,5 @@ type sourceHeap []heapItem
 type heapItem struct {
 	at int64
 	c  *cursor
+	sc *libsockcap.Scanner // c.sc, for prefetch (the heap is in the caches, the cursors not)
 }

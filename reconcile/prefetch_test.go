@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"wap5/libsockcap"
 	"wap5/trace"
 )
 
-// TestPrefetchSameTrace: prefetching (prefetchObs, prefetchTimers, and the
-// connection keys an open's prefetch makes for endOf) changes nothing but
+// TestPrefetchSameTrace: prefetching (prefetchObs, prefetchTimers, the
+// connection keys an open's prefetch makes for endOf, and the logs'
+// decoders' prefetch, heapItem.prefetch) changes nothing but
 // the time: every scenario, the test logs and generated loopback flows
 // reconciled with prefetching from the first connection give the trace of
 // a run that never prefetches — whole and streamed, with step 6 on (whose
@@ -37,7 +39,10 @@ func TestPrefetchSameTrace(t *testing.T) {
 	for _, dir := range []string{"testdata/logs/testbed", "testdata/logs/loopback"} {
 		inputs = append(inputs, input{dir, func() []Source {
 			var ss []Source
-			fs, _ := filepath.Glob(filepath.Join(dir, "*"))
+			fs, err := libsockcap.FindLogs(dir) // the logs under dir (one directory per host)
+			if err != nil || len(fs) == 0 {
+				t.Fatalf("%s: no logs (%v)", dir, err)
+			}
 			for _, f := range fs {
 				if s, err := NewLogSource(f); err == nil {
 					ss = append(ss, s)
@@ -50,9 +55,9 @@ func TestPrefetchSameTrace(t *testing.T) {
 		input{"loopback flows", func() []Source { return loopbackFlows(20000, 64, []int64{100, 200, 300}, 0.2, 9) }, Options{Window: 2 * time.Millisecond}},
 		input{"loopback flows, no step 6", func() []Source { return loopbackFlows(20000, 64, []int64{100, 200, 300}, 0.2, 10) }, Options{Window: 2 * time.Millisecond, DisableNATDetection: true}})
 	run := func(in input, from int, stream *streamCollect) (*trace.Trace, *matcher) {
-		old := prefetchFrom
-		prefetchFrom = from
-		defer func() { prefetchFrom = old }()
+		old, oldSources := prefetchFrom, prefetchSources
+		prefetchFrom, prefetchSources = from, from
+		defer func() { prefetchFrom, prefetchSources = old, oldSources }()
 		tr, m := reconcileWith(t, in.name, in.sources(), in.opts, stream)
 		return tr, m
 	}

@@ -183,13 +183,13 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 	h := make(sourceHeap, 0, len(sources))
 	var ended []*cursor
 	for i, s := range sources {
-		c := &cursor{src: s, idx: i}
+		c := newCursor(s, i, len(sources))
 		if offsets != nil {
 			c.corr = offsets[i]
 		}
 		if s.Next(&c.ob) {
 			c.at = c.ob.Time - c.corr
-			h = append(h, heapItem{c.at, c})
+			h = append(h, heapItem{c.at, c, c.sc})
 		} else {
 			ended = append(ended, c)
 		}
@@ -211,6 +211,9 @@ func reconcileSources(sources []Source, opts Options) (*trace.Trace, *matcher, e
 		} else {
 			ended = append(ended, c)
 			h.pop()
+		}
+		if len(h) > 0 {
+			h[0].prefetch()
 		}
 	}
 	m.finish()
