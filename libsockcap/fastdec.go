@@ -5,6 +5,8 @@ import (
 	"math/bits"
 	"net/netip"
 	"unsafe"
+
+	"wap5/internal/prefetch"
 )
 
 // The fast decoder: advance's tight loop over a chunk's records.
@@ -440,11 +442,11 @@ func (s *Scanner) Prefetch() {
 	if s.pfRec == 0 {
 		return
 	}
-	prefetchLines(s.pfRec, 1)
+	prefetch.Lines(s.pfRec, 1)
 	if s.pfSlot != 0 {
-		prefetchLines(s.pfSlot, unsafe.Sizeof(fdSlot{}))
+		prefetch.Lines(s.pfSlot, unsafe.Sizeof(fdSlot{}))
 	}
-	prefetchLines(s.pfEv, unsafe.Sizeof(Event{}))
+	prefetch.Lines(s.pfEv, unsafe.Sizeof(Event{}))
 }
 
 // peekNext notes for Prefetch where the record at b[p] (the next one of

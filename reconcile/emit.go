@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"wap5/internal/prefetch"
 	"wap5/trace"
 )
 
@@ -230,7 +231,7 @@ func (m *matcher) oldestPending() int64 {
 	for i, r := range m.pend {
 		if i+pendAhead < len(m.pend) {
 			// Each end is read once here since its last run: fetch ahead.
-			prefetchLines(uintptr(unsafe.Pointer(m.pend[i+pendAhead].e)), endHot)
+			prefetch.Lines(uintptr(unsafe.Pointer(m.pend[i+pendAhead].e)), endHot)
 		}
 		if !r.live() {
 			continue // retired: its record is another end's now, or garbage
@@ -460,7 +461,7 @@ func (s *streamState) merge(m *matcher, wm, floor int64) (stopped bool) {
 				// The block was filled a window ago: its messages are
 				// out of the caches, and the keys' order is only
 				// nearly theirs.
-				prefetchLines(uintptr(unsafe.Pointer(&c[b.keys[j].idx])), unsafe.Sizeof(trace.Message{}))
+				prefetch.Lines(uintptr(unsafe.Pointer(&c[b.keys[j].idx])), unsafe.Sizeof(trace.Message{}))
 			}
 			k := b.keys[b.pos]
 			if k.t >= wm || lb >= 0 && (k.t > lt || k.t == lt && lb < bi) {

@@ -16,7 +16,11 @@ package reconcile
 // again from its first use). The end is closed when nobody holds it any
 // more.
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"wap5/internal/prefetch"
+)
 
 // forkSlack bounds how much earlier than its parent's fork record a child's
 // log may start (the child can run first); a log of the same pid that
@@ -109,7 +113,7 @@ func (m *matcher) addHolder(e *end, p *proc) {
 			if i+ahead < len(p.held) {
 				// A pruning reads every end the process held since the
 				// last: fetch ahead (its first lines: endHot).
-				prefetchLines(uintptr(unsafe.Pointer(p.held[i+ahead].e)), endHot)
+				prefetch.Lines(uintptr(unsafe.Pointer(p.held[i+ahead].e)), endHot)
 			}
 			if x.live() && !x.e.c.gone && x.e.heldBy(p) {
 				keep = append(keep, x)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"wap5/internal/prefetch"
 	"wap5/libsockcap"
 )
 
@@ -187,14 +188,14 @@ func (t *connIndex) find(h uint64) int {
 // see prefetchLines).
 func (t *connIndex) prefetch(h uint64) {
 	if len(t.slots) > 0 {
-		prefetchLines(uintptr(unsafe.Pointer(&t.slots[int(h)&(len(t.slots)-1)])), unsafe.Sizeof(connSlot{}))
+		prefetch.Lines(uintptr(unsafe.Pointer(&t.slots[int(h)&(len(t.slots)-1)])), unsafe.Sizeof(connSlot{}))
 	}
 }
 
 // prefetchSlot fetches slot i (a connection's own: conn.slot).
 func (t *connIndex) prefetchSlot(i int32) {
 	if i >= 0 && int(i) < len(t.slots) {
-		prefetchLines(uintptr(unsafe.Pointer(&t.slots[i])), unsafe.Sizeof(connSlot{}))
+		prefetch.Lines(uintptr(unsafe.Pointer(&t.slots[i])), unsafe.Sizeof(connSlot{}))
 	}
 }
 

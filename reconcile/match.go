@@ -8,6 +8,7 @@ import (
 	"sort"
 	"unsafe"
 
+	"wap5/internal/prefetch"
 	"wap5/libsockcap"
 	"wap5/trace"
 )
@@ -431,7 +432,7 @@ func (m *matcher) prefetchFor(src int, ob *Observation) {
 		return
 	}
 	if e := m.socks[src].get(ob.Socket); e != nil {
-		prefetchLines(uintptr(unsafe.Pointer(e))-unsafe.Offsetof(connEnd{}.end), unsafe.Sizeof(connEnd{}))
+		prefetch.Lines(uintptr(unsafe.Pointer(e))-unsafe.Offsetof(connEnd{}.end), unsafe.Sizeof(connEnd{}))
 	}
 }
 
@@ -481,7 +482,7 @@ var reuseRecords = true
 func (m *matcher) prefetchTimers() {
 	if i := m.thead + timerAhead; i < len(m.timers) {
 		if c := m.timers[i].c; c != nil {
-			prefetchLines(uintptr(unsafe.Pointer(c)), unsafe.Sizeof(connEnd{}))
+			prefetch.Lines(uintptr(unsafe.Pointer(c)), unsafe.Sizeof(connEnd{}))
 		}
 	}
 	if i := m.thead + timerAhead/2; i < len(m.timers) && m.timers[i].kind == dlRetire {

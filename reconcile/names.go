@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"wap5/internal/prefetch"
 	"wap5/libsockcap"
 	"wap5/trace"
 )
@@ -402,7 +403,7 @@ func (t *epTable) get(k uint64) (trace.EndpointID, bool) {
 func (t *epTable) prefetch(k uint64) {
 	h := epHash(k)
 	if s := &t.segs[h>>58]; len(s.slots) > 0 {
-		prefetchLines(uintptr(unsafe.Pointer(&s.slots[h&uint64(len(s.slots)-1)])), 8)
+		prefetch.Lines(uintptr(unsafe.Pointer(&s.slots[h&uint64(len(s.slots)-1)])), 8)
 	}
 }
 

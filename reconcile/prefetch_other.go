@@ -1,6 +1,0 @@
-//go:build !amd64
-
-package reconcile
-
-// prefetchLines is a hint that this architecture goes without.
-func prefetchLines(p, n uintptr) {}
