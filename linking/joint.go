@@ -1939,13 +1939,7 @@ func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32,
 	// order, side by side (a counting sort by the pools' local numbers;
 	// a slice per pool id was pointers for the collector to scan and
 	// their regrowth its garbage).
-	if n := j.mod.poolID.n; len(rs.poolLocal) < n {
-		m := len(rs.poolLocal)
-		rs.poolLocal = growZero(rs.poolLocal, n)
-		for i := m; i < n; i++ {
-			rs.poolLocal[i] = -1
-		}
-	}
+	rs.poolLocal = growUnset(rs.poolLocal, j.mod.poolID.n)
 	rs.pools = rs.pools[:0]
 	for _, c := range rs.acts {
 		if rs.poolLocal[c.pool] < 0 {
@@ -1982,13 +1976,7 @@ func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32,
 	// class (all links where too few are certain): the sums by the
 	// trigger classes' local numbers (trigLocal, by trigger id; −1:
 	// none), in the order the node's classes name them.
-	if n := j.mod.trigID.n; len(rs.trigLocal) < n {
-		m := len(rs.trigLocal)
-		rs.trigLocal = growZero(rs.trigLocal, n)
-		for i := m; i < n; i++ {
-			rs.trigLocal[i] = -1
-		}
-	}
+	rs.trigLocal = growUnset(rs.trigLocal, j.mod.trigID.n)
 	rs.trigs = rs.trigs[:0]
 	for _, c := range rs.acts {
 		if rs.trigLocal[c.trig] < 0 {
@@ -2070,6 +2058,18 @@ func growZero[T any](s []T, n int) []T {
 // groupLocal groups the delays val by their classes' local numbers
 // (local[cls[k]], 0..nc−1) into *by, each class's in the order given, and
 // returns where each class's begin (start, reused: nc+1 entries).
+// growUnset grows local, a table of local numbers by id, to n entries,
+// the new ones −1 (none yet); the old ones are kept (−1 after use).
+func growUnset(local []int32, n int) []int32 {
+	if m := len(local); m < n {
+		local = growZero(local, n)
+		for i := m; i < n; i++ {
+			local[i] = -1
+		}
+	}
+	return local
+}
+
 func groupLocal(start, local, cls []int32, val []float32, by *[]float32, nc int) []int32 {
 	start = slices.Grow(start[:0], nc+1)[:nc+1]
 	clear(start)

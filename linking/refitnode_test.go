@@ -19,17 +19,7 @@ import (
 // refit) and from all (the later ones), on traces with concurrency, loss
 // and untraced nodes.
 func TestRefitNodeByNode(t *testing.T) {
-	cases := []struct {
-		name string
-		cfg  simConfig
-	}{
-		{"multitier", simConfig{clients: 8, perClient: 150, think: gauss{ms(30), ms(10)}, net: gauss{ms(0.3), ms(0.05)},
-			tracelets: multiTier(8, false), seed: 3, clientName: "CLIENT"}},
-		{"children-d/cc with loss", simConfig{clients: 6, perClient: 150, think: gauss{ms(20), ms(5)}, net: gauss{ms(0.3), ms(0.05)},
-			tracelets: pathological("children-d/cc"), seed: 8, loss: 0.02, clientName: "CLIENT"}},
-		{"cdn with an untraced origin", simConfig{clients: 5, perClient: 120, think: gauss{ms(40), ms(10)}, net: gauss{ms(0.3), ms(0.05)},
-			tracelets: cdn(), seed: 4, untraced: []string{"ORIGIN"}, clientName: "CLIENT"}},
-	}
+	cases := refitCases
 	defer func() { afterJoint = nil }()
 	for _, tc := range cases {
 		for _, useCertain := range []bool{true, false} {
@@ -193,4 +183,18 @@ func TestSortDelays(t *testing.T) {
 			}
 		}
 	}
+}
+
+// refitCases are the traces the refit tests compare on: concurrency, loss
+// and an untraced node.
+var refitCases = []struct {
+	name string
+	cfg  simConfig
+}{
+	{"multitier", simConfig{clients: 8, perClient: 150, think: gauss{ms(30), ms(10)}, net: gauss{ms(0.3), ms(0.05)},
+		tracelets: multiTier(8, false), seed: 3, clientName: "CLIENT"}},
+	{"children-d/cc with loss", simConfig{clients: 6, perClient: 150, think: gauss{ms(20), ms(5)}, net: gauss{ms(0.3), ms(0.05)},
+		tracelets: pathological("children-d/cc"), seed: 8, loss: 0.02, clientName: "CLIENT"}},
+	{"cdn with an untraced origin", simConfig{clients: 5, perClient: 120, think: gauss{ms(40), ms(10)}, net: gauss{ms(0.3), ms(0.05)},
+		tracelets: cdn(), seed: 4, untraced: []string{"ORIGIN"}, clientName: "CLIENT"}},
 }
