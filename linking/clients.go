@@ -51,6 +51,7 @@ func FixedEndpoints(t *trace.Trace, peers int) []bool {
 		return int(i)
 	}
 	var note func(a, b trace.EndpointID)
+	var rec []trace.EndpointID // (k ≤ fixedSlots)
 	switch {
 	case k == 0: // (peers ≤ 1: the first peer makes it fixed)
 		note = func(a, b trace.EndpointID) {
@@ -59,25 +60,32 @@ func FixedEndpoints(t *trace.Trace, peers int) []bool {
 			}
 		}
 	case k <= fixedSlots:
-		slots := make([]trace.EndpointID, k*places)
-		n := make([]uint8, places)
+		// One record of k+1 slots per place: the count of peers met
+		// (k+1 once fixed), then the peers; a note loads one record (a
+		// cache line or two) where a count, the peers and the fixed
+		// mark in three arrays cost three scattered loads.
+		w := k + 1
+		rec = make([]trace.EndpointID, w*places)
 		note = func(a, b trace.EndpointID) {
-			if a == trace.NoEndpoint || b == trace.NoEndpoint || fixed[a] {
+			if a == trace.NoEndpoint || b == trace.NoEndpoint {
 				return
 			}
-			i := place(a)
-			seen := slots[k*i : k*i+int(n[i])]
-			for _, x := range seen {
+			i := w * place(a)
+			c := int(rec[i])
+			if c > k {
+				return // (fixed)
+			}
+			for _, x := range rec[i+1 : i+1+c] {
 				if x == b {
 					return
 				}
 			}
-			if len(seen) == k {
-				fixed[a] = true
+			if c == k {
+				fixed[a], rec[i] = true, trace.EndpointID(w)
 				return
 			}
-			slots[k*i+len(seen)] = b
-			n[i]++
+			rec[i+1+c] = b
+			rec[i] = trace.EndpointID(c + 1)
 		}
 	default: // many peers: a list of the peers met per endpoint
 		seen := make([][]trace.EndpointID, places)
@@ -97,13 +105,27 @@ func FixedEndpoints(t *trace.Trace, peers int) []bool {
 			}
 		}
 	}
-	for i := range t.Messages {
-		m := &t.Messages[i]
+	// (Where the places are the endpoints' ids, the records of the
+	// message fixedAhead on are asked for first: they are scattered over
+	// tens of MB on a large trace.)
+	ahead := rec != nil && at == nil
+	msgs := t.Messages
+	for i := range msgs {
+		if a := i + fixedAhead; ahead && a < len(msgs) {
+			m := &msgs[a]
+			prefetchAt(rec, int32(m.SrcEP)*int32(k+1))
+			prefetchAt(rec, int32(m.DstEP)*int32(k+1))
+		}
+		m := &msgs[i]
 		note(m.SrcEP, m.DstEP)
 		note(m.DstEP, m.SrcEP)
 	}
 	return fixed
 }
+
+// fixedAhead is how many messages ahead FixedEndpoints asks for the
+// records it will read.
+const fixedAhead = 16
 
 // fixedSlots is the most peers−1 FixedEndpoints keeps in its flat array.
 const fixedSlots = 8
