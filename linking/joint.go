@@ -204,7 +204,11 @@ type joint struct {
 	keep   bool
 	// callSpan is, for every send of a traced node, the span it was given
 	// (the request it serves, or spanRoot).
-	callSpan  []int32
+	callSpan []int32
+	// spanBits marks the spans by request (bit k%64 of word k/64): a
+	// request received whose reply its receiver sent (J2's setup tests
+	// every request so; refitCounts counts them every refit).
+	spanBits  []uint64
 	countBase []float64 // per span class (id in cntCls): −log P(no call) summed over its destinations
 	// Dense ids of the count models' span classes, and the models by class
 	// id and destination (indexCounts).
@@ -454,6 +458,8 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// trace).
 	j.horizon = make([]int64, len(l.t.Nodes))
 	spans := j.newSpanTally() // (J2 count priors)
+	j.spanBits = offMake[uint64](mem, (n+63)/64)
+	clear(j.spanBits)
 	for k := range j.hot {
 		if a := k + sweepAhead; a < n {
 			if ha := &j.hot[a]; ha.role == roleRequest {
@@ -475,6 +481,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 			src := l.edgeSrc[p.edge]
 			j.horizon[src] = max(j.horizon[src], min(p.send-h.recv, l.x))
 			spans.note(j, int32(k))
+			j.spanBits[k/64] |= 1 << (k % 64)
 		}
 	}
 	for b := range j.horizon {
