@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"wap5/internal/hugemem"
+	"wap5/internal/prefetch"
 	"wap5/trace"
 )
 
@@ -313,12 +314,12 @@ func (v *msgView) kind(i int32) trace.Kind {
 func (v *msgView) prefetch(i int32) {
 	switch {
 	case v.ms != nil:
-		prefetchAt(v.ms, i)
+		prefetch.At(v.ms, i)
 	case v.tm != nil:
-		prefetchAt(v.tm, i)
-		prefetchAt(v.edge, i) // (its nodes: another line)
+		prefetch.At(v.tm, i)
+		prefetch.At(v.edge, i) // (its nodes: another line)
 	default:
-		prefetchAt(v.hot, i)
+		prefetch.At(v.hot, i)
 	}
 }
 
@@ -326,7 +327,7 @@ func (v *msgView) prefetch(i int32) {
 // apart from its times.
 func (v *msgView) prefetchKind(i int32) {
 	if v.ms == nil {
-		prefetchAt(v.kinds, i)
+		prefetch.At(v.kinds, i)
 	}
 }
 
@@ -335,7 +336,7 @@ func (v *msgView) prefetchKind(i int32) {
 // (their times). With packed times, that is its edge's line alone.
 func (v *msgView) prefetchNodes(i int32) {
 	if v.tm != nil {
-		prefetchAt(v.edge, i)
+		prefetch.At(v.edge, i)
 		return
 	}
 	v.prefetch(i)
@@ -681,16 +682,16 @@ func (g *gather) load(a *aggregator, in *instances, instRank []int32, r0, full i
 	for k := 0; k < len(sel); k += 2 {
 		if kf := k + far; kf < len(sel) {
 			ia := sel[kf]
-			prefetchAt(in.start, ia)
-			prefetchAt(in.prob, ia)
-			prefetchAt(g.cur, sel[kf+1])
+			prefetch.At(in.start, ia)
+			prefetch.At(in.prob, ia)
+			prefetch.At(g.cur, sel[kf+1])
 		}
 		if km := k + mid; km < len(sel) {
 			ia := sel[km]
 			s := in.start[ia]
-			prefetchAt(order, s)
+			prefetch.At(order, s)
 			if c := &g.cur[sel[km+1]]; c.inst == c.first {
-				prefetchAt(in.par, s)
+				prefetch.At(in.par, s)
 			}
 		}
 		if kn := k + near; kn < len(sel) {
@@ -703,8 +704,8 @@ func (g *gather) load(a *aggregator, in *instances, instRank []int32, r0, full i
 					ms.prefetchKind(mi)
 				}
 			}
-			prefetchAt(g.recs, c.msg-m0)
-			prefetchAt(g.prob, c.inst-i0)
+			prefetch.At(g.recs, c.msg-m0)
+			prefetch.At(g.prob, c.inst-i0)
 		}
 		i, r := sel[k], sel[k+1]
 		s, e := in.start[i], in.start[i+1]
@@ -1078,11 +1079,11 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 		// The table's slots, then the patterns they hold (asked for
 		// ahead), then the lookups.
 		for _, h := range hs[:i1-i0] {
-			prefetchAt(tab.slots, int32(mix(h)&tab.mask))
+			prefetch.At(tab.slots, int32(mix(h)&tab.mask))
 		}
 		for _, h := range hs[:i1-i0] {
 			if pi := tab.slots[mix(h)&tab.mask]; pi > 0 {
-				prefetch(uintptr(unsafe.Pointer(pats.at(pi - 1))))
+				prefetch.Line(uintptr(unsafe.Pointer(pats.at(pi - 1))))
 			}
 		}
 		for i := i0; i < i1; i++ {
@@ -1188,7 +1189,7 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 			n := len(sh)
 			// (The next pattern's counts, far away in pats.)
 			if r+1 < r1 {
-				prefetch(uintptr(unsafe.Pointer(pats.at(ranked[r+1]))))
+				prefetch.Line(uintptr(unsafe.Pointer(pats.at(ranked[r+1]))))
 			}
 			pc := pats.at(ranked[r])
 			p.count, p.expected, p.maxProb, p.hash = int(pc.count), pc.expected, pc.maxProb, pc.hash

@@ -3,8 +3,9 @@ package linking
 import (
 	"runtime/debug"
 	"strings"
-	"wap5/internal/hugemem"
 
+	"wap5/internal/hugemem"
+	"wap5/internal/prefetch"
 	"wap5/trace"
 )
 
@@ -113,8 +114,8 @@ func FixedEndpoints(t *trace.Trace, peers int) []bool {
 	for i := range msgs {
 		if a := i + fixedAhead; ahead && a < len(msgs) {
 			m := &msgs[a]
-			prefetchAt(rec, int32(m.SrcEP)*int32(k+1))
-			prefetchAt(rec, int32(m.DstEP)*int32(k+1))
+			prefetch.At(rec, int32(m.SrcEP)*int32(k+1))
+			prefetch.At(rec, int32(m.DstEP)*int32(k+1))
 		}
 		m := &msgs[i]
 		note(m.SrcEP, m.DstEP)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"wap5/internal/prefetch"
 	"wap5/trace"
 )
 
@@ -44,7 +45,7 @@ func (j *joint) connHints(b trace.NodeID, ns *nodeSpans) {
 	// trace: asked for a few requests ahead.)
 	for s, c := range ns.req {
 		if a := s + sweepAhead; a < len(ns.req) {
-			prefetchAt(j.eps, ns.req[a])
+			prefetch.At(j.eps, ns.req[a])
 		}
 		m := j.eps[c]
 		prev[s] = -1

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"wap5/internal/prefetch"
 	"wap5/trace"
 )
 
@@ -127,9 +128,9 @@ func (l *linker) untraced(i int32) bool {
 // prefetchTimes asks for the cache line of message i's times (times).
 func (l *linker) prefetchTimes(i int32) {
 	if l.tm != nil {
-		prefetchAt(l.tm, i)
+		prefetch.At(l.tm, i)
 	} else {
-		prefetchAt(l.msgs, i)
+		prefetch.At(l.msgs, i)
 	}
 }
 
@@ -151,7 +152,7 @@ func (l *linker) indexEdges() {
 		if a := i + candAhead; a < n {
 			m := &l.msgs[a]
 			k := uint64(uint32(m.Src))<<32 | uint64(uint32(m.Dst))
-			prefetchAt(tab.ents, int32(mix(k)&uint64(len(tab.ents)-1)))
+			prefetch.At(tab.ents, int32(mix(k)&uint64(len(tab.ents)-1)))
 		}
 		m := &l.msgs[i]
 		e := l.edgeOf(tab, m.Src, m.Dst)
@@ -352,14 +353,14 @@ func (l *linker) index() {
 		// on, and where the cursor is in its sends half that far.
 		if j := i + candAhead; j < int32(n) && l.untraced(j) {
 			if r := rev[l.edge[j]]; r >= 0 {
-				prefetchAt(ec, r)
-				prefetchAt(l.edgeStart, r)
+				prefetch.At(ec, r)
+				prefetch.At(l.edgeStart, r)
 			}
 		}
 		if j := i + candAhead/2; j < int32(n) && l.untraced(j) {
 			if r := rev[l.edge[j]]; r >= 0 {
 				if q := l.edgeStart[r] + ec[r].q; q < l.edgeStart[r+1] {
-					prefetchAt(l.byEdgeSend, q)
+					prefetch.At(l.byEdgeSend, q)
 				}
 			}
 		}
@@ -552,13 +553,13 @@ func (l *linker) prefetchCands(j int, rev []int32) {
 		return
 	}
 	if send, _ := l.times(int32(j)); send != trace.Unknown {
-		prefetchAt(l.insRecv, p)
-		prefetchAt(l.ins, p)
+		prefetch.At(l.insRecv, p)
+		prefetch.At(l.ins, p)
 		return
 	}
-	prefetchAt(l.byEdgeSend, p)
-	prefetchAt(l.byEdge, p)
-	prefetchAt(l.edgeStart, rev[l.edge[j]])
+	prefetch.At(l.byEdgeSend, p)
+	prefetch.At(l.byEdge, p)
+	prefetch.At(l.edgeStart, rev[l.edge[j]])
 }
 
 // step1 estimates d(B→C) for every edge as the mean smallest preceding

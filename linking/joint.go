@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"wap5/internal/hugemem"
+	"wap5/internal/prefetch"
 	"wap5/trace"
 )
 
@@ -463,7 +464,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	for k := range j.hot {
 		if a := k + sweepAhead; a < n {
 			if ha := &j.hot[a]; ha.role == roleRequest {
-				prefetchAt(j.hot, ha.peer)
+				prefetch.At(j.hot, ha.peer)
 			}
 		}
 		h := &j.hot[k]
@@ -988,7 +989,7 @@ func (t *classTable) get(k uint64) *classModel { return t.ents[t.slot(k)].c }
 
 // prefetch asks for the cache line of key k's first slot.
 func (t *classTable) prefetch(k uint64) {
-	prefetchAt(t.ents, int32(mix(k)&uint64(len(t.ents)-1)))
+	prefetch.At(t.ents, int32(mix(k)&uint64(len(t.ents)-1)))
 }
 
 func (t *classTable) put(k uint64, c *classModel) {
@@ -1355,18 +1356,17 @@ func (j *joint) costLive(x *sendCtx, e *liveMsg, dt float64) float64 {
 const sweepAhead = 8
 
 // prefetchAt asks for the cache line of s[i] (prefetch).
-func prefetchAt[T any](s []T, i int32) { prefetch(uintptr(unsafe.Pointer(&s[i]))) }
 
 // viaAhead asks, in a loop at x over keys, for via[keys[x+sweepAhead]]
 // and, half as far on, for to[via[keys[...]]] when that is an index (≥ 0):
 // the two loads of a lookup through a scattered index, overlapped.
 func viaAhead[T any](keys []int32, x int, via []int32, to []T) {
 	if a := x + sweepAhead; a < len(keys) {
-		prefetchAt(via, keys[a])
+		prefetch.At(via, keys[a])
 	}
 	if a := x + sweepAhead/2; a < len(keys) {
 		if v := via[keys[a]]; v >= 0 {
-			prefetchAt(to, v)
+			prefetch.At(to, v)
 		}
 	}
 }
@@ -1377,12 +1377,12 @@ func viaAhead[T any](keys []int32, x int, via []int32, to []T) {
 // scattered over a large trace).
 func (j *joint) linkAhead(outs []int32, x int) {
 	if a := x + sweepAhead; a < len(outs) {
-		prefetchAt(j.hot, outs[a])
-		prefetchAt(j.parent, outs[a])
+		prefetch.At(j.hot, outs[a])
+		prefetch.At(j.parent, outs[a])
 	}
 	if a := x + sweepAhead/2; a < len(outs) {
 		if p := j.parent[outs[a]]; p >= 0 {
-			prefetchAt(j.hot, p)
+			prefetch.At(j.hot, p)
 		}
 	}
 }
@@ -1410,13 +1410,13 @@ func (j *joint) sweep(b trace.NodeID) {
 			if w := &nd.out[x]; w.flags&outRetHere != 0 {
 				sp = addrAt(j.span, w.peer)
 			}
-			prefetch4(addrAt(j.parent, a), addrAt(j.prob, a), addrAt(j.callSpan, a), sp)
+			prefetch.Four(addrAt(j.parent, a), addrAt(j.prob, a), addrAt(j.callSpan, a), sp)
 		}
 		ho := &nd.out[oi]
 		s := ho.send
 		for hi < len(ins) && recv[hi] <= s {
 			if x := hi + sweepAhead; x < len(ins) {
-				prefetchAt(j.kids, ins[x])
+				prefetch.At(j.kids, ins[x])
 			}
 			// (No children yet: pass cleared them, and only this sweep
 			// gives any, to messages already live.)

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"wap5/internal/hugemem"
+	"wap5/internal/prefetch"
 	"wap5/trace"
 )
 
@@ -292,7 +293,7 @@ func (l *linker) packEnvelopes(env []trace.Envelope) {
 		if a := i + candAhead; a < n {
 			m := &env[a]
 			k := uint64(uint32(m.Src))<<32 | uint64(uint32(m.Dst))
-			prefetchAt(tab.ents, int32(mix(k)&uint64(len(tab.ents)-1)))
+			prefetch.At(tab.ents, int32(mix(k)&uint64(len(tab.ents)-1)))
 		}
 		m := &env[i]
 		send, recv := m.Send, m.Recv // (step 1)

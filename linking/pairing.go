@@ -1,6 +1,7 @@
 package linking
 
 import (
+	"wap5/internal/prefetch"
 	"wap5/trace"
 )
 
@@ -279,7 +280,7 @@ const callAhead = 16
 
 // prefetchSlot asks for the cache line of m's key's first slot.
 func (t *callTable) prefetchSlot(m *trace.Message) {
-	prefetchAt(t.ents, int32(int(callHash(m))&(len(t.ents)-1)))
+	prefetch.At(t.ents, int32(int(callHash(m))&(len(t.ents)-1)))
 }
 
 // prefetchCall asks for the message of the call in m's key's first slot
@@ -287,7 +288,7 @@ func (t *callTable) prefetchSlot(m *trace.Message) {
 func (t *callTable) prefetchCall(m *trace.Message) {
 	h := callHash(m)
 	if e := t.ents[int(h)&(len(t.ents)-1)]; e.idx >= 0 && e.tag == uint32(h>>32) {
-		prefetchAt(t.msgs, e.idx)
+		prefetch.At(t.msgs, e.idx)
 	}
 }
 

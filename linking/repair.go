@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"wap5/internal/prefetch"
 	"wap5/trace"
 )
 
@@ -350,7 +351,7 @@ func (j *joint) termAhead(p, a int32, tk termKey) {
 	if !m.on {
 		return
 	}
-	prefetchAt(m.ents, int32(termSlot(p, a)))
+	prefetch.At(m.ents, int32(termSlot(p, a)))
 	src, fk := j.classKeyOf(tk)
 	if tab := j.classTabs[src]; tab != nil {
 		tab.prefetch(fk)
@@ -517,18 +518,18 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	// sweep), and each span's head is read while its messages are at hand.
 	for x, c := range ins {
 		if a := x + sweepAhead; a < len(ins) {
-			prefetchAt(j.hot, ins[a])
+			prefetch.At(j.hot, ins[a])
 		}
 		if a := x + sweepAhead/2; a < len(ins) {
 			if ha := &j.hot[ins[a]]; ha.role == roleRequest && ha.peer >= 0 {
 				// (And what the span's head reads by the request's
 				// edge: its count class and fan-out model.)
-				prefetchAt(j.hot, ha.peer)
-				prefetchAt(ns.sidx, ins[a])
+				prefetch.At(j.hot, ha.peer)
+				prefetch.At(ns.sidx, ins[a])
 				if e := 2 * ha.edge; int(e) < len(j.scr.spanCi) {
-					prefetchAt(j.scr.spanCi, e)
+					prefetch.At(j.scr.spanCi, e)
 				}
-				prefetchAt(j.fanByEdge, 2*ha.edge)
+				prefetch.At(j.fanByEdge, 2*ha.edge)
 			}
 		}
 		hc := &j.hot[c]
@@ -567,12 +568,12 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	outs := j.outsOf(b)
 	for x, o := range outs {
 		if a := x + sweepAhead; a < len(outs) {
-			prefetchAt(j.hot, outs[a])
-			prefetchAt(j.callSpan, outs[a])
+			prefetch.At(j.hot, outs[a])
+			prefetch.At(j.callSpan, outs[a])
 		}
 		if a := x + sweepAhead/2; a < len(outs) {
 			if c := j.callSpan[outs[a]]; c >= 0 {
-				prefetchAt(ns.sidx, c)
+				prefetch.At(ns.sidx, c)
 			}
 		}
 		if j.hot[o].role != roleRequest && !j.lostCall(o) {
@@ -628,17 +629,17 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}
 	for s, c := range ns.req {
 		if a := s + sweepAhead; a < len(ns.req) && ns.head[a].reply >= 0 {
-			prefetchAt(j.parent, ns.head[a].reply)
-			prefetchAt(j.prob, ns.head[a].reply)
+			prefetch.At(j.parent, ns.head[a].reply)
+			prefetch.At(j.prob, ns.head[a].reply)
 			// (And a span's calls' records, then their returns'.)
 			if ms := ns.members[a]; len(ms) > 0 {
-				prefetchAt(j.hot, ms[0])
+				prefetch.At(j.hot, ms[0])
 			}
 		}
 		if a := s + sweepAhead/2; a < len(ns.req) {
 			if ms := ns.members[a]; len(ms) > 0 {
 				if r := j.hot[ms[0]].peer; r >= 0 {
-					prefetchAt(j.hot, r)
+					prefetch.At(j.hot, r)
 				}
 			}
 		}
@@ -684,12 +685,12 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 // over a large trace): by the time the loop gets there they are in cache.
 func (j *joint) callAhead(ns *nodeSpans, calls []int32, ci int) {
 	if x := ci + sweepAhead; x < len(calls) {
-		prefetchAt(j.hot, calls[x])
-		prefetchAt(j.callSpan, calls[x])
+		prefetch.At(j.hot, calls[x])
+		prefetch.At(j.callSpan, calls[x])
 	}
 	if x := ci + sweepAhead/2; x < len(calls) {
 		if c := j.callSpan[calls[x]]; c >= 0 {
-			prefetchAt(ns.sidx, c)
+			prefetch.At(ns.sidx, c)
 		}
 	}
 }
@@ -746,14 +747,14 @@ func (j *joint) improve(b trace.NodeID, ns *nodeSpans, calls []int32, callDst []
 		// (What the loop reads of the calls a few places on: the
 		// records only of those with other spans.)
 		if x := ci + sweepAhead; x < len(calls) {
-			prefetchAt(j.callSpan, calls[x])
+			prefetch.At(j.callSpan, calls[x])
 			if j.scr.admStart[x+1]-j.scr.admStart[x] > 0 {
-				prefetchAt(j.hot, calls[x])
+				prefetch.At(j.hot, calls[x])
 			}
 		}
 		if x := ci + sweepAhead/2; x < len(calls) {
 			if c := j.callSpan[calls[x]]; c >= 0 {
-				prefetchAt(ns.sidx, c)
+				prefetch.At(ns.sidx, c)
 			}
 		}
 		sa, ok := ns.at(j.callSpan[k])
@@ -1420,8 +1421,8 @@ func (j *joint) refitCountsOf(all bool) {
 	cs := j.callSpan
 	for k, c := range cs {
 		if a := k + sweepAhead; a < n && cs[a] >= 0 && j.hot[a].role == roleRequest {
-			prefetchAt(j.hot, cs[a])
-			prefetchAt(start, cs[a]+2)
+			prefetch.At(j.hot, cs[a])
+			prefetch.At(start, cs[a]+2)
 		}
 		if isCall(k, c) {
 			start[c+2]++
@@ -1439,7 +1440,7 @@ func (j *joint) refitCountsOf(all bool) {
 	defer func() { j.scr.cntDsts, j.scr.cntCalls = dsts, calls }()
 	for x, k := range found {
 		if a := x + sweepAhead; a < len(found) {
-			prefetchAt(start, cs[found[a]]+1)
+			prefetch.At(start, cs[found[a]]+1)
 		}
 		c := cs[k]
 		dsts[start[c+1]] = j.edgeDst[j.hot[k].edge]
@@ -1748,7 +1749,7 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, callD
 			}
 			if a := x + sweepAhead/2; i+a < len(g) {
 				if c := was[i+a]; c >= 0 {
-					prefetchAt(ns.sidx, c)
+					prefetch.At(ns.sidx, c)
 				}
 			}
 			if s, ok := ns.at(j.callSpan[k]); ok {
@@ -1821,11 +1822,11 @@ func (j *joint) assignByDest(b trace.NodeID, ns *nodeSpans, calls []int32, callD
 			// costs read, are scattered over a large trace: asked for
 			// all at once, before the rows are costed.)
 			for _, k := range blk {
-				prefetchAt(j.hot, k)
+				prefetch.At(j.hot, k)
 			}
 			for _, k := range blk {
 				if r := j.hot[k].peer; r >= 0 {
-					prefetchAt(j.hot, r)
+					prefetch.At(j.hot, r)
 				}
 			}
 			for r, k := range blk {
@@ -2175,7 +2176,7 @@ func (j *joint) admissibleLists(b trace.NodeID, ns *nodeSpans, calls []int32) {
 	p, prev := -1, int64(math.MinInt64)
 	for x, k := range calls {
 		if a := x + sweepAhead; a < len(calls) {
-			prefetchAt(j.hot, calls[a])
+			prefetch.At(j.hot, calls[a])
 		}
 		send := j.hot[k].send
 		if send >= prev {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"unsafe"
 
+	"wap5/internal/prefetch"
 	"wap5/trace"
 )
 
@@ -104,10 +105,10 @@ func (j *joint) gather(b trace.NodeID, ins []int32, recv []int64, outs []int32) 
 			if h := &j.hot[ins[p+sweepGather/2]]; h.role == roleRequest {
 				near = addrAt(j.hot, h.peer)
 			}
-			prefetch2(far, near)
+			prefetch.Two(far, near)
 		} else if a := p + sweepGather/2; a < len(ins) {
 			if h := &j.hot[ins[a]]; h.role == roleRequest {
-				prefetchAt(j.hot, h.peer)
+				prefetch.At(j.hot, h.peer)
 			}
 		}
 		h := &j.hot[i]
@@ -134,10 +135,10 @@ func (j *joint) gather(b trace.NodeID, ins []int32, recv []int64, outs []int32) 
 			if h := &j.hot[outs[p+sweepGather/2]]; h.role == roleRequest && h.peer >= 0 {
 				near = addrAt(j.hot, h.peer)
 			}
-			prefetch2(far, near)
+			prefetch.Two(far, near)
 		} else if a := p + sweepGather/2; a < len(outs) {
 			if h := &j.hot[outs[a]]; h.role == roleRequest && h.peer >= 0 {
-				prefetchAt(j.hot, h.peer)
+				prefetch.At(j.hot, h.peer)
 			}
 		}
 		h := &j.hot[o]

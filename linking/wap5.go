@@ -6,6 +6,7 @@ import (
 	"math"
 	"unsafe"
 
+	"wap5/internal/prefetch"
 	"wap5/trace"
 )
 
@@ -140,7 +141,7 @@ func (l *linker) step2(rev []int32, last bool) *links {
 		lw, pm = lw[:0], pm[:0]
 		l.prefetchCands(i+candAhead, rev)
 		if j := i + candAhead; j < n {
-			prefetchAt(models, l.edge[j])
+			prefetch.At(models, l.edge[j])
 		}
 		best := ls
 		send, recv := l.times(int32(i))
@@ -453,7 +454,7 @@ func (l *linker) fitWAP5(k *links, fit Fit) Fit {
 		// The edge's moments and the parent's times of the message
 		// candAhead on: both at random.
 		if a := c + candAhead; a < n && !k.spontML[a] && k.best[a] >= 0 {
-			prefetchAt(perEdge, l.edge[a])
+			prefetch.At(perEdge, l.edge[a])
 			l.prefetchTimes(k.best[a])
 		}
 		best := k.best[c]
