@@ -49,6 +49,16 @@ var (
 	built    = map[string]string{}
 )
 
+// TestMain removes the snippets' build directory after the tests (each
+// test binary made one under $TMPDIR and left it behind).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
 // snippet compiles c/tests/<name>.c once per test binary.
 func snippet(t testing.TB, name string, flags ...string) string {
 	t.Helper()
