@@ -1949,10 +1949,7 @@ func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32,
 	rs.poolLocal = growUnset(rs.poolLocal, j.mod.poolID.n)
 	rs.pools = rs.pools[:0]
 	for _, c := range rs.acts {
-		if rs.poolLocal[c.pool] < 0 {
-			rs.poolLocal[c.pool] = int32(len(rs.pools))
-			rs.pools = append(rs.pools, c.pool)
-		}
+		rs.pools = addLocal(rs.poolLocal, rs.pools, c.pool)
 	}
 	np := len(rs.pools)
 	rs.pStart = slices.Grow(rs.pStart[:0], np+1)[:np+1]
@@ -1986,10 +1983,7 @@ func (j *joint) refitNode(useCertain bool, act, more []*classModel, cls []int32,
 	rs.trigLocal = growUnset(rs.trigLocal, j.mod.trigID.n)
 	rs.trigs = rs.trigs[:0]
 	for _, c := range rs.acts {
-		if rs.trigLocal[c.trig] < 0 {
-			rs.trigLocal[c.trig] = int32(len(rs.trigs))
-			rs.trigs = append(rs.trigs, c.trig)
-		}
+		rs.trigs = addLocal(rs.trigLocal, rs.trigs, c.trig)
 	}
 	nt := len(rs.trigs)
 	rs.certainN = slices.Grow(rs.certainN[:0], nt)[:nt]
@@ -2075,6 +2069,16 @@ func growUnset(local []int32, n int) []int32 {
 		}
 	}
 	return local
+}
+
+// addLocal gives id the next local number (len(ids)) if it has none yet
+// in local, and lists it in ids.
+func addLocal(local, ids []int32, id int32) []int32 {
+	if local[id] < 0 {
+		local[id] = int32(len(ids))
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 func groupLocal(start, local, cls []int32, val []float32, by *[]float32, nc int) []int32 {
