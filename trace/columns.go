@@ -381,13 +381,26 @@ func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState, lim *colL
 	minRef := int64(NoRef)
 	noTime, badActor := false, false
 	// The one-byte case of each varint is written out in the loop (uvAt
-	// would not be inlined).
+	// would not be inlined), as in the envelope decoder (envDecoder): the
+	// two-byte one too where values mostly take two bytes on a large
+	// trace (node and endpoint ids, sizes, id, call and truth deltas),
+	// the three-byte one of the endpoints, and uvSlow's word at a time of
+	// the time and receive deltas (three to five bytes). On the
+	// CoDeeN-sized trace ≈ 39M varints take more than one byte: each was
+	// a call of uvSlow.
 	for i := range out {
 		fl := flags[i]
 		maxFlags = max(maxFlags, fl)
 		var u, v uint64
 		if uint(tp) < uint(len(tm)) && tm[tp] < 0x80 {
 			u, tp = uint64(tm[tp]), tp+1
+		} else if w, ok := word(tm, tp); ok && ^w&0x8080808080808080 != 0 {
+			// (uvSlow's word at a time, written out.)
+			n := uint(bits.TrailingZeros64(^w&0x8080808080808080)) >> 3
+			w &= 1<<(8*n+8) - 1
+			u = w&0x7f | w>>1&(0x7f<<7) | w>>2&(0x7f<<14) | w>>3&(0x7f<<21) |
+				w>>4&(0x7f<<28) | w>>5&(0x7f<<35) | w>>6&(0x7f<<42) | w>>7&(0x7f<<49)
+			tp += int(n) + 1
 		} else {
 			u, tp = uvSlow(tm, tp)
 		}
@@ -399,6 +412,12 @@ func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState, lim *colL
 			if fl&bfRecvUnknown == 0 {
 				if uint(rp) < uint(len(rv)) && rv[rp] < 0x80 {
 					u, rp = uint64(rv[rp]), rp+1
+				} else if w, ok := word(rv, rp); ok && ^w&0x8080808080808080 != 0 {
+					n := uint(bits.TrailingZeros64(^w&0x8080808080808080)) >> 3
+					w &= 1<<(8*n+8) - 1
+					u = w&0x7f | w>>1&(0x7f<<7) | w>>2&(0x7f<<14) | w>>3&(0x7f<<21) |
+						w>>4&(0x7f<<28) | w>>5&(0x7f<<35) | w>>6&(0x7f<<42) | w>>7&(0x7f<<49)
+					rp += int(n) + 1
 				} else {
 					u, rp = uvSlow(rv, rp)
 				}
@@ -409,21 +428,35 @@ func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState, lim *colL
 		var src, dst, sep, dep uint64
 		if uint(np) < uint(len(nodes)) && nodes[np] < 0x80 {
 			src, np = uint64(nodes[np]), np+1
+		} else if uint(np+1) < uint(len(nodes)) && nodes[np+1] < 0x80 {
+			src, np = uint64(nodes[np]&0x7f)|uint64(nodes[np+1])<<7, np+2
 		} else {
 			src, np = uvSlow(nodes, np)
 		}
 		if uint(np) < uint(len(nodes)) && nodes[np] < 0x80 {
 			dst, np = uint64(nodes[np]), np+1
+		} else if uint(np+1) < uint(len(nodes)) && nodes[np+1] < 0x80 {
+			dst, np = uint64(nodes[np]&0x7f)|uint64(nodes[np+1])<<7, np+2
 		} else {
 			dst, np = uvSlow(nodes, np)
 		}
 		if uint(ep) < uint(len(eps)) && eps[ep] < 0x80 {
 			sep, ep = uint64(eps[ep]), ep+1
+		} else if uint(ep+1) < uint(len(eps)) && eps[ep+1] < 0x80 {
+			sep, ep = uint64(eps[ep]&0x7f)|uint64(eps[ep+1])<<7, ep+2
+		} else if uint(ep+2) < uint(len(eps)) && eps[ep+2] < 0x80 {
+			// (Three bytes: a large trace's ephemeral ports.)
+			sep, ep = uint64(eps[ep]&0x7f)|uint64(eps[ep+1]&0x7f)<<7|uint64(eps[ep+2])<<14, ep+3
 		} else {
 			sep, ep = uvSlow(eps, ep)
 		}
 		if uint(ep) < uint(len(eps)) && eps[ep] < 0x80 {
 			dep, ep = uint64(eps[ep]), ep+1
+		} else if uint(ep+1) < uint(len(eps)) && eps[ep+1] < 0x80 {
+			dep, ep = uint64(eps[ep]&0x7f)|uint64(eps[ep+1])<<7, ep+2
+		} else if uint(ep+2) < uint(len(eps)) && eps[ep+2] < 0x80 {
+			// (Three bytes: a large trace's ephemeral ports.)
+			dep, ep = uint64(eps[ep]&0x7f)|uint64(eps[ep+1]&0x7f)<<7|uint64(eps[ep+2])<<14, ep+3
 		} else {
 			dep, ep = uvSlow(eps, ep)
 		}
@@ -432,6 +465,8 @@ func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState, lim *colL
 		var size uint64
 		if uint(bp) < uint(len(by)) && by[bp] < 0x80 {
 			size, bp = uint64(by[bp]), bp+1
+		} else if uint(bp+1) < uint(len(by)) && by[bp+1] < 0x80 {
+			size, bp = uint64(by[bp]&0x7f)|uint64(by[bp+1])<<7, bp+2
 		} else {
 			size, bp = uvSlow(by, bp)
 		}
@@ -440,6 +475,8 @@ func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState, lim *colL
 		if fl&bfID != 0 {
 			if uint(ip) < uint(len(ids)) && ids[ip] < 0x80 {
 				u, ip = uint64(ids[ip]), ip+1
+			} else if uint(ip+1) < uint(len(ids)) && ids[ip+1] < 0x80 {
+				u, ip = uint64(ids[ip]&0x7f)|uint64(ids[ip+1])<<7, ip+2
 			} else {
 				u, ip = uvSlow(ids, ip)
 			}
@@ -450,6 +487,8 @@ func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState, lim *colL
 		if fl&bfCall != 0 {
 			if uint(cp) < uint(len(calls)) && calls[cp] < 0x80 {
 				u, cp = uint64(calls[cp]), cp+1
+			} else if uint(cp+1) < uint(len(calls)) && calls[cp+1] < 0x80 {
+				u, cp = uint64(calls[cp]&0x7f)|uint64(calls[cp+1])<<7, cp+2
 			} else {
 				u, cp = uvSlow(calls, cp)
 			}
@@ -460,6 +499,8 @@ func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState, lim *colL
 		if fl&bfTruth != 0 {
 			if uint(trp) < uint(len(truths)) && truths[trp] < 0x80 {
 				u, trp = uint64(truths[trp]), trp+1
+			} else if uint(trp+1) < uint(len(truths)) && truths[trp+1] < 0x80 {
+				u, trp = uint64(truths[trp]&0x7f)|uint64(truths[trp+1])<<7, trp+2
 			} else {
 				u, trp = uvSlow(truths, trp)
 			}
