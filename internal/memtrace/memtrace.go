@@ -26,18 +26,46 @@ var st struct {
 	lastMark              int64
 }
 
+// thp is the machine-wide count of transparent huge pages faulted in
+// (/proc/vmstat thp_fault_alloc): other processes add to it.
+func thp() int64 {
+	b, err := os.ReadFile("/proc/vmstat")
+	if err != nil {
+		return 0
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("thp_fault_alloc ")); ok {
+			v, _ := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64)
+			return v
+		}
+	}
+	return 0
+}
+
+var thp0 int64
+
+// statm is the process's resident memory (RSS) in bytes; without the
+// pages of mapped files (a mapped input is in the page cache, not fresh
+// memory) where anon is set.
 func statm() int64 {
 	b, err := os.ReadFile("/proc/self/statm")
 	if err != nil {
 		return 0
 	}
 	f := bytes.Fields(b)
-	if len(f) < 2 {
+	if len(f) < 3 {
 		return 0
 	}
 	v, _ := strconv.ParseInt(string(f[1]), 10, 64)
+	if anon {
+		sh, _ := strconv.ParseInt(string(f[2]), 10, 64)
+		v -= sh
+	}
 	return v * 4096
 }
+
+// anon: WAP5_MEMTRACE=anon counts anonymous memory only.
+var anon = os.Getenv("WAP5_MEMTRACE") == "anon"
 
 // note adds the RSS r, sampled now, to the rises or falls (st locked).
 func note(r int64) {
@@ -55,6 +83,7 @@ func init() {
 		return
 	}
 	st.t0 = time.Now()
+	thp0 = thp()
 	st.rss = statm()
 	st.peak = st.rss
 	go func() {
@@ -100,6 +129,6 @@ func Mark(name string) {
 		os.WriteFile(d+"/"+strings.ReplaceAll(name, " ", "_")+".smaps", b, 0o644)
 	}
 	k, kr, l := hugemem.Kept()
-	fmt.Fprintf(os.Stderr, "memtrace %6.3fs %-28s rss %6.0f peak %6.0f rise %6.0f fall %6.0f | go mapped %6.0f released %6.0f live %6.0f gcs %d | kept %4.0f (resident %4.0f) maps %4.0f\n",
-		time.Since(st.t0).Seconds(), name, mb(r), mb(peak), mb(rise), mb(fall), mb(u(1)), mb(u(0)), mb(u(2)), u(3), mb(int64(k)), mb(int64(kr)), mb(int64(l)))
+	fmt.Fprintf(os.Stderr, "memtrace %6.3fs %-28s rss %6.0f peak %6.0f rise %6.0f fall %6.0f | go mapped %6.0f released %6.0f live %6.0f gcs %d | kept %4.0f (resident %4.0f) maps %4.0f thp %d\n",
+		time.Since(st.t0).Seconds(), name, mb(r), mb(peak), mb(rise), mb(fall), mb(u(1)), mb(u(0)), mb(u(2)), u(3), mb(int64(k)), mb(int64(kr)), mb(int64(l)), thp()-thp0)
 }
