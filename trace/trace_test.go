@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"math"
+	"sort"
 	"strings"
 	"testing"
 	"unsafe"
@@ -284,6 +285,41 @@ func TestAccumulatorExtremes(t *testing.T) {
 					t.Fatalf("%v: min %v max %v, want %v %v", xs, st.Min, st.Max, lo, hi)
 				}
 			}
+		}
+	}
+}
+
+// TestSortedAgrees: Trace.sorted is sort.SliceIsSorted by Time().
+func TestSortedAgrees(t *testing.T) {
+	at := func(times ...int64) []Message {
+		var ms []Message
+		for i, x := range times {
+			m := Message{Send: x, Recv: Unknown}
+			if i%2 == 1 {
+				m = Message{Send: Unknown, Recv: x} // Time() is the receive time
+			}
+			ms = append(ms, m)
+		}
+		return ms
+	}
+	cases := []struct {
+		name string
+		msgs []Message
+		want bool
+	}{
+		{"empty", nil, true},
+		{"one", at(5), true},
+		{"in order", at(1, 2, 3, 4), true},
+		{"ties", at(1, 1, 2, 2), true},
+		{"first out of order", at(2, 1, 3, 4), false},
+		{"last out of order", at(1, 2, 4, 3), false},
+		{"middle", at(1, 3, 2, 4), false},
+	}
+	for _, c := range cases {
+		tr := &Trace{Messages: c.msgs}
+		ref := sort.SliceIsSorted(c.msgs, func(i, j int) bool { return c.msgs[i].Time() < c.msgs[j].Time() })
+		if got := tr.sorted(); got != c.want || got != ref {
+			t.Errorf("%s: sorted %v, want %v (sort.SliceIsSorted %v)", c.name, got, c.want, ref)
 		}
 	}
 }
