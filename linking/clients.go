@@ -66,7 +66,13 @@ func FixedEndpoints(t *trace.Trace, peers int) []bool {
 		// cache line or two) where a count, the peers and the fixed
 		// mark in three arrays cost three scattered loads.
 		w := k + 1
-		rec = make([]trace.EndpointID, w*places)
+		// Outside the Go heap where large (28 MB on the CoDeeN-sized
+		// trace): garbage when this returns, its pages go back (kept,
+		// where the process keeps memory, for the joint linker's J2
+		// arrays) instead of being faulted in afresh later.
+		var scratch offHeap
+		defer scratch.free()
+		rec = offMake[trace.EndpointID](&scratch, w*places)
 		note = func(a, b trace.EndpointID) {
 			if a == trace.NoEndpoint || b == trace.NoEndpoint {
 				return

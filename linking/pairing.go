@@ -1,6 +1,8 @@
 package linking
 
 import (
+	"unsafe"
+
 	"wap5/internal/prefetch"
 	"wap5/trace"
 )
@@ -49,7 +51,11 @@ func (l *linker) pairRPCs() *rpcs {
 	}
 	byID := nCalls > 0
 	if byID {
-		calls := newCallTable(l.msgs, nCalls)
+		calls := newCallTable(l.msgs, nCalls, &l.runMem)
+		// The table is read no more after this pairing: given back (kept,
+		// where the process keeps memory: J2's arrays take its pages,
+		// resident already, instead of fresh ones).
+		defer l.runMem.release(unsafe.Pointer(unsafe.SliceData(calls.ents)))
 		// (The table is far larger than the caches: each call's and
 		// return's first slot is asked for callAhead messages ahead, and
 		// for a return the call in that slot half as far ahead.)
@@ -239,12 +245,17 @@ const (
 	callGone int32 = -2 // a tombstone: probes go on past it
 )
 
-func newCallTable(msgs []trace.Message, n int) *callTable {
+// newCallTable is a table for n calls, its slots outside the Go heap
+// where it is large (offMake in o: 64 MB on the CoDeeN-sized trace, which
+// in the heap was garbage from J1 on that the collector and
+// debug.FreeOSMemory gave back to the system, and J2 then faulted in
+// afresh).
+func newCallTable(msgs []trace.Message, n int, o *offHeap) *callTable {
 	size := 64
 	for size < 2*(n+1) {
 		size *= 2
 	}
-	t := &callTable{msgs: msgs, ents: make([]callEnt, size)}
+	t := &callTable{msgs: msgs, ents: offMake[callEnt](o, size)}
 	for i := range t.ents {
 		t.ents[i].idx = callFree
 	}
