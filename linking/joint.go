@@ -604,6 +604,12 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	if settled && len(doubt) == 0 {
 		// (What the last pass's refit does of a whole trace.)
 		phase("J5c settled")
+		if n >= lowGCMessages {
+			// The repair's garbage back to the system before the
+			// run's peak (linkClasses, compare): a settled run is
+			// short, and the scavenger had less time to return it.
+			debug.FreeOSMemory()
+		}
 		j.linkClasses()
 	} else {
 		if settled {
