@@ -372,6 +372,11 @@ type joint struct {
 	linkCls  []*classModel
 	linkVal  []float32
 	deferred []int32
+	// settled marks the nodes settled for the repair passes (J5c per
+	// node, settleNodes; nil: none); passSettled: the pass under way
+	// passes over them (a repair pass).
+	settled     []bool
+	passSettled bool
 }
 
 // runJoint is J1–J5.
@@ -586,6 +591,8 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// share Options.Settle of the links has settled: that pass is the last
 	// one (it scores every call, in case), unless J5b doubts a count model.
 	settle := j.carried == nil && l.o.Settle > 0
+	phase("J5c nodes")
+	j.settleNodes()
 	stepLast(true, settle, false, settle)
 	// J5b: where the assignment doubts a count model's structure, try the
 	// other one and keep the cheaper assignment.
@@ -597,6 +604,12 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	if settled && len(doubt) == 0 {
 		// (What the last pass's refit does of a whole trace.)
 		phase("J5c settled")
+		if n >= lowGCMessages {
+			// The repair's garbage back to the system before the
+			// run's peak (linkClasses, compare): a settled run is
+			// short, and the scavenger had less time to return it.
+			debug.FreeOSMemory()
+		}
 		j.linkClasses()
 	} else {
 		if settled {
@@ -1097,18 +1110,22 @@ var log09, log01 = math.Log(0.9), math.Log(0.1)
 
 // resetPass clears the links and the active classes' moments before a
 // pass's sweeps.
-func (j *joint) resetPass() {
-	// (The zeros by clear: memclr, not an element at a time.)
-	clear(j.prob)
-	clear(j.kids)
-	clear(j.unsure)
-	for i := range j.parent {
-		j.parent[i] = -1
-		j.span[i] = int32(i)
-		if j.half[i] == halfHead {
-			// A reply whose request was lost ends its path where it
-			// arrives, like the return of a spontaneous call (loss.go).
-			j.span[i] = spanRoot
+func (j *joint) resetPass(settled bool) {
+	if settled {
+		j.resetUnsettled()
+	} else {
+		// (The zeros by clear: memclr, not an element at a time.)
+		clear(j.prob)
+		clear(j.kids)
+		clear(j.unsure)
+		for i := range j.parent {
+			j.parent[i] = -1
+			j.span[i] = int32(i)
+			if j.half[i] == halfHead {
+				// A reply whose request was lost ends its path where it
+				// arrives, like the return of a spontaneous call (loss.go).
+				j.span[i] = spanRoot
+			}
 		}
 	}
 	for _, c := range j.active {
@@ -1124,7 +1141,11 @@ func (j *joint) resetPass() {
 
 // pass is J3 (and J4 when repair is set) over all nodes.
 func (j *joint) pass(rev []int32, repair, probs bool) {
-	j.resetPass()
+	// J5c per node: a repair pass passes over the settled nodes
+	// (settleNodes).
+	settled := repair && j.settled != nil
+	j.passSettled = settled
+	j.resetPass(settled)
 	phaseOf("J3 sweep", j.passNo)
 	// Where fuse is set (a whole trace's pass without repair, which
 	// refit(true, false) follows: stepLast), each node's classes are
@@ -1132,6 +1153,11 @@ func (j *joint) pass(rev []int32, repair, probs bool) {
 	// sweep records: refit (J5) then need not read the links again.
 	j.deferred = j.deferred[:0]
 	for b := range j.t.Nodes {
+		if settled && j.settled[b] {
+			// Its links stand as its last sweep left them.
+			j.markSwept(trace.NodeID(b))
+			continue
+		}
 		j.sweep(trace.NodeID(b))
 		j.markSwept(trace.NodeID(b))
 		if j.first {

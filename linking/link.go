@@ -51,6 +51,12 @@ type Options struct {
 	// second sweep alone is skipped and the repair passes follow the
 	// first (J5c). Default 0.01; negative: never.
 	SettleSweep float64
+	// SettleNode (joint, whole traces): a node where fewer than this share
+	// of the sends the last sweep before the repair passes linked chose a
+	// parent less likely than 0.99 is settled: the repair passes do not
+	// sweep it again, and J4 moves only the calls that sweep was unsure
+	// of (J5c per node). Default 0.01; negative: never.
+	SettleNode float64
 	// TryBoth is the try-both budget per tree (wap5; default 4: at most 16
 	// instances per root); TryBothBand is the half width of the probability
 	// band around 0.5 that makes a link try-both (default 0.25: 0.25–0.75).
@@ -172,6 +178,9 @@ func (o Options) Defaults() Options {
 	}
 	if o.SettleSweep == 0 {
 		o.SettleSweep = 0.01
+	}
+	if o.SettleNode == 0 {
+		o.SettleNode = 0.01
 	}
 	if o.TryBoth <= 0 {
 		o.TryBoth = 4

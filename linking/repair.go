@@ -71,6 +71,7 @@ func classOfKey(k countKey) uint64 { return uint64(uint32(k.src))<<32 | uint64(u
 
 type repairScratch struct {
 	trig, acts []int32
+	open       []int32 // the calls the assignment moves (repair)
 	kids       []int
 	a, b       []int32
 	dsts       []trace.NodeID
@@ -566,6 +567,12 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		ns.members[s] = ns.members[s][:0]
 	}
 	outs := j.outsOf(b)
+	// A settled node (J5c per node, settleNodes) kept its last sweep's
+	// links: the assignment below moves only its open calls (those the
+	// sweep was unsure of), the others stay in their spans.
+	settled := j.settled != nil && j.settled[b] && j.passSettled
+	open := j.scr.open[:0]
+	defer func() { j.scr.open = open }()
 	for x, o := range outs {
 		if a := x + sweepAhead; a < len(outs) {
 			prefetch.At(j.hot, outs[a])
@@ -580,7 +587,10 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 			continue
 		}
 		calls = append(calls, o)
-		callDst = append(callDst, j.edgeDst[j.hot[o].edge])
+		if !settled || j.prob[o] < sureProb {
+			open = append(open, o)
+			callDst = append(callDst, j.edgeDst[j.hot[o].edge])
+		}
 		if s, ok := ns.at(j.callSpan[o]); ok {
 			ns.members[s] = append(ns.members[s], o)
 		}
@@ -593,14 +603,14 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	for s := range ns.req {
 		ns.cost[s] = math.NaN()
 	}
-	if len(calls) > 0 {
+	if len(open) > 0 {
 		phaseOf("J4 Hungarian", j.passNo)
-		j.admissibleLists(b, &ns, calls)
+		j.admissibleLists(b, &ns, open)
 		// The second round repeats the first where nothing changed
 		// since: after the first round's last change, its groups saw the
 		// state the second round starts from (assignByDest).
-		if last := j.assignByDest(b, &ns, calls, callDst, -1); last >= 0 {
-			j.assignByDest(b, &ns, calls, callDst, last)
+		if last := j.assignByDest(b, &ns, open, callDst, -1); last >= 0 {
+			j.assignByDest(b, &ns, open, callDst, last)
 		}
 		// The connection tie-breaker, from the assignment as it stands.
 		phaseOf("J4 conn hints", j.passNo)
@@ -618,7 +628,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		phaseOf("J4 moves/swaps", j.passNo)
 		j.startMemo(&ns)
 		for pass := 0; pass < 2; pass++ {
-			if !j.improve(b, &ns, calls, callDst) {
+			if !j.improve(b, &ns, open, callDst) {
 				break
 			}
 		}
@@ -673,8 +683,14 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}
 	if probs {
 		phaseOf("J4 call probs", j.passNo)
-		for ci, k := range calls {
-			j.callAhead(&ns, calls, ci)
+		// (Every call of a settled node: its span against the others, as
+		// the assignment left them.)
+		if settled && len(open) < len(calls) {
+			j.admissibleLists(b, &ns, calls)
+			open = append(open[:0], calls...)
+		}
+		for ci, k := range open {
+			j.callAhead(&ns, open, ci)
 			j.prob[k] = float32(j.callProb(b, &ns, k, ci))
 		}
 	}

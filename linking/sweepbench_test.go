@@ -27,7 +27,7 @@ func BenchmarkSweep(b *testing.B) {
 				cpu := 0.0
 				for range b.N {
 					// 1. Reset as pass does.
-					j.resetPass()
+					j.resetPass(false)
 					j.first = first
 					// 2. The sweeps, timed.
 					cpu0 := cpuSeconds()
