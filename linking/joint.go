@@ -353,7 +353,6 @@ type joint struct {
 		slots          []int32
 		nodeMoms       []moments
 		lk             []int32    // the local number of each of the node's links' classes
-		edges          []linkEdge // linkClasses' edges
 		fanN           [][4]int32 // the fan-out counts by fanOf slot
 		sortTmp        []uint32   // robustFitWith's scratch
 		found          []uint64   // the classes with two delays or more, by index
@@ -2119,13 +2118,6 @@ func (j *joint) linkClasses() {
 	rs.found = slices.Grow(rs.found[:0], n0/64+1)[:n0/64+1]
 	clear(rs.found)
 	pend := rs.pend[:0]
-	// 0. What the links' tests and table keys read of their edges, one
-	// cache line an edge (the edges' own arrays are four).
-	rs.edges = offSized(&j.runMem, rs.edges, len(j.edgeSrc))
-	edges := rs.edges
-	for e := range edges {
-		edges[e] = linkEdge{src: j.edgeSrc[e], dst: j.edgeDst[e], trig: j.edgeTrig[e], act: j.edgeAct[e]}
-	}
 	// 1. The links node by node, as refit reads them: each node's classes
 	// are in its own table (in message order every link went to another
 	// node's table, a cache miss each: 0.59 against 0.07 CPU-s on the
@@ -2155,7 +2147,8 @@ func (j *joint) linkClasses() {
 			}
 			if a := x + linkAhead; a < len(outs) {
 				if p := j.parent[outs[a]]; p >= 0 {
-					prefetch.At(edges, j.hot[p].edge)
+					e := j.hot[p].edge
+					prefetch.Two(uintptr(unsafe.Pointer(&j.edgeDst[e])), uintptr(unsafe.Pointer(&j.edgeTrig[e])))
 				}
 			}
 			p := j.parent[i]
@@ -2163,14 +2156,13 @@ func (j *joint) linkClasses() {
 				continue
 			}
 			// (Every message in outs has a send time.)
-			m, q := &j.hot[i], &j.hot[p]
-			if me, qe := &edges[m.edge], &edges[q.edge]; q.recv != trace.Unknown && qe.dst == me.src {
+			if m, q := &j.hot[i], &j.hot[p]; q.recv != trace.Unknown && j.edgeDst[q.edge] == j.edgeSrc[m.edge] {
 				if tab == nil {
 					pend = append(pend, i)
 					continue
 				}
 				// (classTableKey's key.)
-				fk := uint64(qe.trig)<<33 | uint64(me.act)<<2
+				fk := uint64(j.edgeTrig[q.edge])<<33 | uint64(j.edgeAct[m.edge])<<2
 				if m.role == roleReply || m.half == halfHead {
 					fk |= 2
 				}
@@ -2267,13 +2259,6 @@ func (j *joint) linkClasses() {
 // linkAhead is how many sends apart linkClasses' stages ask for their
 // records (the last stage's distance).
 const linkAhead = 4
-
-// linkEdge is what linkClasses reads of an edge: its nodes, and its parts
-// of a class table key (edgeTrig, edgeAct).
-type linkEdge struct {
-	src, dst  trace.NodeID
-	trig, act uint32
-}
 
 // classMoments yields the moments of the chosen links' delays of every
 // class of a whole trace that has two or more, in class order, each summed
