@@ -1,6 +1,7 @@
 package linking
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
@@ -364,6 +365,50 @@ func chainHash(ms *msgView, labels []int32, msgs, par []int32) (uint64, bool) {
 	return h, true
 }
 
+// edgeOf is message i's edge (views of packed or unmade messages only).
+func (v *msgView) edgeOf(i int32) int32 {
+	if v.tm != nil {
+		return v.edge[i]
+	}
+	return v.hot[i].edge
+}
+
+// edgeLeaves is every edge's hash as a message of a pattern (a leaf's
+// subtree hash: its nodes' labels mixed), for chainHashEdges; nil where
+// the view has no edges.
+func edgeLeaves(ms *msgView, labels []int32, mem *offHeap) []uint64 {
+	if ms.ms != nil {
+		return nil
+	}
+	leaf := aggMake[uint64](mem, len(ms.edgeSrc))
+	for e := range leaf {
+		leaf[e] = mix(uint64(uint32(labels[ms.edgeSrc[e]]))<<32 | uint64(uint32(labels[ms.edgeDst[e]])))
+	}
+	return leaf
+}
+
+// chainHashEdges is chainHash with the messages' hashes by edge (leaf,
+// edgeLeaves'): one table read a message (one cache line) instead of its
+// edge's two nodes (two lines: the edges' arrays are larger than the
+// caches) and their labels.
+func chainHashEdges(ms *msgView, leaf []uint64, msgs, par []int32) (uint64, bool) {
+	n := len(msgs)
+	for j := 1; j < n; j++ {
+		if par[j] != int32(j-1) {
+			return 0, false
+		}
+	}
+	var h uint64
+	for j := n - 1; j >= 0; j-- {
+		hj := leaf[ms.edgeOf(msgs[j])]
+		if j < n-1 {
+			hj = mix(hj*0x9e3779b97f4a7c15 + h + 1)
+		}
+		h = hj
+	}
+	return h, true
+}
+
 // orderView is order over a view of the messages.
 func (a *aggregator) orderView(ms *msgView, labels []int32, msgs, par []int32, out []int32) (uint64, []int32) {
 	if h, ok := chainHash(ms, labels, msgs, par); ok {
@@ -632,7 +677,7 @@ func (g *gather) places(in *instances, instRank []int32, full int) (collided int
 		r0 = r1
 	}
 	g.recs, g.prob, g.shape = aggMake[delayRec](mem, int(nm)), aggMake[float64](mem, int(ni)), aggMake[shapeRec](mem, int(ns))
-	g.sel = aggMake[int32](mem, 2*int(ni))[:0]
+	g.sel = aggMake[int32](mem, 2*int(ni)+2)[:0] // (+2: load writes one more)
 	g.cur = aggMake[rankCursor](mem, full)
 	for r := range g.cur {
 		g.cur[r] = rankCursor{inst: g.byRank[r], msg: g.msgAt[r], first: g.byRank[r], shape: g.shapeAt[r]}
@@ -662,13 +707,21 @@ func (g *gather) load(a *aggregator, in *instances, instRank []int32, r0, full i
 	// 1. The chunk's instances, in instance order, and their ranks (pairs
 	// in sel): a chunk holds a part of the instances, so a distance ahead
 	// counted in all instances would be a few of the chunk's.
-	sel := g.sel[:0]
+	// (Every instance written, the next one over it unless it is the
+	// chunk's: a branch on which chunk an instance is in, scattered,
+	// was mispredicted about every other time.)
+	sel := g.sel[:cap(g.sel)]
+	n := 0
+	span := uint32(hi - lo)
 	for i, r := range instRank {
-		if r >= lo && r < hi {
-			sel = append(sel, int32(i), r)
+		sel[n], sel[n+1] = int32(i), r
+		d := 0
+		if uint32(r-lo) < span { // r ≥ lo && r < hi
+			d = 2
 		}
+		n += d
 	}
-	g.sel = sel
+	sel = sel[:n]
 	// 2. Each one's records. What an instance reads lies in arrays by
 	// instance, by message and by rank, each a cache line of its own (a
 	// chunk's instances are spread over all of them): it is asked for in
@@ -1000,14 +1053,72 @@ func sortByRank(n int, at func(int32) *patCount, mem *offHeap) []int32 {
 				p := at(x)
 				run = append(run, rankRec{p.expected, p.hash, p.count, x})
 			}
-			slices.SortFunc(run, func(x, y rankRec) int { return cmpRank(x.expected, y.expected, x.count, y.count, x.hash, y.hash) })
-			for k := range run {
-				r[a+k] = run[k].pos
+			if !sortRunByHash(run, r[a:b], mem) {
+				slices.SortFunc(run, func(x, y rankRec) int { return cmpRank(x.expected, y.expected, x.count, y.count, x.hash, y.hash) })
+				for k := range run {
+					r[a+k] = run[k].pos
+				}
 			}
 		}
 		a = b
 	}
 	return r
+}
+
+// sortRunByHash writes the positions of run's patterns to r (as long) in
+// byRank's order where they all have the same expected count and count
+// (else it returns false): their hashes' order, found by distributing
+// them by their top bits over buckets of a few each, then an insertion
+// sort of each bucket. (The patterns seen once with probability 1 are
+// such a run, most patterns of a large trace: 343 k of 430 k on the
+// CoDeeN-sized one, where a comparison sort of them cost ≈ 0.05 s.)
+func sortRunByHash(run []rankRec, r []int32, mem *offHeap) bool {
+	n := len(run)
+	if n < 64 {
+		return false
+	}
+	for k := range run {
+		if run[k].expected != run[0].expected || run[k].count != run[0].count {
+			return false
+		}
+	}
+	// 1. Each bucket's size (a bucket for every 4–8 patterns), then
+	// where each begins.
+	nb := bits.Len(uint(n)) - 2
+	at := aggMake[int32](mem, 1<<nb+1)
+	for k := range run {
+		at[run[k].hash>>(64-nb)+1]++
+	}
+	for b := 1; b < len(at); b++ {
+		at[b] += at[b-1]
+	}
+	// 2. Every pattern's place in run put in its bucket (r).
+	fill := at[:1<<nb]
+	for k := range run {
+		b := run[k].hash >> (64 - nb)
+		r[fill[b]] = int32(k)
+		fill[b]++
+	}
+	// (fill[b] is now where bucket b ends, i.e. where b+1 begins.)
+	// 3. Each bucket by hash (distinct), then the places made positions.
+	lo := int32(0)
+	for b := range fill {
+		hi := fill[b]
+		ks := r[lo:hi]
+		if len(ks) > 32 { // (hashes far from uniform)
+			slices.SortFunc(ks, func(x, y int32) int { return cmp.Compare(run[x].hash, run[y].hash) })
+		}
+		for x := 1; x < len(ks); x++ {
+			for y := x; y > 0 && run[ks[y]].hash < run[ks[y-1]].hash; y-- {
+				ks[y], ks[y-1] = ks[y-1], ks[y]
+			}
+		}
+		lo = hi
+	}
+	for x, k := range r {
+		r[x] = run[k].pos
+	}
+	return true
 }
 
 // rankRec is what byRank reads of a pattern, and its position (sortByRank).
@@ -1055,10 +1166,17 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 	// are patterns of their own, it never grows.)
 	pats := &patCounts{mem: a.mem}
 	tab := newPatTable(aggMake[int32](a.mem, 1<<bits.Len(uint(in.len()))))
-	var hs [256]uint64
-	for i0 := 0; i0 < in.len(); i0 += len(hs) {
-		i1 := min(i0+len(hs), in.len())
-		for i := i0; i < i1; i++ {
+	leaf := edgeLeaves(ms, labels, a.mem)
+	// (The hashes of the last instances, by instance mod their number
+	// (more than lookAhead): an instance's table slot is asked for when its hash is
+	// made, its pattern's counts slotAhead instances later, and its lookup
+	// and counts made lookAhead instances later, so that the loads
+	// overlap the hashing of the instances in between rather than wait
+	// in a burst.)
+	const slotAhead, lookAhead = 16, 32
+	var hs [2 * lookAhead]uint64
+	for i := 0; i < in.len()+lookAhead; i++ {
+		if i < in.len() {
 			s, e := in.start[i], in.start[i+1]
 			// The messages of the instance instAhead on: an instance's
 			// messages lie up to seconds apart in the trace.
@@ -1068,29 +1186,37 @@ func (l *linker) aggregate(in *instances, res *Result) error {
 				}
 			}
 			// (A chain is in canonical order as it is.)
-			h, chain := chainHash(ms, labels, in.msgs[s:e], in.par[s:e])
+			var h uint64
+			var chain bool
+			if leaf != nil {
+				// The hashes of the edges of the instance half as far
+				// on (its messages' lines asked for above).
+				if k := i + instAhead/2; k < in.len() {
+					for _, mi := range in.msgs[in.start[k]:in.start[k+1]] {
+						prefetch.At(leaf, ms.edgeOf(mi))
+					}
+				}
+				h, chain = chainHashEdges(ms, leaf, in.msgs[s:e], in.par[s:e])
+			} else {
+				h, chain = chainHash(ms, labels, in.msgs[s:e], in.par[s:e])
+			}
 			if !chain {
 				h, a.ord = a.orderView(ms, labels, in.msgs[s:e], in.par[s:e], a.ord[:0])
 				copy(in.msgs[s:e], a.ord)
 				copy(in.par[s:e], a.cpar)
 			}
-			hs[i-i0] = h
-		}
-		// The table's slots, then the patterns they hold (asked for
-		// ahead), then the lookups.
-		for _, h := range hs[:i1-i0] {
+			hs[i%len(hs)] = h
 			prefetch.At(tab.slots, int32(mix(h)&tab.mask))
 		}
-		for _, h := range hs[:i1-i0] {
-			if pi := tab.slots[mix(h)&tab.mask]; pi > 0 {
+		if k := i - slotAhead; k >= 0 && k < in.len() {
+			if pi := tab.slots[mix(hs[k%len(hs)])&tab.mask]; pi > 0 {
 				prefetch.Line(uintptr(unsafe.Pointer(pats.at(pi - 1))))
 			}
 		}
-		for i := i0; i < i1; i++ {
-			instPat[i] = tab.find(pats, hs[i-i0])
-		}
-		for i := i0; i < i1; i++ {
-			p, prob := pats.at(instPat[i]), in.prob[i]
+		if k := i - lookAhead; k >= 0 {
+			pi := tab.find(pats, hs[k%len(hs)])
+			instPat[k] = pi
+			p, prob := pats.at(pi), in.prob[k]
 			p.count++
 			p.expected += prob
 			p.maxProb = maxFloat(p.maxProb, prob)

@@ -373,3 +373,135 @@ func TestChainHash(t *testing.T) {
 		}
 	}
 }
+
+// TestChainHashEdges: over a view of unmade messages (their edges), the
+// hash by edge (chainHashEdges, edgeLeaves) is chainHash's, chains and not
+// chains alike, with labels that merge nodes (clients) and edges in an
+// order of their own.
+func TestChainHashEdges(t *testing.T) {
+	// Messages' nodes (src, dst), by edge: edge e joins edgeSrc[e] and
+	// edgeDst[e]; labels merge nodes 3 and 4.
+	edgeSrc := []trace.NodeID{1, 3, 0, 2, 1, 4, 1}
+	edgeDst := []trace.NodeID{2, 1, 1, 1, 0, 1, 4}
+	labels := []int32{0, 1, 2, 3, 3}
+	msgEdge := []int32{2, 0, 3, 4, 6, 5, 1, 6}
+	hot := make([]msgHot, len(msgEdge))
+	for i, e := range msgEdge {
+		hot[i] = msgHot{send: int64(10 * i), recv: int64(10*i + 1), edge: e}
+	}
+	view := &msgView{hot: hot, kinds: make([]trace.Kind, len(hot)), edgeSrc: edgeSrc, edgeDst: edgeDst}
+	leaf := edgeLeaves(view, labels, nil)
+	if len(leaf) != len(edgeSrc) {
+		t.Fatalf("%d leaves, want one an edge (%d)", len(leaf), len(edgeSrc))
+	}
+	if edgeLeaves(&msgView{ms: []trace.Message{{}}}, labels, nil) != nil {
+		t.Errorf("edgeLeaves of a view of whole messages: not nil")
+	}
+	for _, c := range []struct {
+		name      string
+		msgs, par []int32
+	}{
+		{"root alone", []int32{0}, []int32{-1}},
+		{"request, reply", []int32{0, 3}, []int32{-1, 0}},
+		{"request, call, return, reply", []int32{0, 1, 2, 3}, []int32{-1, 0, 1, 2}},
+		{"through the merged nodes", []int32{0, 4, 5, 6, 7}, []int32{-1, 0, 1, 2, 3}},
+		{"two calls", []int32{0, 1, 4, 2, 5}, []int32{-1, 0, 0, 1, 2}},
+		{"fan-out at the root", []int32{0, 1, 3}, []int32{-1, 0, 0}},
+	} {
+		h, ok := chainHashEdges(view, leaf, c.msgs, c.par)
+		wantH, wantOK := chainHash(view, labels, c.msgs, c.par)
+		if h != wantH || ok != wantOK {
+			t.Errorf("%s: hash %x, chain %v; chainHash: %x, %v", c.name, h, ok, wantH, wantOK)
+		}
+	}
+}
+
+// TestSortRunByHash: a run of patterns with the same expected count and
+// count comes out in byRank's order (their hashes'), whatever the
+// hashes' top bits (buckets of one, of many, all in one); a run that is
+// not uniform or is short is left to the comparison sort; and rankPatterns
+// over patterns seen once, twice … (expected count = count, most of a
+// large trace's) gives slices.SortFunc's order.
+func TestSortRunByHash(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	hashes := map[string]func() uint64{
+		"random":          rng.Uint64,
+		"small":           func() uint64 { return rng.Uint64() >> 40 },
+		"few top bits":    func() uint64 { return uint64(rng.Intn(4))<<62 | rng.Uint64()>>30 },
+		"clustered":       func() uint64 { return uint64(rng.Intn(50))<<52 | rng.Uint64()>>12 },
+		"top bits varied": func() uint64 { return rng.Uint64()<<20 | uint64(rng.Intn(3)) },
+	}
+	for _, c := range []struct {
+		name    string
+		n       int
+		hash    string
+		odd     int // the place of a pattern with another count, or −1
+		wantUse bool
+	}{
+		{"short", 63, "random", -1, false},
+		{"64", 64, "random", -1, true},
+		{"1000 random", 1000, "random", -1, true},
+		{"70000 random", 70000, "random", -1, true},
+		{"all in one bucket", 5000, "small", -1, true},
+		{"four buckets", 5000, "few top bits", -1, true},
+		{"clustered", 20000, "clustered", -1, true},
+		{"low bits", 3000, "top bits varied", -1, true},
+		{"one count differs, first", 1000, "random", 0, false},
+		{"one count differs, last", 1000, "random", 999, false},
+	} {
+		seen := map[uint64]bool{}
+		run := make([]rankRec, c.n)
+		for k := range run {
+			h := hashes[c.hash]()
+			for seen[h] {
+				h = hashes[c.hash]()
+			}
+			seen[h] = true
+			run[k] = rankRec{expected: 1, hash: h, count: 1, pos: int32(1000 + 3*k)}
+		}
+		if c.odd >= 0 {
+			run[c.odd].count = 2
+		}
+		want := slices.Clone(run)
+		slices.SortFunc(want, func(x, y rankRec) int { return cmpRank(x.expected, y.expected, x.count, y.count, x.hash, y.hash) })
+		r := make([]int32, c.n)
+		if got := sortRunByHash(slices.Clone(run), r, nil); got != c.wantUse {
+			t.Errorf("%s: sorted %v, want %v", c.name, got, c.wantUse)
+			continue
+		}
+		if !c.wantUse {
+			continue
+		}
+		for k := range want {
+			if r[k] != want[k].pos {
+				t.Errorf("%s: place %d holds %d, want %d", c.name, k, r[k], want[k].pos)
+				break
+			}
+		}
+	}
+	// Patterns seen k times with probability 1 (expected k, count k),
+	// most of them once, and a few others.
+	for _, n := range []int{100, 5000, 80000} {
+		pats := make([]patCount, n)
+		for i := range pats {
+			k := 1
+			if x := rng.Intn(10); x >= 6 {
+				k = x - 4
+			}
+			pats[i] = patCount{hash: rng.Uint64(), expected: float64(k), count: int32(k)}
+			if rng.Intn(20) == 0 {
+				pats[i].expected, pats[i].count = rng.Float64()*3, int32(1+rng.Intn(3))
+			}
+		}
+		n, get := patSlice(pats)
+		got := rankPatterns(n, get, 0, nil)
+		want := make([]int32, n)
+		for i := range want {
+			want[i] = int32(i)
+		}
+		slices.SortFunc(want, func(x, y int32) int { return byRank(&pats[x], &pats[y]) })
+		if !slices.Equal(got, want) {
+			t.Errorf("n %d: not the order slices.SortFunc gives", n)
+		}
+	}
+}

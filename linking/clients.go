@@ -204,6 +204,10 @@ func AggregateEndpoint(name string, fixed bool) string {
 	return name
 }
 
+// beforeAggregate, when set (tests only), sees the linker and its
+// instances before the aggregation.
+var beforeAggregate func(l *linker, in *instances)
+
 // run links the whole trace (or chunk) with the chosen method.
 func (l *linker) run() (*Result, error) {
 	var in *instances
@@ -222,6 +226,9 @@ func (l *linker) run() (*Result, error) {
 	restore := func() {}
 	if l.count() >= lowGCMessages {
 		restore = collectOften(false)
+	}
+	if beforeAggregate != nil {
+		beforeAggregate(l, in) // tests: time the aggregation alone
 	}
 	err := l.aggregate(in, res)
 	restore()

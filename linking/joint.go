@@ -2160,7 +2160,23 @@ func (j *joint) linkClasses() {
 		keys, lnk, dts := rs.keys[:0], rs.lnk[:0], rs.dts[:0]
 		outs := j.outsOf(trace.NodeID(b))
 		for x, i := range outs {
-			j.linkAhead(outs, x)
+			// (Three stages, each reading what the one before asked
+			// for: the send's record and parent, its parent's record,
+			// the parent's edge.)
+			if a := x + 4*linkAhead; a < len(outs) {
+				prefetch.Two(uintptr(unsafe.Pointer(&j.hot[outs[a]])), uintptr(unsafe.Pointer(&j.parent[outs[a]])))
+			}
+			if a := x + 2*linkAhead; a < len(outs) {
+				if p := j.parent[outs[a]]; p >= 0 {
+					prefetch.At(j.hot, p)
+				}
+			}
+			if a := x + linkAhead; a < len(outs) {
+				if p := j.parent[outs[a]]; p >= 0 {
+					e := j.hot[p].edge
+					prefetch.Two(uintptr(unsafe.Pointer(&j.edgeDst[e])), uintptr(unsafe.Pointer(&j.edgeTrig[e])))
+				}
+			}
 			p := j.parent[i]
 			if p < 0 {
 				continue
@@ -2171,7 +2187,14 @@ func (j *joint) linkClasses() {
 					pend = append(pend, i)
 					continue
 				}
-				_, fk, _, _ := j.classTableKey(p, i)
+				// (classTableKey's key.)
+				fk := uint64(j.edgeTrig[q.edge])<<33 | uint64(j.edgeAct[m.edge])<<2
+				if m.role == roleReply || m.half == halfHead {
+					fk |= 2
+				}
+				if q.role == roleReply {
+					fk |= 1
+				}
 				keys, lnk, dts = append(keys, fk), append(lnk, i), append(dts, float64(m.send-q.recv)/1e9)
 			}
 		}
@@ -2259,6 +2282,10 @@ func (j *joint) linkClasses() {
 	rs.pend = pend
 }
 
+// linkAhead is how many sends apart linkClasses' stages ask for their
+// records (the last stage's distance).
+const linkAhead = 4
+
 // classMoments yields the moments of the chosen links' delays of every
 // class of a whole trace that has two or more, in class order, each summed
 // in message order (linkClasses); compare reads no others.
@@ -2309,29 +2336,25 @@ func (m *models) compare(fit Fit) (Fit, error) {
 // back after the aggregation), else in the heap.
 func (j *joint) instances(mem *offHeap) *instances {
 	n := len(j.parent)
-	// 1. Every message's children (CSR, in message order): counted, each
-	// parent's count at start[p+2], so that after the sums start[p+1] is
-	// where p's children begin; filled in message order, each advancing
-	// start[p+1] to where they end, so that they are then
-	// kids[start[p]:start[p+1]]. (Outside the heap, given back with
-	// parent: linkMem.)
-	start := offMake[int32](&j.linkMem, n+2)
+	// 1. Every message's children, in message order, as lists through
+	// the messages' records: tree[p].first is p's first child plus one
+	// (0: none), tree[c].next the child after c plus one; made in one
+	// pass from the last message to the first, each child put at the
+	// head of its parent's list. A child's record holds both where its
+	// siblings' list goes on and where its own children's begins, so
+	// that the walk below reads one record a message besides its
+	// probability (lists by parent, CSR, took two more reads a message:
+	// its list's bounds and the list, each a cache miss on a large
+	// trace, and a second pass to make). (Outside the heap, given back
+	// with parent: linkMem.)
+	tree := offMake[kidLinks](&j.linkMem, n)
 	roots := 0
-	for _, p := range j.parent {
-		if p >= 0 {
-			start[p+2]++
+	for c := n - 1; c >= 0; c-- {
+		if p := j.parent[c]; p >= 0 {
+			tree[c].next = tree[p].first
+			tree[p].first = int32(c) + 1
 		} else {
 			roots++
-		}
-	}
-	for i := 0; i <= n; i++ {
-		start[i+1] += start[i]
-	}
-	kids := offMake[int32](&j.linkMem, int(start[n+1]))
-	for c, p := range j.parent {
-		if p >= 0 {
-			kids[start[p+1]] = int32(c)
-			start[p+1]++
 		}
 	}
 	// 2. The trees from their roots, breadth first, each written where it
@@ -2358,7 +2381,7 @@ func (j *joint) instances(mem *offHeap) *instances {
 		}
 		for q := s; q < len(msgs); q++ {
 			m := msgs[q]
-			for _, c := range kids[start[m]:start[m+1]] {
+			for c := tree[m].first - 1; c >= 0; c = tree[c].next - 1 {
 				msgs = append(msgs, c)
 				par = append(par, int32(q-s))
 				prob *= float64(j.prob[c])
@@ -2369,6 +2392,12 @@ func (j *joint) instances(mem *offHeap) *instances {
 	}
 	in.msgs, in.par = msgs, par
 	return in
+}
+
+// kidLinks is a message's links in J6's lists of children: its first
+// child's and its next sibling's positions, plus one (0: none).
+type kidLinks struct {
+	first, next int32
 }
 
 func (j *joint) initCaches() {
