@@ -75,6 +75,14 @@ func (j *joint) connHints(b trace.NodeID, ns *nodeSpans) {
 	ns.hints, j.scr.hints = h, h
 	same, pairs := 0.0, 0.0
 	for s := range ns.req {
+		// (The calls' records, scattered over a large trace: asked for
+		// a few spans ahead.)
+		if a := s + sweepAhead; a < len(ns.req) {
+			for _, k := range ns.members[a] {
+				prefetch.At(j.hot, k)
+				prefetch.At(j.eps, k)
+			}
+		}
 		p := prev[s]
 		if p < 0 {
 			continue

@@ -577,6 +577,9 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		if a := x + sweepAhead; a < len(outs) {
 			prefetch.At(j.hot, outs[a])
 			prefetch.At(j.callSpan, outs[a])
+			if settled {
+				prefetch.At(j.prob, outs[a]) // (read below)
+			}
 		}
 		if a := x + sweepAhead/2; a < len(outs) {
 			if c := j.callSpan[outs[a]]; c >= 0 {
@@ -644,6 +647,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 			// (And a span's calls' records, then their returns'.)
 			if ms := ns.members[a]; len(ms) > 0 {
 				prefetch.At(j.hot, ms[0])
+				prefetch.At(j.parent, ms[0])
 			}
 		}
 		if a := s + sweepAhead/2; a < len(ns.req) {
@@ -685,14 +689,31 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		phaseOf("J4 call probs", j.passNo)
 		// (Every call of a settled node: its span against the others, as
 		// the assignment left them.)
-		if settled && len(open) < len(calls) {
+		// The span costs of a sure call's probability are asked for once
+		// (its span without it, every other admissible span with it): they
+		// are not memoised (costMemo), where they would only push out the
+		// costs the moves and swaps left for the open calls' probabilities.
+		list, sure := open, settled && len(open) < len(calls)
+		if sure {
 			j.admissibleLists(b, &ns, calls)
-			open = append(open[:0], calls...)
+			list = calls
 		}
-		for ci, k := range open {
-			j.callAhead(&ns, open, ci)
+		memo, x := ns.memo, 0 // x: the next open call (open is in calls' order)
+		for ci, k := range list {
+			j.callAhead(&ns, list, ci)
+			if a := ci + sweepAhead; a < len(list) {
+				prefetch.At(j.prob, list[a]) // (written below)
+			}
+			if sure {
+				isOpen := x < len(open) && open[x] == k
+				if isOpen {
+					x++
+				}
+				ns.memo = memo && isOpen
+			}
 			j.prob[k] = float32(j.callProb(b, &ns, k, ci))
 		}
+		ns.memo = memo
 	}
 }
 
