@@ -41,10 +41,10 @@ type linker struct {
 	byEdgeSend        []int64 // send times, aligned with byEdge
 
 	d []float64 // step 1: mean causal delay per edge, seconds (0: unknown)
-	// s1Sum and s1Cnt are step 1's sums per edge, of the delays within
-	// the window from every message's latest candidate parent (seconds)
-	// and of their number: index adds them up as it finds that parent.
-	s1Sum, s1Cnt []float64
+	// s1 holds step 1's sums per edge, of the delays within the window
+	// from every message's latest candidate parent (seconds) and of their
+	// number: index adds them up as it finds that parent.
+	s1 []s1Sums
 
 	// tm holds the messages' times, packed in place at the start of
 	// their array, while Options.Lean has dropped them for the WAP5 steps
@@ -281,38 +281,39 @@ func (l *linker) index() {
 	}
 	// 2. Messages are sorted by Time, which is Send where known: outs and
 	// byEdge are in send order already. Receive order needs a sort per
-	// node: on (time, index) pairs in one flat array (no indirection
-	// through the messages in the comparisons; the index breaks ties, so
-	// the order is the stable one).
+	// node: by (time, index), in place on the two arrays from the first
+	// receive out of order (no indirection through the messages in the
+	// comparisons; the index breaks ties, so the order is the stable one;
+	// the receives before are in that order already: filled in index
+	// order), or on (time, index) pairs in one flat array where that
+	// takes too many moves.
 	var keyed []recvKey
 	for b := 0; b < nn; b++ {
 		a, z := l.inStart[b], l.inStart[b+1]
 		s, ts := l.ins[a:z], l.insRecv[a:z]
-		sorted := true
+		from := len(ts)
 		for k := 1; k < len(ts); k++ {
 			if ts[k] < ts[k-1] {
-				sorted = false
+				from = k
 				break
 			}
 		}
-		if sorted {
+		if from == len(ts) || insertionSort(s, ts, from, 8*len(ts)) {
 			continue
 		}
 		keyed = slices.Grow(keyed[:0], len(s))[:len(s)]
 		for k, i := range s {
 			keyed[k] = recvKey{ts[k], i}
 		}
-		if !insertionSort(keyed, 8*len(keyed)) {
-			slices.SortFunc(keyed, func(x, y recvKey) int {
-				switch {
-				case x.t < y.t:
-					return -1
-				case x.t > y.t:
-					return 1
-				}
-				return int(x.i - y.i)
-			})
-		}
+		slices.SortFunc(keyed, func(x, y recvKey) int {
+			switch {
+			case x.t < y.t:
+				return -1
+			case x.t > y.t:
+				return 1
+			}
+			return int(x.i - y.i)
+		})
 		for k, kv := range keyed {
 			s[k], ts[k] = kv.i, kv.t
 		}
@@ -323,11 +324,12 @@ func (l *linker) index() {
 	// in order. Step 1's sums take the delay from the candidate found
 	// (step1), in the messages' order as step 1 would.
 	l.lastPos = offMake[int32](&l.idxMem, n)
-	l.s1Sum, l.s1Cnt = make([]float64, ne), make([]float64, ne)
+	l.s1 = make([]s1Sums, ne)
 	note := func(e int32, dt int64) {
 		if dt >= 0 && dt <= l.x {
-			l.s1Sum[e] += float64(dt) / 1e9
-			l.s1Cnt[e]++
+			s := &l.s1[e]
+			s.sum += float64(dt) / 1e9
+			s.cnt++
 		}
 	}
 	type nodeCursor struct {
@@ -349,12 +351,18 @@ func (l *linker) index() {
 		ec[e].last = math.MinInt64
 	}
 	for i := range int32(n) {
-		// An untraced sender's reverse edge's cursor and start candAhead
-		// on, and where the cursor is in its sends half that far.
-		if j := i + candAhead; j < int32(n) && l.untraced(j) {
-			if r := rev[l.edge[j]]; r >= 0 {
-				prefetch.At(ec, r)
-				prefetch.At(l.edgeStart, r)
+		// The sums and the sender of the edge candAhead on (at random
+		// over a large trace's edges); an untraced sender's reverse
+		// edge's cursor and start, and where the cursor is in its sends
+		// half that far.
+		if j := i + candAhead; j < int32(n) {
+			e := l.edge[j]
+			prefetch.Two(uintptr(unsafe.Pointer(&l.s1[e])), uintptr(unsafe.Pointer(&l.edgeSrc[e])))
+			if l.untraced(j) {
+				if r := rev[e]; r >= 0 {
+					prefetch.At(ec, r)
+					prefetch.At(l.edgeStart, r)
+				}
 			}
 		}
 		if j := i + candAhead/2; j < int32(n) && l.untraced(j) {
@@ -381,6 +389,11 @@ func (l *linker) index() {
 					q++
 				}
 				c.q = int32(q)
+				// The node's receives are read in order, one stream
+				// per node (more than the hardware follows): the line
+				// after the cursor's is asked for (prefetch never
+				// faults, past the end too).
+				prefetch.Line(uintptr(unsafe.Pointer(unsafe.SliceData(l.insRecv))) + uintptr(int(start)+q)*8 + 64)
 			}
 			l.lastPos[i] = at(start, q-1)
 			if q > 0 {
@@ -454,22 +467,24 @@ type recvKey struct {
 	i int32
 }
 
-// insertionSort sorts a by (t, i) when that takes at most budget moves —
-// receives are nearly in send order, displaced by network delays — and
-// otherwise gives up (false), leaving a permuted.
-func insertionSort(a []recvKey, budget int) bool {
-	for k := 1; k < len(a); k++ {
-		x := a[k]
+// insertionSort sorts ids and ts (aligned) by (ts, ids), from position
+// from on (the pairs before it in that order already), when that takes at
+// most budget moves — receives are nearly in send order, displaced by
+// network delays — and otherwise gives up (false), leaving both permuted
+// alike.
+func insertionSort(ids []int32, ts []int64, from, budget int) bool {
+	for k := max(from, 1); k < len(ts); k++ {
+		x, xi := ts[k], ids[k]
 		j := k
-		for j > 0 && (a[j-1].t > x.t || a[j-1].t == x.t && a[j-1].i > x.i) {
-			a[j] = a[j-1]
+		for j > 0 && (ts[j-1] > x || ts[j-1] == x && ids[j-1] > xi) {
+			ts[j], ids[j] = ts[j-1], ids[j-1]
 			j--
 			if budget--; budget < 0 {
-				a[j] = x
+				ts[j], ids[j] = x, xi
 				return false
 			}
 		}
-		a[j] = x
+		ts[j], ids[j] = x, xi
 	}
 	return true
 }
@@ -566,20 +581,23 @@ func (l *linker) prefetchCands(j int, rev []int32) {
 // delay within the window (WAP5 §5.1 Step 1). For a message whose sender is
 // untraced (no send time), the delay is taken on the receiver A's clock from
 // the latest A→B message (A→B→A causality). The delays were summed by
-// index as it found each message's latest candidate parent (s1Sum, s1Cnt:
+// index as it found each message's latest candidate parent (s1:
 // a second read of the messages and of their candidates, scattered over
 // the indexes, saved).
 func (l *linker) step1() {
-	sum, cnt := l.s1Sum, l.s1Cnt
 	l.d = make([]float64, len(l.edgeSrc))
 	for e := range l.d {
-		if cnt[e] > 0 {
-			l.d[e] = sum[e] / cnt[e]
+		if s := l.s1[e]; s.cnt > 0 {
+			l.d[e] = s.sum / s.cnt
 		}
 		l.d[e] = l.floorDelay(l.d[e])
 	}
-	l.s1Sum, l.s1Cnt = nil, nil
+	l.s1 = nil
 }
+
+// s1Sums are step 1's sums of one edge (linker.s1), together: one cache
+// line for both where the edges are many.
+type s1Sums struct{ sum, cnt float64 }
 
 // floorDelay keeps d positive: a pair whose every message followed its
 // predecessor at once (or had none) gets a microsecond, a thousandth of x at

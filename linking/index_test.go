@@ -67,11 +67,24 @@ func TestInsertionSort(t *testing.T) {
 		{"sorted", []recvKey{{1, 0}, {2, 1}, {3, 2}}, 0, true},
 		{"ties by index", []recvKey{{5, 3}, {5, 1}, {4, 2}}, 10, true},
 		{"nearly sorted", []recvKey{{1, 0}, {3, 1}, {2, 2}, {4, 3}, {6, 4}, {5, 5}}, 2, true},
+		{"late inversion", []recvKey{{1, 0}, {2, 1}, {3, 2}, {7, 3}, {5, 4}, {6, 5}, {4, 6}}, 5, true},
+		{"late inversion, small budget", []recvKey{{1, 0}, {2, 1}, {3, 2}, {7, 3}, {5, 4}, {6, 5}, {4, 6}}, 4, false},
 		{"reversed, small budget", []recvKey{{4, 0}, {3, 1}, {2, 2}, {1, 3}}, 2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := slices.Clone(tc.in)
-			done := insertionSort(a, tc.budget)
+			ids, ts := make([]int32, len(tc.in)), make([]int64, len(tc.in))
+			for k, kv := range tc.in {
+				ids[k], ts[k] = kv.i, kv.t
+			}
+			from := 0
+			for from+1 < len(ts) && ts[from+1] >= ts[from] && ids[from+1] > ids[from] {
+				from++
+			}
+			done := insertionSort(ids, ts, from, tc.budget)
+			a := make([]recvKey, len(tc.in))
+			for k := range a {
+				a[k] = recvKey{ts[k], ids[k]}
+			}
 			if done != tc.done {
 				t.Fatalf("done = %v, want %v", done, tc.done)
 			}

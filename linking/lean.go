@@ -53,6 +53,9 @@ func (l *linker) dropMessages() *leanCols {
 	// kept for the run's arrays: hugemem.Keeping.)
 	hugemem.Release(l.msgs)
 	l.msgs, l.t.Messages = nil, nil
+	// (The decoder's mark, trace.MessagesChecked, named their memory,
+	// which a later mapping may reuse: it goes with them.)
+	l.t.MessagesEdited()
 	return lc
 }
 
@@ -155,6 +158,7 @@ func (l *linker) packMessages() {
 	}
 	l.tm, l.lean = p, lc
 	l.msgs, l.t.Messages = nil, nil
+	l.t.MessagesEdited() // (packed over in place: as dropMessages)
 }
 
 // unpackMessages makes the messages packMessages packed again, in place

@@ -131,6 +131,7 @@ func Apply(t *trace.Trace, cs []trace.Correction) error {
 		m.Send = cr.ToReference(m.Src, m.Send)
 		m.Recv = cr.ToReference(m.Dst, m.Recv)
 	}
+	t.MessagesEdited()
 	t.Clock = t.Clock[:0]
 	for _, c := range cs {
 		c.Applied = true
@@ -175,6 +176,7 @@ func Perturb(t *trace.Trace, clocks []trace.Correction) error {
 			m.Recv = ToLocal(*c, m.Recv)
 		}
 	}
+	t.MessagesEdited()
 	if len(t.Clock) > 0 {
 		t.Warnf("skewer: dropped %d clock corrections that no longer describe the trace", len(t.Clock))
 		t.Clock = nil

@@ -79,3 +79,29 @@ func cpuTime() time.Duration {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkCheckValid: CheckValid of a binary trace of 1M messages
+// (synthetic) as read (its decoder's mark: no pass over the messages) and
+// after MessagesEdited (every message checked, as before the mark).
+func BenchmarkCheckValid(b *testing.B) {
+	var buf bytes.Buffer
+	if err := WriteBinary(&buf, synthetic(1<<20)); err != nil {
+		b.Fatal(err)
+	}
+	t, err := ReadBinary(bytes.NewReader(buf.Bytes()), "bench")
+	if err != nil || !t.MessagesChecked() {
+		b.Fatalf("read: %v, checked %v", err, t.MessagesChecked())
+	}
+	for _, edited := range []bool{false, true} {
+		b.Run(fmt.Sprint("edited=", edited), func(b *testing.B) {
+			if edited {
+				t.MessagesEdited()
+			}
+			for range b.N {
+				if err := t.CheckValid(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -500,6 +500,9 @@ func (b *binReader) decode(env *envelopes) (t *Trace, decoded bool, err error) {
 	if err := check(); err != nil {
 		return nil, false, fmt.Errorf("%s: %v", file, err)
 	}
+	if valid {
+		t.markChecked()
+	}
 	return t, valid, nil
 }
 

@@ -94,6 +94,9 @@ type Correction struct {
 // Trace is a message trace. Build one with New and the intern methods, or
 // read one with ReadFile.
 type Trace struct {
+	// Messages are the trace's messages. Code that edits them in place
+	// (writes a field of a message rather than replacing the slice) calls
+	// MessagesEdited after, so CheckValid checks them again.
 	Messages  []Message
 	Nodes     []Node
 	Endpoints []string // Endpoints[0] == "-"
@@ -116,7 +119,53 @@ type Trace struct {
 	// ran out of actor ids (warned once).
 	actorIdx  []map[string]ActorID
 	actorFull []bool
+	// checked records the messages a reader's decoder proved valid as it
+	// read them (CheckValid's message checks, checkedMark): CheckValid
+	// skips its pass over them while Messages and the tables are still
+	// those it records (MessagesEdited clears it).
+	checked checkedMark
 }
+
+// checkedMark identifies messages proved valid and the tables they were
+// checked against: the slice (its first element and length) and the
+// tables' sizes. A new or resliced Messages, or tables of other sizes, no
+// longer match it; an edit in place does, and clears it (MessagesEdited).
+type checkedMark struct {
+	data                       *Message
+	n, nodes, endpoints, label int
+	actorNodes, actors         int
+}
+
+// mark is the checkedMark of t's messages and tables as they are now (the
+// zero mark for a trace without messages: nothing to skip).
+func (t *Trace) mark() checkedMark {
+	if len(t.Messages) == 0 {
+		return checkedMark{}
+	}
+	k := checkedMark{data: &t.Messages[0], n: len(t.Messages), nodes: len(t.Nodes),
+		endpoints: len(t.Endpoints), label: len(t.Labels), actorNodes: len(t.Actors)}
+	for _, a := range t.Actors {
+		k.actors += len(a)
+	}
+	return k
+}
+
+// markChecked records that t's messages, as they are now, passed
+// CheckValid's message checks (a reader whose decoder checked each one).
+func (t *Trace) markChecked() { t.checked = t.mark() }
+
+// MessagesChecked reports whether t's messages are known to pass
+// CheckValid's message checks without a pass over them: a reader's
+// decoder checked them, and neither they nor the tables have changed since
+// (as far as the mark sees: MessagesEdited).
+func (t *Trace) MessagesChecked() bool {
+	return t.checked.data != nil && t.checked == t.mark()
+}
+
+// MessagesEdited tells t that its messages were edited in place (a field
+// of a message written): the next CheckValid checks them all again.
+// Replacing, reslicing or appending to Messages needs no call.
+func (t *Trace) MessagesEdited() { t.checked = checkedMark{} }
 
 // New returns an empty trace.
 func New() *Trace {
@@ -366,13 +415,16 @@ func (t *Trace) Correction(n NodeID) (Correction, bool) {
 }
 
 // CheckValid reports the first inconsistency, naming the message or table
-// entry at fault.
+// entry at fault. Messages a reader's decoder checked as it read them are
+// not checked again while MessagesChecked holds.
 func (t *Trace) CheckValid() error {
 	if err := t.checkTables(); err != nil {
 		return err
 	}
-	if err := t.checkMessages(); err != nil {
-		return err
+	if !t.MessagesChecked() {
+		if err := t.checkMessages(); err != nil {
+			return err
+		}
 	}
 	return t.checkClock()
 }
