@@ -230,12 +230,9 @@ func uvSlow(b []byte, p int) (uint64, int) {
 	}
 	if len(b)-p >= 8 {
 		w := binary.LittleEndian.Uint64(b[p:])
-		if stop := ^w & 0x8080808080808080; stop != 0 {
-			n := uint(bits.TrailingZeros64(stop)) >> 3 // index of the last byte
-			w &= 1<<(8*n+8) - 1                        // n = 7: the shift gives 0, the mask all ones
-			v := w&0x7f | w>>1&(0x7f<<7) | w>>2&(0x7f<<14) | w>>3&(0x7f<<21) |
-				w>>4&(0x7f<<28) | w>>5&(0x7f<<35) | w>>6&(0x7f<<42) | w>>7&(0x7f<<49)
-			return v, p + int(n) + 1
+		if ^w&0x8080808080808080 != 0 {
+			v, n := gather7(w)
+			return v, p + n
 		}
 	}
 	v, n := binary.Uvarint(b[p:])
@@ -243,6 +240,18 @@ func uvSlow(b []byte, p int) (uint64, int) {
 		return 0, len(b) + 1
 	}
 	return v, p + n
+}
+
+// gather7 decodes the varint that starts at w's first byte (little
+// endian) and ends within the word (some byte of w has its top bit clear):
+// its value and its length in bytes. It finds the last byte in one step and
+// gathers the 7-bit groups without a branch per byte (the decoders' loops
+// call it inline for the varints longer than one byte).
+func gather7(w uint64) (uint64, int) {
+	n := uint(bits.TrailingZeros64(^w&0x8080808080808080)) >> 3 // index of the last byte
+	w &= 1<<(8*n+8) - 1                                         // n = 7: the shift gives 0, the mask all ones
+	return w&0x7f | w>>1&(0x7f<<7) | w>>2&(0x7f<<14) | w>>3&(0x7f<<21) |
+		w>>4&(0x7f<<28) | w>>5&(0x7f<<35) | w>>6&(0x7f<<42) | w>>7&(0x7f<<49), int(n) + 1
 }
 
 // unzig undoes the zigzag encoding of a signed varint.
@@ -395,12 +404,9 @@ func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState, lim *colL
 		if uint(tp) < uint(len(tm)) && tm[tp] < 0x80 {
 			u, tp = uint64(tm[tp]), tp+1
 		} else if w, ok := word(tm, tp); ok && ^w&0x8080808080808080 != 0 {
-			// (uvSlow's word at a time, written out.)
-			n := uint(bits.TrailingZeros64(^w&0x8080808080808080)) >> 3
-			w &= 1<<(8*n+8) - 1
-			u = w&0x7f | w>>1&(0x7f<<7) | w>>2&(0x7f<<14) | w>>3&(0x7f<<21) |
-				w>>4&(0x7f<<28) | w>>5&(0x7f<<35) | w>>6&(0x7f<<42) | w>>7&(0x7f<<49)
-			tp += int(n) + 1
+			var n int
+			u, n = gather7(w)
+			tp += n
 		} else {
 			u, tp = uvSlow(tm, tp)
 		}
@@ -413,11 +419,9 @@ func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState, lim *colL
 				if uint(rp) < uint(len(rv)) && rv[rp] < 0x80 {
 					u, rp = uint64(rv[rp]), rp+1
 				} else if w, ok := word(rv, rp); ok && ^w&0x8080808080808080 != 0 {
-					n := uint(bits.TrailingZeros64(^w&0x8080808080808080)) >> 3
-					w &= 1<<(8*n+8) - 1
-					u = w&0x7f | w>>1&(0x7f<<7) | w>>2&(0x7f<<14) | w>>3&(0x7f<<21) |
-						w>>4&(0x7f<<28) | w>>5&(0x7f<<35) | w>>6&(0x7f<<42) | w>>7&(0x7f<<49)
-					rp += int(n) + 1
+					var n int
+					u, n = gather7(w)
+					rp += n
 				} else {
 					u, rp = uvSlow(rv, rp)
 				}

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/bits"
 	"os"
 	"unsafe"
 
@@ -235,11 +234,9 @@ func (d *envDecoder) times(out []Envelope, fls []byte) {
 		if uint(tp) < uint(len(tm)) && tm[tp] < 0x80 {
 			u, tp = uint64(tm[tp]), tp+1
 		} else if w, ok := word(tm, tp); ok && ^w&0x8080808080808080 != 0 {
-			n := uint(bits.TrailingZeros64(^w&0x8080808080808080)) >> 3
-			w &= 1<<(8*n+8) - 1
-			u = w&0x7f | w>>1&(0x7f<<7) | w>>2&(0x7f<<14) | w>>3&(0x7f<<21) |
-				w>>4&(0x7f<<28) | w>>5&(0x7f<<35) | w>>6&(0x7f<<42) | w>>7&(0x7f<<49)
-			tp += int(n) + 1
+			var n int
+			u, n = gather7(w)
+			tp += n
 		} else {
 			u, tp = uvSlow(tm, tp)
 		}
@@ -252,11 +249,9 @@ func (d *envDecoder) times(out []Envelope, fls []byte) {
 				if uint(rp) < uint(len(rv)) && rv[rp] < 0x80 {
 					u, rp = uint64(rv[rp]), rp+1
 				} else if w, ok := word(rv, rp); ok && ^w&0x8080808080808080 != 0 {
-					n := uint(bits.TrailingZeros64(^w&0x8080808080808080)) >> 3
-					w &= 1<<(8*n+8) - 1
-					u = w&0x7f | w>>1&(0x7f<<7) | w>>2&(0x7f<<14) | w>>3&(0x7f<<21) |
-						w>>4&(0x7f<<28) | w>>5&(0x7f<<35) | w>>6&(0x7f<<42) | w>>7&(0x7f<<49)
-					rp += int(n) + 1
+					var n int
+					u, n = gather7(w)
+					rp += n
 				} else {
 					u, rp = uvSlow(rv, rp)
 				}
