@@ -1257,8 +1257,9 @@ func (j *joint) assignSpan(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 	}
 	slices.SortFunc(trig[1:], func(x, y int32) int { return cmpTime(j.hot[x].recv, j.hot[y].recv) })
 	j.scr.trig = trig
-	set := func(a int32) {
-		s := j.hot[a].send
+	// (s is a's send time: the reply's is the head's rs, not read again
+	// from its record, a cache miss by now.)
+	set := func(a int32, s int64) {
 		p := first
 		if j.anyParallel && j.parallelCall(c, a) {
 			j.parent[a] = p // a parallel call: the request is its cause
@@ -1272,10 +1273,13 @@ func (j *joint) assignSpan(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 		j.parent[a] = p
 	}
 	for _, k := range calls {
-		set(k)
+		set(k, j.hot[k].send)
 	}
 	if reply >= 0 {
-		set(reply)
+		if memoCheck && hd.rs != j.hot[reply].send {
+			panic("linking: a span head's reply send time is not its reply's")
+		}
+		set(reply, hd.rs)
 		j.prob[reply] = 1
 	}
 }
