@@ -543,7 +543,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 			ns.recv = append(ns.recv, hc.recv)
 			ns.end = append(ns.end, hp.send)
 			ns.longest = max(ns.longest, hp.send-hc.recv)
-			ns.head = append(ns.head, j.spanHeadOf(c))
+			ns.head = j.appendSpanHead(ns.head, c)
 		}
 	}
 	j.addHalfSpans(b, &ns)
@@ -555,7 +555,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		// another order): every head again, in the spans' order.
 		ns.head = ns.head[:0]
 		for _, c := range ns.req {
-			ns.head = append(ns.head, j.spanHeadOf(c))
+			ns.head = j.appendSpanHead(ns.head, c)
 		}
 	}
 	ns.members = keep.members[:cap(keep.members)]
@@ -927,10 +927,34 @@ type spanHead struct {
 	reqRet, replyRet   bool
 }
 
+// spanHeadOf is request c's span head.
 func (j *joint) spanHeadOf(c int32) spanHead {
+	var hd spanHead
+	j.setSpanHead(&hd, c)
+	return hd
+}
+
+// appendSpanHead appends request c's span head to heads: written in place,
+// field by field (a spanHead returned by value was built on the stack and
+// copied in 16-byte pieces over its fields' smaller stores, which stalled
+// J4 spans at every span).
+func (j *joint) appendSpanHead(heads []spanHead, c int32) []spanHead {
+	n := len(heads)
+	if n == cap(heads) {
+		heads = append(heads, spanHead{})
+	} else {
+		heads = heads[:n+1]
+	}
+	j.setSpanHead(&heads[n], c)
+	return heads
+}
+
+// setSpanHead sets *hd to request c's span head (spanHeadOf), every field.
+func (j *joint) setSpanHead(hd *spanHead, c int32) {
 	h := &j.hot[c]
-	hd := spanHead{reply: -1, ci: -1, rs: math.MaxInt64, start: h.recv, recv: h.recv, h: h.half}
+	hd.reply, hd.ci, hd.rs, hd.start, hd.recv, hd.h = -1, -1, math.MaxInt64, h.recv, h.recv, h.half
 	hd.reqEdge, hd.reqRet = h.edge, h.role == roleReply
+	hd.replyReq, hd.replyEdge, hd.replyRet = false, 0, false
 	switch hd.h {
 	case halfNone:
 		hd.reply = h.peer
@@ -944,9 +968,10 @@ func (j *joint) spanHeadOf(c int32) spanHead {
 	}
 	if hd.h != halfHead {
 		hd.fan = j.fanOf(c)
+	} else {
+		hd.fan = nil
 	}
 	hd.ci = j.spanCiOf(c)
-	return hd
 }
 
 // spanCiOf is the count class id of request c's span (cntCls of
