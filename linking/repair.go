@@ -518,10 +518,10 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	// trace: their records are asked for a few messages ahead (as in
 	// sweep), and each span's head is read while its messages are at hand.
 	for x, c := range ins {
-		if a := x + sweepAhead; a < len(ins) {
+		if a := x + repairAhead; a < len(ins) {
 			prefetch.At(j.hot, ins[a])
 		}
-		if a := x + sweepAhead/2; a < len(ins) {
+		if a := x + repairAhead/2; a < len(ins) {
 			if ha := &j.hot[ins[a]]; ha.role == roleRequest && ha.peer >= 0 {
 				// (And what the span's head reads by the request's
 				// edge: its count class and fan-out model.)
@@ -574,14 +574,14 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	open := j.scr.open[:0]
 	defer func() { j.scr.open = open }()
 	for x, o := range outs {
-		if a := x + sweepAhead; a < len(outs) {
+		if a := x + repairAhead; a < len(outs) {
 			prefetch.At(j.hot, outs[a])
 			prefetch.At(j.callSpan, outs[a])
 			if settled {
 				prefetch.At(j.prob, outs[a]) // (read below)
 			}
 		}
-		if a := x + sweepAhead/2; a < len(outs) {
+		if a := x + repairAhead/2; a < len(outs) {
 			if c := j.callSpan[outs[a]]; c >= 0 {
 				prefetch.At(ns.sidx, c)
 			}
@@ -716,6 +716,12 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		ns.memo = memo
 	}
 }
+
+// repairAhead is how many messages ahead the repair's loops over a node's
+// received messages (J4 spans) and sends (its calls) ask for their records,
+// and half of it for their peers' (and spans'): each message does little
+// work, less than sweep's, so the records are asked for farther ahead.
+const repairAhead = 2 * sweepAhead
 
 // callAhead asks for what a loop over the calls of a node reads of the
 // calls a few places after the ci-th (their records and spans, scattered
