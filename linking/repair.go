@@ -727,11 +727,11 @@ const repairAhead = 2 * sweepAhead
 // calls a few places after the ci-th (their records and spans, scattered
 // over a large trace): by the time the loop gets there they are in cache.
 func (j *joint) callAhead(ns *nodeSpans, calls []int32, ci int) {
-	if x := ci + sweepAhead; x < len(calls) {
+	if x := ci + repairAhead; x < len(calls) {
 		prefetch.At(j.hot, calls[x])
 		prefetch.At(j.callSpan, calls[x])
 	}
-	if x := ci + sweepAhead/2; x < len(calls) {
+	if x := ci + repairAhead/2; x < len(calls) {
 		if c := j.callSpan[calls[x]]; c >= 0 {
 			prefetch.At(ns.sidx, c)
 		}
