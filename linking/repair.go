@@ -518,10 +518,10 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	// trace: their records are asked for a few messages ahead (as in
 	// sweep), and each span's head is read while its messages are at hand.
 	for x, c := range ins {
-		if a := x + sweepAhead; a < len(ins) {
+		if a := x + repairAhead; a < len(ins) {
 			prefetch.At(j.hot, ins[a])
 		}
-		if a := x + sweepAhead/2; a < len(ins) {
+		if a := x + repairAhead/2; a < len(ins) {
 			if ha := &j.hot[ins[a]]; ha.role == roleRequest && ha.peer >= 0 {
 				// (And what the span's head reads by the request's
 				// edge: its count class and fan-out model.)
@@ -543,7 +543,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 			ns.recv = append(ns.recv, hc.recv)
 			ns.end = append(ns.end, hp.send)
 			ns.longest = max(ns.longest, hp.send-hc.recv)
-			ns.head = append(ns.head, j.spanHeadOf(c))
+			ns.head = j.appendSpanHead(ns.head, c)
 		}
 	}
 	j.addHalfSpans(b, &ns)
@@ -555,7 +555,7 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 		// another order): every head again, in the spans' order.
 		ns.head = ns.head[:0]
 		for _, c := range ns.req {
-			ns.head = append(ns.head, j.spanHeadOf(c))
+			ns.head = j.appendSpanHead(ns.head, c)
 		}
 	}
 	ns.members = keep.members[:cap(keep.members)]
@@ -574,14 +574,14 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	open := j.scr.open[:0]
 	defer func() { j.scr.open = open }()
 	for x, o := range outs {
-		if a := x + sweepAhead; a < len(outs) {
+		if a := x + repairAhead; a < len(outs) {
 			prefetch.At(j.hot, outs[a])
 			prefetch.At(j.callSpan, outs[a])
 			if settled {
 				prefetch.At(j.prob, outs[a]) // (read below)
 			}
 		}
-		if a := x + sweepAhead/2; a < len(outs) {
+		if a := x + repairAhead/2; a < len(outs) {
 			if c := j.callSpan[outs[a]]; c >= 0 {
 				prefetch.At(ns.sidx, c)
 			}
@@ -717,15 +717,21 @@ func (j *joint) repair(b trace.NodeID, probs bool) {
 	}
 }
 
+// repairAhead is how many messages ahead the repair's loops over a node's
+// received messages (J4 spans) and sends (its calls) ask for their records,
+// and half of it for their peers' (and spans'): each message does little
+// work, less than sweep's, so the records are asked for farther ahead.
+const repairAhead = 2 * sweepAhead
+
 // callAhead asks for what a loop over the calls of a node reads of the
 // calls a few places after the ci-th (their records and spans, scattered
 // over a large trace): by the time the loop gets there they are in cache.
 func (j *joint) callAhead(ns *nodeSpans, calls []int32, ci int) {
-	if x := ci + sweepAhead; x < len(calls) {
+	if x := ci + repairAhead; x < len(calls) {
 		prefetch.At(j.hot, calls[x])
 		prefetch.At(j.callSpan, calls[x])
 	}
-	if x := ci + sweepAhead/2; x < len(calls) {
+	if x := ci + repairAhead/2; x < len(calls) {
 		if c := j.callSpan[calls[x]]; c >= 0 {
 			prefetch.At(ns.sidx, c)
 		}
@@ -927,10 +933,34 @@ type spanHead struct {
 	reqRet, replyRet   bool
 }
 
+// spanHeadOf is request c's span head.
 func (j *joint) spanHeadOf(c int32) spanHead {
+	var hd spanHead
+	j.setSpanHead(&hd, c)
+	return hd
+}
+
+// appendSpanHead appends request c's span head to heads: written in place,
+// field by field (a spanHead returned by value was built on the stack and
+// copied in 16-byte pieces over its fields' smaller stores, which stalled
+// J4 spans at every span).
+func (j *joint) appendSpanHead(heads []spanHead, c int32) []spanHead {
+	n := len(heads)
+	if n == cap(heads) {
+		heads = append(heads, spanHead{})
+	} else {
+		heads = heads[:n+1]
+	}
+	j.setSpanHead(&heads[n], c)
+	return heads
+}
+
+// setSpanHead sets *hd to request c's span head (spanHeadOf), every field.
+func (j *joint) setSpanHead(hd *spanHead, c int32) {
 	h := &j.hot[c]
-	hd := spanHead{reply: -1, ci: -1, rs: math.MaxInt64, start: h.recv, recv: h.recv, h: h.half}
+	hd.reply, hd.ci, hd.rs, hd.start, hd.recv, hd.h = -1, -1, math.MaxInt64, h.recv, h.recv, h.half
 	hd.reqEdge, hd.reqRet = h.edge, h.role == roleReply
+	hd.replyReq, hd.replyEdge, hd.replyRet = false, 0, false
 	switch hd.h {
 	case halfNone:
 		hd.reply = h.peer
@@ -944,9 +974,10 @@ func (j *joint) spanHeadOf(c int32) spanHead {
 	}
 	if hd.h != halfHead {
 		hd.fan = j.fanOf(c)
+	} else {
+		hd.fan = nil
 	}
 	hd.ci = j.spanCiOf(c)
-	return hd
 }
 
 // spanCiOf is the count class id of request c's span (cntCls of
@@ -1257,8 +1288,9 @@ func (j *joint) assignSpan(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 	}
 	slices.SortFunc(trig[1:], func(x, y int32) int { return cmpTime(j.hot[x].recv, j.hot[y].recv) })
 	j.scr.trig = trig
-	set := func(a int32) {
-		s := j.hot[a].send
+	// (s is a's send time: the reply's is the head's rs, not read again
+	// from its record, a cache miss by now.)
+	set := func(a int32, s int64) {
 		p := first
 		if j.anyParallel && j.parallelCall(c, a) {
 			j.parent[a] = p // a parallel call: the request is its cause
@@ -1272,10 +1304,13 @@ func (j *joint) assignSpan(b trace.NodeID, c int32, hd *spanHead, calls []int32)
 		j.parent[a] = p
 	}
 	for _, k := range calls {
-		set(k)
+		set(k, j.hot[k].send)
 	}
 	if reply >= 0 {
-		set(reply)
+		if memoCheck && hd.rs != j.hot[reply].send {
+			panic("linking: a span head's reply send time is not its reply's")
+		}
+		set(reply, hd.rs)
 		j.prob[reply] = 1
 	}
 }
