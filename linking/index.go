@@ -154,6 +154,7 @@ func (l *linker) indexEdges() {
 			k := uint64(uint32(m.Src))<<32 | uint64(uint32(m.Dst))
 			prefetch.At(tab.ents, int32(mix(k)&uint64(len(tab.ents)-1)))
 		}
+		l.prefetchMsgs(int32(i))
 		m := &l.msgs[i]
 		e := l.edgeOf(tab, m.Src, m.Dst)
 		l.edge[i] = e
@@ -260,6 +261,7 @@ func (l *linker) index() {
 	}
 	inPos, edgePos := slices.Clone(l.inStart[:nn]), slices.Clone(l.edgeStart[:ne])
 	for i := range int32(n) {
+		l.prefetchMsgs(i)
 		send, recv := l.times(i)
 		e := l.edge[i]
 		if recv != trace.Unknown {
@@ -372,6 +374,7 @@ func (l *linker) index() {
 				}
 			}
 		}
+		l.prefetchMsgs(i)
 		send, recv := l.times(i)
 		e := l.edge[i]
 		if send != trace.Unknown {
@@ -692,4 +695,24 @@ func (t *pairTable) put(k uint64, v int32) {
 		t.n++
 	}
 	*e = pairEnt{k, v + 1}
+}
+
+// msgsAhead is how many messages ahead prefetchMsgs asks for the
+// messages' lines (≈ 4.6 KB at 72 B a message).
+const msgsAhead = 64
+
+// prefetchMsgs asks, at every 8th message i, for the lines of the 8
+// messages msgsAhead on: a pass that reads the messages in order while it
+// writes or reads many other streams (index's fill and merge: thousands of
+// per-node and per-edge streams) loses the messages' stream from the
+// hardware's prefetcher, and their first load stalls. One call per 8
+// messages (every hint is an assembly call). Nothing where Options.Lean
+// has packed the messages (l.tm: 16 B each, in the same order).
+func (l *linker) prefetchMsgs(i int32) {
+	if i&7 != 0 || l.tm != nil {
+		return
+	}
+	if a := int(i) + msgsAhead; a+8 <= len(l.msgs) {
+		prefetch.Lines(uintptr(unsafe.Pointer(&l.msgs[a])), 8*unsafe.Sizeof(trace.Message{}))
+	}
 }
