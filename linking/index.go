@@ -73,6 +73,9 @@ type linker struct {
 	// together), in its one read of the messages.
 	counted                 bool
 	idCalls, epMsgs, epNoID int
+	// anyActor: indexEdges met a message that names an actor (counted;
+	// joint.hasActors reads it instead of reading the messages again).
+	anyActor bool
 	// unsentOn marks, per edge, those that carry a message without a send
 	// time (an untraced sender's: counted).
 	unsentOn []bool
@@ -173,6 +176,9 @@ func (l *linker) indexEdges() {
 		}
 		if m.Kind == trace.KindCall && m.Call != trace.NoRef {
 			l.idCalls++
+		}
+		if m.SrcActor != trace.NoActor || m.DstActor != trace.NoActor {
+			l.anyActor = true
 		}
 		if m.SrcEP != trace.NoEndpoint && m.DstEP != trace.NoEndpoint {
 			l.epMsgs++
@@ -709,7 +715,15 @@ const msgsAhead = 64
 // messages (every hint is an assembly call). Nothing where Options.Lean
 // has packed the messages (l.tm: 16 B each, in the same order).
 func (l *linker) prefetchMsgs(i int32) {
-	if i&7 != 0 || l.tm != nil {
+	if i&7 == 0 {
+		l.prefetchMsgs8(i)
+	}
+}
+
+// prefetchMsgs8 is prefetchMsgs' hint (apart, so that the test for every
+// 8th message is inlined where the messages are read).
+func (l *linker) prefetchMsgs8(i int32) {
+	if l.tm != nil {
 		return
 	}
 	if a := int(i) + msgsAhead; a+8 <= len(l.msgs) {
