@@ -122,6 +122,19 @@ func (l *linker) times(i int32) (send, recv int64) {
 	return m.Send, m.Recv
 }
 
+// timesEnds is times with message i's sender and receiver: the
+// message's own where the messages are at hand (its edge's ends, the same
+// nodes, are a load at random over the edges' arrays), else its edge's.
+func (l *linker) timesEnds(i int32) (send, recv int64, src, dst trace.NodeID) {
+	if l.tm != nil {
+		p := &l.tm[i]
+		e := l.edge[i]
+		return p.send, p.recv, l.edgeSrc[e], l.edgeDst[e]
+	}
+	m := &l.msgs[i]
+	return m.Send, m.Recv, m.Src, m.Dst
+}
+
 // untraced reports whether message i's sender is untraced (no send time).
 func (l *linker) untraced(i int32) bool {
 	send, _ := l.times(i)
@@ -268,18 +281,16 @@ func (l *linker) index() {
 	inPos, edgePos := slices.Clone(l.inStart[:nn]), slices.Clone(l.edgeStart[:ne])
 	for i := range int32(n) {
 		l.prefetchMsgs(i)
-		send, recv := l.times(i)
+		send, recv, src, dst := l.timesEnds(i)
 		e := l.edge[i]
 		if recv != trace.Unknown {
-			d := l.edgeDst[e]
-			l.ins[inPos[d]], l.insRecv[inPos[d]] = i, recv
-			inPos[d]++
+			l.ins[inPos[dst]], l.insRecv[inPos[dst]] = i, recv
+			inPos[dst]++
 		}
 		if send != trace.Unknown {
 			if outs {
-				s := l.edgeSrc[e]
-				l.outs[outPos[s]] = i
-				outPos[s]++
+				l.outs[outPos[src]] = i
+				outPos[src]++
 			}
 			if perEdge == nil || perEdge[e] {
 				l.byEdge[edgePos[e]], l.byEdgeSend[edgePos[e]] = i, send
@@ -365,7 +376,11 @@ func (l *linker) index() {
 		// half that far.
 		if j := i + candAhead; j < int32(n) {
 			e := l.edge[j]
-			prefetch.Two(uintptr(unsafe.Pointer(&l.s1[e])), uintptr(unsafe.Pointer(&l.edgeSrc[e])))
+			if l.tm != nil {
+				prefetch.Two(uintptr(unsafe.Pointer(&l.s1[e])), uintptr(unsafe.Pointer(&l.edgeSrc[e])))
+			} else {
+				prefetch.At(l.s1, e) // (the sender: from the message, timesEnds)
+			}
 			if l.untraced(j) {
 				if r := rev[e]; r >= 0 {
 					prefetch.At(ec, r)
@@ -381,10 +396,9 @@ func (l *linker) index() {
 			}
 		}
 		l.prefetchMsgs(i)
-		send, recv := l.times(i)
+		send, recv, b, _ := l.timesEnds(i)
 		e := l.edge[i]
 		if send != trace.Unknown {
-			b := l.edgeSrc[e]
 			start := l.inStart[b]
 			ts := l.insRecv[start:l.inStart[b+1]]
 			c := &nc[b]
