@@ -107,8 +107,12 @@ func (j *joint) learnActors() {
 	}
 }
 
-// hasActors reports whether any message names an actor.
+// hasActors reports whether any message names an actor (noted by
+// indexEdges where it read the messages: counted).
 func (j *joint) hasActors() bool {
+	if j.counted {
+		return j.anyActor
+	}
 	for i := range j.msgs {
 		if j.msgs[i].SrcActor != trace.NoActor || j.msgs[i].DstActor != trace.NoActor {
 			return true

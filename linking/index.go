@@ -73,6 +73,9 @@ type linker struct {
 	// together), in its one read of the messages.
 	counted                 bool
 	idCalls, epMsgs, epNoID int
+	// anyActor: indexEdges met a message that names an actor (counted;
+	// joint.hasActors reads it instead of reading the messages again).
+	anyActor bool
 	// unsentOn marks, per edge, those that carry a message without a send
 	// time (an untraced sender's: counted).
 	unsentOn []bool
@@ -119,6 +122,19 @@ func (l *linker) times(i int32) (send, recv int64) {
 	return m.Send, m.Recv
 }
 
+// timesEnds is times with message i's sender and receiver: the
+// message's own where the messages are at hand (its edge's ends, the same
+// nodes, are a load at random over the edges' arrays), else its edge's.
+func (l *linker) timesEnds(i int32) (send, recv int64, src, dst trace.NodeID) {
+	if l.tm != nil {
+		p := &l.tm[i]
+		e := l.edge[i]
+		return p.send, p.recv, l.edgeSrc[e], l.edgeDst[e]
+	}
+	m := &l.msgs[i]
+	return m.Send, m.Recv, m.Src, m.Dst
+}
+
 // untraced reports whether message i's sender is untraced (no send time).
 func (l *linker) untraced(i int32) bool {
 	send, _ := l.times(i)
@@ -154,6 +170,7 @@ func (l *linker) indexEdges() {
 			k := uint64(uint32(m.Src))<<32 | uint64(uint32(m.Dst))
 			prefetch.At(tab.ents, int32(mix(k)&uint64(len(tab.ents)-1)))
 		}
+		l.prefetchMsgs(int32(i))
 		m := &l.msgs[i]
 		e := l.edgeOf(tab, m.Src, m.Dst)
 		l.edge[i] = e
@@ -172,6 +189,9 @@ func (l *linker) indexEdges() {
 		}
 		if m.Kind == trace.KindCall && m.Call != trace.NoRef {
 			l.idCalls++
+		}
+		if m.SrcActor != trace.NoActor || m.DstActor != trace.NoActor {
+			l.anyActor = true
 		}
 		if m.SrcEP != trace.NoEndpoint && m.DstEP != trace.NoEndpoint {
 			l.epMsgs++
@@ -260,18 +280,17 @@ func (l *linker) index() {
 	}
 	inPos, edgePos := slices.Clone(l.inStart[:nn]), slices.Clone(l.edgeStart[:ne])
 	for i := range int32(n) {
-		send, recv := l.times(i)
+		l.prefetchMsgs(i)
+		send, recv, src, dst := l.timesEnds(i)
 		e := l.edge[i]
 		if recv != trace.Unknown {
-			d := l.edgeDst[e]
-			l.ins[inPos[d]], l.insRecv[inPos[d]] = i, recv
-			inPos[d]++
+			l.ins[inPos[dst]], l.insRecv[inPos[dst]] = i, recv
+			inPos[dst]++
 		}
 		if send != trace.Unknown {
 			if outs {
-				s := l.edgeSrc[e]
-				l.outs[outPos[s]] = i
-				outPos[s]++
+				l.outs[outPos[src]] = i
+				outPos[src]++
 			}
 			if perEdge == nil || perEdge[e] {
 				l.byEdge[edgePos[e]], l.byEdgeSend[edgePos[e]] = i, send
@@ -357,7 +376,11 @@ func (l *linker) index() {
 		// half that far.
 		if j := i + candAhead; j < int32(n) {
 			e := l.edge[j]
-			prefetch.Two(uintptr(unsafe.Pointer(&l.s1[e])), uintptr(unsafe.Pointer(&l.edgeSrc[e])))
+			if l.tm != nil {
+				prefetch.Two(uintptr(unsafe.Pointer(&l.s1[e])), uintptr(unsafe.Pointer(&l.edgeSrc[e])))
+			} else {
+				prefetch.At(l.s1, e) // (the sender: from the message, timesEnds)
+			}
 			if l.untraced(j) {
 				if r := rev[e]; r >= 0 {
 					prefetch.At(ec, r)
@@ -372,10 +395,10 @@ func (l *linker) index() {
 				}
 			}
 		}
-		send, recv := l.times(i)
+		l.prefetchMsgs(i)
+		send, recv, b, _ := l.timesEnds(i)
 		e := l.edge[i]
 		if send != trace.Unknown {
-			b := l.edgeSrc[e]
 			start := l.inStart[b]
 			ts := l.insRecv[start:l.inStart[b+1]]
 			c := &nc[b]
@@ -692,4 +715,32 @@ func (t *pairTable) put(k uint64, v int32) {
 		t.n++
 	}
 	*e = pairEnt{k, v + 1}
+}
+
+// msgsAhead is how many messages ahead prefetchMsgs asks for the
+// messages' lines (≈ 4.6 KB at 72 B a message).
+const msgsAhead = 64
+
+// prefetchMsgs asks, at every 8th message i, for the lines of the 8
+// messages msgsAhead on: a pass that reads the messages in order while it
+// writes or reads many other streams (index's fill and merge: thousands of
+// per-node and per-edge streams) loses the messages' stream from the
+// hardware's prefetcher, and their first load stalls. One call per 8
+// messages (every hint is an assembly call). Nothing where Options.Lean
+// has packed the messages (l.tm: 16 B each, in the same order).
+func (l *linker) prefetchMsgs(i int32) {
+	if i&7 == 0 {
+		l.prefetchMsgs8(i)
+	}
+}
+
+// prefetchMsgs8 is prefetchMsgs' hint (apart, so that the test for every
+// 8th message is inlined where the messages are read).
+func (l *linker) prefetchMsgs8(i int32) {
+	if l.tm != nil {
+		return
+	}
+	if a := int(i) + msgsAhead; a+8 <= len(l.msgs) {
+		prefetch.Lines(uintptr(unsafe.Pointer(&l.msgs[a])), 8*unsafe.Sizeof(trace.Message{}))
+	}
 }

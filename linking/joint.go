@@ -429,6 +429,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	// endpoints J1 found: FixedEndpoints once per run).
 	ct := newClientTally(l.t, l.fixedEndpoints())
 	for k := range j.msgs {
+		l.prefetchMsgs(int32(k))
 		m := &j.msgs[k]
 		j.hot[k] = msgHot{send: m.Send, recv: m.Recv, peer: r.peer[k], edge: l.edge[k], role: r.role[k], half: j.half[k]}
 		j.eps[k] = epPair{m.SrcEP, m.DstEP}
@@ -469,7 +470,7 @@ func (l *linker) runJoint() (*instances, Fit, int) {
 	for k := range j.hot {
 		if a := k + sweepAhead; a < n {
 			if ha := &j.hot[a]; ha.role == roleRequest {
-				prefetch.At(j.hot, ha.peer)
+				prefetch.Two(uintptr(unsafe.Pointer(&j.hot[ha.peer])), uintptr(unsafe.Pointer(&spans.perEdge[ha.edge])))
 			}
 		}
 		h := &j.hot[k]

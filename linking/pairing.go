@@ -61,6 +61,7 @@ func (l *linker) pairRPCs() *rpcs {
 		// for a return the call in that slot half as far ahead.)
 		msgs := l.msgs
 		for i := range msgs {
+			l.prefetchMsgs(int32(i))
 			if a := i + callAhead; a < len(msgs) {
 				if m := &msgs[a]; m.Kind == trace.KindCall && m.Call != trace.NoRef {
 					calls.prefetchSlot(m)
@@ -72,6 +73,7 @@ func (l *linker) pairRPCs() *rpcs {
 			}
 		}
 		for i := range msgs {
+			l.prefetchMsgs(int32(i))
 			if a := i + callAhead; a < len(msgs) {
 				if m := &msgs[a]; m.Kind == trace.KindReturn && m.Call != trace.NoRef {
 					calls.prefetchSlot(m)

@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"unsafe"
 
 	"wap5/internal/hugemem"
+	"wap5/internal/prefetch"
 )
 
 // The message section of a version 3 binary trace is columnar: messages in
@@ -368,6 +370,10 @@ var errUnexpectedEOF = fmt.Errorf("unexpected end of data")
 // (false only means "not proven": CheckValid then decides); on damage it
 // appends none. Each column is read in one tight loop straight into the
 // messages, with the checks folded in as running maxima.
+// decodeAhead is how many messages ahead decodeBlock asks for the lines it
+// will write.
+const decodeAhead = 64
+
 func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState, lim *colLimits) (bool, error) {
 	flags := raw[colFlags]
 	if len(flags) != k {
@@ -398,6 +404,13 @@ func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState, lim *colL
 	// CoDeeN-sized trace ≈ 39M varints take more than one byte: each was
 	// a call of uvSlow.
 	for i := range out {
+		// The messages are written in order among a dozen column
+		// streams read: the lines of the 8 messages decodeAhead on are
+		// asked for at every 8th (their first store stalled; a hint on a
+		// page not faulted in yet is dropped).
+		if i&7 == 0 && i+decodeAhead+8 <= len(out) {
+			prefetch.Lines(uintptr(unsafe.Pointer(&out[i+decodeAhead])), 8*unsafe.Sizeof(Message{}))
+		}
 		fl := flags[i]
 		maxFlags = max(maxFlags, fl)
 		var u, v uint64
@@ -471,6 +484,9 @@ func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState, lim *colL
 			size, bp = uint64(by[bp]), bp+1
 		} else if uint(bp+1) < uint(len(by)) && by[bp+1] < 0x80 {
 			size, bp = uint64(by[bp]&0x7f)|uint64(by[bp+1])<<7, bp+2
+		} else if uint(bp+2) < uint(len(by)) && by[bp+2] < 0x80 {
+			// (Three bytes: a third of a large trace's sizes.)
+			size, bp = uint64(by[bp]&0x7f)|uint64(by[bp+1]&0x7f)<<7|uint64(by[bp+2])<<14, bp+3
 		} else {
 			size, bp = uvSlow(by, bp)
 		}
@@ -481,6 +497,8 @@ func decodeBlock(t *Trace, raw *[colCount][]byte, k int, st *colState, lim *colL
 				u, ip = uint64(ids[ip]), ip+1
 			} else if uint(ip+1) < uint(len(ids)) && ids[ip+1] < 0x80 {
 				u, ip = uint64(ids[ip]&0x7f)|uint64(ids[ip+1])<<7, ip+2
+			} else if uint(ip+2) < uint(len(ids)) && ids[ip+2] < 0x80 {
+				u, ip = uint64(ids[ip]&0x7f)|uint64(ids[ip+1]&0x7f)<<7|uint64(ids[ip+2])<<14, ip+3
 			} else {
 				u, ip = uvSlow(ids, ip)
 			}

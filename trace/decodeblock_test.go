@@ -7,10 +7,12 @@ import (
 
 // TestDecodeBlockLengths: decodeBlock gives back what encodeBlock wrote for
 // varints of every length in every column (its loop decodes the one-, two-
-// and three-byte cases itself, the rest through uvSlow), also where a
-// column's last value is such a case, and reports a column cut short or
-// ending in a continuation byte as damage.
+// and three-byte cases itself, the three-byte ones of the endpoints, sizes
+// and ids too, the rest through uvSlow), also where a column's last value
+// is such a case, and reports a column cut short or ending in a
+// continuation byte as damage.
 func TestDecodeBlockLengths(t *testing.T) {
+	var id3, id4 int64 // (the ids of the three- and four-byte cases: deltas of that size)
 	cases := []struct {
 		name string
 		n    int
@@ -28,6 +30,16 @@ func TestDecodeBlockLengths(t *testing.T) {
 		}},
 		{"four-byte endpoints", 500, func(r *rand.Rand, m *Message) {
 			m.SrcEP, m.DstEP = EndpointID(1<<21+r.IntN(1<<28-1<<21)), EndpointID(r.IntN(1<<28))
+		}},
+		{"three-byte sizes and ids", 500, func(r *rand.Rand, m *Message) {
+			m.Bytes = int64(1<<14 + r.IntN(1<<21-1<<14))
+			id3 += 1 + int64(1<<13+r.IntN(1<<20-1<<13)) // zigzag: 1<<14 … 1<<21
+			m.ID = id3
+		}},
+		{"four-byte sizes and ids", 500, func(r *rand.Rand, m *Message) {
+			m.Bytes = int64(1<<21 + r.IntN(1<<28-1<<21))
+			id4 += 1 + int64(1<<20+r.IntN(1<<27-1<<20)) // zigzag: 1<<21 … 1<<28
+			m.ID = id4
 		}},
 		{"one-byte", 500, func(r *rand.Rand, m *Message) {
 			m.Src, m.Dst, m.SrcEP, m.DstEP, m.Bytes = NodeID(r.IntN(128)), NodeID(r.IntN(128)), EndpointID(r.IntN(128)), EndpointID(r.IntN(128)), int64(r.IntN(128))
